@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Clock is the source of time for every lease, delay, backoff and retention
+// rule. Production code uses RealClock; tests use a *FakeClock and advance it.
+type Clock interface {
+	// Now returns the current instant.
+	Now() time.Time
+	// NewTimer returns a timer that fires once, d from now on this clock.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of *time.Timer that backends use.
+type Timer interface {
+	// C delivers the time when the timer fires (buffered, at most once per Reset).
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports whether it was active.
+	Stop() bool
+	// Reset re-arms the timer to fire d from now.
+	Reset(d time.Duration)
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// NewTimer wraps time.NewTimer.
+func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time   { return r.t.C }
+func (r realTimer) Stop() bool            { return r.t.Stop() }
+func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
+
+// FakeClock is a manual clock for tests: time moves only when Advance or Set is
+// called, and timers whose deadline has passed fire then. Safe for concurrent use.
+type FakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers map[*fakeTimer]struct{}
+}
+
+// NewFakeClock returns a fake clock reading start.
+func NewFakeClock(start time.Time) *FakeClock {
+	return &FakeClock{now: start, timers: map[*fakeTimer]struct{}{}}
+}
+
+// Now returns the fake time.
+func (c *FakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Offset is how far the fake time is from the wall clock (for backends, such as
+// PostgreSQL, that compute time from their own clock plus an offset).
+func (c *FakeClock) Offset() time.Duration { return time.Until(c.Now()) }
+
+// Advance moves the clock forward by d and fires the timers that are due.
+func (c *FakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.fireLocked()
+	c.mu.Unlock()
+}
+
+// Set moves the clock to t (never backwards) and fires the timers that are due.
+func (c *FakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	if t.After(c.now) {
+		c.now = t
+	}
+	c.fireLocked()
+	c.mu.Unlock()
+}
+
+// Timers returns the number of armed timers (for tests that wait for a
+// goroutine to block on the clock).
+func (c *FakeClock) Timers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// NextDeadline returns the earliest armed timer's deadline, or false if none.
+func (c *FakeClock) NextDeadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ds []time.Time
+	for t := range c.timers {
+		ds = append(ds, t.deadline)
+	}
+	if len(ds) == 0 {
+		return time.Time{}, false
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i].Before(ds[j]) })
+	return ds[0], true
+}
+
+func (c *FakeClock) fireLocked() {
+	for t := range c.timers {
+		if !t.deadline.After(c.now) {
+			delete(c.timers, t)
+			select {
+			case t.ch <- c.now:
+			default:
+			}
+		}
+	}
+}
+
+// NewTimer returns a timer on the fake clock.
+func (c *FakeClock) NewTimer(d time.Duration) Timer {
+	t := &fakeTimer{c: c, ch: make(chan time.Time, 1)}
+	t.Reset(d)
+	return t
+}
+
+type fakeTimer struct {
+	c        *FakeClock
+	ch       chan time.Time
+	deadline time.Time
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.ch }
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	_, ok := t.c.timers[t]
+	delete(t.c.timers, t)
+	return ok
+}
+
+func (t *fakeTimer) Reset(d time.Duration) {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.deadline = t.c.now.Add(d)
+	t.c.timers[t] = struct{}{}
+	t.c.fireLocked()
+}

@@ -1,0 +1,53 @@
+package broker
+
+import (
+	"crypto/md5"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"sort"
+)
+
+// MD5OfBody is SQS's MD5OfMessageBody: the lower-case hex MD5 of the UTF-8 body.
+func MD5OfBody(body string) string {
+	sum := md5.Sum([]byte(body))
+	return hex.EncodeToString(sum[:])
+}
+
+// MD5OfAttributes is SQS's MD5OfMessageAttributes (and, applied to system
+// attributes, MD5OfMessageSystemAttributes), computed exactly as the SDKs
+// verify it: for each attribute in ascending name order, the 4-byte big-endian
+// length and bytes of the name, of the full data type, then a transport byte
+// (1 string, 2 binary) and the length and bytes of the value. It returns ""
+// for no attributes: SQS then omits the field.
+func MD5OfAttributes(attrs map[string]MessageAttribute) string {
+	if len(attrs) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(attrs))
+	for k := range attrs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	h := md5.New()
+	for _, k := range names {
+		a := attrs[k]
+		writeLenBytes(h, []byte(k))
+		writeLenBytes(h, []byte(a.DataType))
+		if a.IsBinary() {
+			h.Write([]byte{2})
+			writeLenBytes(h, a.BinaryValue)
+		} else {
+			h.Write([]byte{1})
+			writeLenBytes(h, []byte(a.StringValue))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeLenBytes(h hash.Hash, b []byte) {
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(b)))
+	h.Write(n[:])
+	h.Write(b)
+}

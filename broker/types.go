@@ -1,0 +1,141 @@
+package broker
+
+import "time"
+
+// Limits of the SQS API that the broker enforces.
+const (
+	MaxBatchEntries      = 10                // entries per batch call
+	MaxBatchBytes        = 1 << 20           // total payload of a send batch
+	MaxMessageBytes      = 1 << 20           // the largest MaximumMessageSize
+	MinMessageBytes      = 1024              // the smallest MaximumMessageSize
+	MaxReceiveMessages   = 10                // MaxNumberOfMessages upper bound
+	MaxWaitTime          = 20 * time.Second  // WaitTimeSeconds upper bound
+	MaxVisibilityTimeout = 12 * time.Hour    // VisibilityTimeout upper bound
+	MaxDelay             = 15 * time.Minute  // DelaySeconds upper bound
+	MinRetention         = time.Minute       // MessageRetentionPeriod lower bound
+	MaxRetention         = 14 * 24 * time.Hour
+	MaxMessageAttributes = 10 // user message attributes per message
+	// DefaultMaxInFlight is the in-flight cap per queue (SQS's standard-queue figure).
+	DefaultMaxInFlight = 120000
+)
+
+// MessageAttribute is one user or system message attribute. DataType is
+// "String", "Number" or "Binary", optionally followed by ".label". String and
+// Number values travel in StringValue, Binary values in BinaryValue.
+type MessageAttribute struct {
+	DataType    string
+	StringValue string
+	BinaryValue []byte
+}
+
+// IsBinary reports whether the attribute carries BinaryValue.
+func (a MessageAttribute) IsBinary() bool { return baseType(a.DataType) == "Binary" }
+
+// SendEntry is one message to send.
+type SendEntry struct {
+	// ID is the batch entry id (echoed in the result); may be empty for a single send.
+	ID string
+	// Body is the message body: 1 byte up to the queue's MaximumMessageSize, in
+	// XML 1.0's character set.
+	Body string
+	// Delay overrides the queue's DelaySeconds when non-nil (0..15 min).
+	Delay *time.Duration
+	// Attributes are the user message attributes (at most 10).
+	Attributes map[string]MessageAttribute
+	// SystemAttributes: only "AWSTraceHeader" (DataType String) is allowed.
+	SystemAttributes map[string]MessageAttribute
+	// SenderID is recorded as the SenderId system attribute.
+	SenderID string
+	// GroupID and DedupID are FIFO's MessageGroupId and MessageDeduplicationId.
+	GroupID, DedupID string
+	// Priority orders ready messages within a standard queue: higher first.
+	// 0 is the default; the range is -100..100.
+	Priority int
+}
+
+// SendResult is the outcome of one SendEntry. Err is set when this entry failed;
+// the other entries of the batch are not affected.
+type SendResult struct {
+	ID             string
+	MessageID      string
+	SequenceNumber string // FIFO only
+	Err            error
+}
+
+// Message is a stored message as a consumer sees it.
+type Message struct {
+	ID               string
+	Body             string
+	Attributes       map[string]MessageAttribute
+	SystemAttributes map[string]MessageAttribute
+	SenderID         string
+	SentAt           time.Time
+	GroupID          string
+	DedupID          string
+	SequenceNumber   string
+	Priority         int
+	// ReceiveCount is how many times the message has been received (after this
+	// receive, for a Delivery). It keeps counting across a move to a dead-letter queue.
+	ReceiveCount int
+	// FirstReceiveAt is the time of the first receive (zero before it).
+	FirstReceiveAt time.Time
+	// DeadLetterSource is the name of the queue a dead-lettered message came from.
+	DeadLetterSource string
+}
+
+// Delivery is a message handed to a consumer under a lease.
+type Delivery struct {
+	Message
+	// Receipt is the opaque receipt handle of this lease.
+	Receipt string
+}
+
+// ReceiveRequest asks for up to MaxMessages messages.
+type ReceiveRequest struct {
+	Queue string
+	// MaxMessages is 1..10; 0 means 1.
+	MaxMessages int
+	// Visibility overrides the queue's VisibilityTimeout for these messages (0..12 h).
+	Visibility *time.Duration
+	// WaitTime overrides the queue's ReceiveMessageWaitTimeSeconds (0..20 s).
+	WaitTime *time.Duration
+	// AttemptID is FIFO's ReceiveRequestAttemptId (ignored on standard queues).
+	AttemptID string
+}
+
+// DeleteEntry is one receipt to delete.
+type DeleteEntry struct {
+	ID      string
+	Receipt string
+}
+
+// VisibilityEntry changes one lease's visibility timeout, counted from now.
+type VisibilityEntry struct {
+	ID      string
+	Receipt string
+	Timeout time.Duration
+}
+
+// Queue describes a queue.
+type Queue struct {
+	// ID is the internal id: a re-created queue of the same name gets a new one.
+	ID         uint64
+	Name       string
+	Config     QueueConfig
+	Tags       map[string]string
+	CreatedAt  time.Time
+	ModifiedAt time.Time
+}
+
+// QueueStats are the approximate counts of a queue, from maintained counters.
+type QueueStats struct {
+	Visible  int64 // ready to be received
+	InFlight int64 // leased, not yet deleted or expired
+	Delayed  int64 // not yet visible because of a delay
+}
+
+// QueueInfo is a queue with its counts.
+type QueueInfo struct {
+	Queue
+	Stats QueueStats
+}

@@ -1,0 +1,255 @@
+package broker
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ValidateQueueName checks 1..80 characters of [A-Za-z0-9_-], plus ".fifo" at
+// the end for a FIFO queue (the suffix counts toward the 80).
+func ValidateQueueName(name string) error {
+	base := strings.TrimSuffix(name, ".fifo")
+	if len(name) == 0 || len(name) > 80 || base == "" || !isIDChars(base) {
+		return Errorf(ErrInvalidParameterValue, "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length")
+	}
+	return nil
+}
+
+func isIDChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateBatchIDs checks a batch's entry count (1..10) and ids (distinct,
+// 1..80 characters of [A-Za-z0-9_-]).
+func ValidateBatchIDs(ids []string) error {
+	if len(ids) == 0 {
+		return Errorf(ErrEmptyBatch, "There should be at least one SendMessageBatchRequestEntry in the request.")
+	}
+	if len(ids) > MaxBatchEntries {
+		return Errorf(ErrTooManyEntries, "Maximum number of entries per request are %d. You have sent %d.", MaxBatchEntries, len(ids))
+	}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if id == "" || len(id) > 80 || !isIDChars(id) {
+			return Errorf(ErrInvalidBatchEntryID, "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.")
+		}
+		if seen[id] {
+			return Errorf(ErrBatchIDsNotDistinct, "Id %s repeated.", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// ValidBodyChars reports whether s holds only XML 1.0 characters:
+// #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF.
+func ValidBodyChars(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != 0x9 && c != 0xA && c != 0xD {
+				return false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return false
+		}
+		if !(r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF) {
+			return false
+		}
+		i += n
+	}
+	return true
+}
+
+// MessageSize is the size SQS counts against MaximumMessageSize: the body plus
+// each user attribute's name, data type and value.
+func MessageSize(body string, attrs map[string]MessageAttribute) int {
+	n := len(body)
+	for k, a := range attrs {
+		n += len(k) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+	}
+	return n
+}
+
+// ValidateSendEntry checks one message against its queue's settings and the
+// SQS rules: body presence, characters and size, delay range (and that FIFO
+// queues take no per-message delay), attributes.
+func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
+	if e.Body == "" {
+		return Errorf(ErrMissingParameter, "The request must contain the parameter MessageBody.")
+	}
+	if !ValidBodyChars(e.Body) {
+		return Errorf(ErrInvalidMessageContents, "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF")
+	}
+	if err := ValidateMessageAttributes(e.Attributes); err != nil {
+		return err
+	}
+	for k, a := range e.SystemAttributes {
+		if k != "AWSTraceHeader" {
+			return Errorf(ErrInvalidParameterValue, "Message system attribute name '%s' is invalid.", k)
+		}
+		if a.DataType != "String" || a.StringValue == "" {
+			return Errorf(ErrInvalidParameterValue, "Message system attribute 'AWSTraceHeader' must contain a non-empty value of type 'String'.")
+		}
+	}
+	if size := MessageSize(e.Body, e.Attributes); size > c.MaxMessageSize {
+		return Errorf(ErrInvalidParameterValue, "One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", c.MaxMessageSize)
+	}
+	if e.Delay != nil {
+		if *e.Delay < 0 || *e.Delay > MaxDelay || *e.Delay%time.Second != 0 {
+			return invalidParam(int64(*e.Delay/time.Second), "DelaySeconds", "must be >= 0 and <= 900.")
+		}
+		if c.Fifo {
+			return invalidParam(int64(*e.Delay/time.Second), "DelaySeconds", "The request include parameter that is not valid for this queue type.")
+		}
+	}
+	if e.Priority < -100 || e.Priority > 100 {
+		return invalidParam(e.Priority, "Priority", "must be between -100 and 100.")
+	}
+	return nil
+}
+
+// ValidateMessageAttributes checks user message attributes: at most 10, names
+// of [A-Za-z0-9_.-] up to 256 characters (no "AWS."/"Amazon." prefix, no
+// leading, trailing or double dot), a String/Number/Binary data type with an
+// optional ".label", and a non-empty value of the right kind.
+func ValidateMessageAttributes(attrs map[string]MessageAttribute) error {
+	if len(attrs) > MaxMessageAttributes {
+		return Errorf(ErrInvalidParameterValue, "Number of message attributes [%d] exceeds the allowed maximum [%d].", len(attrs), MaxMessageAttributes)
+	}
+	for name, a := range attrs {
+		if err := validateAttrName(name); err != nil {
+			return err
+		}
+		switch baseType(a.DataType) {
+		case "String", "Number":
+			if a.StringValue == "" {
+				return Errorf(ErrInvalidParameterValue, "Message (user) attribute '%s' must contain a non-empty value of type '%s'.", name, baseType(a.DataType))
+			}
+			if !ValidBodyChars(a.StringValue) {
+				return Errorf(ErrInvalidParameterValue, "Message (user) attribute '%s' contains invalid characters.", name)
+			}
+			if baseType(a.DataType) == "Number" && !isNumber(a.StringValue) {
+				return Errorf(ErrInvalidParameterValue, "Could not cast message attribute '%s' value to number.", name)
+			}
+		case "Binary":
+			if len(a.BinaryValue) == 0 {
+				return Errorf(ErrInvalidParameterValue, "Message (user) attribute '%s' must contain a non-empty value of type 'Binary'.", name)
+			}
+		default:
+			return Errorf(ErrInvalidParameterValue, "The type of message (user) attribute '%s' is invalid. You must use only the following supported type prefixes: Binary, Number, String.", name)
+		}
+		if len(a.DataType) > 256 {
+			return Errorf(ErrInvalidParameterValue, "Message (user) attribute '%s' data type is too long.", name)
+		}
+	}
+	return nil
+}
+
+func validateAttrName(name string) error {
+	bad := name == "" || len(name) > 256 || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") ||
+		strings.Contains(name, "..")
+	l := strings.ToLower(name)
+	if strings.HasPrefix(l, "aws.") || strings.HasPrefix(l, "amazon.") {
+		bad = true
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' || r > 127 && r != utf8.RuneError) {
+			bad = true
+		}
+	}
+	if bad {
+		return Errorf(ErrInvalidParameterValue, "Message (user) attribute name '%s' is invalid.", name)
+	}
+	return nil
+}
+
+func baseType(t string) string {
+	if i := strings.IndexByte(t, '.'); i >= 0 {
+		return t[:i]
+	}
+	return t
+}
+
+func isNumber(s string) bool {
+	digits := 0
+	for i, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case (c == '-' || c == '+') && (i == 0 || s[i-1] == 'e' || s[i-1] == 'E'):
+		case c == '.' || c == 'e' || c == 'E':
+		default:
+			return false
+		}
+	}
+	return digits > 0 && len(s) <= 100
+}
+
+// NormalizeReceive applies the queue defaults to req and checks its ranges.
+// It returns the number of messages, the lease length and the wait time.
+func NormalizeReceive(c QueueConfig, req ReceiveRequest) (max int, visibility, wait time.Duration, err error) {
+	max = req.MaxMessages
+	if max == 0 {
+		max = 1
+	}
+	if max < 1 || max > MaxReceiveMessages {
+		return 0, 0, 0, invalidParam(max, "MaxNumberOfMessages", "Must be between 1 and 10, if provided.")
+	}
+	visibility = c.VisibilityTimeout
+	if req.Visibility != nil {
+		visibility = *req.Visibility
+		if visibility < 0 || visibility > MaxVisibilityTimeout {
+			return 0, 0, 0, invalidParam(int64(visibility/time.Second), "VisibilityTimeout", "Must be >= 0 and <= 43200, if provided.")
+		}
+	}
+	wait = c.ReceiveWaitTime
+	if req.WaitTime != nil {
+		wait = *req.WaitTime
+		if wait < 0 || wait > MaxWaitTime {
+			return 0, 0, 0, invalidParam(int64(wait/time.Second), "WaitTimeSeconds", "Must be >= 0 and <= 20, if provided.")
+		}
+	}
+	return max, visibility, wait, nil
+}
+
+// ValidateVisibility checks a ChangeMessageVisibility timeout (0..12 h).
+func ValidateVisibility(d time.Duration) error {
+	if d < 0 || d > MaxVisibilityTimeout {
+		return invalidParam(int64(d/time.Second), "VisibilityTimeout", "Must be >= 0 and <= 43200, if provided.")
+	}
+	return nil
+}
+
+// FilterAttributes returns the attributes selected by names, as in
+// ReceiveMessage's MessageAttributeNames: exact names, "All", ".*", or a
+// prefix such as "bar.*". It returns nil when nothing is selected.
+func FilterAttributes(attrs map[string]MessageAttribute, names []string) map[string]MessageAttribute {
+	if len(attrs) == 0 || len(names) == 0 {
+		return nil
+	}
+	out := map[string]MessageAttribute{}
+	for k, v := range attrs {
+		for _, n := range names {
+			if n == "All" || n == ".*" || n == k || strings.HasSuffix(n, ".*") && strings.HasPrefix(k, strings.TrimSuffix(n, "*")) {
+				out[k] = v
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
