@@ -1,0 +1,363 @@
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// The message actions: SendMessage(Batch), ReceiveMessage, DeleteMessage(Batch),
+// ChangeMessageVisibility(Batch).
+
+// seconds converts an optional integer parameter in seconds to a duration.
+func seconds(n *number, param string) (*time.Duration, error) {
+	v, ok, err := n.get(param)
+	if err != nil || !ok {
+		return nil, err
+	}
+	d := time.Duration(v) * time.Second
+	return &d, nil
+}
+
+func (c *call) toSendEntry(e *sendEntry, bodyParam string) (broker.SendEntry, error) {
+	if e.MessageBody == nil {
+		return broker.SendEntry{}, missing(bodyParam)
+	}
+	delay, err := seconds(e.DelaySeconds, "DelaySeconds")
+	if err != nil {
+		return broker.SendEntry{}, err
+	}
+	return broker.SendEntry{
+		ID:               e.Id,
+		Body:             *e.MessageBody,
+		Delay:            delay,
+		Attributes:       toBroker(e.MessageAttributes),
+		SystemAttributes: toBroker(e.MessageSystemAttributes),
+		SenderID:         c.senderID,
+		GroupID:          e.MessageGroupId,
+		DedupID:          e.MessageDeduplicationId,
+	}, nil
+}
+
+// sendOutput is what a send answers: the MD5s of what was sent (attribute MD5s
+// omitted when there are none) and the new message id.
+func sendOutput(e broker.SendEntry, r broker.SendResult) sendMessageOutput {
+	return sendMessageOutput{
+		MD5OfMessageBody:             broker.MD5OfBody(e.Body),
+		MD5OfMessageAttributes:       broker.MD5OfAttributes(e.Attributes),
+		MD5OfMessageSystemAttributes: broker.MD5OfAttributes(e.SystemAttributes),
+		MessageId:                    r.MessageID,
+		SequenceNumber:               r.SequenceNumber,
+	}
+}
+
+func (h *Handler) sendMessage(c *call, in *sendMessageInput) (any, error) {
+	name, err := c.queueName(in.queueRef)
+	if err != nil {
+		return nil, err
+	}
+	e, err := c.toSendEntry(&in.sendEntry, "MessageBody")
+	if err != nil {
+		return nil, err
+	}
+	rs, err := h.backend.Send(c.ctx, name, []broker.SendEntry{e})
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) != 1 {
+		return nil, internal(fmt.Errorf("backend returned %d results for 1 send", len(rs)))
+	}
+	if rs[0].Err != nil {
+		return nil, rs[0].Err
+	}
+	out := sendOutput(e, rs[0])
+	return &out, nil
+}
+
+// batchFailure is the Failed entry of a batch entry that failed with err.
+func batchFailure(id string, err error) batchError {
+	k := kindOf(normalize(err))
+	return batchError{Id: id, SenderFault: k.status < 500, Code: k.code, Message: wireMessage(err, k)}
+}
+
+func (h *Handler) sendMessageBatch(c *call, in *sendMessageBatchInput) (any, error) {
+	name, err := c.queueName(in.queueRef)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(in.Entries))
+	for i, e := range in.Entries {
+		ids[i] = e.Id
+	}
+	if err := broker.ValidateBatchIDs(ids); err != nil {
+		return nil, err
+	}
+	entries := make([]broker.SendEntry, len(in.Entries))
+	for i := range in.Entries {
+		if entries[i], err = c.toSendEntry(&in.Entries[i], "SendMessageBatchRequestEntry."+strconv.Itoa(i+1)+".MessageBody"); err != nil {
+			return nil, err
+		}
+	}
+	rs, err := h.backend.Send(c.ctx, name, entries)
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) != len(entries) {
+		return nil, internal(fmt.Errorf("backend returned %d results for %d sends", len(rs), len(entries)))
+	}
+	out := &sendMessageBatchOutput{Successful: []sendBatchResultEntry{}, Failed: []batchError{}}
+	for i, r := range rs {
+		if r.Err != nil {
+			out.Failed = append(out.Failed, batchFailure(entries[i].ID, r.Err))
+			continue
+		}
+		out.Successful = append(out.Successful, sendBatchResultEntry{Id: entries[i].ID, sendMessageOutput: sendOutput(entries[i], r)})
+	}
+	return out, nil
+}
+
+// systemAttributeNames are the message system attributes ReceiveMessage can return.
+var systemAttributeNames = []string{
+	"SenderId", "SentTimestamp", "ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp",
+	"AWSTraceHeader", "DeadLetterQueueSourceArn", "MessageGroupId", "MessageDeduplicationId", "SequenceNumber",
+}
+
+// wantedSystemAttributes turns AttributeNames and MessageSystemAttributeNames
+// into the set of system attributes to return. Unknown names are ignored, as SQS does.
+func wantedSystemAttributes(lists ...[]string) map[string]bool {
+	want := map[string]bool{}
+	for _, l := range lists {
+		for _, n := range l {
+			if n == "All" {
+				for _, s := range systemAttributeNames {
+					want[s] = true
+				}
+				continue
+			}
+			want[n] = true
+		}
+	}
+	return want
+}
+
+func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func (h *Handler) toMessage(d broker.Delivery, want map[string]bool, attrNames []string) message {
+	m := message{MessageId: d.ID, ReceiptHandle: d.Receipt, MD5OfBody: broker.MD5OfBody(d.Body), Body: d.Body}
+	sys := map[string]string{}
+	set := func(name, value string) {
+		if want[name] && value != "" {
+			sys[name] = value
+		}
+	}
+	set("SenderId", d.SenderID)
+	set("SentTimestamp", millis(d.SentAt))
+	set("ApproximateReceiveCount", strconv.Itoa(d.ReceiveCount))
+	if !d.FirstReceiveAt.IsZero() {
+		set("ApproximateFirstReceiveTimestamp", millis(d.FirstReceiveAt))
+	}
+	set("AWSTraceHeader", d.SystemAttributes["AWSTraceHeader"].StringValue)
+	if d.DeadLetterSource != "" {
+		set("DeadLetterQueueSourceArn", h.arn(d.DeadLetterSource))
+	}
+	set("MessageGroupId", d.GroupID)
+	set("MessageDeduplicationId", d.DedupID)
+	set("SequenceNumber", d.SequenceNumber)
+	if len(sys) > 0 {
+		m.Attributes = sys
+	}
+	// MD5OfMessageAttributes covers only the attributes returned.
+	attrs := broker.FilterAttributes(d.Attributes, attrNames)
+	m.MessageAttributes = fromBroker(attrs)
+	m.MD5OfMessageAttributes = broker.MD5OfAttributes(attrs)
+	return m
+}
+
+func (h *Handler) receiveMessage(c *call, in *receiveMessageInput) (any, error) {
+	name, err := c.queueName(in.queueRef)
+	if err != nil {
+		return nil, err
+	}
+	req := broker.ReceiveRequest{Queue: name, AttemptID: in.ReceiveRequestAttemptId}
+	max, ok, err := in.MaxNumberOfMessages.get("MaxNumberOfMessages")
+	if err != nil {
+		return nil, err
+	}
+	if ok && (max < 1 || max > broker.MaxReceiveMessages) {
+		return nil, invalidValue(max, "MaxNumberOfMessages", "Must be between 1 and 10, if provided.")
+	}
+	req.MaxMessages = int(max)
+	if req.Visibility, err = seconds(in.VisibilityTimeout, "VisibilityTimeout"); err != nil {
+		return nil, err
+	}
+	if req.WaitTime, err = seconds(in.WaitTimeSeconds, "WaitTimeSeconds"); err != nil {
+		return nil, err
+	}
+	out := &receiveMessageOutput{}
+	if h.cfg.Drain.Err() != nil {
+		return out, nil // draining: answer at once, claim nothing
+	}
+	// A receive that may wait holds a token of the waiting-receive cap.
+	if req.WaitTime == nil || *req.WaitTime > 0 {
+		select {
+		case h.waiting <- struct{}{}:
+			defer func() { <-h.waiting }()
+		default:
+			return nil, broker.Errorf(broker.ErrThrottled, "Too many receives are waiting (%d); retry later.", cap(h.waiting))
+		}
+	}
+	// Draining cancels the wait; the backend then returns without claiming.
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	stop := context.AfterFunc(h.cfg.Drain, cancel)
+	defer stop()
+	ds, err := h.backend.Receive(ctx, req)
+	if err != nil {
+		if h.cfg.Drain.Err() != nil && errors.Is(err, context.Canceled) {
+			return out, nil
+		}
+		return nil, err
+	}
+	want := wantedSystemAttributes(in.AttributeNames, in.MessageSystemAttributeNames)
+	for _, d := range ds {
+		out.Messages = append(out.Messages, h.toMessage(d, want, in.MessageAttributeNames))
+	}
+	return out, nil
+}
+
+func receiptOf(p *string, param string) (string, error) {
+	if p == nil || *p == "" {
+		return "", missing(param)
+	}
+	return *p, nil
+}
+
+func (h *Handler) deleteMessage(c *call, in *deleteMessageInput) (any, error) {
+	name, err := c.queueName(in.queueRef)
+	if err != nil {
+		return nil, err
+	}
+	rh, err := receiptOf(in.ReceiptHandle, "ReceiptHandle")
+	if err != nil {
+		return nil, err
+	}
+	errs, err := h.backend.Delete(c.ctx, name, []broker.DeleteEntry{{Receipt: rh}})
+	return nil, single(errs, err)
+}
+
+// single returns the error of a one-entry batch call.
+func single(errs []error, err error) error {
+	if err != nil {
+		return err
+	}
+	if len(errs) != 1 {
+		return internal(fmt.Errorf("backend returned %d results for 1 entry", len(errs)))
+	}
+	return errs[0]
+}
+
+func (h *Handler) deleteMessageBatch(c *call, in *deleteMessageBatchInput) (any, error) {
+	name, err := c.queueName(in.queueRef)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(in.Entries))
+	entries := make([]broker.DeleteEntry, len(in.Entries))
+	for i, e := range in.Entries {
+		ids[i] = e.Id
+		entries[i] = broker.DeleteEntry{ID: e.Id}
+	}
+	if err := broker.ValidateBatchIDs(ids); err != nil {
+		return nil, err
+	}
+	for i, e := range in.Entries {
+		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, "DeleteMessageBatchRequestEntry."+strconv.Itoa(i+1)+".ReceiptHandle"); err != nil {
+			return nil, err
+		}
+	}
+	errs, err := h.backend.Delete(c.ctx, name, entries)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) != len(entries) {
+		return nil, internal(fmt.Errorf("backend returned %d results for %d deletes", len(errs), len(entries)))
+	}
+	out := &deleteMessageBatchOutput{Successful: []batchIDEntry{}, Failed: []batchError{}}
+	for i, e := range errs {
+		if e != nil {
+			out.Failed = append(out.Failed, batchFailure(ids[i], e))
+		} else {
+			out.Successful = append(out.Successful, batchIDEntry{ids[i]})
+		}
+	}
+	return out, nil
+}
+
+func (h *Handler) changeVisibility(c *call, in *changeVisibilityInput) (any, error) {
+	name, err := c.queueName(in.queueRef)
+	if err != nil {
+		return nil, err
+	}
+	rh, err := receiptOf(in.ReceiptHandle, "ReceiptHandle")
+	if err != nil {
+		return nil, err
+	}
+	if in.VisibilityTimeout == nil {
+		return nil, missing("VisibilityTimeout")
+	}
+	d, err := seconds(in.VisibilityTimeout, "VisibilityTimeout")
+	if err != nil {
+		return nil, err
+	}
+	errs, err := h.backend.ChangeVisibility(c.ctx, name, []broker.VisibilityEntry{{Receipt: rh, Timeout: *d}})
+	return nil, single(errs, err)
+}
+
+func (h *Handler) changeVisibilityBatch(c *call, in *changeVisibilityBatchInput) (any, error) {
+	name, err := c.queueName(in.queueRef)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(in.Entries))
+	for i, e := range in.Entries {
+		ids[i] = e.Id
+	}
+	if err := broker.ValidateBatchIDs(ids); err != nil {
+		return nil, err
+	}
+	entries := make([]broker.VisibilityEntry, len(in.Entries))
+	for i, e := range in.Entries {
+		entries[i].ID = e.Id
+		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, "ChangeMessageVisibilityBatchRequestEntry."+strconv.Itoa(i+1)+".ReceiptHandle"); err != nil {
+			return nil, err
+		}
+		// An absent timeout is 0: aws-sdk-go-v2 omits a zero VisibilityTimeout in batch entries.
+		d, err := seconds(e.VisibilityTimeout, "VisibilityTimeout")
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			entries[i].Timeout = *d
+		}
+	}
+	errs, err := h.backend.ChangeVisibility(c.ctx, name, entries)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) != len(entries) {
+		return nil, internal(fmt.Errorf("backend returned %d results for %d changes", len(errs), len(entries)))
+	}
+	out := &changeVisibilityBatchOutput{Successful: []batchIDEntry{}, Failed: []batchError{}}
+	for i, e := range errs {
+		if e != nil {
+			out.Failed = append(out.Failed, batchFailure(ids[i], e))
+		} else {
+			out.Successful = append(out.Successful, batchIDEntry{ids[i]})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,250 @@
+// Package sqs serves the Amazon SQS wire API over a broker.Backend: the AWS
+// JSON 1.0 protocol (X-Amz-Target: AmazonSQS.<Op>) and the query protocol
+// (form-encoded Action=, XML replies) on one http.Handler. It decodes a
+// request, calls the backend, and encodes the answer; it never decides queue
+// semantics. Every broker error is mapped to its SQS code and HTTP status in
+// one table (errors.go).
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Config configures a Handler.
+type Config struct {
+	// AccountID is the account in queue URLs and ARNs, and the SenderId of
+	// messages whose request carries no SigV4 credential. Default "000000000000".
+	AccountID string
+	// Region is the region in queue ARNs. Default "us-east-1".
+	Region string
+	// Logger receives request errors (5xx). Nil discards.
+	Logger *slog.Logger
+	// Drain, when cancelled, makes every waiting ReceiveMessage answer at once
+	// with an empty result (the first step of a graceful shutdown), and new
+	// receives answer empty without waiting. Nil: never.
+	Drain context.Context
+	// MaxBodyBytes caps a request body; larger bodies get RequestEntityTooLarge
+	// (413). Default DefaultMaxBodyBytes. A 1 MiB batch can grow up to 3x when
+	// form-encoded (%XX) or JSON-escaped (\uXXXX for a 2-byte character), so the
+	// default leaves room for that.
+	MaxBodyBytes int64
+	// MaxWaitingReceives caps concurrent ReceiveMessage calls that may wait
+	// (long polls). Past it a long poll is refused with RequestThrottled (403),
+	// which the SDKs retry with backoff; a receive that asks for
+	// WaitTimeSeconds=0 is still served. Default DefaultMaxWaitingReceives.
+	MaxWaitingReceives int
+}
+
+// Defaults of Config.
+const (
+	DefaultAccountID          = "000000000000"
+	DefaultRegion             = "us-east-1"
+	DefaultMaxBodyBytes       = 3<<20 + 64<<10
+	DefaultMaxWaitingReceives = 10000
+)
+
+func (c Config) withDefaults() Config {
+	if c.AccountID == "" {
+		c.AccountID = DefaultAccountID
+	}
+	if c.Region == "" {
+		c.Region = DefaultRegion
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Drain == nil {
+		c.Drain = context.Background()
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxWaitingReceives <= 0 {
+		c.MaxWaitingReceives = DefaultMaxWaitingReceives
+	}
+	return c
+}
+
+// Handler is the SQS API as an http.Handler. Safe for concurrent use.
+type Handler struct {
+	backend broker.Backend
+	cfg     Config
+	// waiting holds one token per ReceiveMessage call that may wait.
+	waiting chan struct{}
+}
+
+// New returns a Handler serving backend. Zero Config fields take their defaults.
+func New(backend broker.Backend, cfg Config) *Handler {
+	cfg = cfg.withDefaults()
+	return &Handler{backend: backend, cfg: cfg, waiting: make(chan struct{}, cfg.MaxWaitingReceives)}
+}
+
+// protocol is the wire protocol of one request.
+type protocol int
+
+const (
+	protoJSON protocol = iota
+	protoQuery
+)
+
+// call is one request in flight.
+type call struct {
+	ctx       context.Context
+	w         http.ResponseWriter
+	r         *http.Request
+	proto     protocol
+	action    string
+	requestID string
+	// baseURL is scheme://host as the client addressed us; queue URLs echo it.
+	baseURL string
+	// pathQueue is the queue named by a /<account>/<queue> request path ("" on /).
+	pathQueue string
+	senderID  string
+}
+
+// ServeHTTP dispatches on X-Amz-Target (JSON) or Action (query).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &call{ctx: r.Context(), w: w, r: r, requestID: broker.NewMessageID()}
+	c.baseURL = baseURL(r)
+	c.pathQueue = queueFromPath(r.URL.Path)
+	c.senderID = senderID(r, h.cfg.AccountID)
+	if target := r.Header.Get("X-Amz-Target"); target != "" {
+		c.proto = protoJSON
+		h.serveJSON(c, target)
+		return
+	}
+	c.proto = protoQuery
+	h.serveQuery(c)
+}
+
+// readBody reads the whole body, at most MaxBodyBytes.
+func (h *Handler) readBody(c *call) ([]byte, error) {
+	if c.r.Body == nil {
+		return nil, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, normalize(err)
+		}
+		return nil, broker.Errorf(broker.ErrInvalidParameterValue, "Could not read the request body: %v", err)
+	}
+	return body, nil
+}
+
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	host := r.Host
+	if host == "" {
+		host = "localhost"
+	}
+	return scheme + "://" + host
+}
+
+// queueFromPath returns the queue of a /<account>/<queue> path, or "".
+func queueFromPath(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return ""
+	}
+	return parts[1]
+}
+
+// queueFromURL returns the queue a QueueUrl names: the last segment of a path
+// whose last two segments are <account>/<queue>, whatever the host.
+func queueFromURL(u string) (string, bool) {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+		j := strings.IndexByte(u, '/')
+		if j < 0 {
+			return "", false
+		}
+		u = u[j:]
+	}
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	parts := strings.Split(strings.Trim(u, "/"), "/")
+	if len(parts) < 2 || parts[len(parts)-1] == "" || parts[len(parts)-2] == "" {
+		return "", false
+	}
+	return parts[len(parts)-1], true
+}
+
+// senderID is the access key id of the request's SigV4 credential (header or
+// presigned query), else the account id.
+func senderID(r *http.Request, account string) string {
+	cred := ""
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		if _, after, ok := strings.Cut(auth, "Credential="); ok {
+			cred = after
+		}
+	} else {
+		cred = r.URL.Query().Get("X-Amz-Credential")
+	}
+	if i := strings.IndexAny(cred, "/, "); i >= 0 {
+		cred = cred[:i]
+	}
+	if cred == "" || len(cred) > 128 {
+		return account
+	}
+	return cred
+}
+
+// queueName resolves the queue of an action: the QueueUrl parameter wins over
+// the request path.
+func (c *call) queueName(ref queueRef) (string, error) {
+	if ref.QueueUrl != "" {
+		name, ok := queueFromURL(ref.QueueUrl)
+		if !ok {
+			return "", broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
+		}
+		return name, nil
+	}
+	if c.pathQueue != "" {
+		return c.pathQueue, nil
+	}
+	return "", missing("QueueUrl")
+}
+
+// queueURL is the URL of queue name as this client addresses the broker.
+func (h *Handler) queueURL(c *call, name string) string {
+	return c.baseURL + "/" + h.cfg.AccountID + "/" + name
+}
+
+// arn is the ARN of queue name.
+func (h *Handler) arn(name string) string { return broker.ARN(h.cfg.Region, h.cfg.AccountID, name) }
+
+// fail writes err in the request's protocol.
+func (h *Handler) fail(c *call, err error) {
+	err = normalize(err)
+	k := kindOf(err)
+	if k.status >= 500 {
+		h.cfg.Logger.Error("sqs request failed", "action", c.action, "request_id", c.requestID, "err", err)
+	}
+	msg := wireMessage(err, k)
+	if c.proto == protoJSON {
+		writeJSONError(c, k, msg)
+		return
+	}
+	if k.queryMessage != "" {
+		msg = k.queryMessage
+	}
+	writeQueryError(c, k, msg)
+}
+
+func internal(err error) error {
+	return &broker.Error{Kind: errInternal, Message: fmt.Sprint(err)}
+}

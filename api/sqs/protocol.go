@@ -1,0 +1,269 @@
+package sqs
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// operation is one SQS action: how each protocol decodes its input and what
+// it does. run returns the output struct, or nil for an action without output.
+type operation struct {
+	// accountLevel actions are refused on a queue path in the query protocol.
+	accountLevel bool
+	fromJSON     func(body []byte) (any, error)
+	fromQuery    func(p params) (any, error)
+	run          func(h *Handler, c *call, in any) (any, error)
+}
+
+func op[I any](accountLevel bool, q func(params) (*I, error), run func(*Handler, *call, *I) (any, error)) operation {
+	return operation{
+		accountLevel: accountLevel,
+		fromJSON: func(body []byte) (any, error) {
+			in := new(I)
+			if len(bytes.TrimSpace(body)) == 0 {
+				return in, nil
+			}
+			if err := json.Unmarshal(body, in); err != nil {
+				return nil, broker.Errorf(broker.ErrInvalidParameterValue, "The request body is not valid JSON for this action: %v", err)
+			}
+			return in, nil
+		},
+		fromQuery: func(p params) (any, error) { return q(p) },
+		run:       func(h *Handler, c *call, in any) (any, error) { return run(h, c, in.(*I)) },
+	}
+}
+
+// operations are the implemented actions.
+var operations map[string]operation
+
+func init() {
+	operations = map[string]operation{
+		"CreateQueue":                  op(true, queryCreateQueue, (*Handler).createQueue),
+		"GetQueueUrl":                  op(false, queryGetQueueURL, (*Handler).getQueueURL),
+		"ListQueues":                   op(true, queryListQueues, (*Handler).listQueues),
+		"DeleteQueue":                  op(false, queryQueueOnly, (*Handler).deleteQueue),
+		"PurgeQueue":                   op(false, queryQueueOnly, (*Handler).purgeQueue),
+		"GetQueueAttributes":           op(false, queryGetQueueAttributes, (*Handler).getQueueAttributes),
+		"SetQueueAttributes":           op(false, querySetQueueAttributes, (*Handler).setQueueAttributes),
+		"SendMessage":                  op(false, querySendMessage, (*Handler).sendMessage),
+		"SendMessageBatch":             op(false, querySendMessageBatch, (*Handler).sendMessageBatch),
+		"ReceiveMessage":               op(false, queryReceiveMessage, (*Handler).receiveMessage),
+		"DeleteMessage":                op(false, queryDeleteMessage, (*Handler).deleteMessage),
+		"DeleteMessageBatch":           op(false, queryDeleteMessageBatch, (*Handler).deleteMessageBatch),
+		"ChangeMessageVisibility":      op(false, queryChangeVisibility, (*Handler).changeVisibility),
+		"ChangeMessageVisibilityBatch": op(false, queryChangeVisibilityBatch, (*Handler).changeVisibilityBatch),
+	}
+}
+
+// unsupported are SQS actions Sluice knows but does not serve yet: they
+// answer UnsupportedOperation rather than InvalidAction.
+var unsupported = map[string]bool{
+	"TagQueue": true, "UntagQueue": true, "ListQueueTags": true,
+	"AddPermission": true, "RemovePermission": true, "ListDeadLetterSourceQueues": true,
+	"StartMessageMoveTask": true, "ListMessageMoveTasks": true, "CancelMessageMoveTask": true,
+}
+
+// lookup finds an action, or the error to answer.
+func lookup(action string, proto protocol) (operation, error) {
+	if o, ok := operations[action]; ok {
+		return o, nil
+	}
+	if unsupported[action] {
+		return operation{}, broker.Errorf(broker.ErrUnsupportedOperation, "The action %s is not supported by this broker yet.", action)
+	}
+	if proto == protoJSON {
+		return operation{}, broker.Errorf(errUnknownOperation, "The operation %s is not known.", action)
+	}
+	return operation{}, broker.Errorf(errInvalidAction, "The action %s is not valid for this endpoint.", action)
+}
+
+// serveJSON serves an AWS JSON 1.0 request.
+func (h *Handler) serveJSON(c *call, target string) {
+	action, ok := strings.CutPrefix(target, "AmazonSQS.")
+	c.action = action
+	if !ok || action == "" {
+		h.fail(c, broker.Errorf(errUnknownOperation, "The X-Amz-Target %q names no SQS operation.", target))
+		return
+	}
+	o, err := lookup(action, protoJSON)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	body, err := h.readBody(c)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	in, err := o.fromJSON(body)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	out, err := o.run(h, c, in)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	writeJSON(c, out)
+}
+
+// serveQuery serves a query-protocol request (GET or POST, on / or a queue path).
+func (h *Handler) serveQuery(c *call) {
+	var form url.Values
+	if c.r.Method == http.MethodPost || c.r.Method == http.MethodPut {
+		body, err := h.readBody(c)
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		form, err = url.ParseQuery(string(body))
+		if err != nil {
+			h.fail(c, broker.Errorf(broker.ErrInvalidParameterValue, "The request body is not a valid form: %v", err))
+			return
+		}
+	}
+	p := newParams(c.r.URL.Query(), form)
+	c.action = p.str("Action")
+	if c.action == "" {
+		// Real SQS answers a bare GET on a queue URL with 404 UnknownOperationException.
+		err := broker.Errorf(errUnknownOperation, "The request names no Action.")
+		k := kindOf(err)
+		k.status = http.StatusNotFound
+		writeQueryError(c, k, broker.ErrorMessage(err))
+		return
+	}
+	o, err := lookup(c.action, protoQuery)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	if o.accountLevel && c.pathQueue != "" {
+		h.fail(c, broker.Errorf(errInvalidAction, "The action %s is not valid for this endpoint.", c.action))
+		return
+	}
+	in, err := o.fromQuery(p)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	out, err := o.run(h, c, in)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	writeXML(c, out)
+}
+
+// Namespace is the XML namespace of query-protocol replies.
+const Namespace = "http://queue.amazonaws.com/doc/2012-11-05/"
+
+func writeJSON(c *call, out any) {
+	h := c.w.Header()
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("X-Amzn-Requestid", c.requestID)
+	if out == nil {
+		// Actions without output answer 200 with an empty body, as SQS does.
+		h.Set("Content-Length", "0")
+		c.w.WriteHeader(http.StatusOK)
+		return
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		writeJSONError(c, kindOf(errInternal), "We encountered an internal error. Please try again.")
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	c.w.WriteHeader(http.StatusOK)
+	_, _ = c.w.Write(buf.Bytes())
+}
+
+func writeJSONError(c *call, k errorKind, msg string) {
+	body, _ := json.Marshal(struct {
+		Type    string `json:"__type"`
+		Message string `json:"message"`
+	}{k.shape, msg})
+	h := c.w.Header()
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("X-Amzn-Requestid", c.requestID)
+	h.Set("X-Amzn-Query-Error", k.code+";"+fault(k))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	c.w.WriteHeader(k.status)
+	_, _ = c.w.Write(body)
+}
+
+func fault(k errorKind) string {
+	if k.status >= 500 {
+		return "Receiver"
+	}
+	return "Sender"
+}
+
+// responseMetadata is the query protocol's <ResponseMetadata>.
+type responseMetadata struct {
+	RequestID string `xml:"RequestId"`
+}
+
+// writeXML writes <ActionResponse><ActionResult>…</ActionResult><ResponseMetadata/></ActionResponse>.
+// encoding/xml escapes CR in text as &#xD;, so bodies with \r survive the
+// client's XML parser and match their MD5.
+func writeXML(c *call, out any) {
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	enc := xml.NewEncoder(&buf)
+	root := xml.StartElement{Name: xml.Name{Local: c.action + "Response"}, Attr: []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: Namespace}}}
+	err := enc.EncodeToken(root)
+	if err == nil && out != nil {
+		err = enc.EncodeElement(out, xml.StartElement{Name: xml.Name{Local: c.action + "Result"}})
+	}
+	if err == nil {
+		err = enc.EncodeElement(responseMetadata{c.requestID}, xml.StartElement{Name: xml.Name{Local: "ResponseMetadata"}})
+	}
+	if err == nil {
+		err = enc.EncodeToken(root.End())
+	}
+	if err == nil {
+		err = enc.Flush()
+	}
+	if err != nil {
+		writeQueryError(c, kindOf(errInternal), "We encountered an internal error. Please try again.")
+		return
+	}
+	writeXMLBytes(c, http.StatusOK, buf.Bytes())
+}
+
+func writeXMLBytes(c *call, status int, body []byte) {
+	h := c.w.Header()
+	h.Set("Content-Type", "text/xml")
+	h.Set("X-Amzn-Requestid", c.requestID)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(body)
+}
+
+type queryError struct {
+	XMLName   xml.Name `xml:"ErrorResponse"`
+	Xmlns     string   `xml:"xmlns,attr"`
+	Type      string   `xml:"Error>Type"`
+	Code      string   `xml:"Error>Code"`
+	Message   string   `xml:"Error>Message"`
+	Detail    string   `xml:"Error>Detail"`
+	RequestID string   `xml:"RequestId"`
+}
+
+func writeQueryError(c *call, k errorKind, msg string) {
+	body, err := xml.Marshal(queryError{Xmlns: Namespace, Type: fault(k), Code: k.code, Message: msg, RequestID: c.requestID})
+	if err != nil {
+		body = []byte("<ErrorResponse/>")
+	}
+	writeXMLBytes(c, k.status, append([]byte(xml.Header), body...))
+}
