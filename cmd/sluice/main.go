@@ -1,0 +1,68 @@
+// Command sluice is the Sluice broker and its command-line tools.
+//
+//	sluice serve [flags]   run the broker (SQS API on --addr, data in --data)
+//
+// The binary only parses flags and wires packages together: the broker lives
+// in broker/embedded, the HTTP side in server and api/sqs.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one sluice subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int
+}
+
+// commands are the subcommands; send, recv, queues and bench will join serve.
+var commands = map[string]command{
+	"serve": {"run the broker", serve},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches to a subcommand and returns the exit code. ctx is cancelled
+// by SIGTERM or SIGINT.
+func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	return cmd.run(ctx, args[1:], env, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: sluice <command> [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'sluice <command> -h' for the flags of a command.")
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/server"
+)
+
+// serveFlags are the settings of `sluice serve`. Each has an environment
+// variable; a flag given on the command line wins over the variable.
+type serveFlags struct {
+	addr, data, account, region string
+	strictPurge                 bool
+	maxInFlight                 int
+	shutdownTimeout             time.Duration
+	logLevel                    string
+}
+
+func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	str := func(p *string, name, envName, def, usage string) {
+		if v := env(envName); v != "" {
+			def = v
+		}
+		fs.StringVar(p, name, def, usage+" (env "+envName+")")
+	}
+	def := server.DefaultConfig()
+	str(&f.addr, "addr", "SLUICE_ADDR", def.Addr, "address to listen on; port 0 picks a free port")
+	str(&f.data, "data", "SLUICE_DATA", "./sluice-data", "data directory")
+	str(&f.account, "account-id", "SLUICE_ACCOUNT_ID", def.AccountID, "account id in queue URLs and ARNs")
+	str(&f.region, "region", "SLUICE_REGION", def.Region, "region in queue ARNs")
+	str(&f.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+
+	strictDef := false
+	if v := env("SLUICE_STRICT_PURGE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, fmt.Errorf("SLUICE_STRICT_PURGE=%q is not a boolean (use true or false)", v)
+		}
+		strictDef = b
+	}
+	fs.BoolVar(&f.strictPurge, "strict-purge", strictDef, "enforce AWS's one PurgeQueue per queue per 60 s (env SLUICE_STRICT_PURGE)")
+	inflightDef := broker.DefaultMaxInFlight
+	if v := env("SLUICE_MAX_INFLIGHT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return f, fmt.Errorf("SLUICE_MAX_INFLIGHT=%q is not an integer", v)
+		}
+		inflightDef = n
+	}
+	fs.IntVar(&f.maxInFlight, "max-inflight", inflightDef, "leased messages per queue before receives get OverLimit (env SLUICE_MAX_INFLIGHT)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", def.ShutdownTimeout, "how long a shutdown waits for requests in flight")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments %q (serve takes only flags)", fs.Args())
+	}
+	if f.maxInFlight < 1 {
+		return f, fmt.Errorf("--max-inflight %d must be at least 1", f.maxInFlight)
+	}
+	if f.data == "" {
+		return f, errors.New("--data must name a directory")
+	}
+	return f, nil
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// serve runs the broker until ctx is cancelled (SIGTERM/SIGINT), then shuts
+// down in order: the server stops accepting, answers waiting receives at
+// once and finishes requests in flight (server.Stop); then the backend stops
+// its duties, syncs and closes the store (Close).
+func serve(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	f, err := parseServeFlags(args, env, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
+	}
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
+	}
+	cfg := server.DefaultConfig()
+	cfg.Addr, cfg.AccountID, cfg.Region, cfg.Logger = f.addr, f.account, f.region, log
+	cfg.ShutdownTimeout = f.shutdownTimeout
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
+	}
+
+	backend, err := embedded.Open(embedded.Config{Dir: f.data, Options: broker.Options{
+		Logger: log, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge,
+	}})
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: open data directory %s: %v\n", f.data, err)
+		if strings.Contains(strings.ToLower(err.Error()), "lock") {
+			fmt.Fprintf(stderr, "Another sluice broker may be using %s: stop it, or start this one with another --data.\n", f.data)
+		}
+		return 1
+	}
+	srv, err := server.New(cfg, backend)
+	if err == nil {
+		err = srv.Start(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		closeBackend(backend, log)
+		return 1
+	}
+	// Tests and scripts parse this line for the address (port 0 picks one).
+	fmt.Fprintf(stdout, "sluice listening on %s\n", srv.Addr())
+
+	code := 0
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Wait() }()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "reason", "signal")
+	case err := <-serveErr:
+		log.Error("server stopped unexpectedly", "err", err)
+		code = 1
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	if err := srv.Stop(stopCtx); err != nil {
+		log.Warn("requests still in flight at the shutdown deadline were cut off", "err", err)
+	}
+	if !closeBackend(backend, log) {
+		code = 1
+	}
+	log.Info("stopped")
+	return code
+}
+
+func closeBackend(b interface{ Close() error }, log *slog.Logger) bool {
+	if err := b.Close(); err != nil {
+		log.Error("closing the store failed; the next start will recover from its log", "err", err)
+		return false
+	}
+	return true
+}

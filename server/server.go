@@ -1,0 +1,289 @@
+// Package server runs Sluice's HTTP listener: it builds the http.Server that
+// bounds what a client can make the broker hold (header and body sizes,
+// read-header, read, write and idle timeouts, a cap on waiting receives), mounts
+// the SQS API, and shuts down in a documented order.
+//
+// Shutdown order (Stop):
+//  1. stop accepting: the listener is closed, so no new connection arrives;
+//  2. drain: every waiting ReceiveMessage answers at once with an empty result
+//     (it claims nothing), and new receives on open connections answer empty;
+//  3. finish in-flight requests, up to the Stop context's deadline (default
+//     Config.ShutdownTimeout), then close whatever connections remain;
+//  4. the caller then closes the backend (which stops its duties, syncs and
+//     closes the store). The server never closes the backend: it does not own it.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sluicemq/sluice/api/sqs"
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Config configures a Server. Use DefaultConfig and change fields; Validate
+// reports the first field out of range.
+type Config struct {
+	// Addr is the TCP address to listen on. Default "127.0.0.1:9324"; port 0
+	// picks a free port (see Server.Addr).
+	Addr string
+	// AccountID is the account in queue URLs and ARNs. Default "000000000000";
+	// 1..64 characters without "/".
+	AccountID string
+	// Region is the region in queue ARNs. Default "us-east-1"; not empty.
+	Region string
+	// Logger receives server logs. Nil discards.
+	Logger *slog.Logger
+
+	// MaxHeaderBytes caps the request line and headers. Default 64 KiB;
+	// 4 KiB..1 MiB. Past it the client gets 431 Request Header Fields Too Large.
+	MaxHeaderBytes int
+	// MaxBodyBytes caps a request body. Default 3 MiB + 64 KiB: a 1 MiB batch
+	// after form encoding or JSON escaping (up to 3x). 1 MiB..64 MiB. Past it
+	// the client gets RequestEntityTooLarge (413) in its protocol's shape.
+	MaxBodyBytes int64
+	// ReadHeaderTimeout bounds reading a request's headers. Default 10 s; 1 s..5 min.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included. Default 60 s;
+	// at least ReadHeaderTimeout, at most 10 min.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end of
+	// its answer, so it must outlast the longest long poll (20 s) with margin.
+	// Default 45 s; 25 s..10 min.
+	WriteTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle this long. Default 120 s; 1 s..1 h.
+	IdleTimeout time.Duration
+	// ShutdownTimeout is how long Stop waits for in-flight requests when its
+	// context has no deadline. Default 10 s; 0..10 min.
+	ShutdownTimeout time.Duration
+	// MaxWaitingReceives caps concurrent ReceiveMessage calls that may wait.
+	// Past it a long poll gets RequestThrottled (403), which the SDKs retry with
+	// backoff; short polls (WaitTimeSeconds=0) are still served. Default 10000; 1..1000000.
+	MaxWaitingReceives int
+}
+
+// DefaultConfig returns the default configuration.
+func DefaultConfig() Config {
+	return Config{
+		Addr:               "127.0.0.1:9324",
+		AccountID:          sqs.DefaultAccountID,
+		Region:             sqs.DefaultRegion,
+		MaxHeaderBytes:     64 << 10,
+		MaxBodyBytes:       sqs.DefaultMaxBodyBytes,
+		ReadHeaderTimeout:  10 * time.Second,
+		ReadTimeout:        60 * time.Second,
+		WriteTimeout:       45 * time.Second,
+		IdleTimeout:        120 * time.Second,
+		ShutdownTimeout:    10 * time.Second,
+		MaxWaitingReceives: sqs.DefaultMaxWaitingReceives,
+	}
+}
+
+// Validate reports the first field out of its allowed range.
+func (c Config) Validate() error {
+	if c.Addr == "" {
+		return errors.New("server: Addr must not be empty (host:port, e.g. 127.0.0.1:9324)")
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("server: Addr %q is not host:port: %v", c.Addr, err)
+	}
+	if c.AccountID == "" || len(c.AccountID) > 64 {
+		return fmt.Errorf("server: AccountID %q must be 1..64 characters", c.AccountID)
+	}
+	for _, r := range c.AccountID {
+		if r == '/' || r == '?' || r == '#' || r <= ' ' {
+			return fmt.Errorf("server: AccountID %q must not contain '/', '?', '#' or spaces", c.AccountID)
+		}
+	}
+	if c.Region == "" {
+		return errors.New("server: Region must not be empty (e.g. us-east-1)")
+	}
+	checks := []struct {
+		name      string
+		v, lo, hi int64
+		unit      string
+	}{
+		{"MaxHeaderBytes", int64(c.MaxHeaderBytes), 4 << 10, 1 << 20, "bytes"},
+		{"MaxBodyBytes", c.MaxBodyBytes, broker.MaxBatchBytes, 64 << 20, "bytes"},
+		{"ReadHeaderTimeout", int64(c.ReadHeaderTimeout), int64(time.Second), int64(5 * time.Minute), "ns"},
+		{"ReadTimeout", int64(c.ReadTimeout), int64(c.ReadHeaderTimeout), int64(10 * time.Minute), "ns"},
+		{"WriteTimeout", int64(c.WriteTimeout), int64(broker.MaxWaitTime + 5*time.Second), int64(10 * time.Minute), "ns"},
+		{"IdleTimeout", int64(c.IdleTimeout), int64(time.Second), int64(time.Hour), "ns"},
+		{"ShutdownTimeout", int64(c.ShutdownTimeout), 0, int64(10 * time.Minute), "ns"},
+		{"MaxWaitingReceives", int64(c.MaxWaitingReceives), 1, 1000000, ""},
+	}
+	for _, ch := range checks {
+		if ch.v < ch.lo || ch.v > ch.hi {
+			if ch.unit == "ns" {
+				return fmt.Errorf("server: %s %v out of range [%v, %v]", ch.name, time.Duration(ch.v), time.Duration(ch.lo), time.Duration(ch.hi))
+			}
+			return fmt.Errorf("server: %s %d out of range [%d, %d]", ch.name, ch.v, ch.lo, ch.hi)
+		}
+	}
+	return nil
+}
+
+// Server is Sluice's HTTP front end over a broker.Backend.
+type Server struct {
+	cfg     Config
+	backend broker.Backend
+	log     *slog.Logger
+	handler http.Handler
+	http    *http.Server
+	// drain is cancelled by Stop to answer waiting receives at once.
+	drain       context.Context
+	cancelDrain context.CancelFunc
+
+	// mu guards the lifecycle fields below.
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	ln       net.Listener
+	serveErr chan error // receives Serve's result, then is closed
+	stopErr  error
+	stopDone chan struct{}
+}
+
+// New returns a Server for backend. It validates cfg; it does not listen yet.
+func New(cfg Config, backend broker.Backend) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if backend == nil {
+		return nil, errors.New("server: backend is nil")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, backend: backend, log: log, stopDone: make(chan struct{})}
+	s.drain, s.cancelDrain = context.WithCancel(context.Background())
+	mux := http.NewServeMux()
+	mux.Handle("/", sqs.New(backend, sqs.Config{
+		AccountID:          cfg.AccountID,
+		Region:             cfg.Region,
+		Logger:             log,
+		Drain:              s.drain,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		MaxWaitingReceives: cfg.MaxWaitingReceives,
+	}))
+	s.handler = mux
+	s.http = &http.Server{
+		Handler:           mux,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler (for embedding in another server
+// or for httptest). Its receives still drain on Stop.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start listens on Config.Addr and serves in a goroutine the Server owns.
+// It returns once the listener is open, so Addr is valid. Starting a started
+// server does nothing; starting a stopped one is an error.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errors.New("server: Start after Stop")
+	}
+	if s.started {
+		return nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w (is another process using the address? pick another with --addr)", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.started = true
+	s.serveErr = make(chan error, 1)
+	go func() {
+		err := s.http.Serve(ln)
+		s.serveErr <- err
+		close(s.serveErr)
+	}()
+	s.log.Info("listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr is the address the server listens on (nil before Start).
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Stop shuts down in the order of the package comment: stop accepting, drain
+// waiting receives, finish in-flight requests until ctx is done (or
+// Config.ShutdownTimeout when ctx has no deadline), then close the rest. It
+// returns ctx's error when requests had to be cut off. Stop is idempotent and
+// safe on a server never started; concurrent calls wait for the first.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		<-s.stopDone
+		return s.stopErr
+	}
+	s.stopped = true
+	started := s.started
+	s.mu.Unlock()
+
+	defer close(s.stopDone)
+	if !started {
+		s.cancelDrain()
+		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+		defer cancel()
+	}
+	// 1. Stop accepting.
+	_ = s.ln.Close()
+	// 2. Answer waiting receives at once.
+	s.cancelDrain()
+	// 3. Finish in-flight requests within the deadline, then cut the rest.
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		_ = s.http.Close()
+		s.log.Warn("shutdown deadline passed; closed remaining connections", "err", err)
+	}
+	if serr := <-s.serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) && !errors.Is(serr, net.ErrClosed) {
+		s.log.Error("serve ended with an error", "err", serr)
+	}
+	s.stopErr = err
+	return err
+}
+
+// Wait blocks until the server stops serving (after Stop, or when the
+// listener fails) and returns the reason, nil after a Stop.
+func (s *Server) Wait() error {
+	s.mu.Lock()
+	ch := s.serveErr
+	s.mu.Unlock()
+	if ch == nil {
+		return errors.New("server: not started")
+	}
+	err, ok := <-ch
+	if !ok || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
