@@ -1,0 +1,267 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Key layout (all integers big-endian so that byte order is numeric order):
+//
+//	0x01 "qid"                      next queue id (uint64)
+//	0x01 "key"                      message key ceiling (uint64): no key below it was ever handed out
+//	0x02 <name>                     queue record (JSON queueRecord)
+//	0x03 <qid:8> 0x01 <key:8>       message metadata (metaRecord, small)
+//	0x03 <qid:8> 0x02 <key:8>       message body (bodyRecord: id, body, attributes, sender)
+//
+// Everything a queue owns lies in [0x03 qid, 0x03 qid+1), so deleting a
+// queue is one range delete; its messages' metadata lies apart from their
+// bodies, so the restart scan reads metadata only, and a purge is the range
+// delete of both kinds.
+const (
+	pfxCounter byte = 0x01
+	pfxQueue   byte = 0x02
+	pfxData    byte = 0x03
+
+	kindMeta byte = 0x01
+	kindBody byte = 0x02
+)
+
+var (
+	keyNextQueueID = []byte{pfxCounter, 'q', 'i', 'd'}
+	keyKeyCeiling  = []byte{pfxCounter, 'k', 'e', 'y'}
+)
+
+func queueKey(name string) []byte { return append([]byte{pfxQueue}, name...) }
+
+func dataPrefix(qid uint64) []byte {
+	k := make([]byte, 9, 18)
+	k[0] = pfxData
+	binary.BigEndian.PutUint64(k[1:], qid)
+	return k
+}
+
+// queueRange is [start, end) of everything queue qid owns.
+func queueRange(qid uint64) (start, end []byte) {
+	return dataPrefix(qid), dataPrefix(qid + 1)
+}
+
+// kindRange is [start, end) of one kind of record (metadata or bodies) of queue qid.
+func kindRange(qid uint64, kind byte) (start, end []byte) {
+	return append(dataPrefix(qid), kind), append(dataPrefix(qid), kind+1)
+}
+
+func msgKey(qid uint64, kind byte, key uint64) []byte {
+	k := append(dataPrefix(qid), kind)
+	return binary.BigEndian.AppendUint64(k, key)
+}
+
+func u64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func u64Bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// queueRecord is the stored form of a queue.
+type queueRecord struct {
+	ID         uint64             `json:"id"`
+	Name       string             `json:"name"`
+	Config     broker.QueueConfig `json:"config"`
+	Tags       map[string]string  `json:"tags,omitempty"`
+	CreatedAt  time.Time          `json:"created"`
+	ModifiedAt time.Time          `json:"modified"`
+	// LastPurge is the purge watermark for StrictPurge (zero: never purged).
+	LastPurge time.Time `json:"lastPurge,omitzero"`
+}
+
+func (r *queueRecord) encode() []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // only plain data: cannot fail
+	}
+	return b
+}
+
+var errCorrupt = errors.New("embedded: corrupt record")
+
+// Metadata record format, version 1:
+//
+//	ver(1) state(1) visibleAt(varint ns) lease(uvarint) receiveCount(uvarint)
+//	firstReceiveAt(varint ns) sentAt(varint ns) priority(varint) seq(uvarint)
+//	size(uvarint) groupID(str) dedupID(str) deadLetterSource(str)
+//
+// where str is uvarint length + bytes. Times are wall-clock instants from the
+// injected clock (Unix nanoseconds), so a lease keeps its deadline across a
+// restart.
+const metaV1 = 1
+
+func encodeMeta(m *msg) []byte {
+	b := make([]byte, 0, 48+len(m.groupID)+len(m.dedupID)+len(m.deadLetterSource))
+	b = append(b, metaV1, byte(m.state))
+	b = binary.AppendVarint(b, m.visibleAt)
+	b = binary.AppendUvarint(b, m.lease)
+	b = binary.AppendUvarint(b, uint64(m.receiveCount))
+	b = binary.AppendVarint(b, m.firstReceiveAt)
+	b = binary.AppendVarint(b, m.sentAt)
+	b = binary.AppendVarint(b, int64(m.priority))
+	b = binary.AppendUvarint(b, m.seq)
+	b = binary.AppendUvarint(b, uint64(m.size))
+	b = appendStr(b, m.groupID)
+	b = appendStr(b, m.dedupID)
+	b = appendStr(b, m.deadLetterSource)
+	return b
+}
+
+func decodeMeta(key uint64, b []byte) (*msg, error) {
+	if len(b) < 2 || b[0] != metaV1 {
+		return nil, errCorrupt
+	}
+	d := decoder{b: b[2:]}
+	m := &msg{key: key, state: msgState(b[1]), pos: -1, agePos: -1}
+	m.visibleAt = d.varint()
+	m.lease = d.uvarint()
+	m.receiveCount = int(d.uvarint())
+	m.firstReceiveAt = d.varint()
+	m.sentAt = d.varint()
+	m.priority = int(d.varint())
+	m.seq = d.uvarint()
+	m.size = int(d.uvarint())
+	m.groupID = d.str()
+	m.dedupID = d.str()
+	m.deadLetterSource = d.str()
+	if d.err != nil {
+		return nil, d.err
+	}
+	return m, nil
+}
+
+// Body record format, version 1:
+//
+//	ver(1) messageID(str) body(str) senderID(str) attrs systemAttrs
+//
+// where attrs is uvarint count + (name, dataType, stringValue, binaryValue) strs.
+const bodyV1 = 1
+
+func encodeBody(id string, e *broker.SendEntry) []byte {
+	n := 16 + len(id) + len(e.Body) + len(e.SenderID)
+	for k, a := range e.Attributes {
+		n += 16 + len(k) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+	}
+	for k, a := range e.SystemAttributes {
+		n += 16 + len(k) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, bodyV1)
+	b = appendStr(b, id)
+	b = appendStr(b, e.Body)
+	b = appendStr(b, e.SenderID)
+	b = appendAttrs(b, e.Attributes)
+	b = appendAttrs(b, e.SystemAttributes)
+	return b
+}
+
+// decodeBody fills the body part of msg.
+func decodeBody(b []byte, out *broker.Message) error {
+	if len(b) < 1 || b[0] != bodyV1 {
+		return errCorrupt
+	}
+	d := decoder{b: b[1:]}
+	out.ID = d.str()
+	out.Body = d.str()
+	out.SenderID = d.str()
+	out.Attributes = d.attrs()
+	out.SystemAttributes = d.attrs()
+	return d.err
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendAttrs(b []byte, attrs map[string]broker.MessageAttribute) []byte {
+	b = binary.AppendUvarint(b, uint64(len(attrs)))
+	for k, a := range attrs {
+		b = appendStr(b, k)
+		b = appendStr(b, a.DataType)
+		b = appendStr(b, a.StringValue)
+		b = binary.AppendUvarint(b, uint64(len(a.BinaryValue)))
+		b = append(b, a.BinaryValue...)
+	}
+	return b
+}
+
+// decoder reads the fields above, remembering the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if uint64(len(d.b)) < n {
+		d.err = errCorrupt
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) str() string { return string(d.bytes()) }
+
+func (d *decoder) attrs() map[string]broker.MessageAttribute {
+	n := d.uvarint()
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = errCorrupt
+		return nil
+	}
+	m := make(map[string]broker.MessageAttribute, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		k := d.str()
+		a := broker.MessageAttribute{DataType: d.str(), StringValue: d.str()}
+		if bv := d.bytes(); len(bv) > 0 {
+			a.BinaryValue = append([]byte(nil), bv...)
+		}
+		m[k] = a
+	}
+	return m
+}

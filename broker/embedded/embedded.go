@@ -1,0 +1,241 @@
+// Package embedded is Sluice's default backend: broker.Backend on an embedded
+// Pebble store in one data directory, with the schedule of every queue
+// (ready order, leases, delays, retention order) indexed in memory.
+//
+// # Durability and ordering
+//
+// Every state change is one Pebble batch written with Sync before the method
+// returns. The in-memory index is changed and the batch is handed to Pebble's
+// commit pipeline (ApplyNoSyncWait) while Backend.mu is held, so the WAL
+// order is the order in which the index changed; the WAL sync is then awaited
+// without the lock, so concurrent writers share syncs (group commit). Because
+// a WAL sync makes every earlier record durable, an answer that depends on an
+// earlier, not yet acknowledged change (a receive of a message whose send is
+// still syncing) is only given once that change is durable too.
+//
+// # Goroutines
+//
+// Backend.mu guards all in-memory state (queues and their indexes, counters,
+// the closed flag). Besides the callers' goroutines, the backend owns two
+// duties started by Open and stopped by Close: the retention sweeper and the
+// space reclaimer (compaction of deleted queues' ranges).
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Config configures the embedded backend.
+type Config struct {
+	// Dir is the data directory, created if missing.
+	Dir string
+	// FS is the filesystem; nil means vfs.Default. Tests pass
+	// vfs.NewCrashableMem() to simulate power loss.
+	FS vfs.FS
+	// Options are the settings every backend shares (Clock, Logger,
+	// MaxInFlight, StrictPurge).
+	broker.Options
+}
+
+// keyBlock is how many message keys are reserved by one durable bump of the
+// key ceiling.
+const keyBlock = 1 << 16
+
+// cacheBytes is the Pebble block cache: the bounded cache from which bodies
+// are read on receive.
+const cacheBytes = 64 << 20
+
+// Backend is the embedded broker.Backend. Create it with Open.
+type Backend struct {
+	opts  broker.Options
+	clock broker.Clock
+	log   *slog.Logger
+	db    *pebble.DB
+	fs    *syncCountFS
+
+	mu         sync.Mutex
+	closed     bool
+	queues     map[string]*queue // by name: live queues only
+	byID       map[uint64]*queue
+	nextQID    uint64 // next queue id to hand out (persisted in keyNextQueueID)
+	nextKey    uint64 // next message key
+	keyCeiling uint64 // persisted: every key handed out is below it
+	// sweepAt is the deadline the retention sweeper sleeps until (Unix ns;
+	// 0 = none); a send that expires earlier kicks the sweeper.
+	sweepAt int64
+
+	ops       sync.WaitGroup // calls in progress; Close waits for them before closing the store
+	duties    sync.WaitGroup // background goroutines
+	closing   chan struct{}  // closed by Close: waiters and duties stop
+	kick      chan struct{}  // wakes the sweeper to recompute its deadline (buffered 1)
+	reclaim   chan [2][]byte // ranges whose data was deleted, to compact
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ broker.Backend = (*Backend)(nil)
+
+// Open opens (or creates) the store in cfg.Dir, rebuilds the in-memory index
+// from the metadata records, and starts the background duties.
+func Open(cfg Config) (*Backend, error) {
+	opts := cfg.Options.WithDefaults()
+	fs := cfg.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if cfg.Dir == "" {
+		return nil, errors.New("embedded: Config.Dir is required")
+	}
+	if err := fs.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded: create %s: %w", cfg.Dir, err)
+	}
+	cfs := &syncCountFS{FS: fs}
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	db, err := pebble.Open(cfg.Dir, &pebble.Options{
+		FS:                 cfs,
+		Cache:              cache,
+		Logger:             pebbleLogger{opts.Logger},
+		FormatMajorVersion: pebble.FormatNewest,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: open store in %s: %w", cfg.Dir, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Backend{
+		opts: opts, clock: opts.Clock, log: opts.Logger, db: db, fs: cfs,
+		queues: map[string]*queue{}, byID: map[uint64]*queue{},
+		closing: make(chan struct{}), kick: make(chan struct{}, 1),
+		reclaim: make(chan [2][]byte, 64), cancel: cancel,
+	}
+	if err := b.recover(); err != nil {
+		cancel()
+		_ = db.Close()
+		return nil, err
+	}
+	b.duties.Add(2)
+	go b.sweepLoop()
+	go b.reclaimLoop(ctx)
+	return b, nil
+}
+
+// Close stops the background duties, ends waiting receives with
+// broker.ErrClosed, waits for the calls in progress, and closes the store
+// (every change is already synced). It is idempotent.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		close(b.closing)
+		b.mu.Unlock()
+		b.ops.Wait() // waiting receives return at once (closing)
+		b.cancel()
+		b.duties.Wait()
+		if err := b.db.Flush(); err != nil {
+			b.log.Error("flush at close", "err", err)
+		}
+		b.closeErr = b.db.Close()
+	})
+	return b.closeErr
+}
+
+// Syncs returns the number of WAL syncs done so far: the number of
+// operations divided by it is the group-commit figure.
+func (b *Backend) Syncs() uint64 { return b.fs.syncs.Load() }
+
+// enter registers a call in progress; it fails with ErrClosed once Close began.
+// The caller must call b.ops.Done when it no longer touches the store.
+func (b *Backend) enter() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return errClosed()
+	}
+	b.ops.Add(1)
+	return nil
+}
+
+func errClosed() error { return broker.Errorf(broker.ErrClosed, "The broker is shutting down.") }
+
+func errNoQueue() error {
+	return broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
+}
+
+// applyLocked hands batch to Pebble's commit pipeline; b.mu must be held, so
+// that the WAL order is the order of the index changes. The caller then calls
+// wait (without the lock) before answering.
+func (b *Backend) applyLocked(batch *pebble.Batch) error {
+	if batch.Empty() {
+		return nil
+	}
+	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		b.log.Error("store write failed", "err", err)
+		return fmt.Errorf("embedded: write: %w", err)
+	}
+	return nil
+}
+
+// wait waits for batch's WAL sync (after applyLocked) and releases it.
+func (b *Backend) wait(batch *pebble.Batch, applyErr error) error {
+	if applyErr != nil || batch.Empty() {
+		_ = batch.Close()
+		return applyErr
+	}
+	err := batch.SyncWait()
+	_ = batch.Close()
+	if err != nil {
+		b.log.Error("store sync failed", "err", err)
+		return fmt.Errorf("embedded: sync: %w", err)
+	}
+	return nil
+}
+
+// allocKey hands out a message key; when the ceiling is reached, the bump is
+// written in batch (which must be applied before any key of it is used).
+func (b *Backend) allocKey(batch *pebble.Batch) uint64 {
+	if b.nextKey >= b.keyCeiling {
+		b.keyCeiling = b.nextKey + keyBlock
+		_ = batch.Set(keyKeyCeiling, u64Bytes(b.keyCeiling), nil)
+	}
+	k := b.nextKey
+	b.nextKey++
+	return k
+}
+
+func (b *Backend) now() int64 { return nanos(b.clock.Now()) }
+
+// pebbleLogger routes Pebble's logs to the injected slog logger.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "component", "pebble", "fatal", true)
+	panic(msg)
+}
+
+// sinceDur converts a Unix-ns deadline into a duration from now (>= 0).
+func sinceDur(deadline, now int64) time.Duration {
+	if deadline <= now {
+		return 0
+	}
+	return time.Duration(deadline - now)
+}

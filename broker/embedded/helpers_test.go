@@ -1,0 +1,136 @@
+package embedded
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// testLogger routes logs to t.Log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// env is one backend under test with its clock, directory and filesystem,
+// reopenable to simulate a restart.
+type env struct {
+	t     testing.TB
+	clock *broker.FakeClock
+	dir   string
+	fs    vfs.FS
+	b     *Backend
+}
+
+func setup(t testing.TB) *env {
+	t.Helper()
+	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: t.TempDir()}
+	e.open()
+	t.Cleanup(func() { _ = e.b.Close() })
+	return e
+}
+
+func (e *env) open() {
+	e.t.Helper()
+	b, err := Open(Config{Dir: e.dir, FS: e.fs, Options: broker.Options{Clock: e.clock, Logger: testLogger(e.t)}})
+	if err != nil {
+		e.t.Fatalf("open: %v", err)
+	}
+	e.b = b
+}
+
+// restart closes and reopens the backend on the same directory.
+func (e *env) restart() {
+	e.t.Helper()
+	if err := e.b.Close(); err != nil {
+		e.t.Fatalf("close: %v", err)
+	}
+	e.open()
+}
+
+func (e *env) createQueue(name string, attrs map[string]string) broker.Queue {
+	e.t.Helper()
+	q, err := e.b.CreateQueue(context.Background(), name, attrs, nil)
+	if err != nil {
+		e.t.Fatalf("create %s: %v", name, err)
+	}
+	return q
+}
+
+func (e *env) send(queue string, bodies ...string) []broker.SendResult {
+	e.t.Helper()
+	entries := make([]broker.SendEntry, len(bodies))
+	for i, body := range bodies {
+		entries[i] = broker.SendEntry{ID: "e" + itoa(i), Body: body}
+	}
+	res, err := e.b.Send(context.Background(), queue, entries)
+	if err != nil {
+		e.t.Fatalf("send: %v", err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			e.t.Fatalf("send entry: %v", r.Err)
+		}
+	}
+	return res
+}
+
+func (e *env) receive(queue string, max int, vis time.Duration) []broker.Delivery {
+	e.t.Helper()
+	zero := time.Duration(0)
+	ds, err := e.b.Receive(context.Background(), broker.ReceiveRequest{Queue: queue, MaxMessages: max, Visibility: &vis, WaitTime: &zero})
+	if err != nil {
+		e.t.Fatalf("receive: %v", err)
+	}
+	return ds
+}
+
+func (e *env) stats(queue string) broker.QueueStats {
+	e.t.Helper()
+	info, err := e.b.GetQueue(context.Background(), queue)
+	if err != nil {
+		e.t.Fatalf("get queue: %v", err)
+	}
+	return info.Stats
+}
+
+func (e *env) wantStats(queue string, want broker.QueueStats) {
+	e.t.Helper()
+	if got := e.stats(queue); got != want {
+		e.t.Fatalf("stats of %s = %+v, want %+v", queue, got, want)
+	}
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // polling interval, not a wait for a condition
+	}
+}

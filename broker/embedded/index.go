@@ -1,0 +1,274 @@
+package embedded
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// msgState is where a message sits in its queue's schedule. It is also stored
+// in the metadata record: on restart a delayed or in-flight message whose
+// visibleAt has passed is ready.
+type msgState uint8
+
+const (
+	stateReady    msgState = 1 // in queue.ready, receivable now
+	stateDelayed  msgState = 2 // in queue.timed, not yet received, visible at visibleAt
+	stateInflight msgState = 3 // in queue.timed, leased until visibleAt
+)
+
+// msg is the in-memory index entry of one message: its metadata, never its
+// body. All fields are guarded by Backend.mu.
+type msg struct {
+	key            uint64 // unique across the store and never reused (the key ceiling)
+	state          msgState
+	visibleAt      int64  // Unix ns: for ready messages when they became visible (ordering)
+	lease          uint64 // lease version, bumped by every receive; 0 = never received
+	receiveCount   int
+	firstReceiveAt int64 // Unix ns; 0 = never received
+	sentAt         int64 // Unix ns; retention counts from it
+	priority       int
+	seq            uint64 // FIFO sequence number (0 on standard queues)
+	size           int    // body + attribute bytes (MessageSize)
+	groupID        string
+	dedupID        string
+	// deadLetterSource is the name of the queue the message was dead-lettered from.
+	deadLetterSource string
+
+	pos    int // index in queue.ready or queue.timed, -1 when in neither
+	agePos int // index in queue.age
+}
+
+// queue is the in-memory state of one queue. Every field is guarded by
+// Backend.mu; the heaps and counters are exact at every moment once promote
+// has run for the current time.
+//
+// Invariants:
+//   - every message of msgs is in exactly one of ready (stateReady) or timed
+//     (stateDelayed, stateInflight), and in age;
+//   - inflight + delayed == len(timed), Visible == len(ready);
+//   - after promote(now), no entry of timed has visibleAt <= now.
+type queue struct {
+	queueRecord
+	msgs     map[uint64]*msg
+	ready    readyHeap // (priority desc, visibleAt, key)
+	timed    timedHeap // visibleAt
+	age      ageHeap   // sentAt: the retention sweeper's order
+	inflight int64
+	delayed  int64
+
+	// wake is closed (and replaced) to wake the receives waiting on this
+	// queue: a message became ready, the earliest timed deadline moved
+	// earlier, or the queue was deleted. waiters counts them so that wake is
+	// only churned when someone listens.
+	wake    chan struct{}
+	waiters int
+	deleted bool
+}
+
+func newQueue(rec queueRecord) *queue {
+	return &queue{queueRecord: rec, msgs: map[uint64]*msg{}, wake: make(chan struct{})}
+}
+
+func (q *queue) info() broker.QueueInfo {
+	cfg, _ := broker.ApplyAttributes(q.Config, nil) // deep copy
+	tags := make(map[string]string, len(q.Tags))
+	for k, v := range q.Tags {
+		tags[k] = v
+	}
+	return broker.QueueInfo{
+		Queue: broker.Queue{ID: q.ID, Name: q.Name, Config: cfg, Tags: tags,
+			CreatedAt: q.CreatedAt, ModifiedAt: q.ModifiedAt},
+		Stats: broker.QueueStats{Visible: int64(len(q.ready)), InFlight: q.inflight, Delayed: q.delayed},
+	}
+}
+
+// notify wakes the waiting receives.
+func (q *queue) notify() {
+	if q.waiters > 0 {
+		close(q.wake)
+		q.wake = make(chan struct{})
+	}
+}
+
+// nextTimed is the earliest visibleAt of the timed messages (ok false if none).
+func (q *queue) nextTimed() (int64, bool) {
+	if len(q.timed) == 0 {
+		return 0, false
+	}
+	return q.timed[0].visibleAt, true
+}
+
+// add indexes a new message according to its state and visibleAt.
+func (q *queue) add(m *msg, now int64) {
+	q.msgs[m.key] = m
+	heap.Push(&q.age, m)
+	q.place(m, now)
+}
+
+// place puts a message that is in no schedule heap into ready or timed.
+func (q *queue) place(m *msg, now int64) {
+	if m.state == stateReady || m.visibleAt <= now {
+		m.state = stateReady
+		heap.Push(&q.ready, m)
+		q.notify()
+		return
+	}
+	if m.state == stateInflight {
+		q.inflight++
+	} else {
+		m.state = stateDelayed
+		q.delayed++
+	}
+	if next, ok := q.nextTimed(); !ok || m.visibleAt < next {
+		q.notify() // waiters re-arm their timers for the earlier deadline
+	}
+	heap.Push(&q.timed, m)
+}
+
+// unplace takes a message out of ready or timed.
+func (q *queue) unplace(m *msg) {
+	switch m.state {
+	case stateReady:
+		heap.Remove(&q.ready, m.pos)
+	case stateInflight:
+		heap.Remove(&q.timed, m.pos)
+		q.inflight--
+	case stateDelayed:
+		heap.Remove(&q.timed, m.pos)
+		q.delayed--
+	}
+	m.pos = -1
+}
+
+// remove forgets a message entirely.
+func (q *queue) remove(m *msg) {
+	q.unplace(m)
+	q.forget(m)
+}
+
+// forget drops an unplaced message from the age order and the map.
+func (q *queue) forget(m *msg) {
+	heap.Remove(&q.age, m.agePos)
+	m.agePos = -1
+	delete(q.msgs, m.key)
+}
+
+// lease marks m (just popped from ready) in flight until deadline.
+func (q *queue) lease(m *msg, deadline, now int64) {
+	m.state = stateInflight
+	m.visibleAt = deadline
+	q.place(m, now)
+}
+
+// promote moves the timed messages whose visibleAt has passed to ready: ended
+// delays and expired leases. It reports whether any moved.
+func (q *queue) promote(now int64) bool {
+	moved := false
+	for len(q.timed) > 0 && q.timed[0].visibleAt <= now {
+		m := heap.Pop(&q.timed).(*msg)
+		if m.state == stateInflight {
+			q.inflight--
+		} else {
+			q.delayed--
+		}
+		m.state = stateReady
+		heap.Push(&q.ready, m)
+		moved = true
+	}
+	if moved {
+		q.notify()
+	}
+	return moved
+}
+
+// expired reports whether m is past its queue's retention at now.
+func (q *queue) expired(m *msg, now int64) bool {
+	return m.sentAt+int64(q.Config.Retention) <= now
+}
+
+// nextExpiry is when the oldest message of q expires (ok false if empty).
+func (q *queue) nextExpiry() (int64, bool) {
+	if len(q.age) == 0 {
+		return 0, false
+	}
+	return q.age[0].sentAt + int64(q.Config.Retention), true
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// readyHeap orders ready messages by priority (higher first), then the
+// instant they became visible, then key (send order).
+type readyHeap []*msg
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if a.visibleAt != b.visibleAt {
+		return a.visibleAt < b.visibleAt
+	}
+	return a.key < b.key
+}
+func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].pos = i; h[j].pos = j }
+func (h *readyHeap) Push(x any)   { m := x.(*msg); m.pos = len(*h); *h = append(*h, m) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	m.pos = -1
+	return m
+}
+
+// timedHeap orders delayed and in-flight messages by visibleAt.
+type timedHeap []*msg
+
+func (h timedHeap) Len() int { return len(h) }
+func (h timedHeap) Less(i, j int) bool {
+	if h[i].visibleAt != h[j].visibleAt {
+		return h[i].visibleAt < h[j].visibleAt
+	}
+	return h[i].key < h[j].key
+}
+func (h timedHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].pos = i; h[j].pos = j }
+func (h *timedHeap) Push(x any)   { m := x.(*msg); m.pos = len(*h); *h = append(*h, m) }
+func (h *timedHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	m.pos = -1
+	return m
+}
+
+// ageHeap orders all messages of a queue by sentAt (retention order).
+type ageHeap []*msg
+
+func (h ageHeap) Len() int { return len(h) }
+func (h ageHeap) Less(i, j int) bool {
+	if h[i].sentAt != h[j].sentAt {
+		return h[i].sentAt < h[j].sentAt
+	}
+	return h[i].key < h[j].key
+}
+func (h ageHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].agePos = i; h[j].agePos = j }
+func (h *ageHeap) Push(x any)   { m := x.(*msg); m.agePos = len(*h); *h = append(*h, m) }
+func (h *ageHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	m.agePos = -1
+	return m
+}

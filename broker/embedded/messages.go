@@ -1,0 +1,224 @@
+package embedded
+
+import (
+	"context"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// batchIDs validates the entry ids of a batch call. A single entry with an
+// empty id is a plain (non-batch) call and is fine.
+func batchIDs(n int, id func(int) string) error {
+	if n == 1 && id(0) == "" {
+		return nil
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = id(i)
+	}
+	return broker.ValidateBatchIDs(ids)
+}
+
+// Send implements broker.Backend.
+func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.SendEntry) ([]broker.SendResult, error) {
+	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+		return nil, err
+	}
+	total := 0
+	for i := range entries {
+		total += broker.MessageSize(entries[i].Body, entries[i].Attributes)
+	}
+	if total > broker.MaxBatchBytes {
+		return nil, broker.Errorf(broker.ErrBatchRequestTooLong,
+			"Batch requests cannot be longer than %d bytes. You have sent %d bytes.", broker.MaxBatchBytes, total)
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	b.mu.Lock()
+	q := b.queues[queueName]
+	if q == nil {
+		b.mu.Unlock()
+		return nil, errNoQueue()
+	}
+	cfg := q.Config // read-only copy: the maps inside are never mutated in place
+	b.mu.Unlock()
+	if cfg.Fifo {
+		// FIFO (group locks, dedup window, sequence numbers) is issue 3; the
+		// metadata record already carries group, dedup id and sequence.
+		return nil, broker.Errorf(broker.ErrUnsupportedOperation, "FIFO queues are not supported yet by the embedded backend.")
+	}
+
+	// Validate and encode bodies without the lock.
+	results := make([]broker.SendResult, len(entries))
+	bodies := make([][]byte, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		results[i].ID = e.ID
+		if err := broker.ValidateSendEntry(cfg, e); err != nil {
+			results[i].Err = err
+			continue
+		}
+		results[i].MessageID = broker.NewMessageID()
+		bodies[i] = encodeBody(results[i].MessageID, e)
+	}
+
+	batch := b.db.NewBatch()
+	b.mu.Lock()
+	if q.deleted {
+		b.mu.Unlock()
+		_ = batch.Close()
+		return nil, errNoQueue()
+	}
+	now := b.now()
+	for i := range entries {
+		if bodies[i] == nil {
+			continue
+		}
+		e := &entries[i]
+		delay := q.Config.Delay
+		if e.Delay != nil {
+			delay = *e.Delay
+		}
+		m := &msg{
+			key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
+			priority: e.Priority, size: broker.MessageSize(e.Body, e.Attributes),
+			groupID: e.GroupID, dedupID: e.DedupID, pos: -1, agePos: -1,
+		}
+		if delay > 0 {
+			m.state, m.visibleAt = stateDelayed, now+int64(delay)
+		}
+		_ = batch.Set(msgKey(q.ID, kindBody, m.key), bodies[i], nil)
+		_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
+		q.add(m, now)
+		if exp := now + int64(q.Config.Retention); b.sweepAt == 0 || exp < b.sweepAt {
+			b.sweepAt = exp
+			b.kickSweeper()
+		}
+	}
+	err := b.applyLocked(batch)
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// lookupLease resolves a receipt handle to its message. It returns an error
+// for a handle that does not decode or names another queue, and m == nil
+// when the message is gone or was leased again (a stale handle).
+func lookupLease(q *queue, handle string) (*msg, error) {
+	r, err := broker.DecodeReceipt(handle)
+	if err != nil {
+		return nil, err
+	}
+	if r.QueueID != q.ID {
+		return nil, broker.Errorf(broker.ErrReceiptHandleInvalid, "The input receipt handle %q is not a valid receipt handle.", handle)
+	}
+	m := q.msgs[r.Key]
+	if m == nil || r.Lease == 0 || m.lease != r.Lease {
+		return nil, nil
+	}
+	return m, nil
+}
+
+// Delete implements broker.Backend. A handle whose lease version matches
+// deletes the message even if the lease expired (and it was not received
+// again); a stale one succeeds without effect.
+func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker.DeleteEntry) ([]error, error) {
+	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(entries))
+	batch := b.db.NewBatch()
+	b.mu.Lock()
+	q := b.queues[queueName]
+	if q == nil {
+		b.mu.Unlock()
+		_ = batch.Close()
+		return nil, errNoQueue()
+	}
+	for i, e := range entries {
+		m, err := lookupLease(q, e.Receipt)
+		if err != nil || m == nil {
+			errs[i] = err
+			continue
+		}
+		q.remove(m)
+		_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
+		_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+	}
+	err := b.applyLocked(batch)
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// ChangeVisibility implements broker.Backend.
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entries []broker.VisibilityEntry) ([]error, error) {
+	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(entries))
+	batch := b.db.NewBatch()
+	b.mu.Lock()
+	q := b.queues[queueName]
+	if q == nil {
+		b.mu.Unlock()
+		_ = batch.Close()
+		return nil, errNoQueue()
+	}
+	now := b.now()
+	q.promote(now)
+	for i, e := range entries {
+		if err := broker.ValidateVisibility(e.Timeout); err != nil {
+			errs[i] = err
+			continue
+		}
+		m, err := lookupLease(q, e.Receipt)
+		switch {
+		case err != nil:
+			errs[i] = err
+			continue
+		case m == nil:
+			errs[i] = broker.Errorf(broker.ErrInvalidParameterValue,
+				"Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", e.Receipt)
+			continue
+		case m.state != stateInflight:
+			errs[i] = broker.Errorf(broker.ErrMessageNotInflight, "The message referred to is not in flight.")
+			continue
+		}
+		q.unplace(m)
+		m.state = stateInflight
+		m.visibleAt = now + int64(e.Timeout)
+		q.place(m, now) // timeout 0: ready at once, waiters woken
+		_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
+	}
+	err := b.applyLocked(batch)
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return nil, err
+	}
+	return errs, nil
+}

@@ -1,0 +1,261 @@
+package embedded
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// purgeInterval is AWS's one purge per queue per 60 s (Options.StrictPurge).
+const purgeInterval = 60 * time.Second
+
+// CreateQueue implements broker.Backend.
+func (b *Backend) CreateQueue(ctx context.Context, name string, attrs, tags map[string]string) (broker.Queue, error) {
+	if err := b.enter(); err != nil {
+		return broker.Queue{}, err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return broker.Queue{}, err
+	}
+	if err := broker.ValidateQueueName(name); err != nil {
+		return broker.Queue{}, err
+	}
+	cfg, err := broker.ParseAttributes(name, attrs)
+	if err != nil {
+		return broker.Queue{}, err
+	}
+
+	b.mu.Lock()
+	if q := b.queues[name]; q != nil {
+		defer b.mu.Unlock()
+		if attr := q.Config.ConflictingAttribute(name, attrs); attr != "" {
+			return broker.Queue{}, broker.Errorf(broker.ErrQueueExists,
+				"A queue already exists with the same name and a different value for attribute %s", attr)
+		}
+		return q.info().Queue, nil
+	}
+	if err := b.checkRedriveLocked(name, cfg, attrs[broker.AttrRedrivePolicy]); err != nil {
+		b.mu.Unlock()
+		return broker.Queue{}, err
+	}
+	now := b.clock.Now()
+	rec := queueRecord{ID: b.nextQID, Name: name, Config: cfg, Tags: copyTags(tags), CreatedAt: now, ModifiedAt: now}
+	b.nextQID++
+	batch := b.db.NewBatch()
+	_ = batch.Set(keyNextQueueID, u64Bytes(b.nextQID), nil)
+	_ = batch.Set(queueKey(name), rec.encode(), nil)
+	q := newQueue(rec)
+	b.queues[name] = q
+	b.byID[rec.ID] = q
+	info := q.info().Queue
+	err = b.applyLocked(batch)
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return broker.Queue{}, err
+	}
+	b.log.Info("queue created", "queue", name, "queue_id", rec.ID)
+	return info, nil
+}
+
+// checkRedriveLocked checks a RedrivePolicy against its target: the target
+// exists, has the same type (FIFO or standard), and its RedriveAllowPolicy
+// lets source use it. raw is the attribute as given, for the message.
+func (b *Backend) checkRedriveLocked(source string, cfg broker.QueueConfig, raw string) error {
+	if cfg.Redrive == nil {
+		return nil
+	}
+	bad := func(reason string) error {
+		return broker.Errorf(broker.ErrInvalidParameterValue,
+			"Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
+	}
+	dlq := b.queues[cfg.Redrive.DeadLetterQueue]
+	if dlq == nil {
+		return bad("Dead letter target does not exist.")
+	}
+	if dlq.Config.Fifo != cfg.Fifo {
+		return bad("Dead-letter queue must be of the same type as the source queue (FIFO or standard).")
+	}
+	if !dlq.Config.AllowsSource(source) {
+		return bad("Dead letter target's RedriveAllowPolicy does not allow this queue as a source.")
+	}
+	return nil
+}
+
+// GetQueue implements broker.Backend. The counts are the maintained
+// counters, brought up to the clock (ended delays and expired leases are
+// promoted first: amortised, never a scan).
+func (b *Backend) GetQueue(ctx context.Context, name string) (broker.QueueInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return broker.QueueInfo{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return broker.QueueInfo{}, errClosed()
+	}
+	q := b.queues[name]
+	if q == nil {
+		return broker.QueueInfo{}, errNoQueue()
+	}
+	q.promote(b.now())
+	return q.info(), nil
+}
+
+// ListQueues implements broker.Backend.
+func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit int) ([]broker.Queue, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errClosed()
+	}
+	names := make([]string, 0, len(b.queues))
+	for n := range b.queues {
+		if strings.HasPrefix(n, prefix) && n > after {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	if limit > 0 && len(names) > limit {
+		names = names[:limit]
+	}
+	out := make([]broker.Queue, len(names))
+	for i, n := range names {
+		out[i] = b.queues[n].info().Queue
+	}
+	return out, nil
+}
+
+// SetQueueAttributes implements broker.Backend.
+func (b *Backend) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	q := b.queues[name]
+	if q == nil {
+		b.mu.Unlock()
+		return errNoQueue()
+	}
+	cfg, err := broker.ApplyAttributes(q.Config, attrs)
+	if err == nil {
+		if raw, ok := attrs[broker.AttrRedrivePolicy]; ok {
+			err = b.checkRedriveLocked(name, cfg, raw)
+		}
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	retentionChanged := cfg.Retention != q.Config.Retention
+	q.Config = cfg
+	q.ModifiedAt = b.clock.Now()
+	batch := b.db.NewBatch()
+	_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
+	err = b.applyLocked(batch)
+	b.mu.Unlock()
+	if retentionChanged {
+		b.kickSweeper()
+	}
+	return b.wait(batch, err)
+}
+
+// DeleteQueue implements broker.Backend: the queue record goes at once (in
+// the same batch as a range delete of its data); the space is reclaimed by a
+// background compaction.
+func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	q := b.queues[name]
+	if q == nil {
+		b.mu.Unlock()
+		return errNoQueue()
+	}
+	delete(b.queues, name)
+	delete(b.byID, q.ID)
+	q.deleted = true
+	q.notify()
+	lo, hi := queueRange(q.ID)
+	batch := b.db.NewBatch()
+	_ = batch.Delete(queueKey(name), nil)
+	_ = batch.DeleteRange(lo, hi, nil)
+	err := b.applyLocked(batch)
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return err
+	}
+	b.reclaimRange(lo, hi)
+	b.log.Info("queue deleted", "queue", name, "queue_id", q.ID, "messages", len(q.msgs))
+	return nil
+}
+
+// PurgeQueue implements broker.Backend: a range delete of the queue's
+// metadata and bodies, and an emptied index.
+func (b *Backend) PurgeQueue(ctx context.Context, name string) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	q := b.queues[name]
+	if q == nil {
+		b.mu.Unlock()
+		return errNoQueue()
+	}
+	now := b.clock.Now()
+	if b.opts.StrictPurge && !q.LastPurge.IsZero() && now.Sub(q.LastPurge) < purgeInterval {
+		b.mu.Unlock()
+		return broker.Errorf(broker.ErrPurgeInProgress,
+			"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+	}
+	q.LastPurge = now
+	n := len(q.msgs)
+	q.msgs = map[uint64]*msg{}
+	q.ready, q.timed, q.age = nil, nil, nil
+	q.inflight, q.delayed = 0, 0
+	lo, _ := kindRange(q.ID, kindMeta)
+	_, hi := kindRange(q.ID, kindBody)
+	batch := b.db.NewBatch()
+	_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
+	_ = batch.DeleteRange(lo, hi, nil)
+	err := b.applyLocked(batch)
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return err
+	}
+	if n > 0 {
+		b.reclaimRange(lo, hi)
+	}
+	b.log.Debug("queue purged", "queue", name, "messages", n)
+	return nil
+}
+
+func copyTags(tags map[string]string) map[string]string {
+	if len(tags) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(tags))
+	for k, v := range tags {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,203 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Receive implements broker.Backend.
+//
+// Waiting: a receive that finds nothing registers on its queue's wake
+// channel and arms one clock timer for the earlier of its wait deadline and
+// the queue's earliest timed deadline (a delay ending or a lease expiring).
+// Sends, visibility changes to 0 and promotions close the wake channel; a
+// new earlier deadline does too, so the waiter re-arms. There is no polling
+// tick: with a FakeClock, Advance alone releases the waiter.
+func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]broker.Delivery, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	q := b.queues[req.Queue]
+	if q == nil {
+		b.mu.Unlock()
+		return nil, errNoQueue()
+	}
+	max, vis, wait, err := broker.NormalizeReceive(q.Config, req)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	deadline := b.now() + int64(wait)
+	for {
+		switch {
+		case q.deleted:
+			b.mu.Unlock()
+			return nil, errNoQueue()
+		case b.closed:
+			b.mu.Unlock()
+			return nil, errClosed()
+		case ctx.Err() != nil:
+			b.mu.Unlock()
+			return nil, ctx.Err()
+		}
+		now := b.now()
+		q.promote(now)
+		room := int64(b.opts.MaxInFlight) - q.inflight
+		if room <= 0 {
+			b.mu.Unlock()
+			return nil, broker.Errorf(broker.ErrOverLimit,
+				"Too many messages in flight on queue %s (the limit is %d).", q.Name, b.opts.MaxInFlight)
+		}
+		batch := b.db.NewBatch()
+		claims := b.claimLocked(q, batch, int(min(int64(max), room)), int64(vis), now)
+		if !batch.Empty() {
+			err := b.applyLocked(batch)
+			b.mu.Unlock()
+			if err := b.wait(batch, err); err != nil {
+				return nil, err
+			}
+			if len(claims) > 0 {
+				return b.deliver(q.ID, claims), nil
+			}
+			// Only dead-letter moves or expirations: look again.
+			b.mu.Lock()
+			continue
+		}
+		_ = batch.Close()
+		if now >= deadline {
+			b.mu.Unlock()
+			return nil, nil
+		}
+		wakeAt := deadline
+		if next, ok := q.nextTimed(); ok && next < wakeAt {
+			wakeAt = next
+		}
+		ch := q.wake
+		q.waiters++
+		b.mu.Unlock()
+		t := b.clock.NewTimer(sinceDur(wakeAt, now))
+		select {
+		case <-ch:
+		case <-t.C():
+		case <-ctx.Done():
+		case <-b.closing:
+		}
+		t.Stop()
+		b.mu.Lock()
+		q.waiters--
+	}
+}
+
+// claimed is what a receive took under the lock: the message's metadata as
+// of its new lease (the body is read after the sync).
+type claimed struct {
+	key   uint64
+	lease uint64
+	msg   broker.Message
+}
+
+// claimLocked leases up to n ready messages of q (b.mu held), writing their
+// new metadata into batch. Popped messages past retention are deleted
+// instead; a message whose receive would exceed its queue's
+// maxReceiveCount is moved to the dead-letter queue (when it exists).
+func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int64) []claimed {
+	var out []claimed
+	var leased []*msg
+	for len(out) < n && len(q.ready) > 0 {
+		m := q.ready[0]
+		q.unplace(m)
+		if q.expired(m, now) {
+			q.forget(m)
+			_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
+			_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+			continue
+		}
+		if rp := q.Config.Redrive; rp != nil && m.receiveCount >= rp.MaxReceiveCount {
+			if dlq := b.queues[rp.DeadLetterQueue]; dlq != nil && dlq != q && b.moveLocked(q, dlq, m, batch, now) {
+				continue
+			}
+		}
+		m.lease++
+		m.receiveCount++
+		if m.firstReceiveAt == 0 {
+			m.firstReceiveAt = now
+		}
+		m.state = stateInflight
+		m.visibleAt = now + vis
+		_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
+		leased = append(leased, m)
+		out = append(out, claimed{key: m.key, lease: m.lease, msg: broker.Message{
+			SentAt: fromNanos(m.sentAt), GroupID: m.groupID, DedupID: m.dedupID,
+			Priority: m.priority, ReceiveCount: m.receiveCount,
+			FirstReceiveAt: fromNanos(m.firstReceiveAt), DeadLetterSource: m.deadLetterSource,
+		}})
+	}
+	// Placed only now, so that a lease of 0 s (visible at once) is not taken
+	// twice by this receive.
+	for _, m := range leased {
+		q.place(m, now)
+	}
+	return out
+}
+
+// moveLocked moves m (unplaced) from q to its dead-letter queue dlq in batch:
+// same message id, body, attributes, SentAt, ReceiveCount and FirstReceiveAt,
+// a new key in dlq, DeadLetterSource set. It reports false (m untouched) if
+// the body cannot be read.
+func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int64) bool {
+	body, closer, err := b.db.Get(msgKey(q.ID, kindBody, m.key))
+	if err != nil {
+		b.log.Error("dead-letter move: read body", "queue", q.Name, "key", m.key, "err", err)
+		return false
+	}
+	nm := *m
+	nm.key = b.allocKey(batch)
+	nm.state = stateReady
+	nm.visibleAt = now
+	nm.deadLetterSource = q.Name
+	nm.pos, nm.agePos = -1, -1
+	_ = batch.Set(msgKey(dlq.ID, kindBody, nm.key), body, nil)
+	_ = closer.Close()
+	_ = batch.Set(msgKey(dlq.ID, kindMeta, nm.key), encodeMeta(&nm), nil)
+	_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
+	_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+	q.forget(m)
+	dlq.add(&nm, now)
+	b.log.Debug("message dead-lettered", "queue", q.Name, "dead_letter_queue", dlq.Name, "receive_count", m.receiveCount)
+	return true
+}
+
+// deliver reads the bodies of the claimed messages (after their leases are
+// durable) and builds the deliveries. A body that is gone (the queue was
+// purged or deleted meanwhile) drops that message.
+func (b *Backend) deliver(qid uint64, claims []claimed) []broker.Delivery {
+	out := make([]broker.Delivery, 0, len(claims))
+	for _, c := range claims {
+		v, closer, err := b.db.Get(msgKey(qid, kindBody, c.key))
+		if err != nil {
+			if !errors.Is(err, pebble.ErrNotFound) {
+				b.log.Error("receive: read body", "key", c.key, "err", err)
+			}
+			continue
+		}
+		d := broker.Delivery{Message: c.msg}
+		err = decodeBody(v, &d.Message)
+		_ = closer.Close()
+		if err != nil {
+			b.log.Error("receive: corrupt body", "key", c.key, "err", err)
+			continue
+		}
+		d.Receipt = broker.Receipt{QueueID: qid, Key: c.key, Lease: c.lease}.Encode()
+		out = append(out, d)
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package embedded
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// recover rebuilds the in-memory index from the store: the counters, the
+// queue records, and each queue's message metadata (bodies are not read).
+// It runs in Open before any other goroutine exists.
+func (b *Backend) recover() error {
+	var err error
+	if b.nextQID, err = b.getU64(keyNextQueueID); err != nil {
+		return err
+	}
+	if b.nextQID == 0 {
+		b.nextQID = 1
+	}
+	ceiling, err := b.getU64(keyKeyCeiling)
+	if err != nil {
+		return err
+	}
+	if ceiling == 0 {
+		ceiling = 1 // key 0 is never used
+	}
+	b.nextKey = ceiling
+
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxQueue}, UpperBound: []byte{pfxQueue + 1}})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		var rec queueRecord
+		if err := json.Unmarshal(it.Value(), &rec); err != nil {
+			_ = it.Close()
+			return fmt.Errorf("embedded: queue record %q: %w", it.Key(), err)
+		}
+		q := newQueue(rec)
+		b.queues[rec.Name] = q
+		b.byID[rec.ID] = q
+		if rec.ID >= b.nextQID {
+			b.nextQID = rec.ID + 1
+		}
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+
+	now := b.now()
+	total := 0
+	for _, q := range b.queues {
+		lo, hi := kindRange(q.ID, kindMeta)
+		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			k := it.Key()
+			key := u64(k[len(k)-8:])
+			m, err := decodeMeta(key, it.Value())
+			if err != nil {
+				_ = it.Close()
+				return fmt.Errorf("embedded: message %d of queue %s: %w", key, q.Name, err)
+			}
+			q.add(m, now)
+			if key >= b.nextKey {
+				b.nextKey = key + 1
+			}
+			total++
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+
+	// Reserve a block of keys durably before handing any out.
+	b.keyCeiling = b.nextKey + keyBlock
+	if err := b.db.Set(keyKeyCeiling, u64Bytes(b.keyCeiling), pebble.Sync); err != nil {
+		return err
+	}
+	b.log.Info("embedded store opened", "queues", len(b.queues), "messages", total)
+	return nil
+}
+
+func (b *Backend) getU64(key []byte) (uint64, error) {
+	v, c, err := b.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return u64(v), nil
+}

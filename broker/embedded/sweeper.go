@@ -1,0 +1,125 @@
+package embedded
+
+import (
+	"context"
+	"time"
+)
+
+// sweepBudget bounds the messages the retention sweeper deletes per batch,
+// so that it holds Backend.mu briefly; it loops at once while more are due.
+const sweepBudget = 1000
+
+// sweepIdle is how long the sweeper sleeps when no message exists (a send
+// that needs an earlier sweep kicks it).
+const sweepIdle = time.Hour
+
+// kickSweeper makes the sweeper recompute its deadline. Never blocks.
+func (b *Backend) kickSweeper() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// sweepLoop is the retention sweeper: it deletes messages whose SentAt +
+// the queue's Retention has passed, whatever their state (ready, in flight,
+// delayed, dead-lettered), and sleeps on a clock timer until the next
+// expiry. It owns nothing but its timer; all state it touches is under
+// Backend.mu.
+func (b *Backend) sweepLoop() {
+	defer b.duties.Done()
+	for {
+		next, more := b.sweepOnce()
+		if more {
+			select {
+			case <-b.closing:
+				return
+			default:
+				continue
+			}
+		}
+		d := sweepIdle
+		if next != 0 {
+			d = sinceDur(next, b.now())
+		}
+		t := b.clock.NewTimer(d)
+		select {
+		case <-t.C():
+		case <-b.kick:
+		case <-b.closing:
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+}
+
+// sweepOnce deletes up to sweepBudget expired messages in one synced batch.
+// It returns the next expiry (Unix ns, 0 if none) and whether more are due.
+func (b *Backend) sweepOnce() (next int64, more bool) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return 0, false
+	}
+	now := b.now()
+	batch := b.db.NewBatch()
+	n := 0
+	for _, q := range b.queues {
+		for len(q.age) > 0 && q.expired(q.age[0], now) {
+			if n >= sweepBudget {
+				more = true
+				break
+			}
+			m := q.age[0]
+			q.remove(m)
+			_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
+			_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+			n++
+		}
+		if exp, ok := q.nextExpiry(); ok && (next == 0 || exp < next) {
+			next = exp
+		}
+	}
+	b.sweepAt = next
+	err := b.applyLocked(batch)
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		b.log.Error("retention sweep failed", "err", err)
+	} else if n > 0 {
+		b.log.Debug("retention sweep", "deleted", n)
+	}
+	return next, more
+}
+
+// reclaimRange asks the reclaimer to compact a range whose data was range
+// deleted (a deleted or purged queue). Never blocks: if the queue of
+// requests is full, Pebble's own compactions reclaim the space later.
+func (b *Backend) reclaimRange(lo, hi []byte) {
+	select {
+	case b.reclaim <- [2][]byte{lo, hi}:
+	default:
+	}
+}
+
+// reclaimLoop compacts deleted ranges that reached sstables, so that their
+// space is freed soon (data still in the memtable is dropped by its flush).
+func (b *Backend) reclaimLoop(ctx context.Context) {
+	defer b.duties.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-b.reclaim:
+			size, err := b.db.EstimateDiskUsage(r[0], r[1])
+			if err != nil || size == 0 {
+				continue
+			}
+			if err := b.db.Compact(ctx, r[0], r[1], false); err != nil && ctx.Err() == nil {
+				b.log.Warn("reclaim compaction failed", "err", err)
+			} else if err == nil {
+				b.log.Debug("reclaimed deleted range", "bytes", size)
+			}
+		}
+	}
+}
