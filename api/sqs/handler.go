@@ -87,6 +87,10 @@ func New(backend broker.Backend, cfg Config) *Handler {
 	return &Handler{backend: backend, cfg: cfg, waiting: make(chan struct{}, cfg.MaxWaitingReceives)}
 }
 
+// WaitingReceives is the number of ReceiveMessage calls holding a slot of the
+// waiting-receive cap right now (for metrics and tests).
+func (h *Handler) WaitingReceives() int { return len(h.waiting) }
+
 // protocol is the wire protocol of one request.
 type protocol int
 
