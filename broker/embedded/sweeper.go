@@ -28,6 +28,10 @@ func (b *Backend) kickSweeper() {
 // Backend.mu.
 func (b *Backend) sweepLoop() {
 	defer b.duties.Done()
+	// One timer, re-armed with Reset, so that the number of armed timers on a
+	// FakeClock stays steady (tests count them to see receives block).
+	t := b.clock.NewTimer(sweepIdle)
+	defer t.Stop()
 	for {
 		next, more := b.sweepOnce()
 		if more {
@@ -42,15 +46,13 @@ func (b *Backend) sweepLoop() {
 		if next != 0 {
 			d = sinceDur(next, b.now())
 		}
-		t := b.clock.NewTimer(d)
+		t.Reset(d)
 		select {
 		case <-t.C():
 		case <-b.kick:
 		case <-b.closing:
-			t.Stop()
 			return
 		}
-		t.Stop()
 	}
 }
 
