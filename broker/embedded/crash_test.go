@@ -18,7 +18,7 @@ import (
 // after the call returned success, so everything in a snapshot taken before
 // a crash clone was acknowledged before the crash.
 type history struct {
-	mu      sync.Mutex
+	mu       sync.Mutex
 	sent     map[string]bool // bodies whose send returned success
 	deleted  map[string]bool // bodies whose delete returned success
 	deleting map[string]bool // bodies for which a delete was called (perhaps not yet answered)
