@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
 	"sort"
@@ -63,10 +64,31 @@ func (j *number) get(param string) (n int64, ok bool, err error) {
 	return j.n, true, nil
 }
 
+// blob is binary data, base64 on the wire in both JSON and XML.
+type blob []byte
+
+// MarshalText encodes b in standard base64.
+func (b blob) MarshalText() ([]byte, error) {
+	out := make([]byte, base64.StdEncoding.EncodedLen(len(b)))
+	base64.StdEncoding.Encode(out, b)
+	return out, nil
+}
+
+// UnmarshalText decodes standard base64.
+func (b *blob) UnmarshalText(text []byte) error {
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
+	n, err := base64.StdEncoding.Decode(out, text)
+	if err != nil {
+		return invalidValue(string(text), "BinaryValue", "not valid base64.")
+	}
+	*b = out[:n]
+	return nil
+}
+
 // attrValue is a MessageAttributeValue (user or system attribute).
 type attrValue struct {
 	StringValue string `json:"StringValue,omitempty" xml:"StringValue,omitempty"`
-	BinaryValue []byte `json:"BinaryValue,omitempty" xml:"BinaryValue,omitempty"`
+	BinaryValue blob   `json:"BinaryValue,omitempty" xml:"BinaryValue,omitempty"`
 	DataType    string `json:"DataType" xml:"DataType"`
 }
 
