@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"testing"
 	"time"
 
@@ -23,6 +24,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func testLogger(t testing.TB) *slog.Logger {
+	if _, bench := t.(*testing.B); bench {
+		return slog.New(slog.DiscardHandler)
+	}
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
@@ -134,3 +138,5 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(time.Millisecond) // polling interval, not a wait for a condition
 	}
 }
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }
