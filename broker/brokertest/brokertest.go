@@ -1,0 +1,101 @@
+// Package brokertest is the conformance suite that every broker.Backend
+// passes: the embedded (Pebble) backend today, PostgreSQL later. A behaviour
+// of Sluice exists when this suite tests it.
+//
+// A backend's test file calls Run with a Harness that opens a fresh, isolated
+// backend per subtest:
+//
+//	func TestConformance(t *testing.T) {
+//		brokertest.Run(t, brokertest.Harness{
+//			Open: func(t *testing.T, opts broker.Options) broker.Backend { ... },
+//			Reopen: func(t *testing.T, b broker.Backend, opts broker.Options) broker.Backend { ... },
+//		})
+//	}
+//
+// Time is a *broker.FakeClock that the suite owns and advances, so leases,
+// delays, long-poll waits and retention are exact and the suite finishes in
+// seconds. The suite never sleeps to wait for a condition: it polls with a
+// real-time deadline (realTimeout), and watches for a short real time (quiet)
+// only to check that something did not happen.
+//
+// The tests are grouped by concern, one file each: queues.go (create, get,
+// list, set, delete, purge), messages.go (send, receive, bodies, attributes,
+// sizes, delays, counters), visibility.go (leases, receipts, the in-flight
+// cap), longpoll.go (waiting receives and receive parameters), retention.go,
+// redrive.go (dead-letter queues), batch.go, restart.go, concurrency.go,
+// lifecycle.go and fifo.go (issue 3).
+package brokertest
+
+import (
+	"testing"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Harness opens a backend for one subtest.
+type Harness struct {
+	// Open returns a fresh, isolated backend using opts (opts.Clock is a
+	// *broker.FakeClock the suite owns; opts.Logger writes to t.Log). The
+	// harness closes what it opens, typically with t.Cleanup; Close must be
+	// idempotent, since the suite may close a backend itself.
+	Open func(t *testing.T, opts broker.Options) broker.Backend
+	// Reopen closes b and opens the same storage again (a restart) with opts,
+	// returning the new backend. Backends that cannot restart set Reopen nil;
+	// the restart tests then skip with a printed reason.
+	Reopen func(t *testing.T, b broker.Backend, opts broker.Options) broker.Backend
+}
+
+// testCase is one conformance test. It calls s.setup to get its backend.
+type testCase struct {
+	name string
+	run  func(t *testing.T, s suite)
+}
+
+// group is the tests of one concern, run as one parallel subtest.
+type group struct {
+	name  string
+	cases []testCase
+}
+
+// suite is what a test case needs to set itself up.
+type suite struct{ h Harness }
+
+// groups lists every test of the suite; each file contributes one group.
+func groups() []group {
+	return []group{
+		{"Queues", queueTests},
+		{"Messages", messageTests},
+		{"Visibility", visibilityTests},
+		{"LongPoll", longPollTests},
+		{"Retention", retentionTests},
+		{"Redrive", redriveTests},
+		{"Batch", batchTests},
+		{"Restart", restartTests},
+		{"Concurrency", concurrencyTests},
+		{"Lifecycle", lifecycleTests},
+		{"FIFO", fifoTests},
+	}
+}
+
+// Run runs the conformance suite against the backends h opens. Every subtest
+// runs in parallel on its own backend and its own fake clock.
+func Run(t *testing.T, h Harness) {
+	if h.Open == nil {
+		t.Fatal("brokertest: Harness.Open is nil")
+	}
+	s := suite{h: h}
+	for _, g := range groups() {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			if len(g.cases) == 0 {
+				t.Skipf("no %s tests yet", g.name)
+			}
+			for _, c := range g.cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					c.run(t, s)
+				})
+			}
+		})
+	}
+}

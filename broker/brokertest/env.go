@@ -1,0 +1,521 @@
+package brokertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+const (
+	// realTimeout bounds, in real time, the wait for anything that must
+	// happen: a receive that must return, counters that must settle.
+	realTimeout = 5 * time.Second
+	// promptly is how soon, in real time, a waiting receive must return once
+	// a message is available (a send wakes it without the clock moving).
+	promptly = 2 * time.Second
+	// quiet is how long, in real time, the suite watches for something that
+	// must not happen (a waiting receive returning early).
+	quiet = 50 * time.Millisecond
+	// pollInterval is the real-time pause between two checks of a condition.
+	pollInterval = 2 * time.Millisecond
+)
+
+// epoch is where every fake clock starts: a whole second, far from the wall
+// clock, so a backend that reads time.Now() instead of its clock shows up.
+var epoch = time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// Account and region used to build queue ARNs.
+const (
+	testRegion  = "us-east-1"
+	testAccount = "000000000000"
+)
+
+func arn(name string) string { return broker.ARN(testRegion, testAccount, name) }
+
+var messageIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// env is one subtest's backend, clock and helpers.
+type env struct {
+	t     *testing.T
+	s     suite
+	clock *broker.FakeClock
+	opts  broker.Options
+	b     broker.Backend
+	// ctx is cancelled at cleanup, before the backend is closed, so that
+	// receives started by the test end first.
+	ctx context.Context
+	wg  sync.WaitGroup // goroutines started by goReceive
+}
+
+// setup opens an isolated backend on a new fake clock. mods adjust the
+// options (MaxInFlight, StrictPurge) before the backend opens.
+func (s suite) setup(t *testing.T, mods ...func(*broker.Options)) *env {
+	t.Helper()
+	clock := broker.NewFakeClock(epoch)
+	opts := broker.Options{Clock: clock, Logger: testLogger(t)}
+	for _, m := range mods {
+		m(&opts)
+	}
+	e := &env{t: t, s: s, clock: clock, opts: opts}
+	e.b = s.h.Open(t, opts)
+	if e.b == nil {
+		t.Fatal("Harness.Open returned nil")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.ctx = ctx
+	// Cleanups run last-registered first: cancel, then wait for the
+	// receives, then the harness's Close.
+	t.Cleanup(e.wg.Wait)
+	t.Cleanup(cancel)
+	return e
+}
+
+// requireReopen skips the test when the harness cannot restart its backend.
+func (e *env) requireReopen() {
+	e.t.Helper()
+	if e.s.h.Reopen == nil {
+		e.t.Skip("Harness.Reopen is nil: this backend cannot restart, so restart durability is untested")
+	}
+}
+
+// reopen restarts the backend on the same storage and clock.
+func (e *env) reopen() {
+	e.t.Helper()
+	e.requireReopen()
+	e.wg.Wait()
+	e.b = e.s.h.Reopen(e.t, e.b, e.opts)
+	if e.b == nil {
+		e.t.Fatal("Harness.Reopen returned nil")
+	}
+}
+
+// testLogger returns a logger that writes to t.Log until the test's
+// cleanups have run (a backend goroutine logging later must not panic).
+func testLogger(t *testing.T) *slog.Logger {
+	w := &tWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func dur(d time.Duration) *time.Duration { return &d }
+
+// advance moves the fake clock forward.
+func (e *env) advance(d time.Duration) { e.clock.Advance(d) }
+
+// eventually polls cond until it holds, failing after realTimeout.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(realTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not true after %v (real time)", what, realTimeout)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// advanceUntil advances the fake clock by step until cond holds, letting the
+// backend's clock-driven work run between steps. It fails when the clock has
+// moved more than limit in total or realTimeout*3 has passed in real time.
+func (e *env) advanceUntil(step, limit time.Duration, what string, cond func() bool) {
+	e.t.Helper()
+	start := e.clock.Now()
+	deadline := time.Now().Add(3 * realTimeout)
+	for {
+		settle := time.Now().Add(20 * time.Millisecond)
+		for {
+			if cond() {
+				return
+			}
+			if time.Now().After(settle) {
+				break
+			}
+			time.Sleep(pollInterval)
+		}
+		if e.clock.Now().Sub(start)+step > limit {
+			e.t.Fatalf("%s: still not true after advancing the clock %v", what, e.clock.Now().Sub(start))
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s: still not true after %v real time (clock advanced %v)", what, 3*realTimeout, e.clock.Now().Sub(start))
+		}
+		e.advance(step)
+	}
+}
+
+// ---- queues ----
+
+func (e *env) createQueue(name string, attrs map[string]string) broker.Queue {
+	e.t.Helper()
+	q, err := e.b.CreateQueue(e.ctx, name, attrs, nil)
+	if err != nil {
+		e.t.Fatalf("CreateQueue(%q, %v): %v", name, attrs, err)
+	}
+	return q
+}
+
+func (e *env) getQueue(name string) broker.QueueInfo {
+	e.t.Helper()
+	q, err := e.b.GetQueue(e.ctx, name)
+	if err != nil {
+		e.t.Fatalf("GetQueue(%q): %v", name, err)
+	}
+	return q
+}
+
+func (e *env) stats(name string) broker.QueueStats { return e.getQueue(name).Stats }
+
+// wantStats checks the queue's counts now.
+func (e *env) wantStats(name string, visible, inFlight, delayed int64) {
+	e.t.Helper()
+	want := broker.QueueStats{Visible: visible, InFlight: inFlight, Delayed: delayed}
+	if got := e.stats(name); got != want {
+		e.t.Fatalf("queue %s counts = %+v, want %+v", name, got, want)
+	}
+}
+
+// eventuallyStats waits (real time) for the queue's counts, for changes that
+// clock-driven work applies (a lease expiring, a delay ending, a sweep).
+func (e *env) eventuallyStats(name string, visible, inFlight, delayed int64) {
+	e.t.Helper()
+	want := broker.QueueStats{Visible: visible, InFlight: inFlight, Delayed: delayed}
+	var got broker.QueueStats
+	deadline := time.Now().Add(realTimeout)
+	for {
+		if got = e.stats(name); got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("queue %s counts = %+v, want %+v (waited %v real time)", name, got, want, realTimeout)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// ---- sends ----
+
+func (e *env) trySend(queue string, entries ...broker.SendEntry) ([]broker.SendResult, error) {
+	e.t.Helper()
+	res, err := e.b.Send(e.ctx, queue, entries)
+	if err == nil && len(res) != len(entries) {
+		e.t.Fatalf("Send of %d entries returned %d results", len(entries), len(res))
+	}
+	return res, err
+}
+
+// send sends entries and fails the test on any error.
+func (e *env) send(queue string, entries ...broker.SendEntry) []broker.SendResult {
+	e.t.Helper()
+	for i := range entries {
+		if entries[i].ID == "" && len(entries) > 1 {
+			entries[i].ID = fmt.Sprintf("e%d", i)
+		}
+	}
+	res, err := e.trySend(queue, entries...)
+	if err != nil {
+		e.t.Fatalf("Send to %s: %v", queue, err)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			e.t.Fatalf("Send to %s: entry %d: %v", queue, i, r.Err)
+		}
+		if r.ID != entries[i].ID {
+			e.t.Fatalf("Send result %d has id %q, want %q", i, r.ID, entries[i].ID)
+		}
+		if !messageIDRe.MatchString(r.MessageID) {
+			e.t.Fatalf("Send result %d: MessageID %q is not a lower-case UUID", i, r.MessageID)
+		}
+	}
+	return res
+}
+
+func (e *env) sendBody(queue, body string) broker.SendResult {
+	e.t.Helper()
+	return e.send(queue, broker.SendEntry{ID: "m", Body: body})[0]
+}
+
+// sendErr sends one entry and returns its error, whole-call or per-entry.
+func (e *env) sendErr(queue string, entry broker.SendEntry) error {
+	e.t.Helper()
+	if entry.ID == "" {
+		entry.ID = "m"
+	}
+	res, err := e.trySend(queue, entry)
+	if err != nil {
+		return err
+	}
+	return res[0].Err
+}
+
+// ---- receives ----
+
+// receive calls Receive with a real-time bound, so a backend that waits
+// for the fake clock when it should not fails instead of hanging.
+func (e *env) receive(req broker.ReceiveRequest) ([]broker.Delivery, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, realTimeout)
+	defer cancel()
+	return e.b.Receive(ctx, req)
+}
+
+// receiveN long-polls until it has exactly n messages of req.Queue.
+func (e *env) receiveN(req broker.ReceiveRequest, n int) []broker.Delivery {
+	e.t.Helper()
+	if req.WaitTime == nil {
+		req.WaitTime = dur(broker.MaxWaitTime)
+	}
+	deadline := time.Now().Add(realTimeout)
+	var out []broker.Delivery
+	for len(out) < n {
+		want := n - len(out)
+		if want > broker.MaxReceiveMessages {
+			want = broker.MaxReceiveMessages
+		}
+		req.MaxMessages = want
+		ctx, cancel := context.WithDeadline(e.ctx, deadline)
+		ds, err := e.b.Receive(ctx, req)
+		cancel()
+		if err != nil {
+			e.t.Fatalf("Receive(%s): got %d of %d messages, then: %v", req.Queue, len(out), n, err)
+		}
+		if len(ds) > want {
+			e.t.Fatalf("Receive(%s, MaxMessages %d) returned %d messages", req.Queue, want, len(ds))
+		}
+		for _, d := range ds {
+			e.checkDelivery(d)
+		}
+		out = append(out, ds...)
+	}
+	return out
+}
+
+// receiveOne long-polls for one message of queue.
+func (e *env) receiveOne(queue string) broker.Delivery {
+	e.t.Helper()
+	return e.receiveN(broker.ReceiveRequest{Queue: queue}, 1)[0]
+}
+
+// receiveOneFor long-polls for one message and leases it for visibility.
+func (e *env) receiveOneFor(queue string, visibility time.Duration) broker.Delivery {
+	e.t.Helper()
+	return e.receiveN(broker.ReceiveRequest{Queue: queue, Visibility: dur(visibility)}, 1)[0]
+}
+
+// receiveNone short-polls queue and requires nothing to be returned.
+func (e *env) receiveNone(queue string) {
+	e.t.Helper()
+	ds, err := e.receive(broker.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: dur(0)})
+	if err != nil {
+		e.t.Fatalf("short-poll Receive(%s): %v", queue, err)
+	}
+	if len(ds) > 0 {
+		e.t.Fatalf("short-poll Receive(%s) returned %d messages (first %q, receive count %d), want none",
+			queue, len(ds), ds[0].Body, ds[0].ReceiveCount)
+	}
+}
+
+func (e *env) checkDelivery(d broker.Delivery) {
+	e.t.Helper()
+	if d.Receipt == "" {
+		e.t.Fatalf("delivery of %s has no receipt handle", d.ID)
+	}
+	if d.ReceiveCount < 1 {
+		e.t.Fatalf("delivery of %s has ReceiveCount %d", d.ID, d.ReceiveCount)
+	}
+	if d.FirstReceiveAt.IsZero() {
+		e.t.Fatalf("delivery of %s has no FirstReceiveAt", d.ID)
+	}
+}
+
+type recvResult struct {
+	ds  []broker.Delivery
+	err error
+}
+
+// goReceive starts a receive in a goroutine; its result arrives on the channel.
+func (e *env) goReceive(ctx context.Context, req broker.ReceiveRequest) <-chan recvResult {
+	ch := make(chan recvResult, 1)
+	b := e.b
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		ds, err := b.Receive(ctx, req)
+		ch <- recvResult{ds, err}
+	}()
+	return ch
+}
+
+// goWait starts a long poll of wait on queue and returns once it is (very
+// likely) blocked: the backend armed a new timer on the fake clock.
+func (e *env) goWait(ctx context.Context, queue string, wait time.Duration) <-chan recvResult {
+	e.t.Helper()
+	return e.goWaitReq(ctx, broker.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: dur(wait)})
+}
+
+// goWaitReq is goWait for any request.
+func (e *env) goWaitReq(ctx context.Context, req broker.ReceiveRequest) <-chan recvResult {
+	e.t.Helper()
+	queue := req.Queue
+	base := e.clock.Timers()
+	ch := e.goReceive(ctx, req)
+	deadline := time.Now().Add(time.Second)
+	for e.clock.Timers() <= base {
+		if time.Now().After(deadline) {
+			e.t.Logf("no new fake-clock timer 1 s after a long poll on %s started; assuming it waits anyway", queue)
+			break
+		}
+		select {
+		case r := <-ch:
+			e.t.Fatalf("long poll on %s returned at once: %d messages, err %v", queue, len(r.ds), r.err)
+		default:
+		}
+		time.Sleep(pollInterval)
+	}
+	return ch
+}
+
+// await waits (real time) for a receive started by goReceive.
+func (e *env) await(ch <-chan recvResult, within time.Duration, what string) recvResult {
+	e.t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(within):
+		e.t.Fatalf("%s: the waiting Receive did not return within %v real time", what, within)
+		return recvResult{}
+	}
+}
+
+// notYet checks that a waiting receive has not returned.
+func (e *env) notYet(ch <-chan recvResult, what string) {
+	e.t.Helper()
+	select {
+	case r := <-ch:
+		e.t.Fatalf("%s: the waiting Receive returned early: %d messages, err %v", what, len(r.ds), r.err)
+	case <-time.After(quiet):
+	}
+}
+
+// ---- deletes and visibility changes ----
+
+func (e *env) deleteErr(queue, receipt string) error {
+	e.t.Helper()
+	errs, err := e.b.Delete(e.ctx, queue, []broker.DeleteEntry{{ID: "d", Receipt: receipt}})
+	if err != nil {
+		return err
+	}
+	if len(errs) != 1 {
+		e.t.Fatalf("Delete of 1 entry returned %d results", len(errs))
+	}
+	return errs[0]
+}
+
+func (e *env) mustDelete(queue, receipt string) {
+	e.t.Helper()
+	if err := e.deleteErr(queue, receipt); err != nil {
+		e.t.Fatalf("Delete on %s: %v", queue, err)
+	}
+}
+
+func (e *env) changeVisErr(queue, receipt string, timeout time.Duration) error {
+	e.t.Helper()
+	errs, err := e.b.ChangeVisibility(e.ctx, queue, []broker.VisibilityEntry{{ID: "v", Receipt: receipt, Timeout: timeout}})
+	if err != nil {
+		return err
+	}
+	if len(errs) != 1 {
+		e.t.Fatalf("ChangeVisibility of 1 entry returned %d results", len(errs))
+	}
+	return errs[0]
+}
+
+func (e *env) mustChangeVis(queue, receipt string, timeout time.Duration) {
+	e.t.Helper()
+	if err := e.changeVisErr(queue, receipt, timeout); err != nil {
+		e.t.Fatalf("ChangeVisibility(%v) on %s: %v", timeout, queue, err)
+	}
+}
+
+// ---- assertions ----
+
+// wantErr checks that err matches the sentinel.
+func wantErr(t testing.TB, what string, err, sentinel error) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("%s: error = %v, want %v", what, err, sentinel)
+	}
+}
+
+// wantErrOneOf checks that err matches one of the sentinels.
+func wantErrOneOf(t testing.TB, what string, err error, sentinels ...error) {
+	t.Helper()
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return
+		}
+	}
+	t.Fatalf("%s: error = %v, want one of %v", what, err, sentinels)
+}
+
+// sameInstant compares instants to the millisecond, the precision of SQS timestamps.
+func sameInstant(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d > -time.Millisecond && d < time.Millisecond
+}
+
+func wantTime(t testing.TB, what string, got, want time.Time) {
+	t.Helper()
+	if !sameInstant(got, want) {
+		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// sameAttrs compares message attributes (nil and empty values are equal).
+func sameAttrs(a, b map[string]broker.MessageAttribute) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok || x.DataType != y.DataType || x.StringValue != y.StringValue || !bytes.Equal(x.BinaryValue, y.BinaryValue) {
+			return false
+		}
+	}
+	return true
+}
+
+func bodies(ds []broker.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Body
+	}
+	sort.Strings(out)
+	return out
+}

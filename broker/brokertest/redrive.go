@@ -1,0 +1,215 @@
+package brokertest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+var redriveTests = []testCase{
+	{"MoveAfterMaxReceiveCount1", func(t *testing.T, s suite) { testRedriveMove(t, s, 1) }},
+	{"MoveAfterMaxReceiveCount3", func(t *testing.T, s suite) { testRedriveMove(t, s, 3) }},
+	{"MoveBesideOtherMessages", testRedriveBesideOthers},
+	{"PolicyTargetMustExist", testRedrivePolicyMissingTarget},
+	{"PolicySetAndRemove", testRedrivePolicySetAndRemove},
+	{"AllowPolicyDenyAll", testRedriveAllowDenyAll},
+	{"AllowPolicyByQueue", testRedriveAllowByQueue},
+	// FIFO↔FIFO type matching belongs with the FIFO tests (issue 3).
+}
+
+func redrivePolicy(dlq string, maxReceiveCount int) string {
+	return fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, arn(dlq), maxReceiveCount)
+}
+
+// moveToDLQ short-polls src, which must return nothing, until the DLQ counts
+// wantVisible messages: the receive past maxReceiveCount moves a message
+// instead of returning it. src must hold no other visible message.
+func (e *env) moveToDLQ(src, dlq string, wantVisible int64) {
+	e.t.Helper()
+	deadline := time.Now().Add(realTimeout)
+	for {
+		ds, err := e.receive(broker.ReceiveRequest{Queue: src, MaxMessages: 10, WaitTime: dur(0)})
+		if err != nil {
+			e.t.Fatalf("Receive(%s) past maxReceiveCount: %v", src, err)
+		}
+		if len(ds) > 0 {
+			e.t.Fatalf("Receive(%s) past maxReceiveCount returned %q (ReceiveCount %d) instead of moving it to %s",
+				src, ds[0].Body, ds[0].ReceiveCount, dlq)
+		}
+		if e.stats(dlq).Visible == wantVisible {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no message moved from %s to %s: DLQ counts %+v", src, dlq, e.stats(dlq))
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func testRedriveMove(t *testing.T, s suite, n int) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("src", map[string]string{
+		broker.AttrVisibilityTimeout: "10",
+		broker.AttrRedrivePolicy:     redrivePolicy("dlq", n),
+	})
+	e.advance(time.Second)
+	sentAt := e.clock.Now()
+	entry := broker.SendEntry{
+		ID: "m", Body: "poison", Attributes: sampleAttributes(),
+		SystemAttributes: sampleSystemAttributes(), SenderID: "AIDAEXAMPLE",
+	}
+	res := e.send("src", entry)[0]
+	e.advance(time.Second)
+	firstAt := e.clock.Now()
+	for i := 1; i <= n; i++ {
+		d := e.receiveOne("src")
+		if d.ID != res.MessageID || d.ReceiveCount != i {
+			t.Fatalf("receive %d: got %s count %d, want %s count %d", i, d.ID, d.ReceiveCount, res.MessageID, i)
+		}
+		wantTime(t, fmt.Sprintf("receive %d FirstReceiveAt", i), d.FirstReceiveAt, firstAt)
+		e.advance(10 * time.Second) // the lease expires
+		e.eventuallyStats("src", 1, 0, 0)
+	}
+	e.moveToDLQ("src", "dlq", 1)
+	e.wantStats("src", 0, 0, 0)
+	e.wantStats("dlq", 1, 0, 0)
+
+	d := e.receiveOne("dlq")
+	wantSameMessage(t, d, res.MessageID, entry, sentAt)
+	if d.ReceiveCount != n+1 {
+		t.Fatalf("first DLQ receive: ReceiveCount %d, want %d (it keeps counting)", d.ReceiveCount, n+1)
+	}
+	wantTime(t, "DLQ FirstReceiveAt", d.FirstReceiveAt, firstAt)
+	if d.DeadLetterSource != "src" {
+		t.Fatalf("DeadLetterSource = %q, want src", d.DeadLetterSource)
+	}
+	e.mustDelete("dlq", d.Receipt)
+	e.wantStats("dlq", 0, 0, 0)
+	e.advance(time.Minute)
+	e.receiveNone("src")
+	e.receiveNone("dlq")
+}
+
+// testRedriveBesideOthers: a receive of several messages moves the one past
+// its count and returns the others.
+func testRedriveBesideOthers(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.sendBody("src", "poison")
+	p := e.receiveOne("src")
+	e.mustChangeVis("src", p.Receipt, 0)
+	e.send("src", broker.SendEntry{Body: "fine1"}, broker.SendEntry{Body: "fine2"})
+	got := map[string]bool{}
+	deadline := time.Now().Add(realTimeout)
+	for len(got) < 2 {
+		ds, err := e.receive(broker.ReceiveRequest{Queue: "src", MaxMessages: 10, WaitTime: dur(broker.MaxWaitTime)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Body == "poison" {
+				t.Fatalf("the message past maxReceiveCount was returned (ReceiveCount %d)", d.ReceiveCount)
+			}
+			got[d.Body] = true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("received %v, want fine1 and fine2", got)
+		}
+	}
+	e.moveToDLQ("src", "dlq", 1)
+	e.wantStats("src", 0, 2, 0)
+	if d := e.receiveOne("dlq"); d.Body != "poison" || d.ReceiveCount != 2 {
+		t.Fatalf("DLQ holds %q count %d, want poison count 2", d.Body, d.ReceiveCount)
+	}
+}
+
+func testRedrivePolicyMissingTarget(t *testing.T, s suite) {
+	e := s.setup(t)
+	_, err := e.b.CreateQueue(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("nope", 3)}, nil)
+	wantErrOneOf(t, "CreateQueue with a RedrivePolicy to a missing queue", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	_, err = e.b.GetQueue(e.ctx, "src")
+	wantErr(t, "GetQueue after the refused CreateQueue", err, broker.ErrQueueDoesNotExist)
+	e.createQueue("src", nil)
+	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("nope", 3)})
+	wantErrOneOf(t, "SetQueueAttributes with a RedrivePolicy to a missing queue", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	if r := e.getQueue("src").Config.Redrive; r != nil {
+		t.Fatalf("refused RedrivePolicy was stored: %+v", r)
+	}
+	// A queue that was deleted is missing too.
+	e.createQueue("gone", nil)
+	if err := e.b.DeleteQueue(e.ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("gone", 3)})
+	wantErrOneOf(t, "RedrivePolicy to a deleted queue", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+}
+
+func testRedrivePolicySetAndRemove(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("src", nil)
+	for _, bad := range []string{
+		fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":0}`, arn("dlq")),
+		fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1001}`, arn("dlq")),
+	} {
+		err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: bad})
+		wantErr(t, "RedrivePolicy "+bad, err, broker.ErrInvalidAttributeValue)
+	}
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.getQueue("src").Config.Redrive
+	if r == nil || r.DeadLetterQueue != "dlq" || r.MaxReceiveCount != 1 {
+		t.Fatalf("stored RedrivePolicy = %+v", r)
+	}
+	e.sendBody("src", "a")
+	d := e.receiveOne("src")
+	e.mustChangeVis("src", d.Receipt, 0)
+	// Removing the policy: the message is returned again instead of moving.
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: ""}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.getQueue("src").Config.Redrive; r != nil {
+		t.Fatalf("RedrivePolicy after removal = %+v", r)
+	}
+	if d := e.receiveOne("src"); d.ReceiveCount != 2 {
+		t.Fatalf("ReceiveCount %d, want 2", d.ReceiveCount)
+	}
+	e.wantStats("dlq", 0, 0, 0)
+}
+
+func testRedriveAllowDenyAll(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", map[string]string{broker.AttrRedriveAllowPolicy: `{"redrivePermission":"denyAll"}`})
+	_, err := e.b.CreateQueue(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 3)}, nil)
+	wantErrOneOf(t, "CreateQueue with a RedrivePolicy to a denyAll DLQ", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	e.createQueue("src", nil)
+	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 3)})
+	wantErrOneOf(t, "SetQueueAttributes with a RedrivePolicy to a denyAll DLQ", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	// allowAll, explicit or by default, lets any source in.
+	e.createQueue("open", map[string]string{broker.AttrRedriveAllowPolicy: `{"redrivePermission":"allowAll"}`})
+	e.createQueue("src2", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("open", 3)})
+}
+
+func testRedriveAllowByQueue(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", map[string]string{
+		broker.AttrRedriveAllowPolicy: fmt.Sprintf(`{"redrivePermission":"byQueue","sourceQueueArns":[%q]}`, arn("src-ok")),
+	})
+	e.createQueue("src-ok", map[string]string{
+		broker.AttrRedrivePolicy:     redrivePolicy("dlq", 1),
+		broker.AttrVisibilityTimeout: "5",
+	})
+	_, err := e.b.CreateQueue(e.ctx, "src-bad", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)}, nil)
+	wantErrOneOf(t, "CreateQueue of a source the byQueue policy does not list", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	// The allowed source really dead-letters.
+	e.sendBody("src-ok", "a")
+	e.receiveOne("src-ok")
+	e.advance(5 * time.Second)
+	e.eventuallyStats("src-ok", 1, 0, 0)
+	e.moveToDLQ("src-ok", "dlq", 1)
+}
