@@ -98,10 +98,7 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 		_ = batch.Set(msgKey(q.ID, kindBody, m.key), bodies[i], nil)
 		_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
 		q.add(m, now)
-		if exp := now + int64(q.Config.Retention); b.sweepAt == 0 || exp < b.sweepAt {
-			b.sweepAt = exp
-			b.kickSweeper()
-		}
+		b.noteExpiryLocked(q, m)
 	}
 	err := b.applyLocked(batch)
 	b.mu.Unlock()

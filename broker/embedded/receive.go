@@ -172,6 +172,7 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
 	q.forget(m)
 	dlq.add(&nm, now)
+	b.noteExpiryLocked(dlq, &nm) // it keeps its SentAt: it may expire soon under dlq's retention
 	b.log.Debug("message dead-lettered", "queue", q.Name, "dead_letter_queue", dlq.Name, "receive_count", m.receiveCount)
 	return true
 }

@@ -21,6 +21,15 @@ func (b *Backend) kickSweeper() {
 	}
 }
 
+// noteExpiryLocked kicks the sweeper when m, just added to q, expires before
+// the sweeper's current deadline. b.mu must be held.
+func (b *Backend) noteExpiryLocked(q *queue, m *msg) {
+	if exp := m.sentAt + int64(q.Config.Retention); b.sweepAt == 0 || exp < b.sweepAt {
+		b.sweepAt = exp
+		b.kickSweeper()
+	}
+}
+
 // sweepLoop is the retention sweeper: it deletes messages whose SentAt +
 // the queue's Retention has passed, whatever their state (ready, in flight,
 // delayed, dead-lettered), and sleeps on a clock timer until the next
