@@ -70,7 +70,7 @@ func testRetentionDeadLetterKeepsSentAt(t *testing.T, s suite) {
 	e.createQueue("q", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
 	t0 := e.clock.Now()
 	e.sendBody("q", "a")
-	d := e.receiveOne("q")
+	d := e.receiveOneFor("q", time.Hour)
 	e.advance(100 * time.Second)
 	e.mustChangeVis("q", d.Receipt, 0)
 	e.moveToDLQ("q", "dlq", 1)

@@ -1,0 +1,56 @@
+package embedded_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/brokertest"
+	"github.com/sluicemq/sluice/broker/embedded"
+)
+
+// TestConformance runs the shared backend suite (broker/brokertest) against
+// the embedded backend, each subtest on its own data directory.
+func TestConformance(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		dirs = map[broker.Backend]string{} // where each open backend keeps its data
+	)
+	open := func(t *testing.T, dir string, opts broker.Options) broker.Backend {
+		t.Helper()
+		b, err := embedded.Open(embedded.Config{Dir: dir, Options: opts})
+		if err != nil {
+			t.Fatalf("embedded.Open(%s): %v", dir, err)
+		}
+		t.Cleanup(func() {
+			if err := b.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			mu.Lock()
+			delete(dirs, b)
+			mu.Unlock()
+		})
+		mu.Lock()
+		dirs[b] = dir
+		mu.Unlock()
+		return b
+	}
+	brokertest.Run(t, brokertest.Harness{
+		Open: func(t *testing.T, opts broker.Options) broker.Backend {
+			return open(t, t.TempDir(), opts)
+		},
+		Reopen: func(t *testing.T, b broker.Backend, opts broker.Options) broker.Backend {
+			t.Helper()
+			mu.Lock()
+			dir, ok := dirs[b]
+			mu.Unlock()
+			if !ok {
+				t.Fatal("Reopen of a backend this harness did not open")
+			}
+			if err := b.Close(); err != nil {
+				t.Fatalf("Close before reopening: %v", err)
+			}
+			return open(t, dir, opts)
+		},
+	})
+}
