@@ -1,0 +1,122 @@
+package sqs
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// stubBackend answers every call at once with canned results, so that the
+// fuzz targets run whole actions (decode, validate, encode) without a store.
+type stubBackend struct{}
+
+func (stubBackend) CreateQueue(_ context.Context, name string, _, _ map[string]string) (broker.Queue, error) {
+	return broker.Queue{Name: name}, nil
+}
+func (stubBackend) GetQueue(_ context.Context, name string) (broker.QueueInfo, error) {
+	return broker.QueueInfo{Queue: broker.Queue{Name: name, Config: broker.DefaultQueueConfig(false)}}, nil
+}
+func (stubBackend) ListQueues(context.Context, string, string, int) ([]broker.Queue, error) {
+	return []broker.Queue{{Name: "a"}, {Name: "b"}}, nil
+}
+func (stubBackend) SetQueueAttributes(context.Context, string, map[string]string) error { return nil }
+func (stubBackend) DeleteQueue(context.Context, string) error                           { return nil }
+func (stubBackend) PurgeQueue(context.Context, string) error                            { return broker.ErrPurgeInProgress }
+func (stubBackend) Send(_ context.Context, _ string, es []broker.SendEntry) ([]broker.SendResult, error) {
+	rs := make([]broker.SendResult, len(es))
+	for i, e := range es {
+		rs[i] = broker.SendResult{ID: e.ID, MessageID: "m"}
+		if i%2 == 1 {
+			rs[i].Err = broker.Errorf(broker.ErrInvalidMessageContents, "bad")
+		}
+	}
+	return rs, nil
+}
+func (stubBackend) Receive(context.Context, broker.ReceiveRequest) ([]broker.Delivery, error) {
+	return []broker.Delivery{{Receipt: "r", Message: broker.Message{ID: "m", Body: "b\r", SentAt: time.Unix(1, 0),
+		Attributes: map[string]broker.MessageAttribute{"a": {DataType: "Binary", BinaryValue: []byte{1}}}}}}, nil
+}
+func (stubBackend) Delete(_ context.Context, _ string, es []broker.DeleteEntry) ([]error, error) {
+	return make([]error, len(es)), nil
+}
+func (stubBackend) ChangeVisibility(_ context.Context, _ string, es []broker.VisibilityEntry) ([]error, error) {
+	return make([]error, len(es)), nil
+}
+func (stubBackend) Close() error { return nil }
+
+var fuzzHandler = New(stubBackend{}, Config{})
+
+// The request decoders must never panic, whatever the client sends: each
+// fuzz target feeds arbitrary input to every action's decoder and then to
+// the queue-name and sender parsing the handler does before any action.
+
+func FuzzQueryDecode(f *testing.F) {
+	for _, s := range []string{
+		"Action=SendMessage&MessageBody=x&MessageAttribute.1.Name=a&MessageAttribute.1.Value.DataType=String&MessageAttribute.1.Value.StringValue=v",
+		"Action=SendMessageBatch&SendMessageBatchRequestEntry.1.Id=a&SendMessageBatchRequestEntry.1.MessageBody=b&SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.BinaryValue=AAEC",
+		"Action=ReceiveMessage&AttributeName.1=All&AttributeName.99999999999=x&MaxNumberOfMessages=abc&WaitTimeSeconds=-1",
+		"Action=CreateQueue&QueueName=q&Attribute.1.Name=VisibilityTimeout&Attribute.1.Value=30&Tag.1.Key=k&Tag.1.Value=v",
+		"Action=DeleteMessageBatch&DeleteMessageBatchRequestEntry.1.Id=a&DeleteMessageBatchRequestEntry..ReceiptHandle=x",
+		"Action=ChangeMessageVisibilityBatch&ChangeMessageVisibilityBatchRequestEntry.0.Id=a&ChangeMessageVisibilityBatchRequestEntry.-1.VisibilityTimeout=9e99",
+		"QueueUrl=http://h/a/b?x#y&AttributeName.=&AttributeName.1.2=z",
+		"%zz&&==&Attribute.1.Name",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		form, _ := url.ParseQuery(s)
+		p := newParams(form, form)
+		for name, o := range operations {
+			in, err := o.fromQuery(p)
+			if err == nil && in == nil {
+				t.Fatalf("%s: nil input without error", name)
+			}
+		}
+		_, _ = queueFromURL(p.str("QueueUrl"))
+		_ = queueFromPath(p.str("QueueUrl"))
+		n := p.num("MaxNumberOfMessages")
+		_, _, _ = n.get("MaxNumberOfMessages")
+		// The whole request path, as GET on a queue path and as POST on /.
+		rec := httptest.NewRecorder()
+		if req, err := http.NewRequest(http.MethodGet, "http://h/000000000000/q?"+s, nil); err == nil {
+			fuzzHandler.ServeHTTP(rec, req)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(s))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		fuzzHandler.ServeHTTP(httptest.NewRecorder(), req)
+	})
+}
+
+func FuzzJSONDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"QueueUrl":"http://h/000000000000/q","MessageBody":"x","DelaySeconds":"5","MessageAttributes":{"a":{"DataType":"Binary","BinaryValue":"AAEC"}}}`,
+		`{"QueueUrl":"q","Entries":[{"Id":"a","MessageBody":"b"},{"Id":"a","ReceiptHandle":"h","VisibilityTimeout":1e400}]}`,
+		`{"QueueName":"q","Attributes":{"VisibilityTimeout":"30"},"tags":{"k":"v"}}`,
+		`{"MaxNumberOfMessages":"abc","WaitTimeSeconds":-99999999999999999999,"AttributeNames":["All"]}`,
+		`{"MaxResults":null,"NextToken":7}`,
+		`[]`, `null`, `"x"`, `{`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for name, o := range operations {
+			in, err := o.fromJSON(b)
+			if err == nil && in == nil {
+				t.Fatalf("%s: nil input without error", name)
+			}
+			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(b)))
+			req.Header.Set("X-Amz-Target", "AmazonSQS."+name)
+			rec := httptest.NewRecorder()
+			fuzzHandler.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s: status %d: %s", name, rec.Code, rec.Body)
+			}
+		}
+	})
+}
