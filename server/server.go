@@ -135,6 +135,7 @@ type Server struct {
 	backend broker.Backend
 	log     *slog.Logger
 	handler http.Handler
+	sqs     *sqs.Handler
 	http    *http.Server
 	// drain is cancelled by Stop to answer waiting receives at once.
 	drain       context.Context
@@ -165,14 +166,16 @@ func New(cfg Config, backend broker.Backend) (*Server, error) {
 	s := &Server{cfg: cfg, backend: backend, log: log, stopDone: make(chan struct{})}
 	s.drain, s.cancelDrain = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
-	mux.Handle("/", sqs.New(backend, sqs.Config{
+	sqsHandler := sqs.New(backend, sqs.Config{
 		AccountID:          cfg.AccountID,
 		Region:             cfg.Region,
 		Logger:             log,
 		Drain:              s.drain,
 		MaxBodyBytes:       cfg.MaxBodyBytes,
 		MaxWaitingReceives: cfg.MaxWaitingReceives,
-	}))
+	})
+	mux.Handle("/", sqsHandler)
+	s.sqs = sqsHandler
 	s.handler = mux
 	s.http = &http.Server{
 		Handler:           mux,
@@ -218,6 +221,9 @@ func (s *Server) Start(ctx context.Context) error {
 	s.log.Info("listening", "addr", ln.Addr().String())
 	return nil
 }
+
+// WaitingReceives is the number of receives that may be waiting right now.
+func (s *Server) WaitingReceives() int { return s.sqs.WaitingReceives() }
 
 // Addr is the address the server listens on (nil before Start).
 func (s *Server) Addr() net.Addr {
