@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
@@ -116,7 +117,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	}})
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: open data directory %s: %v\n", f.data, err)
-		if strings.Contains(strings.ToLower(err.Error()), "lock") {
+		if dataDirBusy(err) {
 			fmt.Fprintf(stderr, "Another sluice broker may be using %s: stop it, or start this one with another --data.\n", f.data)
 		}
 		return 1
@@ -153,6 +154,13 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	}
 	log.Info("stopped")
 	return code
+}
+
+// dataDirBusy reports whether err says another process holds the store's lock.
+func dataDirBusy(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) ||
+		strings.Contains(msg, "lock") || strings.Contains(msg, "temporarily unavailable")
 }
 
 func closeBackend(b interface{ Close() error }, log *slog.Logger) bool {

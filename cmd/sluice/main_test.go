@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	binPath   string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binary builds cmd/sluice once per test run (into a temporary directory that
+// TestMain removes; t.TempDir would vanish with the first test that built it).
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sluice-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir = dir
+		binPath = filepath.Join(dir, "sluice")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v", buildErr)
+	}
+	return binPath
+}
+
+var listenRE = regexp.MustCompile(`sluice listening on (\S+)`)
+
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan error
+}
+
+// start runs the binary with args and env, and waits for its listening line.
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		p.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+	})
+	select {
+	case p.addr = <-addr:
+	case err := <-p.done:
+		t.Fatalf("sluice exited before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("sluice did not print its listening address")
+	}
+	return p
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Logf("sluice: %s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func client(url string) *awssqs.Client {
+	return awssqs.New(awssqs.Options{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(url),
+		Credentials:      credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
+		HTTPClient:       &http.Client{Timeout: 30 * time.Second},
+		RetryMaxAttempts: 1,
+	})
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (p *proc) stop(t *testing.T) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(20 * time.Second):
+		t.Fatal("sluice did not exit within 20s of SIGTERM")
+		return -1
+	}
+}
+
+func TestServeBinarySendReceiveSIGTERM(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	p := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	if strings.HasSuffix(p.addr, ":0") {
+		t.Fatalf("printed the requested port, not the actual one: %s", p.addr)
+	}
+	c := client("http://" + p.addr)
+	ctx := context.Background()
+	q, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 5})
+	if err != nil || len(got.Messages) != 1 || *got.Messages[0].Body != "hello" {
+		t.Fatalf("receive: %+v, %v", got, err)
+	}
+	// A long poll in flight at SIGTERM is answered at once, empty.
+	waiting := make(chan error, 1)
+	go func() {
+		out, err := c.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 20})
+		if err == nil && len(out.Messages) != 0 {
+			err = errors.New("drained receive returned messages")
+		}
+		waiting <- err
+	}()
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+	select {
+	case err := <-waiting:
+		// Either answered empty by the drain, or (if the request had not
+		// reached the server yet) refused by a closed listener.
+		if err != nil && !strings.Contains(err.Error(), "connect") && !strings.Contains(err.Error(), "EOF") {
+			t.Fatalf("waiting receive: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting receive not answered")
+	}
+
+	// The data survives a restart; the lock is released.
+	p2 := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	c2 := client("http://" + p2.addr)
+	if _, err := c2.GetQueueUrl(ctx, &awssqs.GetQueueUrlInput{QueueName: aws.String("bin")}); err != nil {
+		t.Fatalf("queue after restart: %v", err)
+	}
+	if code := p2.stop(t); code != 0 {
+		t.Fatalf("second exit code %d", code)
+	}
+}
+
+func TestServeFromEnvironment(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	p := start(t, []string{"SLUICE_ADDR=127.0.0.1:0", "SLUICE_DATA=" + data, "SLUICE_ACCOUNT_ID=123456789012", "SLUICE_REGION=eu-west-1"}, "serve")
+	c := client("http://" + p.addr)
+	ctx := context.Background()
+	q, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("envq")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "http://" + p.addr + "/123456789012/envq"; *q.QueueUrl != want {
+		t.Fatalf("QueueUrl %s, want %s", *q.QueueUrl, want)
+	}
+	attrs, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []types.QueueAttributeName{"QueueArn"}})
+	if err != nil || attrs.Attributes["QueueArn"] != "arn:aws:sqs:eu-west-1:123456789012:envq" {
+		t.Fatalf("ARN: %v, %v", attrs.Attributes, err)
+	}
+	if entries, err := os.ReadDir(data); err != nil || len(entries) == 0 {
+		t.Fatalf("SLUICE_DATA not used: %v %v", entries, err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+func TestSecondBrokerOnSameData(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	p := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	out, err := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--data", data).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("second broker on the same data: %v\n%s", err, out)
+	}
+	t.Logf("second broker said: %s", out)
+	if !strings.Contains(string(out), "Another sluice broker may be using") {
+		t.Fatalf("the error does not say what to do: %s", out)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+func TestFlagsWinOverEnvironment(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"SLUICE_ADDR": "127.0.0.1:1111", "SLUICE_DATA": "/env", "SLUICE_ACCOUNT_ID": "111111111111",
+		"SLUICE_REGION": "eu-west-1", "SLUICE_STRICT_PURGE": "true", "SLUICE_MAX_INFLIGHT": "7"}
+	getenv := func(k string) string { return env[k] }
+	f, err := parseServeFlags(nil, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.addr != "127.0.0.1:1111" || f.data != "/env" || f.account != "111111111111" || f.region != "eu-west-1" || !f.strictPurge || f.maxInFlight != 7 {
+		t.Fatalf("from env: %+v", f)
+	}
+	f, err = parseServeFlags([]string{"--addr", "127.0.0.1:2222", "--data", "/flag", "--account-id", "222222222222",
+		"--region", "ap-south-1", "--strict-purge=false", "--max-inflight", "9"}, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.addr != "127.0.0.1:2222" || f.data != "/flag" || f.account != "222222222222" || f.region != "ap-south-1" || f.strictPurge || f.maxInFlight != 9 {
+		t.Fatalf("flags over env: %+v", f)
+	}
+	f, err = parseServeFlags(nil, func(string) string { return "" }, io.Discard)
+	if err != nil || f.addr != "127.0.0.1:9324" || f.data != "./sluice-data" || f.account != "000000000000" || f.region != "us-east-1" {
+		t.Fatalf("defaults: %+v, %v", f, err)
+	}
+	if _, err := parseServeFlags([]string{"--max-inflight", "0"}, getenv, io.Discard); err == nil {
+		t.Fatal("--max-inflight 0 accepted")
+	}
+	if code := run(context.Background(), []string{"nope"}, getenv, io.Discard, io.Discard); code != 2 {
+		t.Fatalf("unknown command exit %d", code)
+	}
+}
