@@ -15,6 +15,9 @@ var longPollTests = []testCase{
 	{"WakesOnLeaseExpiry", testLongPollWakesOnLeaseExpiry},
 	{"WakesOnDelayEnd", testLongPollWakesOnDelayEnd},
 	{"WakesOnNack", testLongPollWakesOnNack},
+	{"WakesOnDelaySentWhileWaiting", testLongPollDelaySentWhileWaiting},
+	{"WakesOnLeaseTakenWhileWaiting", testLongPollLeaseTakenWhileWaiting},
+	{"HeartbeatWhileWaiting", testLongPollHeartbeatWhileWaiting},
 	{"TimesOutEmpty", testLongPollTimesOut},
 	{"QueueDefaultWaitTime", testLongPollQueueDefault},
 	{"CancelClaimsNothing", testLongPollCancel},
@@ -81,6 +84,83 @@ func testLongPollWakesOnNack(t *testing.T, s suite) {
 	r := e.await(ch, promptly, "long poll after a nack (clock not advanced)")
 	if r.err != nil || len(r.ds) != 1 || r.ds[0].ID != d.ID {
 		t.Fatalf("long poll after a nack: %d messages, err %v", len(r.ds), r.err)
+	}
+}
+
+// testLongPollDelaySentWhileWaiting: a delayed message sent while a receive
+// already waits ends that wait when its delay ends, well before the wait time.
+func testLongPollDelaySentWhileWaiting(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	ch := e.goWait(e.ctx, "q", 20*time.Second)
+	e.send("q", broker.SendEntry{Body: "a", Delay: dur(5 * time.Second)})
+	e.notYet(ch, "long poll while the message is delayed")
+	e.advance(4 * time.Second)
+	e.notYet(ch, "long poll 1 s before the delay ends")
+	e.advance(time.Second)
+	r := e.await(ch, promptly, "long poll after the delay of a message sent while it waited")
+	if r.err != nil || len(r.ds) != 1 || r.ds[0].Body != "a" {
+		t.Fatalf("long poll: %d messages, err %v; want the delayed message", len(r.ds), r.err)
+	}
+}
+
+// testLongPollLeaseTakenWhileWaiting: a message leased by another consumer
+// while a receive waits is returned to the waiter when that lease expires.
+func testLongPollLeaseTakenWhileWaiting(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.createQueue("other", nil)
+	e.sendBody("other", "x") // a message elsewhere must not matter
+	ch := e.goWaitReq(e.ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: dur(20 * time.Second)})
+	// The waiter takes the first message; a second waiter starts, and the
+	// first consumer's lease of 5 s then expires.
+	e.sendBody("q", "a")
+	r := e.await(ch, promptly, "first waiter after a send")
+	if len(r.ds) != 1 {
+		t.Fatalf("first waiter: %d messages, err %v", len(r.ds), r.err)
+	}
+	e.mustChangeVis("q", r.ds[0].Receipt, 5*time.Second)
+	ch = e.goWait(e.ctx, "q", 20*time.Second)
+	e.advance(4 * time.Second)
+	e.notYet(ch, "second waiter while the lease holds")
+	e.advance(time.Second)
+	r = e.await(ch, promptly, "second waiter after the lease expired")
+	if r.err != nil || len(r.ds) != 1 || r.ds[0].ReceiveCount != 2 {
+		t.Fatalf("second waiter: %d messages, err %v; want the message with ReceiveCount 2", len(r.ds), r.err)
+	}
+	// Again, with the lease taken after the waiter started.
+	ch = e.goWait(e.ctx, "q", 20*time.Second)
+	e.sendBody("q", "b")
+	r = e.await(ch, promptly, "third waiter after a send")
+	if len(r.ds) != 1 {
+		t.Fatalf("third waiter: %d messages, err %v", len(r.ds), r.err)
+	}
+	ch = e.goWait(e.ctx, "q", 20*time.Second)
+	e.mustChangeVis("q", r.ds[0].Receipt, 3*time.Second) // shortens a 30 s lease while ch waits
+	e.advance(3 * time.Second)
+	r = e.await(ch, promptly, "waiter after a lease shortened while it waited expired")
+	if r.err != nil || len(r.ds) != 1 || r.ds[0].Body != "b" {
+		t.Fatalf("waiter: %d messages, err %v; want b", len(r.ds), r.err)
+	}
+}
+
+// testLongPollHeartbeatWhileWaiting: extending a lease while a receive
+// waits for it keeps the message from the waiter until the new deadline.
+func testLongPollHeartbeatWhileWaiting(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.sendBody("q", "a")
+	d := e.receiveOneFor("q", 5*time.Second)
+	ch := e.goWait(e.ctx, "q", 20*time.Second) // armed for the lease's end at +5 s at the latest
+	e.mustChangeVis("q", d.Receipt, 15*time.Second)
+	e.advance(5 * time.Second)
+	e.notYet(ch, "long poll after the original lease end, before the extended one")
+	e.advance(9 * time.Second)
+	e.notYet(ch, "long poll 1 s before the extended lease ends")
+	e.advance(time.Second)
+	r := e.await(ch, promptly, "long poll after the extended lease ended")
+	if r.err != nil || len(r.ds) != 1 || r.ds[0].ID != d.ID {
+		t.Fatalf("long poll: %d messages, err %v", len(r.ds), r.err)
 	}
 }
 

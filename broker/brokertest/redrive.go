@@ -64,8 +64,10 @@ func testRedriveMove(t *testing.T, s suite, n int) {
 	res := e.send("src", entry)[0]
 	e.advance(time.Second)
 	firstAt := e.clock.Now()
+	var last broker.Delivery
 	for i := 1; i <= n; i++ {
 		d := e.receiveOne("src")
+		last = d
 		if d.ID != res.MessageID || d.ReceiveCount != i {
 			t.Fatalf("receive %d: got %s count %d, want %s count %d", i, d.ID, d.ReceiveCount, res.MessageID, i)
 		}
@@ -75,6 +77,13 @@ func testRedriveMove(t *testing.T, s suite, n int) {
 	}
 	e.moveToDLQ("src", "dlq", 1)
 	e.wantStats("src", 0, 0, 0)
+	e.wantStats("dlq", 1, 0, 0)
+	// The last source receipt is stale: it neither deletes nor changes the dead letter.
+	if err := e.deleteErr("src", last.Receipt); err != nil {
+		t.Fatalf("Delete with the source receipt of a dead-lettered message: %v, want success without effect", err)
+	}
+	wantErr(t, "ChangeVisibility with the source receipt of a dead-lettered message",
+		e.changeVisErr("src", last.Receipt, 0), broker.ErrInvalidParameterValue)
 	e.wantStats("dlq", 1, 0, 0)
 
 	d := e.receiveOne("dlq")

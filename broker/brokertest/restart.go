@@ -13,6 +13,7 @@ var restartTests = []testCase{
 	{"KeepsState", testRestartKeepsState},
 	{"LeaseExpiredAcrossRestart", testRestartLeaseExpired},
 	{"QueueSettingsAndIDs", testRestartQueueSettings},
+	{"RetentionAfterRestart", testRestartRetention},
 }
 
 func testRestartKeepsState(t *testing.T, s suite) {
@@ -134,8 +135,13 @@ func testRestartQueueSettings(t *testing.T, s suite) {
 		broker.AttrDelaySeconds: "7", broker.AttrMessageRetentionPeriod: "600",
 		broker.AttrMaximumMessageSize: "2048", broker.AttrReceiveMessageWaitTimeSeconds: "3",
 		broker.AttrRedriveAllowPolicy: `{"redrivePermission":"denyAll"}`,
+		broker.AttrPolicy:             `{"Version":"2012-10-17","Statement":[]}`,
+		"KmsMasterKeyId":              "alias/aws/sqs",
 	}
-	q := e.createQueue("a", attrs)
+	q, err := e.b.CreateQueue(e.ctx, "a", attrs, map[string]string{"team": "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	old := e.createQueue("b", nil)
 	if err := e.b.DeleteQueue(e.ctx, "b"); err != nil {
 		t.Fatal(err)
@@ -156,10 +162,32 @@ func testRestartQueueSettings(t *testing.T, s suite) {
 		t.Fatalf("after restart visibility %v id %d", info.Config.VisibilityTimeout, info.ID)
 	}
 	wantTime(t, "ModifiedAt after restart", info.ModifiedAt, modified)
+	wantTime(t, "CreatedAt after restart", info.CreatedAt, q.CreatedAt)
+	if info.Tags["team"] != "billing" {
+		t.Fatalf("tags after restart = %v", info.Tags)
+	}
 	// Queue ids are never reused, even across restarts.
 	b := e.createQueue("b", nil)
 	if b.ID == old.ID || b.ID == q.ID {
 		t.Fatalf("re-created queue b got id %d (old b %d, a %d)", b.ID, old.ID, q.ID)
 	}
 	e.wantList("", "", 0, "a", "b")
+}
+
+// testRestartRetention: the retention sweeper picks up, after a restart, the
+// messages that were stored before it.
+func testRestartRetention(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.requireReopen()
+	e.createQueue("q", map[string]string{broker.AttrMessageRetentionPeriod: "60"})
+	e.sendBody("q", "inflight")
+	e.receiveOneFor("q", broker.MaxVisibilityTimeout)
+	e.send("q", broker.SendEntry{Body: "ready"}, broker.SendEntry{Body: "delayed", Delay: dur(broker.MaxDelay)})
+	e.advance(30 * time.Second)
+	e.reopen()
+	e.wantStats("q", 1, 1, 1)
+	e.advanceUntil(5*time.Second, retentionLimit, "messages stored before a restart expire after it", func() bool {
+		return e.stats("q") == broker.QueueStats{}
+	})
+	e.receiveNone("q")
 }
