@@ -51,7 +51,9 @@ type Config struct {
 	// ReadHeaderTimeout bounds reading a request's headers. Default 10 s; 1 s..5 min.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included. Default 60 s;
-	// at least ReadHeaderTimeout, at most 10 min.
+	// at least ReadHeaderTimeout and 25 s, at most 10 min. It must outlast the
+	// longest long poll too: net/http keeps this read deadline while the
+	// handler runs and cancels the request's context when it passes.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds a request from the end of its headers to the end of
 	// its answer, so it must outlast the longest long poll (20 s) with margin.
@@ -112,7 +114,7 @@ func (c Config) Validate() error {
 		{"MaxHeaderBytes", int64(c.MaxHeaderBytes), 4 << 10, 1 << 20, "bytes"},
 		{"MaxBodyBytes", c.MaxBodyBytes, broker.MaxBatchBytes, 64 << 20, "bytes"},
 		{"ReadHeaderTimeout", int64(c.ReadHeaderTimeout), int64(time.Second), int64(5 * time.Minute), "ns"},
-		{"ReadTimeout", int64(c.ReadTimeout), int64(c.ReadHeaderTimeout), int64(10 * time.Minute), "ns"},
+		{"ReadTimeout", int64(c.ReadTimeout), int64(max(c.ReadHeaderTimeout, broker.MaxWaitTime+5*time.Second)), int64(10 * time.Minute), "ns"},
 		{"WriteTimeout", int64(c.WriteTimeout), int64(broker.MaxWaitTime + 5*time.Second), int64(10 * time.Minute), "ns"},
 		{"IdleTimeout", int64(c.IdleTimeout), int64(time.Second), int64(time.Hour), "ns"},
 		{"ShutdownTimeout", int64(c.ShutdownTimeout), 0, int64(10 * time.Minute), "ns"},

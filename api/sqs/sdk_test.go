@@ -569,3 +569,37 @@ func TestJSONEmptyOutput(t *testing.T) {
 		}
 	}
 }
+
+func TestDeadLetterSourceArn(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	dlq := e.queue("dlq", nil)
+	src := e.queue("src", map[string]string{
+		"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`,
+	})
+	if _, err := e.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String("poison")}); err != nil {
+		t.Fatal(err)
+	}
+	// Receive #1 with a zero lease; receive #2 moves the message to the DLQ.
+	first, err := e.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &src, WaitTimeSeconds: 5})
+	if err != nil || len(first.Messages) != 1 {
+		t.Fatalf("first receive: %+v, %v", first, err)
+	}
+	if _, err := e.client.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{QueueUrl: &src, ReceiptHandle: first.Messages[0].ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	if second, err := e.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &src}); err != nil || len(second.Messages) != 0 {
+		t.Fatalf("second receive should move the message: %+v, %v", second, err)
+	}
+	got, err := e.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &dlq, WaitTimeSeconds: 5,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{"All"}})
+	if err != nil || len(got.Messages) != 1 {
+		t.Fatalf("DLQ receive: %+v, %v", got, err)
+	}
+	a := got.Messages[0].Attributes
+	if a["DeadLetterQueueSourceArn"] != "arn:aws:sqs:us-east-1:000000000000:src" || a["ApproximateReceiveCount"] != "2" ||
+		*got.Messages[0].MessageId != *first.Messages[0].MessageId {
+		t.Fatalf("dead letter attributes: %v", a)
+	}
+}
