@@ -188,10 +188,14 @@ func writeJSON(c *call, out any) {
 }
 
 func writeJSONError(c *call, k errorKind, msg string) {
-	body, _ := json.Marshal(struct {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(struct {
 		Type    string `json:"__type"`
 		Message string `json:"message"`
 	}{k.shape, msg})
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	h := c.w.Header()
 	h.Set("Content-Type", "application/x-amz-json-1.0")
 	h.Set("X-Amzn-Requestid", c.requestID)
