@@ -120,13 +120,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.baseURL = baseURL(r)
 	c.pathQueue = queueFromPath(r.URL.Path)
 	c.senderID = senderID(r, h.cfg.AccountID)
-	if target := r.Header.Get("X-Amz-Target"); target != "" {
+	// A form body is query protocol even with an X-Amz-Target header: Perl's
+	// Amazon::SQS::Simple sends "AmazonSQSv20121105.<Action>" beside a form.
+	if target := r.Header.Get("X-Amz-Target"); target != "" && !isForm(r) {
 		c.proto = protoJSON
 		h.serveJSON(c, target)
 		return
 	}
 	c.proto = protoQuery
 	h.serveQuery(c)
+}
+
+func isForm(r *http.Request) bool {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "application/x-www-form-urlencoded")
 }
 
 // readBody reads the whole body, at most MaxBodyBytes.

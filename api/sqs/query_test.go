@@ -305,6 +305,21 @@ func TestQueryMessagesOnQueuePath(t *testing.T) {
 	}
 }
 
+func TestQueryFormWithTargetHeader(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	// Perl's Amazon::SQS::Simple: a form body plus an X-Amz-Target header.
+	resp, body := e.post("/", "application/x-www-form-urlencoded", "AmazonSQSv20121105.CreateQueue",
+		vals("Action", "CreateQueue", "QueueName", "perl", "AWSAccessKeyId", "AKID", "Timestamp", "2026-01-01T00:00:00Z").Encode())
+	var created struct {
+		QueueURL string `xml:"CreateQueueResult>QueueUrl"`
+	}
+	decode(t, body, "CreateQueueResponse", &created)
+	if resp.StatusCode != 200 || created.QueueURL != e.URL+"/000000000000/perl" {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
+
 func TestQueryErrors(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
