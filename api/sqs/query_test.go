@@ -320,6 +320,27 @@ func TestQueryFormWithTargetHeader(t *testing.T) {
 	}
 }
 
+func TestQueryPresignedGet(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.form("/", vals("Action", "CreateQueue", "QueueName", "kombu"))
+	// kombu sends some actions as GETs presigned with SigV4 query parameters.
+	sign := "&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=KOMBUKEY%2F20260101%2Fus-east-1%2Fsqs%2Faws4_request&X-Amz-Signature=abc"
+	resp, body := e.get("/000000000000/kombu?Action=SendMessage&MessageBody=hi" + sign)
+	decode(t, body, "SendMessageResponse", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("presigned send: %d %s", resp.StatusCode, body)
+	}
+	_, body = e.get("/000000000000/kombu?Action=ReceiveMessage&AttributeName.1=SenderId&WaitTimeSeconds=5" + sign)
+	var got struct {
+		Messages []xmlMessage `xml:"ReceiveMessageResult>Message"`
+	}
+	decode(t, body, "ReceiveMessageResponse", &got)
+	if len(got.Messages) != 1 || len(got.Messages[0].Attributes) != 1 || got.Messages[0].Attributes[0] != (nameValue{"SenderId", "KOMBUKEY"}) {
+		t.Fatalf("SenderId from a presigned credential: %s", body)
+	}
+}
+
 func TestQueryErrors(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
