@@ -152,7 +152,12 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	if !closeBackend(backend, log) {
 		code = 1
 	}
-	log.Info("stopped")
+	if s, ok := any(backend).(interface{ Syncs() uint64 }); ok {
+		// Durability evidence for benchmarks: store syncs over this lifetime.
+		log.Info("stopped", "syncs", s.Syncs())
+	} else {
+		log.Info("stopped")
+	}
 	return code
 }
 
