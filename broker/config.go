@@ -211,10 +211,7 @@ func (c *QueueConfig) apply(attrs map[string]string, create bool) error {
 			}
 			c.ThroughputLimit = v
 		case extraAttrs[name]:
-			c.Extra[name] = v
-			if name == "KmsMasterKeyId" && v != "" {
-				c.Extra["SqsManagedSseEnabled"] = "false"
-			}
+			err = c.applyExtra(name, v) // sse.go
 		default:
 			return Errorf(ErrInvalidAttributeName, "Unknown Attribute %s.", name)
 		}

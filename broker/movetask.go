@@ -1,0 +1,228 @@
+package broker
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"time"
+)
+
+// Message move tasks (SQS's StartMessageMoveTask, ListMessageMoveTasks,
+// CancelMessageMoveTask): moving the messages of a dead-letter queue back to
+// their source queues, or to a given destination, at a bounded rate.
+
+// MoveTaskStatus is the state of a move task, as SQS names it.
+type MoveTaskStatus string
+
+// The move task states. A task goes RUNNING → COMPLETED, or RUNNING →
+// CANCELLING → CANCELLED after a cancel, or RUNNING → FAILED when a queue it
+// needs disappears. Only a RUNNING task is active; at most one task per
+// source queue is active.
+const (
+	MoveTaskRunning    MoveTaskStatus = "RUNNING"
+	MoveTaskCompleted  MoveTaskStatus = "COMPLETED"
+	MoveTaskCancelling MoveTaskStatus = "CANCELLING"
+	MoveTaskCancelled  MoveTaskStatus = "CANCELLED"
+	MoveTaskFailed     MoveTaskStatus = "FAILED"
+)
+
+// Limits of move tasks.
+const (
+	// MaxMoveRate is the largest MaxNumberOfMessagesPerSecond.
+	MaxMoveRate = 500
+	// DefaultMoveRate is the rate of a task started without one.
+	DefaultMoveRate = MaxMoveRate
+	// MaxListMoveTasks is the most tasks ListMoveTasks returns; DefaultListMoveTasks
+	// is how many it returns when the caller gives no limit.
+	MaxListMoveTasks     = 10
+	DefaultListMoveTasks = 1
+)
+
+// MoveTaskFailureNoQueue is the FailureReason of a task whose destination (or
+// source) queue was deleted while it ran, as SQS reports it.
+const MoveTaskFailureNoQueue = "AWS.SimpleQueueService.NonExistentQueue"
+
+// MoveTaskRequest starts a move task.
+type MoveTaskRequest struct {
+	// Source is the name of the queue to move messages from. It must be the
+	// dead-letter queue of at least one queue (some queue's RedrivePolicy
+	// names it).
+	Source string
+	// Destination is the name of the queue to move every message to; "" means
+	// each message goes back to the queue it was dead-lettered from
+	// (Message.DeadLetterSource).
+	Destination string
+	// MaxPerSecond caps the rate, 1..MaxMoveRate; 0 lets the backend choose
+	// (DefaultMoveRate).
+	MaxPerSecond int
+}
+
+// MoveTask is the state of one move task.
+type MoveTask struct {
+	// ID is the task id (a UUID); with the source it makes the task handle
+	// (EncodeTaskHandle).
+	ID          string
+	Source      string
+	Destination string // "" = each message's original source queue
+	// MaxPerSecond is the rate asked for (0: not given, DefaultMoveRate used).
+	MaxPerSecond int
+	Status       MoveTaskStatus
+	// Moved counts the messages moved so far; ToMove the messages the source
+	// held when the task started (approximate, as in SQS).
+	Moved, ToMove int64
+	// FailureReason says why a FAILED task failed (MoveTaskFailureNoQueue).
+	FailureReason string
+	StartedAt     time.Time
+}
+
+// MoveTasker is the optional capability of a Backend to run message move
+// tasks. The API answers UnsupportedOperation for a backend without it.
+//
+// What an implementation must do (broker/brokertest/movetask.go tests it):
+//   - A task moves the messages its source held when it started, oldest
+//     (SentAt) first; messages that arrive later are not part of it.
+//     Messages in flight when the task reaches them stay in the source.
+//   - A moved message is a new message on its destination: a new message id,
+//     SentAt = the move time (retention starts again), receive count 0, the
+//     destination's DelaySeconds applied, body, attributes, system attributes
+//     and sender kept, DeadLetterSource cleared. The copy to the destination,
+//     the delete from the source and the task's progress count are one
+//     durable write: a message is never lost, nor moved twice.
+//   - The rate is MaxPerSecond (DefaultMoveRate if 0) on the backend's Clock,
+//     so a FakeClock drives it; progress (Moved) is visible while it runs.
+//   - When a queue the task writes to (or its source) no longer exists, the
+//     task ends FAILED with FailureReason MoveTaskFailureNoQueue; a message
+//     without DeadLetterSource, with no Destination given, fails it the same way.
+//   - Tasks are durable backend state: they survive a restart (a RUNNING task
+//     resumes, a CANCELLING one becomes CANCELLED) and are shared by every
+//     broker of a shared backend. They run in goroutines the backend owns and
+//     Close stops.
+type MoveTasker interface {
+	// StartMoveTask starts a task and returns it (RUNNING). Errors: the
+	// source does not exist (ErrResourceNotFound, MoveSourceNotFoundError);
+	// it is no queue's dead-letter queue, it already has a RUNNING task, or
+	// the rate is out of range (ErrInvalidParameterValue); the destination
+	// does not exist (ErrResourceNotFound, MoveDestinationNotFoundError).
+	StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTask, error)
+	// ListMoveTasks returns the most recent tasks of source, newest first, at
+	// most limit (1..MaxListMoveTasks; 0 means DefaultListMoveTasks). A
+	// missing source gives ErrResourceNotFound (MoveSourceNotFoundError).
+	ListMoveTasks(ctx context.Context, source string, limit int) ([]MoveTask, error)
+	// CancelMoveTask cancels the RUNNING task id of source and returns it
+	// (CANCELLING, or already CANCELLED) with its moved count; messages moved
+	// so far stay moved. A missing source gives MoveSourceNotFoundError, an
+	// unknown task MoveTaskNotFoundError (both ErrResourceNotFound), a task
+	// that is not RUNNING ErrInvalidParameterValue.
+	CancelMoveTask(ctx context.Context, source, id string) (MoveTask, error)
+}
+
+// ValidateMoveRate checks MaxNumberOfMessagesPerSecond (0 = not given).
+func ValidateMoveRate(n int) error {
+	if n < 0 || n > MaxMoveRate {
+		return invalidParam(n, "MaxNumberOfMessagesPerSecond", "must be between 1 and 500, if provided.")
+	}
+	return nil
+}
+
+// MoveRate is the effective rate of a task: MaxPerSecond, or DefaultMoveRate.
+func (t MoveTask) MoveRate() int {
+	if t.MaxPerSecond <= 0 {
+		return DefaultMoveRate
+	}
+	return t.MaxPerSecond
+}
+
+// Active reports whether the task still runs (RUNNING or CANCELLING).
+func (t MoveTask) Active() bool {
+	return t.Status == MoveTaskRunning || t.Status == MoveTaskCancelling
+}
+
+// The errors of move tasks, in SQS's words.
+
+// MoveSourceNotFoundError: the source queue of a task does not exist.
+func MoveSourceNotFoundError() error {
+	return Errorf(ErrResourceNotFound, "The resource that you specified for the SourceArn parameter doesn't exist.")
+}
+
+// MoveDestinationNotFoundError: the destination queue of a task does not exist.
+func MoveDestinationNotFoundError() error {
+	return Errorf(ErrResourceNotFound, "The resource that you specified for the DestinationArn parameter doesn't exist.")
+}
+
+// MoveTaskNotFoundError: no task of the source has the id.
+func MoveTaskNotFoundError() error {
+	return Errorf(ErrResourceNotFound, "Task does not exist.")
+}
+
+// MoveSourceNotDLQError: the source is no queue's dead-letter queue.
+func MoveSourceNotDLQError() error {
+	return Errorf(ErrInvalidParameterValue, "Source queue must be configured as a Dead Letter Queue.")
+}
+
+// MoveTaskRunningError: the source already has a RUNNING task.
+func MoveTaskRunningError() error {
+	return Errorf(ErrInvalidParameterValue, "There is already a task running. Only one active task is allowed for a source queue arn at a given time.")
+}
+
+// MoveTaskNotRunningError: cancelling a task that already ended.
+func MoveTaskNotRunningError(status MoveTaskStatus) error {
+	return Errorf(ErrInvalidParameterValue, "Only active tasks can be cancelled. The task is %s.", status)
+}
+
+// invalidTaskHandle is CancelMessageMoveTask's answer to a handle that does not decode.
+func invalidTaskHandle() error {
+	return Errorf(ErrInvalidParameterValue, "Value for parameter TaskHandle is invalid.")
+}
+
+// taskHandle is the JSON inside a task handle, as AWS encodes it.
+type taskHandle struct {
+	TaskID    string `json:"taskId"`
+	SourceARN string `json:"sourceArn"`
+}
+
+// EncodeTaskHandle returns the TaskHandle of task id on the queue sourceARN:
+// base64 of {"taskId":"<id>","sourceArn":"<arn>"}, as AWS makes them.
+func EncodeTaskHandle(id, sourceARN string) string {
+	b, _ := json.Marshal(taskHandle{TaskID: id, SourceARN: sourceARN})
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// DecodeTaskHandle parses a TaskHandle into the task id and the source queue
+// ARN. A handle that does not decode, or lacks either part, gives
+// ErrInvalidParameterValue "Value for parameter TaskHandle is invalid."
+func DecodeTaskHandle(h string) (id, sourceARN string, err error) {
+	if len(h) > 2048 {
+		return "", "", invalidTaskHandle()
+	}
+	b, err := base64.StdEncoding.DecodeString(h)
+	if err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(h); err != nil {
+			return "", "", invalidTaskHandle()
+		}
+	}
+	var th taskHandle
+	if json.Unmarshal(b, &th) != nil || th.TaskID == "" || th.SourceARN == "" {
+		return "", "", invalidTaskHandle()
+	}
+	return th.TaskID, th.SourceARN, nil
+}
+
+// MovePace is how long a move task waits after moving n messages at rate
+// messages per second (rate <= 0: DefaultMoveRate), so that over any whole
+// number of steps it moves at most rate messages per second.
+func MovePace(n, rate int) time.Duration {
+	if rate <= 0 {
+		rate = DefaultMoveRate
+	}
+	return time.Duration(n) * time.Second / time.Duration(rate)
+}
+
+// MoveChunk is how many messages a move task moves in one step (one store
+// write) at rate messages per second: a tenth of a second's worth at most
+// 100 and at least 1, so progress shows often and a write stays small.
+func MoveChunk(rate int) int {
+	if rate <= 0 {
+		rate = DefaultMoveRate
+	}
+	return max(1, min(100, rate/10))
+}
