@@ -84,7 +84,8 @@ func MessageSize(body string, attrs map[string]MessageAttribute) int {
 
 // ValidateSendEntry checks one message against its queue's settings and the
 // SQS rules: body presence, characters and size, delay range (and that FIFO
-// queues take no per-message delay), attributes.
+// queues take no per-message delay), attributes, the format of the group and
+// dedup ids (fifo.go; their presence is ValidateSendGroupParams).
 func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
 	if e.Body == "" {
 		return Errorf(ErrMissingParameter, "The request must contain the parameter MessageBody.")
@@ -117,7 +118,7 @@ func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
 	if e.Priority < -100 || e.Priority > 100 {
 		return invalidParam(e.Priority, "Priority", "must be between -100 and 100.")
 	}
-	return nil
+	return validateGroupFields(c, e)
 }
 
 // ValidateMessageAttributes checks user message attributes: at most 10, names
