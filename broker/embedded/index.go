@@ -57,6 +57,9 @@ type queue struct {
 	age      ageHeap   // sentAt: the retention sweeper's order
 	inflight int64
 	delayed  int64
+	// fifo is the FIFO state (groups, dedup window, attempt cache; fifo.go),
+	// nil on standard queues. The index hooks below keep it in step.
+	fifo *fifoState
 
 	// wake is closed (and replaced) to wake the receives waiting on this
 	// queue: a message became ready, the earliest timed deadline moved
@@ -68,7 +71,11 @@ type queue struct {
 }
 
 func newQueue(rec queueRecord) *queue {
-	return &queue{queueRecord: rec, msgs: map[uint64]*msg{}, wake: make(chan struct{})}
+	q := &queue{queueRecord: rec, msgs: map[uint64]*msg{}, wake: make(chan struct{})}
+	if rec.Config.Fifo {
+		q.fifo = newFifoState()
+	}
+	return q
 }
 
 func (q *queue) info() broker.QueueInfo {
@@ -104,6 +111,7 @@ func (q *queue) nextTimed() (int64, bool) {
 func (q *queue) add(m *msg, now int64) {
 	q.msgs[m.key] = m
 	heap.Push(&q.age, m)
+	q.fifoInsert(m)
 	q.place(m, now)
 }
 
@@ -112,11 +120,13 @@ func (q *queue) place(m *msg, now int64) {
 	if m.state == stateReady || m.visibleAt <= now {
 		m.state = stateReady
 		heap.Push(&q.ready, m)
+		q.fifoReady(m)
 		q.notify()
 		return
 	}
 	if m.state == stateInflight {
 		q.inflight++
+		q.fifoLeased(m, 1)
 	} else {
 		m.state = stateDelayed
 		q.delayed++
@@ -134,7 +144,9 @@ func (q *queue) unplace(m *msg) {
 		heap.Remove(&q.ready, m.pos)
 	case stateInflight:
 		heap.Remove(&q.timed, m.pos)
+		m.pos = -1 // before fifoLeased, which checks whether groups are receivable
 		q.inflight--
+		q.fifoLeased(m, -1)
 	case stateDelayed:
 		heap.Remove(&q.timed, m.pos)
 		q.delayed--
@@ -153,6 +165,7 @@ func (q *queue) forget(m *msg) {
 	heap.Remove(&q.age, m.agePos)
 	m.agePos = -1
 	delete(q.msgs, m.key)
+	q.fifoDrop(m)
 }
 
 // lease marks m (just popped from ready) in flight until deadline.
@@ -168,13 +181,19 @@ func (q *queue) promote(now int64) bool {
 	moved := false
 	for len(q.timed) > 0 && q.timed[0].visibleAt <= now {
 		m := heap.Pop(&q.timed).(*msg)
-		if m.state == stateInflight {
+		wasInflight := m.state == stateInflight
+		if wasInflight {
 			q.inflight--
 		} else {
 			q.delayed--
 		}
 		m.state = stateReady
 		heap.Push(&q.ready, m)
+		if wasInflight {
+			q.fifoLeased(m, -1)
+		} else {
+			q.fifoReady(m)
+		}
 		moved = true
 	}
 	if moved {

@@ -50,15 +50,14 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 	}
 	cfg := q.Config // read-only copy: the maps inside are never mutated in place
 	b.mu.Unlock()
-	if cfg.Fifo {
-		// FIFO (group locks, dedup window, sequence numbers) is issue 3; the
-		// metadata record already carries group, dedup id and sequence.
-		return nil, broker.Errorf(broker.ErrUnsupportedOperation, "FIFO queues are not supported yet by the embedded backend.")
+	if err := broker.ValidateSendGroupParams(cfg, entries); err != nil {
+		return nil, err
 	}
 
 	// Validate and encode bodies without the lock.
 	results := make([]broker.SendResult, len(entries))
 	bodies := make([][]byte, len(entries))
+	dedupIDs := make([]string, len(entries)) // FIFO: the resolved dedup id
 	for i := range entries {
 		e := &entries[i]
 		results[i].ID = e.ID
@@ -68,6 +67,7 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 		}
 		results[i].MessageID = broker.NewMessageID()
 		bodies[i] = encodeBody(results[i].MessageID, e)
+		dedupIDs[i] = broker.DedupID(cfg, e)
 	}
 
 	batch := b.db.NewBatch()
@@ -78,11 +78,26 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 		return nil, errNoQueue()
 	}
 	now := b.now()
+	if q.fifo != nil {
+		b.gcFifoLocked(q, batch, now)
+	}
 	for i := range entries {
 		if bodies[i] == nil {
 			continue
 		}
 		e := &entries[i]
+		var dedupKey string
+		if q.fifo != nil {
+			// A duplicate within the window is answered with the original
+			// message id and sequence number, and not stored (also when the
+			// original is in this same batch).
+			dedupKey = broker.DedupKey(q.Config, e.GroupID, dedupIDs[i])
+			if d := q.fifo.duplicateLocked(dedupKey, now); d != nil {
+				results[i].MessageID = d.messageID
+				results[i].SequenceNumber = broker.FormatSequenceNumber(d.seq)
+				continue
+			}
+		}
 		delay := q.Config.Delay
 		if e.Delay != nil {
 			delay = *e.Delay
@@ -90,7 +105,12 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 		m := &msg{
 			key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
 			priority: e.Priority, size: broker.MessageSize(e.Body, e.Attributes),
-			groupID: e.GroupID, dedupID: e.DedupID, pos: -1, agePos: -1,
+			groupID: e.GroupID, dedupID: dedupIDs[i], pos: -1, agePos: -1,
+		}
+		if q.fifo != nil {
+			m.seq = m.key // keys are the queue's send order and never reused
+			results[i].SequenceNumber = broker.FormatSequenceNumber(m.seq)
+			q.rememberLocked(batch, dedupKey, results[i].MessageID, m.seq, now)
 		}
 		if delay > 0 {
 			m.state, m.visibleAt = stateDelayed, now+int64(delay)
@@ -128,7 +148,8 @@ func lookupLease(q *queue, handle string) (*msg, error) {
 
 // Delete implements broker.Backend. A handle whose lease version matches
 // deletes the message even if the lease expired (and it was not received
-// again); a stale one succeeds without effect.
+// again), except on a FIFO queue (broker.ReceiptExpiredError); a stale one
+// succeeds without effect.
 func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker.DeleteEntry) ([]error, error) {
 	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
 		return nil, err
@@ -149,11 +170,22 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 		_ = batch.Close()
 		return nil, errNoQueue()
 	}
+	if q.fifo != nil {
+		q.promote(b.now()) // a FIFO lease that ended must be seen as ended
+	}
 	for i, e := range entries {
 		m, err := lookupLease(q, e.Receipt)
 		if err != nil || m == nil {
 			errs[i] = err
 			continue
+		}
+		if q.fifo != nil {
+			if m.state != stateInflight {
+				// The lease, and with it the group lock, has ended.
+				errs[i] = broker.ReceiptExpiredError(e.Receipt)
+				continue
+			}
+			q.invalidateAttemptLocked(m, batch)
 		}
 		q.remove(m)
 		_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
@@ -208,6 +240,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 			errs[i] = broker.Errorf(broker.ErrMessageNotInflight, "The message referred to is not in flight.")
 			continue
 		}
+		q.invalidateAttemptLocked(m, batch)
 		q.unplace(m)
 		m.state = stateInflight
 		m.visibleAt = now + int64(e.Timeout)

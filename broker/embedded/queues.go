@@ -232,8 +232,12 @@ func (b *Backend) PurgeQueue(ctx context.Context, name string) error {
 	q.msgs = map[uint64]*msg{}
 	q.ready, q.timed, q.age = nil, nil, nil
 	q.inflight, q.delayed = 0, 0
+	if q.fifo != nil {
+		q.fifo = newFifoState() // the dedup window and attempt cache go too
+	}
+	// Metadata, bodies, dedup and attempt records; not the queue record.
 	lo, _ := kindRange(q.ID, kindMeta)
-	_, hi := kindRange(q.ID, kindBody)
+	_, hi := kindRange(q.ID, kindAttempt)
 	batch := b.db.NewBatch()
 	_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
 	_ = batch.DeleteRange(lo, hi, nil)

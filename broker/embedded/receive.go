@@ -37,6 +37,28 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		return nil, err
 	}
 	deadline := b.now() + int64(wait)
+	attemptID := "" // ReceiveRequestAttemptId: FIFO only, ignored on standard queues
+	if q.fifo != nil {
+		attemptID = req.AttemptID
+	}
+	if attemptID != "" {
+		if err := broker.ValidateFifoID("ReceiveRequestAttemptId", attemptID); err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		if claims, ok, err := q.replayAttemptLocked(attemptID, b.now()); ok {
+			b.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			// The leases being replayed may still be syncing: answer once
+			// they are durable.
+			if err := b.syncEarlier(); err != nil {
+				return nil, err
+			}
+			return b.deliver(q.ID, claims), nil
+		}
+	}
 	for {
 		switch {
 		case q.deleted:
@@ -52,13 +74,22 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		now := b.now()
 		q.promote(now)
 		room := int64(b.opts.MaxInFlight) - q.inflight
-		if room <= 0 {
+		if room <= 0 && q.fifo == nil {
 			b.mu.Unlock()
 			return nil, broker.Errorf(broker.ErrOverLimit,
 				"Too many messages in flight on queue %s (the limit is %d).", q.Name, b.opts.MaxInFlight)
 		}
 		batch := b.db.NewBatch()
-		claims := b.claimLocked(q, batch, int(min(int64(max), room)), int64(vis), now)
+		var claims []claimed
+		switch {
+		case q.fifo == nil:
+			claims = b.claimLocked(q, batch, int(min(int64(max), room)), int64(vis), now)
+		case room > 0:
+			claims = b.claimFifoLocked(q, batch, int(min(int64(max), room)), int64(vis), now, attemptID)
+		default:
+			// A FIFO queue at its in-flight cap answers no messages, not
+			// OverLimit (SQS): the receive waits as on an empty queue.
+		}
 		if !batch.Empty() {
 			err := b.applyLocked(batch)
 			b.mu.Unlock()
@@ -103,6 +134,9 @@ type claimed struct {
 	key   uint64
 	lease uint64
 	msg   broker.Message
+	// receipt is the handle when it was made under the lock (FIFO: the
+	// attempt cache replays it); "" means deliver encodes one.
+	receipt string
 }
 
 // claimLocked leases up to n ready messages of q (b.mu held), writing their
@@ -165,6 +199,9 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	nm.visibleAt = now
 	nm.deadLetterSource = q.Name
 	nm.pos, nm.agePos = -1, -1
+	if dlq.fifo != nil {
+		fifoDeadLetter(&nm, body, now)
+	}
 	_ = batch.Set(msgKey(dlq.ID, kindBody, nm.key), body, nil)
 	_ = closer.Close()
 	_ = batch.Set(msgKey(dlq.ID, kindMeta, nm.key), encodeMeta(&nm), nil)
@@ -197,8 +234,23 @@ func (b *Backend) deliver(qid uint64, claims []claimed) []broker.Delivery {
 			b.log.Error("receive: corrupt body", "key", c.key, "err", err)
 			continue
 		}
-		d.Receipt = broker.Receipt{QueueID: qid, Key: c.key, Lease: c.lease}.Encode()
+		d.Receipt = c.receipt
+		if d.Receipt == "" {
+			d.Receipt = broker.Receipt{QueueID: qid, Key: c.key, Lease: c.lease}.Encode()
+		}
 		out = append(out, d)
 	}
 	return out
+}
+
+// syncEarlier returns once every change already handed to the store is
+// durable: it writes and syncs an empty log record (a WAL sync covers all
+// earlier records).
+func (b *Backend) syncEarlier() error {
+	batch := b.db.NewBatch()
+	_ = batch.LogData(nil, nil)
+	b.mu.Lock()
+	err := b.applyLocked(batch)
+	b.mu.Unlock()
+	return b.wait(batch, err)
 }

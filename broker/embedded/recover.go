@@ -74,6 +74,11 @@ func (b *Backend) recover() error {
 		if err := it.Close(); err != nil {
 			return err
 		}
+		if q.fifo != nil {
+			if err := b.recoverFifo(q, now); err != nil {
+				return fmt.Errorf("embedded: FIFO state of queue %s: %w", q.Name, err)
+			}
+		}
 	}
 
 	// Reserve a block of keys durably before handing any out.
