@@ -1,0 +1,61 @@
+package postgres_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/brokertest"
+	"github.com/sluicemq/sluice/broker/postgres"
+)
+
+// TestConformance runs the shared backend suite (broker/brokertest) against
+// the PostgreSQL backend, each subtest in its own schema; Reopen closes the
+// backend and opens the same schema again (a broker restart).
+func TestConformance(t *testing.T) {
+	url := requirePostgres(t)
+	var (
+		mu      sync.Mutex
+		schemas = map[broker.Backend]string{}
+	)
+	open := func(t *testing.T, schema string, opts broker.Options) broker.Backend {
+		t.Helper()
+		cfg := testConfig(url, schema)
+		cfg.Options = opts
+		b, err := postgres.Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("postgres.Open(schema %s): %v", schema, err)
+		}
+		t.Cleanup(func() {
+			if err := b.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			mu.Lock()
+			delete(schemas, b)
+			mu.Unlock()
+		})
+		mu.Lock()
+		schemas[b] = schema
+		mu.Unlock()
+		return b
+	}
+	brokertest.Run(t, brokertest.Harness{
+		Open: func(t *testing.T, opts broker.Options) broker.Backend {
+			return open(t, schemaFor(t), opts)
+		},
+		Reopen: func(t *testing.T, b broker.Backend, opts broker.Options) broker.Backend {
+			t.Helper()
+			mu.Lock()
+			schema, ok := schemas[b]
+			mu.Unlock()
+			if !ok {
+				t.Fatal("Reopen of a backend this harness did not open")
+			}
+			if err := b.Close(); err != nil {
+				t.Fatalf("Close before reopening: %v", err)
+			}
+			return open(t, schema, opts)
+		},
+	})
+}

@@ -1,0 +1,305 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// batchIDs validates the entry ids of a batch call. A single entry with an
+// empty id is a plain (non-batch) call and is fine.
+func batchIDs(n int, id func(int) string) error {
+	if n == 1 && id(0) == "" {
+		return nil
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = id(i)
+	}
+	return broker.ValidateBatchIDs(ids)
+}
+
+// storedAttrs is the attrs column: the user and system message attributes.
+type storedAttrs struct {
+	A map[string]broker.MessageAttribute `json:"a,omitempty"`
+	S map[string]broker.MessageAttribute `json:"s,omitempty"`
+}
+
+func encodeAttrs(e *broker.SendEntry) []byte {
+	if len(e.Attributes) == 0 && len(e.SystemAttributes) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(storedAttrs{A: e.Attributes, S: e.SystemAttributes})
+	return b
+}
+
+// Send implements broker.Backend: one INSERT of the valid entries whose CTE
+// also adds them to a counter shard, in one autocommit statement.
+func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.SendEntry) ([]broker.SendResult, error) {
+	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+		return nil, err
+	}
+	total := 0
+	for i := range entries {
+		total += broker.MessageSize(entries[i].Body, entries[i].Attributes)
+	}
+	if len(entries) > 1 && total > broker.MaxBatchBytes {
+		return nil, broker.Errorf(broker.ErrBatchRequestTooLong,
+			"Batch requests cannot be longer than %d bytes. You have sent %d bytes.", broker.MaxBatchBytes, total)
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.ops.Done()
+	q, err := b.getQueue(ctx, b.pool, queueName)
+	if err != nil {
+		return nil, err
+	}
+	if q.cfg.Fifo {
+		return nil, broker.Errorf(broker.ErrUnsupportedOperation, "FIFO queues are not supported yet by the postgres backend.")
+	}
+
+	results := make([]broker.SendResult, len(entries))
+	args := []any{b.tnow(), q.id, shard()}
+	var values []string
+	minDelay := time.Duration(-1)
+	for i := range entries {
+		e := &entries[i]
+		results[i].ID = e.ID
+		if err := broker.ValidateSendEntry(q.cfg, e); err != nil {
+			results[i].Err = err
+			continue
+		}
+		results[i].MessageID = broker.NewMessageID()
+		delay := q.cfg.Delay
+		if e.Delay != nil {
+			delay = *e.Delay
+		}
+		if minDelay < 0 || delay < minDelay {
+			minDelay = delay
+		}
+		n := len(args)
+		// (delay µs, priority, message id, sender, attrs, body)
+		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text)",
+			n+1, n+2, n+3, n+4, n+5, n+6))
+		args = append(args, micros(delay), e.Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body)
+	}
+	if len(values) == 0 {
+		return results, nil
+	}
+	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body) AS (VALUES ` + strings.Join(values, ", ") + `),
+		ins AS (
+			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body)
+			SELECT $2, CASE WHEN delay > 0 THEN 'd' ELSE 'r' END::"char",
+				` + nowSQL + ` + delay * interval '1 microsecond', ` + nowSQL + `,
+				priority, message_id, sender_id, attrs, body
+			FROM v RETURNING state)
+		INSERT INTO counts AS c (queue_id, shard, ready, delayed)
+		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins
+		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready, delayed = c.delayed + excluded.delayed`
+	if err := retry(func() error { _, err := b.pool.Exec(ctx, sql, args...); return err }); err != nil {
+		return nil, dbErr("send", err)
+	}
+	b.changed(q.id, b.clock.Now().Add(minDelay), false)
+	return results, nil
+}
+
+// decodeLease resolves a receipt handle of queue qid. A handle that does not
+// decode or names another queue is ErrReceiptHandleInvalid; ok is false for a
+// well-formed handle that can match no lease (lease version 0).
+func decodeLease(qid int64, handle string) (r broker.Receipt, ok bool, err error) {
+	r, err = broker.DecodeReceipt(handle)
+	if err != nil {
+		return r, false, err
+	}
+	if r.QueueID != uint64(qid) {
+		return r, false, broker.Errorf(broker.ErrReceiptHandleInvalid, "The input receipt handle %q is not a valid receipt handle.", handle)
+	}
+	return r, r.Lease != 0 && r.Key < 1<<63 && r.Lease < 1<<63, nil
+}
+
+// Delete implements broker.Backend: one DELETE of the rows whose lease
+// version matches the receipts (a stale receipt matches nothing and
+// succeeds without effect), subtracting them from the counters.
+func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker.DeleteEntry) ([]error, error) {
+	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.ops.Done()
+	q, err := b.getQueue(ctx, b.pool, queueName)
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(entries))
+	var keys, leases []int64
+	for i, e := range entries {
+		r, ok, err := decodeLease(q.id, e.Receipt)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if ok {
+			keys = append(keys, int64(r.Key))
+			leases = append(leases, int64(r.Lease))
+		}
+	}
+	if len(keys) == 0 {
+		return errs, nil
+	}
+	sql := `WITH r (id, lease) AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) ORDER BY 1),
+		d AS (DELETE FROM messages m USING r WHERE m.id = r.id AND m.queue_id = $1 AND m.lease = r.lease RETURNING m.state)
+		` + countsFromStates("d", "$1", "$4")
+	if err := retry(func() error { _, err := b.pool.Exec(ctx, sql, q.id, keys, leases, shard()); return err }); err != nil {
+		return nil, dbErr("delete", err)
+	}
+	return errs, nil
+}
+
+// ChangeVisibility implements broker.Backend. Each entry is one conditional
+// UPDATE that names the lease version and requires a live lease; the entries
+// that match nothing are then classified (stale receipt or expired lease).
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entries []broker.VisibilityEntry) ([]error, error) {
+	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.ops.Done()
+	q, err := b.getQueue(ctx, b.pool, queueName)
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(entries))
+	type change struct {
+		i          int
+		key, lease int64
+		timeout    time.Duration
+	}
+	var changes []change
+	for i, e := range entries {
+		if err := broker.ValidateVisibility(e.Timeout); err != nil {
+			errs[i] = err
+			continue
+		}
+		r, ok, err := decodeLease(q.id, e.Receipt)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if !ok {
+			errs[i] = staleVisibility(e.Receipt)
+			continue
+		}
+		changes = append(changes, change{i, int64(r.Key), int64(r.Lease), e.Timeout})
+	}
+	if len(changes) == 0 {
+		return errs, nil
+	}
+	// A timeout of 0 makes the message ready at once (visible_at = now, its
+	// place in the ready order); any other keeps it in flight.
+	const upd = `UPDATE messages SET visible_at = ` + nowSQL + ` + $5 * interval '1 microsecond',
+			state = CASE WHEN $5 = 0 THEN 'r' ELSE 'i' END::"char"
+		WHERE id = $2 AND queue_id = $3 AND lease = $4 AND state = 'i' AND visible_at > ` + nowSQL + `
+		RETURNING 1`
+	const classify = `SELECT state = 'i' AND visible_at > ` + nowSQL + ` FROM messages WHERE id = $2 AND queue_id = $3 AND lease = $4`
+	earliest := time.Time{}
+	err = retry(func() error {
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			nacked := int64(0)
+			for _, c := range changes {
+				errs[c.i] = nil
+				tag, err := tx.Exec(ctx, upd, b.tnow(), c.key, q.id, c.lease, micros(c.timeout))
+				if err != nil {
+					return err
+				}
+				if tag.RowsAffected() == 1 {
+					if c.timeout == 0 {
+						nacked++
+					}
+					if at := b.clock.Now().Add(c.timeout); earliest.IsZero() || at.Before(earliest) {
+						earliest = at
+					}
+					continue
+				}
+				var live bool
+				err = tx.QueryRow(ctx, classify, b.tnow(), c.key, q.id, c.lease).Scan(&live)
+				switch {
+				case errors.Is(err, pgx.ErrNoRows):
+					errs[c.i] = staleVisibility(entries[c.i].Receipt)
+				case err != nil:
+					return err
+				default:
+					errs[c.i] = broker.Errorf(broker.ErrMessageNotInflight, "The message referred to is not in flight.")
+				}
+			}
+			if nacked > 0 {
+				return addCounts(ctx, tx, q.id, nacked, -nacked, 0)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, dbErr("change visibility", err)
+	}
+	if !earliest.IsZero() {
+		b.changed(q.id, earliest, false)
+	}
+	return errs, nil
+}
+
+func staleVisibility(receipt string) error {
+	return broker.Errorf(broker.ErrInvalidParameterValue,
+		"Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", receipt)
+}
+
+// addCounts adds deltas to one counter shard of queue qid (last in its
+// transaction: see the package comment).
+func addCounts(ctx context.Context, tx pgx.Tx, qid, ready, inflight, delayed int64) error {
+	_, err := tx.Exec(ctx, `INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
+			inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed`,
+		qid, shard(), ready, inflight, delayed)
+	return err
+}
+
+// promoteLimit bounds the messages one promotion moves (it runs again on the
+// next receive or GetQueue).
+const promoteLimit = 10000
+
+// promote makes queue qid's delayed and in-flight messages whose visible_at
+// has passed ready, in one statement that also moves them between counters.
+// Rows locked by another transaction are skipped (it is changing them). It
+// returns how many in-flight messages it promoted.
+func (b *Backend) promote(ctx context.Context, qid int64) (int64, error) {
+	var fromInflight int64
+	err := retry(func() error {
+		return b.pool.QueryRow(ctx, `
+		WITH due AS (
+			SELECT id, state FROM messages
+			WHERE queue_id = $2 AND state <> 'r' AND visible_at <= `+nowSQL+`
+			ORDER BY visible_at LIMIT $4 FOR UPDATE SKIP LOCKED),
+		up AS (UPDATE messages m SET state = 'r' FROM due WHERE m.id = due.id RETURNING due.state AS old),
+		cnt AS (
+			INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
+			SELECT $2, $3, count(*), -count(*) FILTER (WHERE old = 'i'), -count(*) FILTER (WHERE old = 'd')
+			FROM up HAVING count(*) > 0
+			ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
+				inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed)
+		SELECT count(*) FILTER (WHERE old = 'i') FROM up`, b.tnow(), qid, shard(), promoteLimit).Scan(&fromInflight)
+	})
+	if err != nil {
+		return 0, dbErr("promote", err)
+	}
+	return fromInflight, nil
+}

@@ -1,0 +1,259 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// waiter is one waiting receive on this broker. ch (buffered 1) is signalled
+// to make it look again; wakeAt is when its own timer fires (zero while it
+// is attempting: then any change wakes it).
+type waiter struct {
+	ch     chan struct{}
+	wakeAt time.Time
+}
+
+// waiters are this broker's waiting receives by queue id, guarded by mu.
+type waiters struct {
+	mu      sync.Mutex
+	byQueue map[int64]map[*waiter]struct{}
+}
+
+func (ws *waiters) init() { ws.byQueue = map[int64]map[*waiter]struct{}{} }
+
+func (ws *waiters) add(qid int64) *waiter {
+	w := &waiter{ch: make(chan struct{}, 1)}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	m := ws.byQueue[qid]
+	if m == nil {
+		m = map[*waiter]struct{}{}
+		ws.byQueue[qid] = m
+	}
+	m[w] = struct{}{}
+	return w
+}
+
+func (ws *waiters) remove(qid int64, w *waiter) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	delete(ws.byQueue[qid], w)
+	if len(ws.byQueue[qid]) == 0 {
+		delete(ws.byQueue, qid)
+	}
+}
+
+func (ws *waiters) arm(w *waiter, at time.Time) {
+	ws.mu.Lock()
+	w.wakeAt = at
+	ws.mu.Unlock()
+}
+
+// wake signals the waiters of qid whose timer fires after due (all of them
+// when due is zero): a message is ready at due, or a deadline moved there.
+func (ws *waiters) wake(qid int64, due time.Time) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for w := range ws.byQueue[qid] {
+		if due.IsZero() || w.wakeAt.IsZero() || due.Before(w.wakeAt) {
+			select {
+			case w.ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// wakeAll signals every waiter (after the listener reconnects: notifications
+// may have been missed).
+func (ws *waiters) wakeAll() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, m := range ws.byQueue {
+		for w := range m {
+			select {
+			case w.ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// changed is called after a commit that made a message of queue qid ready at
+// due (zero: now), moved a deadline to due, or deleted the queue (force). It
+// wakes this broker's waiters at once and, when other brokers' waiters could
+// need it sooner than their next poll, asks the notifier to tell them.
+func (b *Backend) changed(qid int64, due time.Time, force bool) {
+	b.waiters.wake(qid, due)
+	if force || due.IsZero() || due.Before(b.clock.Now().Add(b.cfg.PollInterval)) {
+		b.notifier.add(qid)
+	}
+}
+
+// notifier sends this broker's wake-ups to the other brokers. It keeps NOTIFY
+// out of the callers' transactions: a NOTIFY takes a cluster-wide lock at
+// commit, which would serialize every send's commit. Instead, after a commit
+// the queue id joins a pending set; one goroutine sends the whole set in one
+// NOTIFY on its own connection (with synchronous_commit off: a wake-up is a
+// hint), then waits NotifyInterval before the next. A burst of sends on one
+// queue thus costs one NOTIFY per interval.
+type notifier struct {
+	b       *Backend
+	cc      *pgx.ConnConfig
+	mu      sync.Mutex
+	pending map[int64]struct{}
+	kick    chan struct{}
+}
+
+func newNotifier(b *Backend, cc *pgx.ConnConfig) *notifier {
+	cc = cc.Copy()
+	cc.RuntimeParams["synchronous_commit"] = "off"
+	return &notifier{b: b, cc: cc, pending: map[int64]struct{}{}, kick: make(chan struct{}, 1)}
+}
+
+func (n *notifier) add(qid int64) {
+	n.mu.Lock()
+	n.pending[qid] = struct{}{}
+	n.mu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// maxPayload keeps a NOTIFY payload under PostgreSQL's 8000-byte limit.
+const maxPayload = 7000
+
+func (n *notifier) loop(ctx context.Context) {
+	defer n.b.duties.Done()
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	backoff := 50 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.kick:
+		}
+		n.mu.Lock()
+		ids := make([]int64, 0, len(n.pending))
+		for id := range n.pending {
+			ids = append(ids, id)
+		}
+		clear(n.pending)
+		n.mu.Unlock()
+		for len(ids) > 0 {
+			var sb strings.Builder
+			sb.WriteString(n.b.id)
+			for len(ids) > 0 && sb.Len() < maxPayload {
+				sb.WriteByte(' ')
+				sb.WriteString(strconv.FormatInt(ids[0], 10))
+				ids = ids[1:]
+			}
+			var err error
+			if conn == nil {
+				conn, err = pgx.ConnectConfig(ctx, n.cc)
+			}
+			if err == nil {
+				_, err = conn.Exec(ctx, "SELECT pg_notify($1, $2)", n.b.channel, sb.String())
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				// Dropped: the other brokers' polls still find the messages.
+				n.b.log.Warn("notify failed; other brokers will find the change by polling", "err", err)
+				if conn != nil {
+					conn.Close(context.Background())
+					conn = nil
+				}
+				ids = nil
+				pause.Reset(backoff)
+				backoff = min(2*backoff, 5*time.Second)
+				select {
+				case <-ctx.Done():
+					return
+				case <-pause.C:
+				}
+				continue
+			}
+			backoff = 50 * time.Millisecond
+		}
+		if n.b.cfg.NotifyInterval > 0 {
+			pause.Reset(n.b.cfg.NotifyInterval)
+			select {
+			case <-ctx.Done():
+				return
+			case <-pause.C:
+			}
+		}
+	}
+}
+
+// listenLoop holds this broker's listening connection: it LISTENs on the
+// schema's channel and wakes the local waiters of the queues other brokers
+// name. On a connection failure it reconnects with backoff and then wakes
+// every waiter, since notifications may have been lost meanwhile.
+func (b *Backend) listenLoop(ctx context.Context, cc *pgx.ConnConfig) {
+	defer b.duties.Done()
+	backoff := 50 * time.Millisecond
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	<-retry.C
+	first := true
+	for ctx.Err() == nil {
+		err := b.listenOnce(ctx, cc, &first)
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.Warn("listener connection lost; reconnecting (waiting receives poll meanwhile)", "err", err)
+		retry.Reset(backoff)
+		backoff = min(2*backoff, 5*time.Second)
+		select {
+		case <-ctx.Done():
+			return
+		case <-retry.C:
+		}
+	}
+}
+
+func (b *Backend) listenOnce(ctx context.Context, cc *pgx.ConnConfig, first *bool) error {
+	conn, err := pgx.ConnectConfig(ctx, cc.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{b.channel}.Sanitize()); err != nil {
+		return err
+	}
+	if !*first {
+		b.waiters.wakeAll()
+	}
+	*first = false
+	for {
+		nt, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		fields := strings.Fields(nt.Payload)
+		if len(fields) == 0 || fields[0] == b.id {
+			continue // our own: local waiters were woken at commit
+		}
+		for _, f := range fields[1:] {
+			if id, err := strconv.ParseInt(f, 10, 64); err == nil {
+				b.waiters.wake(id, time.Time{})
+			}
+		}
+	}
+}

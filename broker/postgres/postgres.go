@@ -1,0 +1,313 @@
+// Package postgres is the broker.Backend for several stateless brokers that
+// share one PostgreSQL database. Every queue, message, lease and counter
+// lives in PostgreSQL; a broker holds only connections, its local waiters
+// and its background duties.
+//
+// # Concurrency model
+//
+// Every change is one short READ COMMITTED statement or transaction; nothing
+// is held across a long poll. Receives claim with SELECT ... FOR UPDATE SKIP
+// LOCKED and update the claimed rows in the same statement, so two brokers
+// never lease the same message at once. Every lease change (delete, change
+// of visibility) names the lease version it expects in its WHERE clause: a
+// stale receipt matches no row and never wins. SERIALIZABLE is never used.
+//
+// # Time
+//
+// All time arithmetic happens in SQL, on the database clock, so brokers with
+// skewed wall clocks agree on every deadline. The instant "now" of a
+// statement is coalesce($1, now()): $1 is NULL with the real clock (so the
+// database's now() rules) and the test clock's reading with a test clock (a
+// broker.Clock with an Offset method, such as *broker.FakeClock). Passing the
+// reading itself is now() plus the clock's offset computed at the database's
+// own instant, which keeps boundary tests exact: an offset measured in Go
+// and added to a later now() would be off by the round-trip time.
+//
+// # Counters
+//
+// The approximate counts are maintained, never scanned: table counts holds
+// per queue countShards rows of (ready, inflight, delayed) deltas whose sums
+// are the number of messages in each stored state. Every statement that
+// changes a message's stored state adds its deltas to one random shard in the
+// same transaction, so the sums are exact at every commit while concurrent
+// writers rarely wait on the same counter row. Invariant (deadlock freedom):
+// a transaction updates counters last, after every message row lock it
+// takes, and updates several counter rows in (queue_id, shard) order.
+//
+// # Goroutines
+//
+// Open starts three duties, stopped by Close: the listener (one dedicated
+// connection LISTENing for other brokers' wake-ups), the notifier (one
+// dedicated connection sending coalesced NOTIFYs after commits) and the
+// sweeper (retention and the reclaiming of deleted queues' messages, on the
+// injected clock).
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Config configures the PostgreSQL backend. Start from DefaultConfig.
+type Config struct {
+	// URL is the PostgreSQL connection string (postgres://user@host:port/db
+	// or key=value form). Required.
+	URL string
+	// Schema holds Sluice's tables; it is created and migrated at Open.
+	// Default "sluice"; letters, digits and underscores, at most 63 bytes.
+	Schema string
+	// Options are the settings every backend shares (Clock, Logger,
+	// MaxInFlight, StrictPurge).
+	broker.Options
+	// MaxConns is the connection pool size, besides the two dedicated
+	// connections (listener, notifier). Default 16; 1..1000.
+	MaxConns int32
+	// StatementTimeout is the sessions' statement_timeout. Default 30 s; >= 1 s.
+	StatementTimeout time.Duration
+	// IdleInTxTimeout is the sessions' idle_in_transaction_session_timeout:
+	// a broker that stalls inside a transaction must not pin the xmin horizon
+	// (and so block vacuum) for long. Default 10 s; >= 1 s.
+	IdleInTxTimeout time.Duration
+	// PollInterval is how often, on the clock, a waiting receive re-checks
+	// its queue even without a wake-up: notifications are hints, polling is
+	// the source of truth. Default 1 s; 10 ms..20 s.
+	PollInterval time.Duration
+	// NotifyInterval is the least real time between two NOTIFYs of this
+	// broker (the coalescing window). Default 5 ms; 0..1 s.
+	NotifyInterval time.Duration
+}
+
+// DefaultConfig returns a Config with every default set and URL empty.
+func DefaultConfig() Config {
+	return Config{
+		Schema:           "sluice",
+		MaxConns:         16,
+		StatementTimeout: 30 * time.Second,
+		IdleInTxTimeout:  10 * time.Second,
+		PollInterval:     time.Second,
+		NotifyInterval:   5 * time.Millisecond,
+	}
+}
+
+var schemaRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// withDefaults fills zero fields with DefaultConfig's values.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Schema == "" {
+		c.Schema = d.Schema
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = d.MaxConns
+	}
+	if c.StatementTimeout == 0 {
+		c.StatementTimeout = d.StatementTimeout
+	}
+	if c.IdleInTxTimeout == 0 {
+		c.IdleInTxTimeout = d.IdleInTxTimeout
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = d.PollInterval
+	}
+	if c.NotifyInterval == 0 {
+		c.NotifyInterval = d.NotifyInterval
+	}
+	c.Options = c.Options.WithDefaults()
+	return c
+}
+
+// Validate checks a Config whose zero fields were defaulted.
+func (c Config) Validate() error {
+	switch {
+	case c.URL == "":
+		return errors.New("postgres: Config.URL is required")
+	case !schemaRe.MatchString(c.Schema):
+		return fmt.Errorf("postgres: Config.Schema %q: use 1..63 letters, digits or underscores, not starting with a digit", c.Schema)
+	case c.MaxConns < 1 || c.MaxConns > 1000:
+		return fmt.Errorf("postgres: Config.MaxConns %d: must be 1..1000", c.MaxConns)
+	case c.StatementTimeout < time.Second:
+		return fmt.Errorf("postgres: Config.StatementTimeout %v: must be at least 1s", c.StatementTimeout)
+	case c.IdleInTxTimeout < time.Second:
+		return fmt.Errorf("postgres: Config.IdleInTxTimeout %v: must be at least 1s", c.IdleInTxTimeout)
+	case c.PollInterval < 10*time.Millisecond || c.PollInterval > broker.MaxWaitTime:
+		return fmt.Errorf("postgres: Config.PollInterval %v: must be 10ms..20s", c.PollInterval)
+	case c.NotifyInterval < 0 || c.NotifyInterval > time.Second:
+		return fmt.Errorf("postgres: Config.NotifyInterval %v: must be 0..1s", c.NotifyInterval)
+	}
+	return nil
+}
+
+// Backend is the PostgreSQL broker.Backend. Create it with Open.
+type Backend struct {
+	cfg   Config
+	clock broker.Clock
+	log   *slog.Logger
+	pool  *pgxpool.Pool
+	// testClock is set when the clock has an Offset method: statements then
+	// take the clock's reading as their "now" (see the package comment).
+	testClock bool
+	// id tells this broker's NOTIFYs apart from other brokers'.
+	id      string
+	channel string // the LISTEN/NOTIFY channel of this schema
+
+	waiters  waiters
+	notifier *notifier
+
+	mu        sync.Mutex
+	closed    bool
+	ops       sync.WaitGroup // calls in progress
+	duties    sync.WaitGroup // background goroutines
+	closing   chan struct{}  // closed by Close
+	cancel    context.CancelFunc
+	kickSweep chan struct{} // wakes the sweeper (buffered 1)
+	closeOnce sync.Once
+}
+
+var _ broker.Backend = (*Backend)(nil)
+
+// Open connects, creates or migrates the schema (under an advisory lock, so
+// that several brokers may start at once) and starts the duties.
+func Open(ctx context.Context, cfg Config) (*Backend, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse URL: %w", err)
+	}
+	pcfg.MaxConns = cfg.MaxConns
+	rp := pcfg.ConnConfig.RuntimeParams
+	rp["search_path"] = pgx.Identifier{cfg.Schema}.Sanitize()
+	rp["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
+	rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.IdleInTxTimeout.Milliseconds(), 10)
+	if rp["application_name"] == "" {
+		rp["application_name"] = "sluice"
+	}
+	if err := migrate(ctx, pcfg.ConnConfig, cfg.Schema, cfg.Logger); err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	var syncCommit string
+	if err := pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&syncCommit); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if syncCommit == "off" {
+		cfg.Logger.Warn("synchronous_commit is off: a PostgreSQL crash can lose messages whose send was acknowledged",
+			"synchronous_commit", syncCommit)
+	}
+	var idb [8]byte
+	_, _ = rand.Read(idb[:])
+	dctx, cancel := context.WithCancel(context.Background())
+	b := &Backend{
+		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
+		id: hex.EncodeToString(idb[:]), channel: "sluice_" + cfg.Schema,
+		closing: make(chan struct{}), cancel: cancel, kickSweep: make(chan struct{}, 1),
+	}
+	_, b.testClock = cfg.Clock.(interface{ Offset() time.Duration })
+	b.waiters.init()
+	b.notifier = newNotifier(b, pcfg.ConnConfig)
+	b.duties.Add(3)
+	go b.listenLoop(dctx, pcfg.ConnConfig)
+	go b.notifier.loop(dctx)
+	go b.sweepLoop(dctx)
+	return b, nil
+}
+
+// Close ends waiting receives with broker.ErrClosed, waits for the calls in
+// progress, stops the duties and closes the connections. Idempotent.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		close(b.closing)
+		b.mu.Unlock()
+		b.ops.Wait()
+		b.cancel()
+		b.duties.Wait()
+		b.pool.Close()
+	})
+	return nil
+}
+
+// enter registers a call in progress; it fails with ErrClosed once Close began.
+// The caller must call b.ops.Done when done.
+func (b *Backend) enter() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return errClosed()
+	}
+	b.ops.Add(1)
+	return nil
+}
+
+// tnow is the $1 of every statement: the test clock's reading, or nil (SQL
+// NULL) so that the statement uses the database's now(). See nowSQL.
+func (b *Backend) tnow() any {
+	if b.testClock {
+		return b.clock.Now()
+	}
+	return nil
+}
+
+// nowSQL is the statement's instant. Every statement that computes with time
+// takes the instant as $1 (see tnow).
+const nowSQL = "coalesce($1::timestamptz, now())"
+
+// micros renders a duration as a bigint of microseconds for SQL, where it is
+// turned into an interval by "* interval '1 microsecond'".
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+func errClosed() error { return broker.Errorf(broker.ErrClosed, "The broker is shutting down.") }
+
+func errNoQueue() error {
+	return broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
+}
+
+// dbErr wraps a database failure; context errors pass through unchanged so
+// callers can match them.
+func dbErr(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// retryable reports whether err is a deadlock or serialization failure, after
+// which the whole statement or transaction may be run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// retry runs f until it succeeds, fails with a non-retryable error, or has
+// failed 5 times (deadlocks are rare: lock orders are fixed, see the package
+// comment, but batch statements may lock rows in plan order).
+func retry(f func() error) error {
+	var err error
+	for i := 0; i < 5; i++ {
+		if err = f(); !retryable(err) {
+			return err
+		}
+	}
+	return err
+}

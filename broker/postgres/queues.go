@@ -1,0 +1,322 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// purgeInterval is AWS's one purge per queue per 60 s (Options.StrictPurge).
+const purgeInterval = 60 * time.Second
+
+// countShards is the number of counter rows per queue (see the package comment).
+const countShards = 16
+
+// queueRow is a live queue as read from the queues table.
+type queueRow struct {
+	id         int64
+	name       string
+	cfg        broker.QueueConfig
+	tags       map[string]string
+	createdAt  time.Time
+	modifiedAt time.Time
+	lastPurge  *time.Time
+}
+
+const queueCols = "id, name, config, tags, created_at, modified_at, last_purge"
+
+func scanQueue(row pgx.Row) (queueRow, error) {
+	var q queueRow
+	var cfg, tags []byte
+	if err := row.Scan(&q.id, &q.name, &cfg, &tags, &q.createdAt, &q.modifiedAt, &q.lastPurge); err != nil {
+		return q, err
+	}
+	if err := json.Unmarshal(cfg, &q.cfg); err != nil {
+		return q, err
+	}
+	if err := json.Unmarshal(tags, &q.tags); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+func (q queueRow) queue() broker.Queue {
+	cfg, _ := broker.ApplyAttributes(q.cfg, nil) // a deep copy, with non-nil maps
+	tags := make(map[string]string, len(q.tags))
+	for k, v := range q.tags {
+		tags[k] = v
+	}
+	return broker.Queue{ID: uint64(q.id), Name: q.name, Config: cfg, Tags: tags,
+		CreatedAt: q.createdAt, ModifiedAt: q.modifiedAt}
+}
+
+// getQueue reads a live queue by name (ErrQueueDoesNotExist if none).
+func (b *Backend) getQueue(ctx context.Context, q querier, name string) (queueRow, error) {
+	row, err := scanQueue(q.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted", name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return row, errNoQueue()
+	}
+	if err != nil {
+		return row, dbErr("read queue", err)
+	}
+	return row, nil
+}
+
+// querier is what pgxpool.Pool, pgx.Conn and pgx.Tx have in common.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// CreateQueue implements broker.Backend. Two brokers creating the same name at
+// once: the unique index on live names lets one insert win; the other reads
+// the winner and compares attributes.
+func (b *Backend) CreateQueue(ctx context.Context, name string, attrs, tags map[string]string) (broker.Queue, error) {
+	if err := b.enter(); err != nil {
+		return broker.Queue{}, err
+	}
+	defer b.ops.Done()
+	if err := broker.ValidateQueueName(name); err != nil {
+		return broker.Queue{}, err
+	}
+	cfg, err := broker.ParseAttributes(name, attrs)
+	if err != nil {
+		return broker.Queue{}, err
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		existing, err := b.getQueue(ctx, b.pool, name)
+		if err == nil {
+			if attr := existing.cfg.ConflictingAttribute(name, attrs); attr != "" {
+				return broker.Queue{}, broker.Errorf(broker.ErrQueueExists,
+					"A queue already exists with the same name and a different value for attribute %s", attr)
+			}
+			return existing.queue(), nil
+		}
+		if !errors.Is(err, broker.ErrQueueDoesNotExist) {
+			return broker.Queue{}, err
+		}
+		if err := b.checkRedrive(ctx, name, cfg, attrs[broker.AttrRedrivePolicy]); err != nil {
+			return broker.Queue{}, err
+		}
+		cj, _ := json.Marshal(cfg)
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		tj, _ := json.Marshal(tags)
+		row, err := scanQueue(b.pool.QueryRow(ctx, `
+			INSERT INTO queues (name, config, tags, created_at, modified_at)
+			VALUES ($2, $3, $4, `+nowSQL+`, `+nowSQL+`)
+			ON CONFLICT (name) WHERE NOT deleted DO NOTHING
+			RETURNING `+queueCols, b.tnow(), name, cj, tj))
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // created meanwhile by another broker: compare with it
+		}
+		if err != nil {
+			return broker.Queue{}, dbErr("create queue", err)
+		}
+		b.log.Info("queue created", "queue", name, "queue_id", row.id)
+		return row.queue(), nil
+	}
+	return broker.Queue{}, errors.New("postgres: create queue: the name kept being created and deleted concurrently")
+}
+
+// checkRedrive checks a RedrivePolicy against its target: the target exists,
+// has the same type, and its RedriveAllowPolicy lets source use it.
+func (b *Backend) checkRedrive(ctx context.Context, source string, cfg broker.QueueConfig, raw string) error {
+	if cfg.Redrive == nil {
+		return nil
+	}
+	bad := func(reason string) error {
+		return broker.Errorf(broker.ErrInvalidParameterValue,
+			"Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
+	}
+	dlq, err := b.getQueue(ctx, b.pool, cfg.Redrive.DeadLetterQueue)
+	if errors.Is(err, broker.ErrQueueDoesNotExist) {
+		return bad("Dead letter target does not exist.")
+	}
+	if err != nil {
+		return err
+	}
+	if dlq.cfg.Fifo != cfg.Fifo {
+		return bad("Dead-letter queue must be of the same type as the source queue (FIFO or standard).")
+	}
+	if !dlq.cfg.AllowsSource(source) {
+		return bad("Dead letter target's RedriveAllowPolicy does not allow this queue as a source.")
+	}
+	return nil
+}
+
+// GetQueue implements broker.Backend: the counters' sums, after promoting the
+// queue's due delayed and in-flight messages (amortised: each message is
+// promoted once; nothing is scanned when nothing is due).
+func (b *Backend) GetQueue(ctx context.Context, name string) (broker.QueueInfo, error) {
+	if err := b.enter(); err != nil {
+		return broker.QueueInfo{}, err
+	}
+	defer b.ops.Done()
+	q, err := b.getQueue(ctx, b.pool, name)
+	if err != nil {
+		return broker.QueueInfo{}, err
+	}
+	if _, err := b.promote(ctx, q.id); err != nil {
+		return broker.QueueInfo{}, err
+	}
+	info := broker.QueueInfo{Queue: q.queue()}
+	err = b.pool.QueryRow(ctx, `SELECT coalesce(sum(ready), 0), coalesce(sum(inflight), 0), coalesce(sum(delayed), 0)
+		FROM counts WHERE queue_id = $1`, q.id).Scan(&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed)
+	if err != nil {
+		return broker.QueueInfo{}, dbErr("read counts", err)
+	}
+	return info, nil
+}
+
+// ListQueues implements broker.Backend. Names sort bytewise (COLLATE "C").
+func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit int) ([]broker.Queue, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.ops.Done()
+	lim := any(nil) // SQL NULL: no limit
+	if limit > 0 {
+		lim = limit
+	}
+	rows, err := b.pool.Query(ctx, "SELECT "+queueCols+` FROM queues
+		WHERE NOT deleted AND starts_with(name, $1) AND name > $2 ORDER BY name LIMIT $3`, prefix, after, lim)
+	if err != nil {
+		return nil, dbErr("list queues", err)
+	}
+	defer rows.Close()
+	var out []broker.Queue
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			return nil, dbErr("list queues", err)
+		}
+		out = append(out, q.queue())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("list queues", err)
+	}
+	return out, nil
+}
+
+// SetQueueAttributes implements broker.Backend. The read-modify-write holds
+// the queue row lock (FOR UPDATE), so concurrent changes do not lose each other.
+func (b *Backend) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.ops.Done()
+	retentionChanged := false
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", name))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoQueue()
+		}
+		if err != nil {
+			return dbErr("read queue", err)
+		}
+		cfg, err := broker.ApplyAttributes(q.cfg, attrs)
+		if err != nil {
+			return err
+		}
+		if raw, ok := attrs[broker.AttrRedrivePolicy]; ok {
+			if err := b.checkRedrive(ctx, name, cfg, raw); err != nil {
+				return err
+			}
+		}
+		retentionChanged = cfg.Retention != q.cfg.Retention
+		cj, _ := json.Marshal(cfg)
+		_, err = tx.Exec(ctx, "UPDATE queues SET config = $2, modified_at = "+nowSQL+" WHERE id = $3", b.tnow(), cj, q.id)
+		return err
+	})
+	if err != nil {
+		var be *broker.Error
+		if errors.As(err, &be) {
+			return err
+		}
+		return dbErr("set queue attributes", err)
+	}
+	if retentionChanged {
+		b.kickSweeper()
+	}
+	return nil
+}
+
+// DeleteQueue implements broker.Backend: the queue row becomes a tombstone at
+// once (its id is never reused, so its receipts stop working); the sweeper of
+// any broker deletes its messages and counters in bounded batches.
+func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.ops.Done()
+	var id int64
+	err := b.pool.QueryRow(ctx, "UPDATE queues SET deleted = true, deleted_at = "+nowSQL+" WHERE name = $2 AND NOT deleted RETURNING id", b.tnow(), name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNoQueue()
+	}
+	if err != nil {
+		return dbErr("delete queue", err)
+	}
+	b.changed(id, time.Time{}, true)
+	b.kickSweeper()
+	b.log.Info("queue deleted", "queue", name, "queue_id", id)
+	return nil
+}
+
+// PurgeQueue implements broker.Backend: one statement deletes every message
+// of the queue and subtracts them from the counters.
+func (b *Backend) PurgeQueue(ctx context.Context, name string) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.ops.Done()
+	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", name))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoQueue()
+		}
+		if err != nil {
+			return dbErr("read queue", err)
+		}
+		var tooSoon bool
+		err = tx.QueryRow(ctx, "UPDATE queues SET last_purge = "+nowSQL+` WHERE id = $2
+			RETURNING $3::boolean AND $4::timestamptz IS NOT NULL AND `+nowSQL+` - $4 < $5 * interval '1 microsecond'`,
+			b.tnow(), q.id, b.cfg.StrictPurge, q.lastPurge, micros(purgeInterval)).Scan(&tooSoon)
+		if err != nil {
+			return dbErr("purge queue", err)
+		}
+		if tooSoon {
+			return broker.Errorf(broker.ErrPurgeInProgress,
+				"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+		}
+		_, err = tx.Exec(ctx, `WITH d AS (DELETE FROM messages WHERE queue_id = $1 RETURNING state)
+			`+countsFromStates("d", "$1", "$2"), q.id, shard())
+		if err != nil {
+			return dbErr("purge queue", err)
+		}
+		return nil
+	})
+}
+
+// shard picks the counter row a statement adds its deltas to.
+func shard() int { return rand.IntN(countShards) }
+
+// countsFromStates is the tail of a statement whose CTE named cte returns the
+// stored states (column state) of the messages it deleted: it subtracts them
+// from queue qid's counter shard.
+func countsFromStates(cte, qid, shardParam string) string {
+	return `INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
+		SELECT ` + qid + `, ` + shardParam + `, -count(*) FILTER (WHERE state = 'r'),
+			-count(*) FILTER (WHERE state = 'i'), -count(*) FILTER (WHERE state = 'd')
+		FROM ` + cte + ` HAVING count(*) > 0
+		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
+			inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed`
+}

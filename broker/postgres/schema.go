@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// migrations are applied in order, each once, in its own transaction, and
+// recorded in the migrations table. Never edit a shipped migration: append.
+//
+// Table design (see docs/postgres.md for the reasoning):
+//
+//   - messages: one row per message, body included (TOASTed when large).
+//     state is 'r' ready, 'd' delayed or 'i' in flight; visible_at is, for a
+//     ready message, the instant it became visible (the ready order) and,
+//     otherwise, when the delay or lease ends. A delayed or in-flight message
+//     whose visible_at has passed is promoted to ready by the next receive or
+//     GetQueue of its queue.
+//   - messages_ready is partial (state = 'r') and in receive order, so a
+//     receive reads the first live entries of one index range; leased and
+//     delayed messages are not in it. messages_timed (state <> 'r') serves
+//     promotion and "when is the next deadline"; messages_age serves
+//     retention.
+//   - The queue tables get aggressive per-table autovacuum settings, so dead
+//     index entries left by deletes and lease changes are reclaimed within
+//     seconds instead of after 20% of the table has churned, and a fillfactor
+//     that leaves room for in-page updates.
+//   - counts: the sharded per-queue counters (see the package comment); tiny,
+//     updated in place (HOT: no indexed column changes), low fillfactor.
+var migrations = []string{
+	// 1: queues, messages, counters.
+	`
+CREATE TABLE queues (
+	id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	name        text COLLATE "C" NOT NULL,
+	config      jsonb NOT NULL,
+	tags        jsonb NOT NULL DEFAULT '{}',
+	created_at  timestamptz NOT NULL,
+	modified_at timestamptz NOT NULL,
+	last_purge  timestamptz,
+	deleted     boolean NOT NULL DEFAULT false,
+	deleted_at  timestamptz,
+	-- reclaimed: a deleted queue whose messages and counters are all gone
+	-- (a minute after its deletion, so that a send that read the queue just
+	-- before the deletion cannot leave a message behind unseen).
+	reclaimed   boolean NOT NULL DEFAULT false
+);
+CREATE UNIQUE INDEX queues_live_name ON queues (name) WHERE NOT deleted;
+
+CREATE TABLE messages (
+	id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	queue_id         bigint NOT NULL,
+	state            "char" NOT NULL,
+	visible_at       timestamptz NOT NULL,
+	lease            bigint NOT NULL DEFAULT 0,
+	receive_count    integer NOT NULL DEFAULT 0,
+	first_receive_at timestamptz,
+	sent_at          timestamptz NOT NULL,
+	priority         smallint NOT NULL DEFAULT 0,
+	seq              bigint,
+	message_id       uuid NOT NULL,
+	group_id         text,
+	dedup_id         text,
+	dl_source        text,
+	sender_id        text NOT NULL DEFAULT '',
+	attrs            bytea,
+	body             text NOT NULL
+) WITH (
+	fillfactor = 80,
+	autovacuum_vacuum_scale_factor = 0.0,
+	autovacuum_vacuum_threshold = 5000,
+	autovacuum_vacuum_insert_scale_factor = 0.0,
+	autovacuum_vacuum_insert_threshold = 20000,
+	autovacuum_analyze_scale_factor = 0.02,
+	autovacuum_vacuum_cost_delay = 0
+);
+CREATE INDEX messages_ready ON messages (queue_id, priority DESC, visible_at, id) WHERE state = 'r';
+CREATE INDEX messages_timed ON messages (queue_id, visible_at) WHERE state <> 'r';
+CREATE INDEX messages_age ON messages (queue_id, sent_at);
+
+CREATE TABLE counts (
+	queue_id bigint NOT NULL,
+	shard    integer NOT NULL,
+	ready    bigint NOT NULL DEFAULT 0,
+	inflight bigint NOT NULL DEFAULT 0,
+	delayed  bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (queue_id, shard)
+) WITH (
+	fillfactor = 30,
+	autovacuum_vacuum_scale_factor = 0.0,
+	autovacuum_vacuum_threshold = 1000,
+	autovacuum_vacuum_cost_delay = 0
+);
+`,
+}
+
+// migrate creates the schema and applies the pending migrations. It holds a
+// session-level advisory lock (keyed by the schema name) on a dedicated
+// connection for the whole run, so brokers starting at once migrate one after
+// the other and the later ones find nothing to do.
+func migrate(ctx context.Context, cc *pgx.ConnConfig, schema string, log *slog.Logger) error {
+	conn, err := pgx.ConnectConfig(ctx, cc.Copy())
+	if err != nil {
+		return fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	lockKey := "sluice.migrate." + schema
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext($1))", lockKey); err != nil {
+		return fmt.Errorf("postgres: migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext($1))", lockKey) //nolint:errcheck // the session ends anyway
+	ident := pgx.Identifier{schema}.Sanitize()
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
+		return fmt.Errorf("postgres: create schema %s: %w", schema, err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+ident+`.migrations (
+		version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("postgres: create migrations table: %w", err)
+	}
+	var have int
+	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+ident+".migrations").Scan(&have); err != nil {
+		return fmt.Errorf("postgres: read schema version: %w", err)
+	}
+	if have > len(migrations) {
+		return fmt.Errorf("postgres: schema %s is at version %d, newer than this broker's %d: upgrade the broker", schema, have, len(migrations))
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+ident); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO migrations (version) VALUES ($1)", v)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("postgres: migration %d: %w", v, err)
+		}
+		log.Info("schema migrated", "schema", schema, "version", v)
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package postgres
+
+import (
+	"context"
+	"time"
+)
+
+// sweepBudget bounds the messages one sweep statement deletes per queue, so
+// that each sweep is a short transaction; the sweeper loops at once while
+// more are due.
+const sweepBudget = 1000
+
+// sweepIdle is the longest the sweeper sleeps (on the clock): other brokers
+// may have lowered a retention period or deleted a queue.
+const sweepIdle = time.Minute
+
+// kickSweeper makes the sweeper run and recompute its deadline. Never blocks.
+func (b *Backend) kickSweeper() {
+	select {
+	case b.kickSweep <- struct{}{}:
+	default:
+	}
+}
+
+// sweepLoop is the sweeper: it deletes messages past their queue's retention,
+// whatever their state, and the messages of deleted queues, in bounded
+// statements, then sleeps on a clock timer until the next expiry (at most
+// sweepIdle). Every broker runs one; SKIP LOCKED keeps them from waiting on
+// each other. It owns only its timer.
+func (b *Backend) sweepLoop(ctx context.Context) {
+	defer b.duties.Done()
+	// One timer, re-armed with Reset, so that the number of armed timers on a
+	// fake clock stays steady (tests count them to see receives block).
+	t := b.clock.NewTimer(sweepIdle)
+	defer t.Stop()
+	for {
+		next, more, err := b.sweepOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			b.log.Warn("sweep failed; retrying at the next tick", "err", err)
+		}
+		if more && err == nil {
+			continue
+		}
+		d := sweepIdle
+		if next >= 0 && next < d {
+			d = next
+		}
+		t.Reset(d)
+		select {
+		case <-t.C():
+		case <-b.kickSweep:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sweepOnce runs one retention sweep and one reclaim step. It returns the
+// time until the next expiry (-1 if no message exists) and whether more work
+// is due at once.
+func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool, err error) {
+	var expired int64
+	err = retry(func() error {
+		return b.pool.QueryRow(ctx, `
+		WITH q AS (SELECT id, (config->>'Retention')::bigint / 1000 AS ret FROM queues WHERE NOT deleted),
+		exp AS (
+			SELECT m.id, m.queue_id, m.state FROM q CROSS JOIN LATERAL (
+				SELECT id, queue_id, state FROM messages
+				WHERE queue_id = q.id AND sent_at <= `+nowSQL+` - q.ret * interval '1 microsecond'
+				ORDER BY sent_at LIMIT $2 FOR UPDATE SKIP LOCKED) m),
+		del AS (DELETE FROM messages d USING exp WHERE d.id = exp.id RETURNING exp.queue_id, exp.state),
+		cnt AS (
+			INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
+			SELECT queue_id, $3, -count(*) FILTER (WHERE state = 'r'),
+				-count(*) FILTER (WHERE state = 'i'), -count(*) FILTER (WHERE state = 'd')
+			FROM del GROUP BY queue_id ORDER BY queue_id
+			ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
+				inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed)
+		SELECT count(*) FROM del`, b.tnow(), sweepBudget, shard()).Scan(&expired)
+	})
+	if err != nil {
+		return -1, false, dbErr("retention sweep", err)
+	}
+	if expired > 0 {
+		b.log.Debug("retention sweep", "deleted", expired)
+	}
+	reclaimed, err := b.reclaim(ctx)
+	if err != nil {
+		return -1, false, err
+	}
+	var dueIn *int64
+	err = b.pool.QueryRow(ctx, `
+		SELECT (extract(epoch FROM min(m.sent_at + q.ret * interval '1 microsecond') - `+nowSQL+`) * 1000000)::bigint
+		FROM (SELECT id, (config->>'Retention')::bigint / 1000 AS ret FROM queues WHERE NOT deleted) q
+		CROSS JOIN LATERAL (SELECT sent_at FROM messages WHERE queue_id = q.id ORDER BY sent_at LIMIT 1) m`,
+		b.tnow()).Scan(&dueIn)
+	if err != nil {
+		return -1, false, dbErr("next expiry", err)
+	}
+	next = -1
+	if dueIn != nil {
+		next = max(time.Duration(*dueIn)*time.Microsecond, 0)
+	}
+	return next, expired > 0 || reclaimed, nil
+}
+
+// reclaimBudget bounds the messages of deleted queues one reclaim step deletes.
+const reclaimBudget = 5000
+
+// reclaim deletes a batch of the messages of deleted queues; a deleted queue
+// left with none loses its counters and is marked reclaimed. It reports
+// whether it did anything.
+func (b *Backend) reclaim(ctx context.Context) (bool, error) {
+	var n, done int64
+	err := b.pool.QueryRow(ctx, `
+		WITH q AS (SELECT id, deleted_at FROM queues WHERE deleted AND NOT reclaimed),
+		d AS (DELETE FROM messages WHERE id IN (
+			SELECT m.id FROM q CROSS JOIN LATERAL (
+				SELECT id FROM messages WHERE queue_id = q.id LIMIT $2 FOR UPDATE SKIP LOCKED) m
+			LIMIT $2) RETURNING queue_id),
+		empty AS (SELECT id FROM q WHERE deleted_at < `+nowSQL+` - interval '1 minute'
+			AND NOT EXISTS (SELECT 1 FROM messages WHERE queue_id = q.id)),
+		c AS (DELETE FROM counts WHERE queue_id IN (SELECT id FROM empty)),
+		r AS (UPDATE queues SET reclaimed = true WHERE id IN (SELECT id FROM empty) RETURNING id)
+		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM r)`, b.tnow(), reclaimBudget).Scan(&n, &done)
+	if err != nil {
+		return false, dbErr("reclaim deleted queues", err)
+	}
+	if n > 0 || done > 0 {
+		b.log.Debug("reclaimed deleted queues", "messages", n, "queues", done)
+	}
+	return n > 0, nil
+}
