@@ -23,7 +23,8 @@
 // sizes, delays, counters), visibility.go (leases, receipts, the in-flight
 // cap), longpoll.go (waiting receives and receive parameters), retention.go,
 // redrive.go (dead-letter queues), batch.go, restart.go, concurrency.go,
-// lifecycle.go and fifo.go (issue 3).
+// lifecycle.go, fifo.go, movetask.go (message move tasks) and tags.go
+// (tags and policy statements; issue 3).
 package brokertest
 
 import (
@@ -74,6 +75,8 @@ func groups() []group {
 		{"Concurrency", concurrencyTests},
 		{"Lifecycle", lifecycleTests},
 		{"FIFO", fifoTests},
+		{"MoveTasks", moveTaskTests},
+		{"Tags", tagTests},
 	}
 }
 

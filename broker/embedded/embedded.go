@@ -16,9 +16,10 @@
 // # Goroutines
 //
 // Backend.mu guards all in-memory state (queues and their indexes, counters,
-// the closed flag). Besides the callers' goroutines, the backend owns two
-// duties started by Open and stopped by Close: the retention sweeper and the
-// space reclaimer (compaction of deleted queues' ranges).
+// the closed flag, the move tasks). Besides the callers' goroutines, the
+// backend owns three duties started by Open and stopped by Close: the
+// retention sweeper, the space reclaimer (compaction of deleted queues'
+// ranges) and the move-task runner (movetask.go).
 package embedded
 
 import (
@@ -73,6 +74,8 @@ type Backend struct {
 	// sweepAt is the deadline the retention sweeper sleeps until (Unix ns;
 	// 0 = none); a send that expires earlier kicks the sweeper.
 	sweepAt int64
+	// moves is the move-task state (movetask.go), guarded by mu.
+	moves *moveTasks
 
 	ops       sync.WaitGroup // calls in progress; Close waits for them before closing the store
 	duties    sync.WaitGroup // background goroutines
@@ -124,8 +127,14 @@ func Open(cfg Config) (*Backend, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	b.duties.Add(2)
+	if err := b.recoverMoveTasks(); err != nil {
+		cancel()
+		_ = db.Close()
+		return nil, err
+	}
+	b.duties.Add(3)
 	go b.sweepLoop()
+	go b.moveLoop()
 	go b.reclaimLoop(ctx)
 	return b, nil
 }

@@ -1,0 +1,546 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Message move tasks (broker.MoveTasker).
+//
+// # State
+//
+// A task is one record, 0x04 <seq:8> (JSON moveTaskRecord), where seq is a
+// counter handed out in start order, so the store holds the tasks in the
+// order ListMoveTasks wants (reversed). In memory, moveTasks keeps every
+// task by source queue name, oldest first, with its working state. At most
+// maxTasksPerSource ended tasks are kept per source; older ones are deleted
+// when a new task starts.
+//
+// # Which messages a task moves
+//
+// The task's watermark is the message key counter (Backend.nextKey) when it
+// started: keys only grow, so the source's messages with a key below it are
+// exactly the messages it held then. The runner turns them into a list of
+// keys ordered by (SentAt, key), oldest first, and walks it with a cursor.
+// The list is not stored: after a restart it is rebuilt from the watermark,
+// and since a moved message is deleted from the source, the rebuilt list is
+// the remainder. A key whose message is gone (deleted, expired) or in flight
+// is passed over: a message that a consumer holds stays where it is.
+//
+// # One step, one write
+//
+// A step moves up to broker.MoveChunk(rate) messages under Backend.mu in one
+// Pebble batch: for each, the new message on the destination (new key, new
+// message id, SentAt now), the delete of the old one from the source, and the
+// task record with the new Moved count. The batch is synced before the next
+// step, so a crash leaves every message either moved (and counted) or not,
+// never both or neither.
+//
+// # The runner
+//
+// moveLoop is one goroutine owned by the backend (started by Open, stopped
+// by Close through b.closing, counted in b.duties). It sleeps on one clock
+// timer until the earliest due task, or until moveKick says a task started
+// or was cancelled. After a step that moved n messages, the task is due again
+// broker.MovePace(n, rate) later on the injected clock, so a FakeClock drives
+// it. All task state is guarded by Backend.mu; the loop holds no state of its
+// own but its timer.
+
+// pfxMoveTask prefixes the move task records (see codec.go for the others).
+const pfxMoveTask byte = 0x04
+
+// maxTasksPerSource is how many ended tasks are kept per source queue
+// (ListMessageMoveTasks shows at most 10).
+const maxTasksPerSource = broker.MaxListMoveTasks
+
+func moveTaskKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{pfxMoveTask}, seq)
+}
+
+// moveTaskRecord is the stored form of a task.
+type moveTaskRecord struct {
+	Seq           uint64                `json:"seq"`
+	ID            string                `json:"id"`
+	Source        string                `json:"source"`
+	SourceID      uint64                `json:"sourceId"`
+	Destination   string                `json:"dest,omitempty"`
+	DestinationID uint64                `json:"destId,omitempty"`
+	MaxPerSecond  int                   `json:"rate,omitempty"`
+	Status        broker.MoveTaskStatus `json:"status"`
+	Moved         int64                 `json:"moved"`
+	ToMove        int64                 `json:"toMove"`
+	FailureReason string                `json:"failure,omitempty"`
+	StartedAt     time.Time             `json:"started"`
+	// Watermark: the source's messages with keys below it belong to the task.
+	Watermark uint64 `json:"watermark"`
+}
+
+func (r *moveTaskRecord) encode() []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // plain data
+	}
+	return b
+}
+
+func (r *moveTaskRecord) task() broker.MoveTask {
+	return broker.MoveTask{
+		ID: r.ID, Source: r.Source, Destination: r.Destination, MaxPerSecond: r.MaxPerSecond,
+		Status: r.Status, Moved: r.Moved, ToMove: r.ToMove, FailureReason: r.FailureReason,
+		StartedAt: r.StartedAt,
+	}
+}
+
+// Active reports whether the task still has work (RUNNING or CANCELLING).
+func (r *moveTaskRecord) Active() bool {
+	return r.Status == broker.MoveTaskRunning || r.Status == broker.MoveTaskCancelling
+}
+
+// moveTask is one task and, while it is active, its working state.
+type moveTask struct {
+	moveTaskRecord
+	cands  []uint64 // keys to move, oldest first; nil until the first step
+	cursor int      // next index in cands
+	due    int64    // Unix ns: when the runner may take the next step
+}
+
+// moveTasks is the move-task state of a Backend, guarded by Backend.mu.
+type moveTasks struct {
+	bySource map[string][]*moveTask // oldest first
+	nextSeq  uint64
+	kick     chan struct{} // wakes moveLoop (buffered 1)
+}
+
+var _ broker.MoveTasker = (*Backend)(nil)
+
+// recoverMoveTasks loads the task records (Open, before any goroutine). A
+// RUNNING task resumes where it stopped; a CANCELLING one is CANCELLED.
+func (b *Backend) recoverMoveTasks() error {
+	b.moves = &moveTasks{bySource: map[string][]*moveTask{}, nextSeq: 1, kick: make(chan struct{}, 1)}
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxMoveTask}, UpperBound: []byte{pfxMoveTask + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	now := b.now()
+	batch := b.db.NewBatch()
+	defer batch.Close()
+	for it.First(); it.Valid(); it.Next() {
+		t := &moveTask{due: now}
+		if err := json.Unmarshal(it.Value(), &t.moveTaskRecord); err != nil {
+			return fmt.Errorf("embedded: move task record %x: %w", it.Key(), err)
+		}
+		if t.Status == broker.MoveTaskCancelling {
+			t.Status = broker.MoveTaskCancelled
+			_ = batch.Set(moveTaskKey(t.Seq), t.encode(), nil)
+		}
+		b.moves.bySource[t.Source] = append(b.moves.bySource[t.Source], t)
+		b.moves.nextSeq = max(b.moves.nextSeq, t.Seq+1)
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return b.db.Apply(batch, pebble.Sync)
+}
+
+// kickMover wakes the runner. Never blocks.
+func (b *Backend) kickMover() {
+	select {
+	case b.moves.kick <- struct{}{}:
+	default:
+	}
+}
+
+// isDeadLetterQueueLocked reports whether some queue's RedrivePolicy names q.
+func (b *Backend) isDeadLetterQueueLocked(name string) bool {
+	for _, q := range b.queues {
+		if r := q.Config.Redrive; r != nil && r.DeadLetterQueue == name && q.Name != name {
+			return true
+		}
+	}
+	return false
+}
+
+// StartMoveTask implements broker.MoveTasker.
+func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
+	if err := broker.ValidateMoveRate(req.MaxPerSecond); err != nil {
+		return broker.MoveTask{}, err
+	}
+	if err := b.enter(); err != nil {
+		return broker.MoveTask{}, err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return broker.MoveTask{}, err
+	}
+	b.mu.Lock()
+	src := b.queues[req.Source]
+	if src == nil {
+		b.mu.Unlock()
+		return broker.MoveTask{}, broker.MoveSourceNotFoundError()
+	}
+	if !b.isDeadLetterQueueLocked(req.Source) {
+		b.mu.Unlock()
+		return broker.MoveTask{}, broker.MoveSourceNotDLQError()
+	}
+	rec := moveTaskRecord{
+		ID: broker.NewMessageID(), Source: src.Name, SourceID: src.ID, MaxPerSecond: req.MaxPerSecond,
+		Status: broker.MoveTaskRunning, StartedAt: b.clock.Now(),
+	}
+	if req.Destination != "" {
+		dst := b.queues[req.Destination]
+		switch {
+		case dst == nil:
+			b.mu.Unlock()
+			return broker.MoveTask{}, broker.MoveDestinationNotFoundError()
+		case dst == src:
+			b.mu.Unlock()
+			return broker.MoveTask{}, broker.Errorf(broker.ErrInvalidParameterValue, "Source and destination queues must be different.")
+		case dst.Config.Fifo != src.Config.Fifo:
+			b.mu.Unlock()
+			return broker.MoveTask{}, broker.Errorf(broker.ErrInvalidParameterValue, "The destination queue must be of the same type as the source queue (FIFO or standard).")
+		}
+		rec.Destination, rec.DestinationID = dst.Name, dst.ID
+	}
+	tasks := b.liveTasksLocked(src)
+	for _, t := range tasks {
+		if t.Active() {
+			b.mu.Unlock()
+			return broker.MoveTask{}, broker.MoveTaskRunningError()
+		}
+	}
+	batch := b.db.NewBatch()
+	// Keep the newest ended tasks only; delete the records of older ones.
+	for len(tasks) >= maxTasksPerSource {
+		_ = batch.Delete(moveTaskKey(tasks[0].Seq), nil)
+		tasks = tasks[1:]
+	}
+	rec.Seq = b.moves.nextSeq
+	b.moves.nextSeq++
+	rec.Watermark = b.nextKey
+	rec.ToMove = int64(len(src.msgs))
+	t := &moveTask{moveTaskRecord: rec, due: b.now()}
+	b.moves.bySource[src.Name] = append(tasks, t)
+	_ = batch.Set(moveTaskKey(rec.Seq), rec.encode(), nil)
+	err := b.applyLocked(batch)
+	out := t.task()
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return broker.MoveTask{}, err
+	}
+	b.kickMover()
+	b.log.Info("move task started", "queue", rec.Source, "task_id", rec.ID, "destination", rec.Destination,
+		"rate", rec.MaxPerSecond, "to_move", rec.ToMove)
+	return out, nil
+}
+
+// liveTasksLocked returns the tasks of the queue src (by name), dropping from
+// memory those of an earlier queue of the same name (their records stay until
+// pruned by a later start).
+func (b *Backend) liveTasksLocked(src *queue) []*moveTask {
+	all := b.moves.bySource[src.Name]
+	out := all[:0:0]
+	for _, t := range all {
+		if t.SourceID == src.ID {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// ListMoveTasks implements broker.MoveTasker.
+func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) ([]broker.MoveTask, error) {
+	if limit == 0 {
+		limit = broker.DefaultListMoveTasks
+	}
+	if limit < 1 || limit > broker.MaxListMoveTasks {
+		return nil, broker.Errorf(broker.ErrInvalidParameterValue,
+			"Value %d for parameter MaxResults is invalid. Reason: must be between 1 and %d.", limit, broker.MaxListMoveTasks)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errClosed()
+	}
+	src := b.queues[source]
+	if src == nil {
+		return nil, broker.MoveSourceNotFoundError()
+	}
+	tasks := b.liveTasksLocked(src)
+	out := make([]broker.MoveTask, 0, min(limit, len(tasks)))
+	for i := len(tasks) - 1; i >= 0 && len(out) < limit; i-- {
+		out = append(out, tasks[i].task())
+	}
+	return out, nil
+}
+
+// CancelMoveTask implements broker.MoveTasker: the task becomes CANCELLING
+// at once (durably) and CANCELLED at the runner's next step, which the
+// cancel triggers.
+func (b *Backend) CancelMoveTask(ctx context.Context, source, id string) (broker.MoveTask, error) {
+	if err := b.enter(); err != nil {
+		return broker.MoveTask{}, err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return broker.MoveTask{}, err
+	}
+	b.mu.Lock()
+	src := b.queues[source]
+	if src == nil {
+		b.mu.Unlock()
+		return broker.MoveTask{}, broker.MoveSourceNotFoundError()
+	}
+	var t *moveTask
+	for _, x := range b.liveTasksLocked(src) {
+		if x.ID == id {
+			t = x
+		}
+	}
+	if t == nil {
+		b.mu.Unlock()
+		return broker.MoveTask{}, broker.MoveTaskNotFoundError()
+	}
+	if t.Status != broker.MoveTaskRunning {
+		b.mu.Unlock()
+		return broker.MoveTask{}, broker.MoveTaskNotRunningError(t.Status)
+	}
+	t.Status = broker.MoveTaskCancelling
+	t.due = b.now()
+	batch := b.db.NewBatch()
+	_ = batch.Set(moveTaskKey(t.Seq), t.encode(), nil)
+	err := b.applyLocked(batch)
+	out := t.task()
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return broker.MoveTask{}, err
+	}
+	b.kickMover()
+	b.log.Info("move task cancelled", "queue", source, "task_id", id, "moved", out.Moved)
+	return out, nil
+}
+
+// moveIdle is how long the runner sleeps when no task is active.
+const moveIdle = time.Hour
+
+// moveLoop is the move-task runner (see the top of this file).
+func (b *Backend) moveLoop() {
+	defer b.duties.Done()
+	// One timer, re-armed with Reset, so that the number of armed timers on a
+	// FakeClock stays steady (tests count them to see receives block).
+	t := b.clock.NewTimer(moveIdle)
+	defer t.Stop()
+	for {
+		next, ok := b.moveDue()
+		d := moveIdle
+		if ok {
+			d = sinceDur(next, b.now())
+		}
+		if d == 0 {
+			select {
+			case <-b.closing:
+				return
+			default:
+				continue
+			}
+		}
+		t.Reset(d)
+		select {
+		case <-t.C():
+		case <-b.moves.kick:
+		case <-b.closing:
+			return
+		}
+	}
+}
+
+// moveDue runs one step of every active task that is due, each in its own
+// synced batch, and returns the earliest due time of the active tasks.
+func (b *Backend) moveDue() (next int64, ok bool) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return 0, false
+	}
+	var due []*moveTask
+	now := b.now()
+	for _, ts := range b.moves.bySource {
+		for _, t := range ts {
+			if t.Active() && t.due <= now {
+				due = append(due, t)
+			}
+		}
+	}
+	b.mu.Unlock()
+	for _, t := range due {
+		if err := b.moveStep(t); err != nil {
+			b.log.Error("move task step failed", "queue", t.Source, "task_id", t.ID, "err", err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ts := range b.moves.bySource {
+		for _, t := range ts {
+			if t.Active() && (!ok || t.due < next) {
+				next, ok = t.due, true
+			}
+		}
+	}
+	return next, ok
+}
+
+// moveStep takes one step of t in one synced batch (see "One step, one write").
+func (b *Backend) moveStep(t *moveTask) error {
+	batch := b.db.NewBatch()
+	b.mu.Lock()
+	if b.closed || !t.Active() {
+		b.mu.Unlock()
+		_ = batch.Close()
+		return nil
+	}
+	now := b.now()
+	b.moveStepLocked(t, batch, now)
+	_ = batch.Set(moveTaskKey(t.Seq), t.encode(), nil)
+	err := b.applyLocked(batch)
+	status, moved := t.Status, t.Moved
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return err
+	}
+	if status != broker.MoveTaskRunning {
+		b.log.Info("move task ended", "queue", t.Source, "task_id", t.ID, "status", string(status), "moved", moved,
+			"failure", t.FailureReason)
+	}
+	return nil
+}
+
+// moveStepLocked moves up to one chunk of t's messages into batch and
+// updates t (b.mu held; the caller writes t's record in the same batch).
+func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
+	fail := func() {
+		t.Status, t.FailureReason = broker.MoveTaskFailed, broker.MoveTaskFailureNoQueue
+	}
+	if t.Status == broker.MoveTaskCancelling {
+		t.Status = broker.MoveTaskCancelled
+		return
+	}
+	src := b.byID[t.SourceID]
+	if src == nil {
+		fail()
+		return
+	}
+	var dst *queue
+	if t.Destination != "" {
+		if dst = b.byID[t.DestinationID]; dst == nil {
+			fail()
+			return
+		}
+	}
+	if t.cands == nil {
+		t.cands = moveCandidates(src, t.Watermark)
+	}
+	rate := t.task().MoveRate()
+	n := broker.MoveChunk(rate)
+	moved := 0
+	for moved < n && t.cursor < len(t.cands) {
+		m := src.msgs[t.cands[t.cursor]]
+		if m == nil || m.state == stateInflight || src.expired(m, now) {
+			t.cursor++ // gone, held by a consumer, or due for the sweeper
+			continue
+		}
+		target := dst
+		if target == nil {
+			target = b.queues[m.deadLetterSource]
+			if target == nil || target == src {
+				t.Moved += int64(moved)
+				fail()
+				return
+			}
+		}
+		if err := b.moveOutLocked(src, target, m, batch, now); err != nil {
+			b.log.Error("move task: message not moved", "queue", src.Name, "key", m.key, "err", err)
+		}
+		t.cursor++
+		moved++
+	}
+	t.Moved += int64(moved)
+	if t.cursor >= len(t.cands) {
+		t.Status = broker.MoveTaskCompleted
+		t.cands = nil
+		return
+	}
+	t.due = now + int64(broker.MovePace(moved, rate))
+}
+
+// moveCandidates returns the keys of src's messages below watermark, oldest
+// (SentAt, then key) first.
+func moveCandidates(src *queue, watermark uint64) []uint64 {
+	ms := make([]*msg, 0, len(src.msgs))
+	for k, m := range src.msgs {
+		if k < watermark {
+			ms = append(ms, m)
+		}
+	}
+	sort.Slice(ms, func(i, j int) bool {
+		if ms[i].sentAt != ms[j].sentAt {
+			return ms[i].sentAt < ms[j].sentAt
+		}
+		return ms[i].key < ms[j].key
+	})
+	keys := make([]uint64, len(ms))
+	for i, m := range ms {
+		keys[i] = m.key
+	}
+	return keys
+}
+
+// moveOutLocked moves m (not in flight) from src to dst in batch as a new
+// message: new key and message id, SentAt now, receive count 0, dst's
+// DelaySeconds; body, attributes, system attributes, sender, priority and
+// group kept. On a FIFO destination its sequence number is its new key and
+// its dedup id its new message id (it is not deduplicated).
+func (b *Backend) moveOutLocked(src, dst *queue, m *msg, batch *pebble.Batch, now int64) error {
+	v, closer, err := b.db.Get(msgKey(src.ID, kindBody, m.key))
+	if err != nil {
+		return err
+	}
+	var old broker.Message
+	err = decodeBody(v, &old)
+	_ = closer.Close()
+	if err != nil {
+		return err
+	}
+	id := broker.NewMessageID()
+	body := encodeBody(id, &broker.SendEntry{
+		Body: old.Body, Attributes: old.Attributes, SystemAttributes: old.SystemAttributes, SenderID: old.SenderID,
+	})
+	nm := &msg{
+		key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
+		priority: m.priority, size: m.size, groupID: m.groupID, pos: -1, agePos: -1,
+	}
+	if dst.Config.Fifo {
+		nm.seq, nm.dedupID = nm.key, id
+	}
+	if d := dst.Config.Delay; d > 0 {
+		nm.state, nm.visibleAt = stateDelayed, now+int64(d)
+	}
+	_ = batch.Set(msgKey(dst.ID, kindBody, nm.key), body, nil)
+	_ = batch.Set(msgKey(dst.ID, kindMeta, nm.key), encodeMeta(nm), nil)
+	_ = batch.Delete(msgKey(src.ID, kindMeta, m.key), nil)
+	_ = batch.Delete(msgKey(src.ID, kindBody, m.key), nil)
+	src.remove(m)
+	dst.add(nm, now)
+	b.noteExpiryLocked(dst, nm)
+	return nil
+}
