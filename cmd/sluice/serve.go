@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/server"
 )
 
@@ -21,6 +22,7 @@ import (
 // variable; a flag given on the command line wins over the variable.
 type serveFlags struct {
 	addr, data, account, region string
+	store                       string // "" (embedded at data) or a postgres:// URL
 	strictPurge                 bool
 	maxInFlight                 int
 	shutdownTimeout             time.Duration
@@ -40,6 +42,7 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	def := server.DefaultConfig()
 	str(&f.addr, "addr", "SLUICE_ADDR", def.Addr, "address to listen on; port 0 picks a free port")
 	str(&f.data, "data", "SLUICE_DATA", "./sluice-data", "data directory")
+	str(&f.store, "store", "SLUICE_STORE", "", "where queues live: empty for the embedded store at --data, or a postgres:// URL (several brokers may share one PostgreSQL)")
 	str(&f.account, "account-id", "SLUICE_ACCOUNT_ID", def.AccountID, "account id in queue URLs and ARNs")
 	str(&f.region, "region", "SLUICE_REGION", def.Region, "region in queue ARNs")
 	str(&f.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
@@ -71,6 +74,9 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	}
 	if f.maxInFlight < 1 {
 		return f, fmt.Errorf("--max-inflight %d must be at least 1", f.maxInFlight)
+	}
+	if f.store != "" && !isPostgresURL(f.store) {
+		return f, fmt.Errorf("--store %q: use a postgres:// or postgresql:// URL, or leave it empty for the embedded store", f.store)
 	}
 	if f.data == "" {
 		return f, errors.New("--data must name a directory")
@@ -112,9 +118,19 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		return 2
 	}
 
-	backend, err := embedded.Open(embedded.Config{Dir: f.data, Options: broker.Options{
-		Logger: log, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge,
-	}})
+	opts := broker.Options{Logger: log, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge}
+	var backend broker.Backend
+	if f.store != "" {
+		pcfg := postgres.DefaultConfig()
+		pcfg.URL, pcfg.Options = f.store, opts
+		backend, err = postgres.Open(ctx, pcfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice serve: open PostgreSQL store: %v\n", err)
+			return 1
+		}
+	} else {
+		backend, err = embedded.Open(embedded.Config{Dir: f.data, Options: opts})
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: open data directory %s: %v\n", f.data, err)
 		if dataDirBusy(err) {
@@ -159,6 +175,11 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		log.Info("stopped")
 	}
 	return code
+}
+
+// isPostgresURL reports whether store names a PostgreSQL database.
+func isPostgresURL(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
 }
 
 // dataDirBusy reports whether err says another process holds the store's lock.
