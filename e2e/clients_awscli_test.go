@@ -450,4 +450,3 @@ func TestClientAWSCLI(t *testing.T) {
 		})
 	}
 }
-
