@@ -59,16 +59,25 @@ func init() {
 		"DeleteMessageBatch":           op(false, queryDeleteMessageBatch, (*Handler).deleteMessageBatch),
 		"ChangeMessageVisibility":      op(false, queryChangeVisibility, (*Handler).changeVisibility),
 		"ChangeMessageVisibilityBatch": op(false, queryChangeVisibilityBatch, (*Handler).changeVisibilityBatch),
+		// actions_tags.go
+		"TagQueue":         op(false, queryTagQueue, (*Handler).tagQueue),
+		"UntagQueue":       op(false, queryUntagQueue, (*Handler).untagQueue),
+		"ListQueueTags":    op(false, queryQueueOnly, (*Handler).listQueueTags),
+		"AddPermission":    op(false, queryAddPermission, (*Handler).addPermission),
+		"RemovePermission": op(false, queryRemovePermission, (*Handler).removePermission),
+		// actions_redrive.go
+		"ListDeadLetterSourceQueues": op(false, queryListDeadLetterSourceQueues, (*Handler).listDeadLetterSourceQueues),
+		"StartMessageMoveTask":       op(false, queryStartMoveTask, (*Handler).startMoveTask),
+		"ListMessageMoveTasks":       op(false, queryListMoveTasks, (*Handler).listMoveTasks),
+		"CancelMessageMoveTask":      op(false, queryCancelMoveTask, (*Handler).cancelMoveTask),
 	}
 }
 
 // unsupported are SQS actions Sluice knows but does not serve yet: they
-// answer UnsupportedOperation rather than InvalidAction.
-var unsupported = map[string]bool{
-	"TagQueue": true, "UntagQueue": true, "ListQueueTags": true,
-	"AddPermission": true, "RemovePermission": true, "ListDeadLetterSourceQueues": true,
-	"StartMessageMoveTask": true, "ListMessageMoveTasks": true, "CancelMessageMoveTask": true,
-}
+// answer UnsupportedOperation rather than InvalidAction. (Every SQS action is
+// served now; an action that needs an optional backend capability answers
+// UnsupportedOperation itself when the backend lacks it.)
+var unsupported = map[string]bool{}
 
 // lookup finds an action, or the error to answer.
 func lookup(action string, proto protocol) (operation, error) {

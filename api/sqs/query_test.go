@@ -379,8 +379,8 @@ func TestQueryErrors(t *testing.T) {
 	expectError(t, resp, body, 400, "AWS.SimpleQueueService.BatchEntryIdsNotDistinct")
 	resp, body = e.form(path, vals("Action", "DeleteMessageBatch"))
 	expectError(t, resp, body, 400, "AWS.SimpleQueueService.EmptyBatchRequest")
-	resp, body = e.form(path, vals("Action", "ListQueueTags"))
-	expectError(t, resp, body, 400, "AWS.SimpleQueueService.UnsupportedOperation")
+	resp, body = e.form(path, vals("Action", "CancelMessageMoveTask", "TaskHandle", "garbage"))
+	expectError(t, resp, body, 400, "InvalidParameterValue")
 	resp, body = e.form("/", vals("Action", "GetQueueAttributes", "QueueUrl", "http://h/000000000000/qe", "AttributeName.1", "Foobar"))
 	er = expectError(t, resp, body, 400, "InvalidAttributeName")
 	if er.Message != "Unknown Attribute Foobar." {

@@ -1,0 +1,252 @@
+package sqs
+
+import (
+	"github.com/sluicemq/sluice/broker"
+)
+
+// The redrive actions: ListDeadLetterSourceQueues, and the message move
+// tasks StartMessageMoveTask, ListMessageMoveTasks, CancelMessageMoveTask,
+// which need the backend's optional broker.MoveTasker (UnsupportedOperation
+// without it). The backend knows queues by name; ARNs and task handles are
+// made and read here.
+
+type listDeadLetterSourceQueuesInput struct {
+	queueRef
+	NextToken  string  `json:"NextToken"`
+	MaxResults *number `json:"MaxResults"`
+}
+
+type listDeadLetterSourceQueuesOutput struct {
+	// QueueUrls is required in the model (and lower-case in JSON): always sent.
+	QueueUrls []string `json:"queueUrls" xml:"QueueUrl"`
+	NextToken string   `json:"NextToken,omitempty" xml:"NextToken,omitempty"`
+}
+
+type startMoveTaskInput struct {
+	SourceArn                    string  `json:"SourceArn"`
+	DestinationArn               string  `json:"DestinationArn"`
+	MaxNumberOfMessagesPerSecond *number `json:"MaxNumberOfMessagesPerSecond"`
+}
+
+type startMoveTaskOutput struct {
+	TaskHandle string `json:"TaskHandle" xml:"TaskHandle"`
+}
+
+type listMoveTasksInput struct {
+	SourceArn  string  `json:"SourceArn"`
+	MaxResults *number `json:"MaxResults"`
+}
+
+// moveTaskEntry is a ListMessageMoveTasksResultEntry.
+type moveTaskEntry struct {
+	TaskHandle                        string `json:"TaskHandle,omitempty" xml:"TaskHandle,omitempty"`
+	Status                            string `json:"Status" xml:"Status"`
+	SourceArn                         string `json:"SourceArn" xml:"SourceArn"`
+	DestinationArn                    string `json:"DestinationArn,omitempty" xml:"DestinationArn,omitempty"`
+	MaxNumberOfMessagesPerSecond      *int   `json:"MaxNumberOfMessagesPerSecond,omitempty" xml:"MaxNumberOfMessagesPerSecond,omitempty"`
+	ApproximateNumberOfMessagesMoved  int64  `json:"ApproximateNumberOfMessagesMoved" xml:"ApproximateNumberOfMessagesMoved"`
+	ApproximateNumberOfMessagesToMove int64  `json:"ApproximateNumberOfMessagesToMove" xml:"ApproximateNumberOfMessagesToMove"`
+	FailureReason                     string `json:"FailureReason,omitempty" xml:"FailureReason,omitempty"`
+	StartedTimestamp                  int64  `json:"StartedTimestamp" xml:"StartedTimestamp"`
+}
+
+type listMoveTasksOutput struct {
+	Results []moveTaskEntry `json:"Results" xml:"ListMessageMoveTasksResultEntry"`
+}
+
+type cancelMoveTaskInput struct {
+	TaskHandle string `json:"TaskHandle"`
+}
+
+type cancelMoveTaskOutput struct {
+	ApproximateNumberOfMessagesMoved int64 `json:"ApproximateNumberOfMessagesMoved" xml:"ApproximateNumberOfMessagesMoved"`
+}
+
+func queryListDeadLetterSourceQueues(p params) (*listDeadLetterSourceQueuesInput, error) {
+	return &listDeadLetterSourceQueuesInput{queueRef: queryQueueRef(p), NextToken: p.str("NextToken"), MaxResults: p.num("MaxResults")}, nil
+}
+
+func queryStartMoveTask(p params) (*startMoveTaskInput, error) {
+	return &startMoveTaskInput{
+		SourceArn: p.str("SourceArn"), DestinationArn: p.str("DestinationArn"),
+		MaxNumberOfMessagesPerSecond: p.num("MaxNumberOfMessagesPerSecond"),
+	}, nil
+}
+
+func queryListMoveTasks(p params) (*listMoveTasksInput, error) {
+	return &listMoveTasksInput{SourceArn: p.str("SourceArn"), MaxResults: p.num("MaxResults")}, nil
+}
+
+func queryCancelMoveTask(p params) (*cancelMoveTaskInput, error) {
+	return &cancelMoveTaskInput{TaskHandle: p.str("TaskHandle")}, nil
+}
+
+// listDeadLetterSourceQueues pages through the queues whose RedrivePolicy
+// names the queue, in name order, with ListQueues's NextToken rules.
+func (h *Handler) listDeadLetterSourceQueues(c *call, in *listDeadLetterSourceQueuesInput) (any, error) {
+	name, err := c.queueName(in.queueRef)
+	if err != nil {
+		return nil, err
+	}
+	limit, paged, err := in.MaxResults.get("MaxResults")
+	if err != nil {
+		return nil, err
+	}
+	if paged && (limit < 1 || limit > maxListQueues) {
+		return nil, invalidValue(limit, "MaxResults", "MaxResults must be an integer between 1 and 1000.")
+	}
+	if !paged {
+		limit = maxListQueues
+	}
+	after := ""
+	if in.NextToken != "" {
+		if after, err = decodeListToken(in.NextToken); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := h.backend.GetQueue(c.ctx, name); err != nil {
+		return nil, err
+	}
+	// Every queue is looked at: a scan, but of queue records only.
+	qs, err := h.backend.ListQueues(c.ctx, "", after, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := &listDeadLetterSourceQueuesOutput{QueueUrls: []string{}}
+	last := ""
+	for _, q := range qs {
+		if r := q.Config.Redrive; r == nil || r.DeadLetterQueue != name || q.Name == name {
+			continue
+		}
+		if len(out.QueueUrls) == int(limit) {
+			if paged {
+				out.NextToken = encodeListToken(last)
+			}
+			break
+		}
+		out.QueueUrls = append(out.QueueUrls, h.queueURL(c, q.Name))
+		last = q.Name
+	}
+	return out, nil
+}
+
+// queueOfARN returns the name of the queue an ARN of this broker names (its
+// region and account), or false.
+func (h *Handler) queueOfARN(arn string) (string, bool) {
+	name, ok := broker.QueueNameFromARN(arn)
+	if !ok || h.arn(name) != arn {
+		return "", false
+	}
+	return name, true
+}
+
+func (h *Handler) moveTasker(c *call) (broker.MoveTasker, error) {
+	mt, ok := h.backend.(broker.MoveTasker)
+	if !ok {
+		return nil, unsupportedBy(c.action)
+	}
+	return mt, nil
+}
+
+func (h *Handler) startMoveTask(c *call, in *startMoveTaskInput) (any, error) {
+	if in.SourceArn == "" {
+		return nil, missing("SourceArn")
+	}
+	rate, given, err := in.MaxNumberOfMessagesPerSecond.get("MaxNumberOfMessagesPerSecond")
+	if err != nil {
+		return nil, err
+	}
+	if given && (rate < 1 || rate > broker.MaxMoveRate) {
+		return nil, invalidValue(rate, "MaxNumberOfMessagesPerSecond", "must be between 1 and 500, if provided.")
+	}
+	mt, err := h.moveTasker(c)
+	if err != nil {
+		return nil, err
+	}
+	req := broker.MoveTaskRequest{MaxPerSecond: int(rate)}
+	var ok bool
+	if req.Source, ok = h.queueOfARN(in.SourceArn); !ok {
+		return nil, broker.MoveSourceNotFoundError()
+	}
+	if in.DestinationArn != "" {
+		if req.Destination, ok = h.queueOfARN(in.DestinationArn); !ok {
+			return nil, broker.MoveDestinationNotFoundError()
+		}
+	}
+	task, err := mt.StartMoveTask(c.ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &startMoveTaskOutput{TaskHandle: broker.EncodeTaskHandle(task.ID, h.arn(task.Source))}, nil
+}
+
+func (h *Handler) listMoveTasks(c *call, in *listMoveTasksInput) (any, error) {
+	if in.SourceArn == "" {
+		return nil, missing("SourceArn")
+	}
+	limit, given, err := in.MaxResults.get("MaxResults")
+	if err != nil {
+		return nil, err
+	}
+	if !given {
+		limit = broker.DefaultListMoveTasks
+	}
+	if limit < 1 || limit > broker.MaxListMoveTasks {
+		return nil, invalidValue(limit, "MaxResults", "must be between 1 and 10, if provided.")
+	}
+	mt, err := h.moveTasker(c)
+	if err != nil {
+		return nil, err
+	}
+	source, ok := h.queueOfARN(in.SourceArn)
+	if !ok {
+		return nil, broker.MoveSourceNotFoundError()
+	}
+	tasks, err := mt.ListMoveTasks(c.ctx, source, int(limit))
+	if err != nil {
+		return nil, err
+	}
+	out := &listMoveTasksOutput{Results: make([]moveTaskEntry, 0, len(tasks))}
+	for _, t := range tasks {
+		e := moveTaskEntry{
+			Status: string(t.Status), SourceArn: h.arn(t.Source),
+			ApproximateNumberOfMessagesMoved: t.Moved, ApproximateNumberOfMessagesToMove: t.ToMove,
+			FailureReason: t.FailureReason, StartedTimestamp: t.StartedAt.UnixMilli(),
+		}
+		if t.Status == broker.MoveTaskRunning {
+			e.TaskHandle = broker.EncodeTaskHandle(t.ID, h.arn(t.Source))
+		}
+		if t.Destination != "" {
+			e.DestinationArn = h.arn(t.Destination)
+		}
+		if t.MaxPerSecond > 0 {
+			rate := t.MaxPerSecond
+			e.MaxNumberOfMessagesPerSecond = &rate
+		}
+		out.Results = append(out.Results, e)
+	}
+	return out, nil
+}
+
+func (h *Handler) cancelMoveTask(c *call, in *cancelMoveTaskInput) (any, error) {
+	if in.TaskHandle == "" {
+		return nil, missing("TaskHandle")
+	}
+	id, sourceARN, err := broker.DecodeTaskHandle(in.TaskHandle)
+	if err != nil {
+		return nil, err
+	}
+	mt, err := h.moveTasker(c)
+	if err != nil {
+		return nil, err
+	}
+	source, ok := h.queueOfARN(sourceARN)
+	if !ok {
+		return nil, broker.MoveSourceNotFoundError()
+	}
+	task, err := mt.CancelMoveTask(c.ctx, source, id)
+	if err != nil {
+		return nil, err
+	}
+	return &cancelMoveTaskOutput{ApproximateNumberOfMessagesMoved: task.Moved}, nil
+}
