@@ -56,6 +56,8 @@ var fifoTests = []testCase{
 	{"PerMessageDelayRefused", testFifoPerMessageDelay},
 	{"QueueAttributes", testFifoQueueAttributes},
 	{"GroupIDOnStandardQueue", testFifoGroupOnStandard},
+	// Random histories against a reference model (fifo_model.go).
+	{"Model", testFifoModel},
 }
 
 // fifoQueue creates a FIFO queue (name must end in .fifo) with attrs.
