@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,11 +63,23 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 	if err != nil {
 		return nil, err
 	}
+	if err := broker.ValidateSendGroupParams(q.cfg, entries); err != nil {
+		return nil, err
+	}
+	results := make([]broker.SendResult, len(entries))
 	if q.cfg.Fifo {
-		return nil, broker.Errorf(broker.ErrUnsupportedOperation, "FIFO queues are not supported yet by the postgres backend.")
+		for i := range entries {
+			results[i].ID = entries[i].ID
+			results[i].Err = broker.ValidateSendEntry(q.cfg, &entries[i])
+		}
+		if err := b.sendFifo(ctx, q, entries, results); err != nil {
+			return nil, dbErr("send", err)
+		}
+		b.changed(q.id, b.clock.Now().Add(q.cfg.Delay), false)
+		b.noteExpiry(q)
+		return results, nil
 	}
 
-	results := make([]broker.SendResult, len(entries))
 	args := []any{b.tnow(), q.id, shard()}
 	var values []string
 	minDelay := time.Duration(-1)
@@ -86,20 +99,24 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 			minDelay = delay
 		}
 		n := len(args)
-		// (delay µs, priority, message id, sender, attrs, body)
-		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text)",
-			n+1, n+2, n+3, n+4, n+5, n+6))
-		args = append(args, micros(delay), e.Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body)
+		// (delay µs, priority, message id, sender, attrs, body, group)
+		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text)",
+			n+1, n+2, n+3, n+4, n+5, n+6, n+7))
+		var group any
+		if e.GroupID != "" {
+			group = e.GroupID
+		}
+		args = append(args, micros(delay), e.Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body, group)
 	}
 	if len(values) == 0 {
 		return results, nil
 	}
-	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body) AS (VALUES ` + strings.Join(values, ", ") + `),
+	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body, group_id) AS (VALUES ` + strings.Join(values, ", ") + `),
 		ins AS (
-			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body)
+			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id)
 			SELECT $2, CASE WHEN delay > 0 THEN 'd' ELSE 'r' END::"char",
 				` + nowSQL + ` + delay * interval '1 microsecond', ` + nowSQL + `,
-				priority, message_id, sender_id, attrs, body
+				priority, message_id, sender_id, attrs, body, group_id
 			FROM v RETURNING state)
 		INSERT INTO counts AS c (queue_id, shard, ready, delayed)
 		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins
@@ -108,6 +125,7 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 		return nil, dbErr("send", err)
 	}
 	b.changed(q.id, b.clock.Now().Add(minDelay), false)
+	b.noteExpiry(q)
 	return results, nil
 }
 
@@ -156,11 +174,57 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 	if len(keys) == 0 {
 		return errs, nil
 	}
-	sql := `WITH r (id, lease) AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) ORDER BY 1),
-		d AS (DELETE FROM messages m USING r WHERE m.id = r.id AND m.queue_id = $1 AND m.lease = r.lease RETURNING m.state)
-		` + countsFromStates("d", "$1", "$4")
-	if err := retry(func() error { _, err := b.pool.Exec(ctx, sql, q.id, keys, leases, shard()); return err }); err != nil {
+	// On a FIFO queue only a live lease deletes: an expired one has lost its
+	// group lock ($5). Deleting a leased message invalidates the receive
+	// attempt that returned it.
+	sql := `WITH r (id, lease) AS (SELECT * FROM unnest($3::bigint[], $4::bigint[]) ORDER BY 1),
+		d AS (DELETE FROM messages m USING r WHERE m.id = r.id AND m.queue_id = $2 AND m.lease = r.lease
+			AND (NOT $5 OR (m.state = 'i' AND m.visible_at > ` + nowSQL + `))
+			RETURNING m.id, m.state, m.attempt),
+		inv AS (UPDATE attempts SET invalid = true
+			WHERE queue_id = $2 AND attempt_id IN (SELECT attempt FROM d WHERE attempt IS NOT NULL)),
+		cnt AS (` + countsFromStates("d", "$2", "$6") + `)
+		SELECT id FROM d`
+	var gone []int64
+	err = retry(func() error {
+		rows, err := b.pool.Query(ctx, sql, b.tnow(), q.id, keys, leases, q.cfg.Fifo, shard())
+		if err != nil {
+			return err
+		}
+		gone, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
 		return nil, dbErr("delete", err)
+	}
+	if q.cfg.Fifo && len(gone) < len(keys) {
+		// Entries that deleted nothing: an expired lease of the latest
+		// receipt is an error on a FIFO queue; anything else is stale.
+		var expired []int64
+		err := retry(func() error {
+			rows, err := b.pool.Query(ctx, `SELECT m.id FROM messages m
+				JOIN unnest($2::bigint[], $3::bigint[]) r (id, lease) ON m.id = r.id AND m.lease = r.lease
+				WHERE m.queue_id = $1`, q.id, keys, leases)
+			if err != nil {
+				return err
+			}
+			expired, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			return err
+		})
+		if err != nil {
+			return nil, dbErr("delete", err)
+		}
+		for i, e := range entries {
+			if errs[i] != nil {
+				continue
+			}
+			if r, ok, _ := decodeLease(q.id, e.Receipt); ok && slices.Contains(expired, int64(r.Key)) {
+				errs[i] = broker.ReceiptExpiredError(e.Receipt)
+			}
+		}
+	}
+	if q.cfg.Fifo && len(gone) > 0 {
+		b.changed(q.id, time.Time{}, false) // group locks may have ended
 	}
 	return errs, nil
 }
@@ -211,7 +275,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 	const upd = `UPDATE messages SET visible_at = ` + nowSQL + ` + $5 * interval '1 microsecond',
 			state = CASE WHEN $5 = 0 THEN 'r' ELSE 'i' END::"char"
 		WHERE id = $2 AND queue_id = $3 AND lease = $4 AND state = 'i' AND visible_at > ` + nowSQL + `
-		RETURNING 1`
+		RETURNING (SELECT attempt FROM messages WHERE id = $2)`
 	const classify = `SELECT state = 'i' AND visible_at > ` + nowSQL + ` FROM messages WHERE id = $2 AND queue_id = $3 AND lease = $4`
 	earliest := time.Time{}
 	err = retry(func() error {
@@ -219,11 +283,17 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 			nacked := int64(0)
 			for _, c := range changes {
 				errs[c.i] = nil
-				tag, err := tx.Exec(ctx, upd, b.tnow(), c.key, q.id, c.lease, micros(c.timeout))
-				if err != nil {
+				var attempt *string
+				err := tx.QueryRow(ctx, upd, b.tnow(), c.key, q.id, c.lease, micros(c.timeout)).Scan(&attempt)
+				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 					return err
 				}
-				if tag.RowsAffected() == 1 {
+				if err == nil {
+					if attempt != nil {
+						if _, err := tx.Exec(ctx, "UPDATE attempts SET invalid = true WHERE queue_id = $1 AND attempt_id = $2", q.id, *attempt); err != nil {
+							return err
+						}
+					}
 					if c.timeout == 0 {
 						nacked++
 					}

@@ -174,6 +174,7 @@ type Backend struct {
 	closing   chan struct{}  // closed by Close
 	cancel    context.CancelFunc
 	kickSweep chan struct{} // wakes the sweeper (buffered 1)
+	sweepAt   time.Time     // when the sweeper's timer fires (guarded by mu)
 	closeOnce sync.Once
 }
 

@@ -302,6 +302,11 @@ func (b *Backend) PurgeQueue(ctx context.Context, name string) error {
 		if err != nil {
 			return dbErr("purge queue", err)
 		}
+		// A purge clears the FIFO dedup window and receive attempts too.
+		if _, err := tx.Exec(ctx, `WITH d AS (DELETE FROM dedup WHERE queue_id = $1)
+			DELETE FROM attempts WHERE queue_id = $1`, q.id); err != nil {
+			return dbErr("purge queue", err)
+		}
 		return nil
 	})
 }

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"strconv"
-	"time"
+		"time"
 
 	"github.com/sluicemq/sluice/broker"
 )
@@ -47,6 +46,16 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 	if err != nil {
 		return nil, err
 	}
+	attemptID := "" // ReceiveRequestAttemptId: FIFO only, ignored on standard queues
+	if q.cfg.Fifo && req.AttemptID != "" {
+		attemptID = req.AttemptID
+		if err := broker.ValidateFifoID("ReceiveRequestAttemptId", attemptID); err != nil {
+			return nil, err
+		}
+		if ds, ok, err := b.replayAttempt(ctx, q, attemptID); ok || err != nil {
+			return ds, err
+		}
+	}
 	deadline := b.clock.Now().Add(wait)
 	w := b.waiters.add(q.id)
 	defer b.waiters.remove(q.id, w)
@@ -70,14 +79,24 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			return nil, err
 		}
 		room := int64(b.cfg.MaxInFlight) - inflight
-		if room <= 0 {
+		if room <= 0 && !q.cfg.Fifo {
 			return nil, broker.Errorf(broker.ErrOverLimit,
 				"Too many messages in flight on queue %s (the limit is %d).", q.name, b.cfg.MaxInFlight)
 		}
 		// The claim is not cancelled with ctx: once sent it either commits
 		// and its messages are returned, or fails; a cancel mid-statement
 		// would leave it unknown whether leases were taken.
-		ds, moved, err := b.claim(context.WithoutCancel(ctx), q, int(min(int64(max), room)), vis)
+		var ds []broker.Delivery
+		var moved int64
+		switch {
+		case !q.cfg.Fifo:
+			ds, moved, err = b.claim(context.WithoutCancel(ctx), b.pool, q, int(min(int64(max), room)), vis, nil, "")
+		case room > 0:
+			ds, moved, err = b.claimFifo(context.WithoutCancel(ctx), q, int(min(int64(max), room)), vis, attemptID)
+		default:
+			// A FIFO queue at its in-flight cap answers no messages, not
+			// OverLimit (SQS): the receive waits as on an empty queue.
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -85,23 +104,27 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			if dlq, err := b.getQueue(ctx, b.pool, q.cfg.Redrive.DeadLetterQueue); err == nil {
 				b.changed(dlq.id, time.Time{}, false)
 			}
+			b.kickSweeper() // a dead letter may expire sooner under its new queue's retention
 		}
 		if len(ds) > 0 {
 			b.changed(q.id, b.clock.Now().Add(vis), false)
 			return ds, nil
 		}
+		if moved > 0 {
+			continue // the moved messages made room: look again at once
+		}
 		now := b.clock.Now()
 		if !now.Before(deadline) {
 			return nil, nil
 		}
-		wakeAt, real, err := b.nextWake(ctx, q.id, now, deadline)
+		wakeAt, real, err := b.nextWake(ctx, q, now, deadline)
 		if err != nil {
 			return nil, err
 		}
 		var fire <-chan time.Time
+		var rt *time.Timer
 		if real > 0 {
-			rt := time.NewTimer(real)
-			defer rt.Stop()
+			rt = time.NewTimer(real)
 			fire = rt.C
 		} else {
 			b.waiters.arm(w, wakeAt)
@@ -119,6 +142,9 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			return nil, ctx.Err()
 		case <-b.closing:
 			return nil, errClosed()
+		}
+		if rt != nil {
+			rt.Stop()
 		}
 		b.waiters.arm(w, time.Time{}) // wake on anything while attempting
 		// The queue may have been deleted (and re-created) or changed.
@@ -138,16 +164,19 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 // and now+PollInterval), or, when ready messages exist that a concurrent
 // receive holds locked or a deadline passed but its row is locked, for a
 // short real time (real > 0).
-func (b *Backend) nextWake(ctx context.Context, qid int64, now, deadline time.Time) (wakeAt time.Time, real time.Duration, err error) {
+//
+// On a FIFO queue ready messages behind locked groups are normal, not
+// contention: only deadlines count (a group unlock wakes the waiters).
+func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.Time) (wakeAt time.Time, real time.Duration, err error) {
 	var readyLeft bool
 	var dueIn *int64 // µs from the statement's now to the next delay or lease end
 	err = b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE queue_id = $2 AND state = 'r'),
 		(SELECT (extract(epoch FROM min(visible_at) - `+nowSQL+`) * 1000000)::bigint
-		 FROM messages WHERE queue_id = $2 AND state <> 'r')`, b.tnow(), qid).Scan(&readyLeft, &dueIn)
+		 FROM messages WHERE queue_id = $2 AND state <> 'r')`, b.tnow(), q.id).Scan(&readyLeft, &dueIn)
 	if err != nil {
 		return time.Time{}, 0, dbErr("next deadline", err)
 	}
-	if readyLeft || (dueIn != nil && *dueIn <= 0) {
+	if (readyLeft && !q.cfg.Fifo) || (dueIn != nil && *dueIn <= 0) {
 		return time.Time{}, contendedRetry, nil
 	}
 	wakeAt = deadline
@@ -179,39 +208,56 @@ func (b *Backend) promoteForReceive(ctx context.Context, qid int64) (int64, erro
 
 // claimSQL leases up to $3 ready messages of queue $2 in one statement:
 //
-//   - c locks the first ready rows in receive order, skipping rows that
-//     other transactions hold (another broker's claim, a delete);
+//   - c locks the rows to claim: on a standard queue the first ready rows in
+//     receive order, skipping rows that other transactions hold (another
+//     broker's claim, a delete); on a FIFO queue the rows $10 chosen under
+//     the group locks (claimFifo), in that order;
 //   - exp deletes those past retention ($4 µs after sent_at);
 //   - red moves those whose receive would exceed maxReceiveCount ($7) to the
-//     dead-letter queue $5 (NULL: none), ready there, named after $6;
+//     dead-letter queue $5 (NULL: none), ready there, named after $6; into a
+//     FIFO dead-letter queue ($11) with a new sequence number, its message id
+//     as dedup id and a new SentAt (as SQS resets a FIFO dead letter's enqueue
+//     time), and a group row there;
 //   - up leases the rest until now + $8 µs, bumping the lease version (the
-//     receipts' compare-and-set token) and the receive count;
+//     receipts' compare-and-set token) and the receive count, and records
+//     the receive attempt $12 (FIFO; NULL otherwise);
 //   - cnt moves them between counters: every claimed row leaves ready; the
 //     leased ones enter in flight, the moved ones enter the DLQ's ready.
 //
 // The final SELECT has one row even when nothing was leased (id -1), to
 // report how many were moved.
-const claimSQL = `
-WITH c AS (
-	SELECT id, priority, visible_at, receive_count, sent_at FROM messages
+func claimSQL(fifo bool) string {
+	c := `SELECT id, priority, visible_at, receive_count, sent_at FROM messages
 	WHERE queue_id = $2 AND state = 'r'
-	ORDER BY priority DESC, visible_at, id LIMIT $3 FOR UPDATE SKIP LOCKED),
+	ORDER BY priority DESC, visible_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`
+	if fifo {
+		c = `SELECT id, priority, visible_at, receive_count, sent_at FROM messages
+	WHERE id = ANY($10::bigint[]) AND queue_id = $2 AND state = 'r' LIMIT $3 FOR UPDATE`
+	}
+	return `
+WITH c AS (` + c + `),
 exp AS (
 	DELETE FROM messages m USING c
 	WHERE m.id = c.id AND c.sent_at <= ` + nowSQL + ` - $4 * interval '1 microsecond' RETURNING m.id),
 red AS (
-	UPDATE messages m SET queue_id = $5, visible_at = ` + nowSQL + `, dl_source = $6 FROM c
+	UPDATE messages m SET queue_id = $5, visible_at = ` + nowSQL + `, dl_source = $6, attempt = NULL,
+		seq = CASE WHEN $11 THEN nextval('fifo_seq') ELSE m.seq END,
+		dedup_id = CASE WHEN $11 THEN m.message_id::text ELSE m.dedup_id END,
+		sent_at = CASE WHEN $11 THEN ` + nowSQL + ` ELSE m.sent_at END
+	FROM c
 	WHERE m.id = c.id AND $5::bigint IS NOT NULL AND c.receive_count >= $7
-		AND c.sent_at > ` + nowSQL + ` - $4 * interval '1 microsecond' RETURNING m.id),
+		AND c.sent_at > ` + nowSQL + ` - $4 * interval '1 microsecond' RETURNING m.id, m.group_id),
+grp AS (
+	INSERT INTO groups (queue_id, group_id) SELECT DISTINCT $5::bigint, group_id FROM red
+	WHERE $11 AND group_id IS NOT NULL ORDER BY 2 ON CONFLICT DO NOTHING),
 up AS (
 	UPDATE messages m SET state = 'i', lease = m.lease + 1, receive_count = m.receive_count + 1,
 		first_receive_at = coalesce(m.first_receive_at, ` + nowSQL + `),
-		visible_at = ` + nowSQL + ` + $8 * interval '1 microsecond'
+		visible_at = ` + nowSQL + ` + $8 * interval '1 microsecond', attempt = $12
 	FROM c
 	WHERE m.id = c.id AND NOT ($5::bigint IS NOT NULL AND c.receive_count >= $7)
 		AND c.sent_at > ` + nowSQL + ` - $4 * interval '1 microsecond'
-	RETURNING m.id, m.lease, m.receive_count, m.first_receive_at, m.sent_at, m.priority, m.seq,
-		m.message_id, m.group_id, m.dedup_id, m.dl_source, m.sender_id, m.attrs, m.body),
+	RETURNING ` + msgCols("m") + `),
 cnt AS (
 	INSERT INTO counts AS k (queue_id, shard, ready, inflight, delayed)
 	SELECT q, $9, r, i, 0 FROM (VALUES
@@ -221,73 +267,123 @@ cnt AS (
 	ON CONFLICT (queue_id, shard) DO UPDATE SET ready = k.ready + excluded.ready,
 		inflight = k.inflight + excluded.inflight)
 SELECT s.moved, coalesce(u.id, -1), coalesce(u.lease, 0), coalesce(u.receive_count, 0), u.first_receive_at,
-	coalesce(u.sent_at, 'epoch'), coalesce(u.priority, 0), u.seq, coalesce(u.message_id::text, ''),
+	coalesce(u.sent_at, 'epoch'), coalesce(u.priority, 0), u.seq, coalesce(u.message_id, ''),
 	coalesce(u.group_id, ''), coalesce(u.dedup_id, ''), coalesce(u.dl_source, ''), coalesce(u.sender_id, ''),
 	u.attrs, coalesce(u.body, '')
 FROM (SELECT (SELECT count(*) FROM red) AS moved) s
 LEFT JOIN (SELECT up.*, c.priority AS cp, c.visible_at AS cv FROM up JOIN c USING (id)) u ON true
-ORDER BY u.cp DESC, u.cv, u.id`
+ORDER BY array_position($10::bigint[], u.id), u.cp DESC, u.cv, u.id`
+}
 
-// claim runs claimSQL for queue q and builds the deliveries, in receive order.
-func (b *Backend) claim(ctx context.Context, q queueRow, n int, vis time.Duration) ([]broker.Delivery, int64, error) {
-	var dlq any // SQL NULL: no dead-letter queue
-	maxRC := int64(math.MaxInt32)
-	if rp := q.cfg.Redrive; rp != nil {
-		if d, err := b.getQueue(ctx, b.pool, rp.DeadLetterQueue); err == nil && d.id != q.id {
-			dlq, maxRC = d.id, int64(rp.MaxReceiveCount)
-		} else if err != nil && !errors.Is(err, broker.ErrQueueDoesNotExist) {
-			return nil, 0, err
+var (
+	claimStandardSQL = claimSQL(false)
+	claimFifoSQL     = claimSQL(true)
+)
+
+// msgCols are the columns of a delivery, in scanDelivery's order, of the
+// messages row alias t.
+func msgCols(t string) string {
+	return t + ".id, " + t + ".lease, " + t + ".receive_count, " + t + ".first_receive_at, " + t + ".sent_at, " +
+		t + ".priority, " + t + ".seq, " + t + ".message_id::text AS message_id, coalesce(" + t + ".group_id, '') AS group_id, " +
+		"coalesce(" + t + ".dedup_id, '') AS dedup_id, coalesce(" + t + ".dl_source, '') AS dl_source, " +
+		t + ".sender_id, " + t + ".attrs, " + t + ".body"
+}
+
+// scanDelivery reads the msgCols of one row into a delivery of queue q
+// (the receipt is left to the caller); id is the message key.
+func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q queueRow) (id, lease int64, d broker.Delivery, err error) {
+	var (
+		rc                int
+		firstAt           *time.Time
+		sentAt            time.Time
+		prio              int
+		seq               *int64
+		attrs             []byte
+		group, dedup, src string
+	)
+	dest := append(prefix, &id, &lease, &rc, &firstAt, &sentAt, &prio, &seq, &d.ID,
+		&group, &dedup, &src, &d.SenderID, &attrs, &d.Body)
+	if err := scan(dest...); err != nil {
+		return 0, 0, d, err
+	}
+	d.ReceiveCount, d.SentAt, d.Priority = rc, sentAt, prio
+	d.GroupID, d.DedupID, d.DeadLetterSource = group, dedup, src
+	if firstAt != nil {
+		d.FirstReceiveAt = *firstAt
+	}
+	if seq != nil {
+		d.SequenceNumber = broker.FormatSequenceNumber(uint64(*seq))
+	}
+	if len(attrs) > 0 {
+		var sa storedAttrs
+		if err := json.Unmarshal(attrs, &sa); err != nil {
+			b.log.Error("receive: corrupt attributes", "queue", q.name, "message_id", d.ID, "err", err)
 		}
+		d.Attributes, d.SystemAttributes = sa.A, sa.S
+	}
+	return id, lease, d, nil
+}
+
+// claimTarget is where a claim of queue q moves messages past their
+// maxReceiveCount: the dead-letter queue's id (nil: none) and the limit.
+func (b *Backend) claimTarget(ctx context.Context, q queueRow) (dlq any, dlqFifo bool, maxRC int64, err error) {
+	maxRC = int64(math.MaxInt32)
+	if rp := q.cfg.Redrive; rp != nil {
+		d, err := b.getQueue(ctx, b.pool, rp.DeadLetterQueue)
+		if err == nil && d.id != q.id {
+			return d.id, d.cfg.Fifo, int64(rp.MaxReceiveCount), nil
+		}
+		if err != nil && !errors.Is(err, broker.ErrQueueDoesNotExist) {
+			return nil, false, 0, err
+		}
+	}
+	return nil, false, maxRC, nil
+}
+
+// claim runs claimSQL for queue q on db (the pool, or a FIFO claim's
+// transaction) and builds the deliveries, in receive order. ids and
+// attemptID are the FIFO claim's rows and receive attempt (nil, "" on
+// standard queues).
+func (b *Backend) claim(ctx context.Context, db querier, q queueRow, n int, vis time.Duration, ids []int64, attemptID string) ([]broker.Delivery, int64, error) {
+	dlq, dlqFifo, maxRC, err := b.claimTarget(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	sql, idArg, attempt := claimStandardSQL, any(nil), any(nil)
+	if q.cfg.Fifo {
+		sql, idArg = claimFifoSQL, ids
+	}
+	if attemptID != "" {
+		attempt = attemptID
 	}
 	var out []broker.Delivery
 	var moved int64
-	err := retry(func() error {
+	run := func() error {
 		out, moved = nil, 0
-		rows, err := b.pool.Query(ctx, claimSQL, b.tnow(), q.id, n, micros(q.cfg.Retention),
-			dlq, q.name, maxRC, micros(vis), shard())
+		rows, err := db.Query(ctx, sql, b.tnow(), q.id, n, micros(q.cfg.Retention),
+			dlq, q.name, maxRC, micros(vis), shard(), idArg, dlqFifo, attempt)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var (
-				id, lease         int64
-				rc                int
-				firstAt           *time.Time
-				sentAt            time.Time
-				prio              int
-				seq               *int64
-				attrs             []byte
-				d                 broker.Delivery
-				group, dedup, src string
-			)
-			if err := rows.Scan(&moved, &id, &lease, &rc, &firstAt, &sentAt, &prio, &seq, &d.ID,
-				&group, &dedup, &src, &d.SenderID, &attrs, &d.Body); err != nil {
+			id, lease, d, err := b.scanDelivery(rows.Scan, []any{&moved}, q)
+			if err != nil {
 				return err
 			}
 			if id < 0 {
 				continue
 			}
-			d.ReceiveCount, d.SentAt, d.Priority = rc, sentAt, prio
-			d.GroupID, d.DedupID, d.DeadLetterSource = group, dedup, src
-			if firstAt != nil {
-				d.FirstReceiveAt = *firstAt
-			}
-			if seq != nil {
-				d.SequenceNumber = strconv.FormatInt(*seq, 10)
-			}
-			if len(attrs) > 0 {
-				var sa storedAttrs
-				if err := json.Unmarshal(attrs, &sa); err != nil {
-					b.log.Error("receive: corrupt attributes", "queue", q.name, "message_id", d.ID, "err", err)
-				}
-				d.Attributes, d.SystemAttributes = sa.A, sa.S
-			}
 			d.Receipt = broker.Receipt{QueueID: uint64(q.id), Key: uint64(id), Lease: uint64(lease)}.Encode()
 			out = append(out, d)
 		}
 		return rows.Err()
-	})
+	}
+	if q.cfg.Fifo {
+		err = run() // inside claimFifo's transaction, which retries as a whole
+	} else {
+		err = retry(run)
+	}
 	if err != nil {
 		return nil, 0, dbErr("receive", err)
 	}

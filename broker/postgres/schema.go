@@ -95,6 +95,41 @@ CREATE TABLE counts (
 	autovacuum_vacuum_cost_delay = 0
 );
 `,
+	// 2: FIFO queues. seq is a message's FIFO sequence number (NULL on
+	// standard queues), from one sequence: monotonic across queues, restarts
+	// and brokers. groups rows are the lock objects of FIFO groups: a send
+	// locks its groups' rows (so within a group, sequence order is commit
+	// order), a receive locks the rows of the groups it serves (SKIP LOCKED).
+	// dedup is the dedup window; attempts the receive-attempt cache, and
+	// messages.attempt the attempt that returned a message under its lease.
+	`
+ALTER TABLE messages ADD COLUMN attempt text;
+CREATE INDEX messages_group ON messages (queue_id, group_id, seq) WHERE seq IS NOT NULL;
+CREATE SEQUENCE fifo_seq;
+CREATE TABLE groups (
+	queue_id bigint NOT NULL,
+	group_id text COLLATE "C" NOT NULL,
+	PRIMARY KEY (queue_id, group_id)
+);
+CREATE TABLE dedup (
+	queue_id   bigint NOT NULL,
+	key        bytea NOT NULL, -- broker.DedupKey (may hold a NUL)
+	message_id uuid NOT NULL,
+	seq        bigint NOT NULL,
+	expires_at timestamptz NOT NULL,
+	PRIMARY KEY (queue_id, key)
+);
+CREATE INDEX dedup_expiry ON dedup (expires_at);
+CREATE TABLE attempts (
+	queue_id   bigint NOT NULL,
+	attempt_id text COLLATE "C" NOT NULL,
+	expires_at timestamptz NOT NULL,
+	invalid    boolean NOT NULL DEFAULT false,
+	items      jsonb NOT NULL,
+	PRIMARY KEY (queue_id, attempt_id)
+);
+CREATE INDEX attempts_expiry ON attempts (expires_at);
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

@@ -22,6 +22,21 @@ func (b *Backend) kickSweeper() {
 	}
 }
 
+// noteExpiry kicks the sweeper when a message just sent to q expires before
+// the sweeper's current deadline.
+func (b *Backend) noteExpiry(q queueRow) {
+	exp := b.clock.Now().Add(q.cfg.Retention)
+	b.mu.Lock()
+	kick := b.sweepAt.IsZero() || exp.Before(b.sweepAt)
+	if kick {
+		b.sweepAt = exp
+	}
+	b.mu.Unlock()
+	if kick {
+		b.kickSweeper()
+	}
+}
+
 // sweepLoop is the sweeper: it deletes messages past their queue's retention,
 // whatever their state, and the messages of deleted queues, in bounded
 // statements, then sleeps on a clock timer until the next expiry (at most
@@ -48,6 +63,9 @@ func (b *Backend) sweepLoop(ctx context.Context) {
 		if next >= 0 && next < d {
 			d = next
 		}
+		b.mu.Lock()
+		b.sweepAt = b.clock.Now().Add(d)
+		b.mu.Unlock()
 		t.Reset(d)
 		select {
 		case <-t.C():
@@ -87,6 +105,16 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	if expired > 0 {
 		b.log.Debug("retention sweep", "deleted", expired)
 	}
+	// The FIFO dedup window and receive-attempt cache: lookups check the
+	// expiry, so this is only space.
+	if _, err := b.pool.Exec(ctx, `
+		WITH d AS (DELETE FROM dedup WHERE (queue_id, key) IN (
+			SELECT queue_id, key FROM dedup WHERE expires_at <= `+nowSQL+` LIMIT $2)),
+		a AS (DELETE FROM attempts WHERE (queue_id, attempt_id) IN (
+			SELECT queue_id, attempt_id FROM attempts WHERE expires_at <= `+nowSQL+` LIMIT $2))
+		SELECT 1`, b.tnow(), sweepBudget); err != nil {
+		return -1, false, dbErr("expire dedup window", err)
+	}
 	reclaimed, err := b.reclaim(ctx)
 	if err != nil {
 		return -1, false, err
@@ -124,6 +152,9 @@ func (b *Backend) reclaim(ctx context.Context) (bool, error) {
 		empty AS (SELECT id FROM q WHERE deleted_at < `+nowSQL+` - interval '1 minute'
 			AND NOT EXISTS (SELECT 1 FROM messages WHERE queue_id = q.id)),
 		c AS (DELETE FROM counts WHERE queue_id IN (SELECT id FROM empty)),
+		g AS (DELETE FROM groups WHERE queue_id IN (SELECT id FROM empty)),
+		x AS (DELETE FROM dedup WHERE queue_id IN (SELECT id FROM empty)),
+		a AS (DELETE FROM attempts WHERE queue_id IN (SELECT id FROM empty)),
 		r AS (UPDATE queues SET reclaimed = true WHERE id IN (SELECT id FROM empty) RETURNING id)
 		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM r)`, b.tnow(), reclaimBudget).Scan(&n, &done)
 	if err != nil {

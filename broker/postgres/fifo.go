@@ -1,0 +1,262 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// FIFO queues.
+//
+// # Where the state lives (all in PostgreSQL, see migration 2)
+//
+//   - Order: messages.seq, from the sequence fifo_seq. A sequence hands out
+//     numbers at call time, not commit time, so two sends of one group could
+//     commit out of order; a send therefore locks its groups' rows first
+//     (groups table, in name order) and takes its numbers under those locks:
+//     within a group, sequence order is commit order.
+//   - Group lock: derived, never stored. A group is locked while one of its
+//     messages is in flight ('i'). Since a receive takes at most 10
+//     consecutive messages from a group's head, and only from an unlocked
+//     group, in-flight messages are always among a group's first 10: the
+//     check reads at most 10 index entries. A lease keeps its deadline in
+//     the row, so the lock survives restarts and broker crashes.
+//   - Receiving locks group rows, not message rows: the candidate groups
+//     (head ready, not locked, oldest head first) are locked with FOR UPDATE
+//     SKIP LOCKED, so brokers serve different groups in parallel and never
+//     interleave within one. The messages are then claimed by claimSQL.
+//   - Dedup window: table dedup, one row per DedupKey with its expiry; a send
+//     upserts it and only overwrites an expired row, so of two concurrent
+//     sends of one key exactly one stores a message.
+//   - Receive-attempt cache: table attempts (items: key, lease, receipt of
+//     each message returned); messages.attempt names the attempt that returned
+//     a message under its current lease, so a delete or visibility change
+//     invalidates it.
+//
+// Expired dedup and attempt rows are deleted by the sweeper; lookups check
+// the expiry, so a late sweep changes nothing.
+
+// attemptItem is one message returned by a cached receive attempt.
+type attemptItem struct {
+	Key     int64  `json:"k"`
+	Lease   int64  `json:"l"`
+	Receipt string `json:"r"`
+}
+
+// sendFifo stores the valid entries of a FIFO send in one transaction
+// (results holds the validation errors; it is completed here).
+func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.SendEntry, results []broker.SendResult) error {
+	var groups []string
+	for i := range entries {
+		if results[i].Err == nil {
+			groups = append(groups, entries[i].GroupID)
+		}
+	}
+	slices.Sort(groups)
+	groups = slices.Compact(groups)
+	if len(groups) == 0 {
+		return nil
+	}
+	state := "r"
+	if q.cfg.Delay > 0 {
+		state = "d"
+	}
+	return retry(func() error {
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO groups (queue_id, group_id)
+				SELECT $1, g FROM unnest($2::text[]) g ORDER BY g ON CONFLICT DO NOTHING`, q.id, groups); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM groups WHERE queue_id = $1 AND group_id = ANY($2)
+				ORDER BY group_id FOR UPDATE`, q.id, groups); err != nil {
+				return err
+			}
+			var stored int64
+			for i := range entries {
+				if results[i].Err != nil {
+					continue
+				}
+				e := &entries[i]
+				dedupID := broker.DedupID(q.cfg, e)
+				key := []byte(broker.DedupKey(q.cfg, e.GroupID, dedupID))
+				mid := broker.NewMessageID()
+				// The upsert overwrites only an expired entry; no row back
+				// means a duplicate within the window.
+				var seq int64
+				err := tx.QueryRow(ctx, `
+					WITH d AS (
+						INSERT INTO dedup AS x (queue_id, key, message_id, seq, expires_at)
+						VALUES ($2, $3, $4, nextval('fifo_seq'), `+nowSQL+` + $5 * interval '1 microsecond')
+						ON CONFLICT (queue_id, key) DO UPDATE SET message_id = excluded.message_id,
+							seq = excluded.seq, expires_at = excluded.expires_at
+						WHERE x.expires_at <= `+nowSQL+`
+						RETURNING seq),
+					m AS (
+						INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, seq, message_id,
+							group_id, dedup_id, sender_id, attrs, body)
+						SELECT $2, $6::"char", `+nowSQL+` + $7 * interval '1 microsecond', `+nowSQL+`, $8, d.seq, $4,
+							$9, $10, $11, $12, $13 FROM d)
+					SELECT seq FROM d`, b.tnow(), q.id, key, mid, micros(broker.DedupWindow), state,
+					micros(q.cfg.Delay), e.Priority, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body).Scan(&seq)
+				if errors.Is(err, pgx.ErrNoRows) {
+					// A duplicate: the original's id and sequence number.
+					err = tx.QueryRow(ctx, `SELECT message_id::text, seq FROM dedup WHERE queue_id = $1 AND key = $2`,
+						q.id, key).Scan(&mid, &seq)
+					if err != nil {
+						return err
+					}
+				} else if err != nil {
+					return err
+				} else {
+					stored++
+				}
+				results[i].MessageID = mid
+				results[i].SequenceNumber = broker.FormatSequenceNumber(uint64(seq))
+			}
+			if stored == 0 {
+				return nil
+			}
+			if state == "d" {
+				return addCounts(ctx, tx, q.id, 0, 0, stored)
+			}
+			return addCounts(ctx, tx, q.id, stored, 0, 0)
+		})
+	})
+}
+
+// fifoCandidatesSQL locks up to $2 receivable groups of queue $1 (head
+// ready, no message in flight among the first 10), oldest head first,
+// skipping groups another receive holds.
+const fifoCandidatesSQL = `
+SELECT g.group_id FROM groups g
+CROSS JOIN LATERAL (
+	SELECT seq, state FROM messages m
+	WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id AND m.seq IS NOT NULL
+	ORDER BY seq LIMIT 1) h
+WHERE g.queue_id = $1 AND h.state = 'r'
+	AND NOT EXISTS (
+		SELECT 1 FROM (
+			SELECT state FROM messages m
+			WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id AND m.seq IS NOT NULL
+			ORDER BY seq LIMIT 10) f
+		WHERE f.state = 'i')
+ORDER BY h.seq LIMIT $2
+FOR UPDATE OF g SKIP LOCKED`
+
+// claimFifo leases up to n messages of FIFO queue q in one transaction: it
+// locks receivable groups, takes from each, oldest head first, the run of
+// consecutive ready messages at its head (as many of one group as possible,
+// then the next group), and claims them with claimSQL. With attemptID set, a
+// non-empty result is recorded in the receive-attempt cache in the same
+// transaction.
+func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Duration, attemptID string) ([]broker.Delivery, int64, error) {
+	var out []broker.Delivery
+	var moved int64
+	err := retry(func() error {
+		out, moved = nil, 0
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, fifoCandidatesSQL, q.id, n)
+			if err != nil {
+				return err
+			}
+			groups, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			var ids []int64
+			for _, g := range groups {
+				if len(ids) >= n {
+					break
+				}
+				rows, err := tx.Query(ctx, `SELECT id, state = 'r' FROM messages
+					WHERE queue_id = $1 AND group_id = $2 AND seq IS NOT NULL ORDER BY seq LIMIT $3`, q.id, g, n-len(ids))
+				if err != nil {
+					return err
+				}
+				var id int64
+				var ready bool
+				_, err = pgx.ForEachRow(rows, []any{&id, &ready}, func() error {
+					if ready && (len(ids) == 0 || ids[len(ids)-1] != -1) {
+						ids = append(ids, id)
+					} else {
+						ids = append(ids, -1) // the run ended; marker dropped below
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				ids = slices.DeleteFunc(ids, func(id int64) bool { return id == -1 })
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			out, moved, err = b.claim(ctx, tx, q, len(ids), vis, ids, attemptID)
+			if err != nil || attemptID == "" || len(out) == 0 {
+				return err
+			}
+			items := make([]attemptItem, len(out))
+			for i, d := range out {
+				r, _ := broker.DecodeReceipt(d.Receipt)
+				items[i] = attemptItem{Key: int64(r.Key), Lease: int64(r.Lease), Receipt: d.Receipt}
+			}
+			ij, _ := json.Marshal(items)
+			_, err = tx.Exec(ctx, `INSERT INTO attempts AS a (queue_id, attempt_id, expires_at, items)
+				VALUES ($2, $3, `+nowSQL+` + $4 * interval '1 microsecond', $5)
+				ON CONFLICT (queue_id, attempt_id) DO UPDATE SET expires_at = excluded.expires_at,
+					items = excluded.items, invalid = false`,
+				b.tnow(), q.id, attemptID, micros(broker.AttemptWindow), ij)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, 0, dbErr("receive", err)
+	}
+	return out, moved, nil
+}
+
+// replayAttempt answers a FIFO receive whose attempt id is in the cache:
+// the same messages and receipt handles, if each is still under the lease
+// that receive gave it (and none was deleted or had its visibility changed);
+// AttemptNotRetryableError otherwise. ok is false when the id is unknown or
+// expired: the receive then proceeds as a new one.
+func (b *Backend) replayAttempt(ctx context.Context, q queueRow, attemptID string) (ds []broker.Delivery, ok bool, err error) {
+	var invalid bool
+	var ij []byte
+	err = b.pool.QueryRow(ctx, `SELECT invalid, items FROM attempts
+		WHERE queue_id = $2 AND attempt_id = $3 AND expires_at > `+nowSQL, b.tnow(), q.id, attemptID).Scan(&invalid, &ij)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, dbErr("read receive attempt", err)
+	}
+	if invalid {
+		return nil, true, broker.AttemptNotRetryableError(attemptID)
+	}
+	var items []attemptItem
+	if err := json.Unmarshal(ij, &items); err != nil {
+		return nil, true, dbErr("read receive attempt", err)
+	}
+	for _, it := range items {
+		row := b.pool.QueryRow(ctx, `SELECT `+msgCols("m")+` FROM messages m
+			WHERE id = $2 AND queue_id = $3 AND lease = $4 AND state = 'i' AND visible_at > `+nowSQL,
+			b.tnow(), it.Key, q.id, it.Lease)
+		_, _, d, err := b.scanDelivery(row.Scan, nil, q)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, true, broker.AttemptNotRetryableError(attemptID)
+		}
+		if err != nil {
+			return nil, true, dbErr("replay receive attempt", err)
+		}
+		d.Receipt = it.Receipt
+		ds = append(ds, d)
+	}
+	return ds, true, nil
+}
