@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-		"time"
+	"time"
 
 	"github.com/sluicemq/sluice/broker"
 )
