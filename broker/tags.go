@@ -26,7 +26,9 @@ const (
 // Both methods change the tags in one durable write, atomically with respect
 // to each other (two concurrent TagQueue calls never lose a tag), check the
 // result with ValidateTags, and leave LastModifiedTimestamp alone (tags are
-// not attributes). A missing queue gives ErrQueueDoesNotExist.
+// not attributes). A missing queue gives ErrQueueDoesNotExist. A backend
+// that implements Tagger also checks CreateQueue's tags with ValidateTags
+// (the suite tests both together).
 type Tagger interface {
 	// TagQueue adds tags to the queue, replacing the values of keys it
 	// already has. The merged set must pass ValidateTags.

@@ -68,6 +68,8 @@ func testTagUntag(t *testing.T, s suite) {
 	if !e.getQueue("q").ModifiedAt.Equal(modified) {
 		t.Errorf("tagging changed LastModifiedTimestamp")
 	}
+	_, err := e.b.CreateQueue(e.ctx, "bad-tags", nil, map[string]string{"aws:x": "v"})
+	wantErr(t, "CreateQueue with an aws: tag", err, broker.ErrInvalidParameterValue)
 	wantErr(t, "TagQueue of a missing queue", tg.TagQueue(e.ctx, "nope", map[string]string{"a": "b"}), broker.ErrQueueDoesNotExist)
 	wantErr(t, "UntagQueue of a missing queue", tg.UntagQueue(e.ctx, "nope", []string{"a"}), broker.ErrQueueDoesNotExist)
 }

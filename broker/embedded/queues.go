@@ -28,6 +28,9 @@ func (b *Backend) CreateQueue(ctx context.Context, name string, attrs, tags map[
 	if err != nil {
 		return broker.Queue{}, err
 	}
+	if err := broker.ValidateTags(name, tags); err != nil {
+		return broker.Queue{}, err
+	}
 
 	b.mu.Lock()
 	if q := b.queues[name]; q != nil {
