@@ -218,6 +218,12 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 		}
 	}
 	batch := b.db.NewBatch()
+	// Forget the tasks of an earlier queue of the same name.
+	for _, t := range b.moves.bySource[src.Name] {
+		if t.SourceID != src.ID {
+			_ = batch.Delete(moveTaskKey(t.Seq), nil)
+		}
+	}
 	// Keep the newest ended tasks only; delete the records of older ones.
 	for len(tasks) >= maxTasksPerSource {
 		_ = batch.Delete(moveTaskKey(tasks[0].Seq), nil)
@@ -468,10 +474,12 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 				return
 			}
 		}
-		if err := b.moveOutLocked(src, target, m, batch, now); err != nil {
-			b.log.Error("move task: message not moved", "queue", src.Name, "key", m.key, "err", err)
-		}
 		t.cursor++
+		if err := b.moveOutLocked(src, target, m, batch, now); err != nil {
+			// Its body cannot be read: it stays in the source, uncounted.
+			b.log.Error("move task: message not moved", "queue", src.Name, "key", m.key, "err", err)
+			continue
+		}
 		moved++
 	}
 	t.Moved += int64(moved)
