@@ -68,7 +68,9 @@ func index(rest string) (int, string, bool) {
 }
 
 // list returns the values of prefix.1, prefix.2, … in index order. An empty
-// list may come as a bare "prefix=" (botocore); it yields nothing.
+// list may come as a bare "prefix=" (botocore); it yields nothing. A bare
+// "prefix=value" with no indexed members is a one-element list: kombu 5.2's
+// asynchronous GetQueueAttributes and boto 2 send AttributeName=All.
 func (p params) list(prefix string) []string {
 	type item struct {
 		n int
@@ -83,6 +85,9 @@ func (p params) list(prefix string) []string {
 		if n, _, sub := index(rest); n > 0 && !sub {
 			items = append(items, item{n, v})
 		}
+	}
+	if v := p[prefix]; len(items) == 0 && v != "" {
+		return []string{v}
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].n < items[j].n })
 	out := make([]string, 0, len(items))
