@@ -269,6 +269,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.cancelDrain()
 	// 3. Finish in-flight requests within the deadline, then cut the rest.
 	err := s.http.Shutdown(ctx)
+	if errors.Is(err, net.ErrClosed) {
+		err = nil // Shutdown closes the listener again: step 1 already did
+	}
 	if err != nil {
 		_ = s.http.Close()
 		s.log.Warn("shutdown deadline passed; closed remaining connections", "err", err)
