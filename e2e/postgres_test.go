@@ -119,13 +119,13 @@ func TestPostgresMultiBroker(t *testing.T) {
 
 	var (
 		mu         sync.Mutex
-		acked      = map[string]bool{}         // bodies whose send succeeded
-		deliveries = map[string][]delivery{}   // by message id
-		received   = map[string]bool{}         // bodies received at least once
-		groupSeen  = map[string][]int{}        // FIFO: indexes delivered per group, in order
-		killed     atomic.Bool                 // the kill happened
-		done       = make(chan struct{})       // all acknowledged messages received
-		receivedN  atomic.Int64                // distinct bodies received
+		acked      = map[string]bool{}       // bodies whose send succeeded
+		deliveries = map[string][]delivery{} // by message id
+		received   = map[string]bool{}       // bodies received at least once
+		groupSeen  = map[string][]int{}      // FIFO: indexes delivered per group, in order
+		killed     atomic.Bool               // the kill happened
+		done       = make(chan struct{})     // all acknowledged messages received
+		receivedN  atomic.Int64              // distinct bodies received
 		sendsDone  sync.WaitGroup
 		consumers  sync.WaitGroup
 		sendErrs   atomic.Int64
