@@ -394,6 +394,16 @@ func (l *cliLife) move() {
 	if srcs := l.run("list-dead-letter-source-queues", "--queue-url", dlq); fmt.Sprint(srcs["queueUrls"]) != fmt.Sprint([]any{src}) {
 		t.Fatalf("list-dead-letter-source-queues %v", srcs)
 	}
+	// Debian's awscli 2.9 predates the 2023 move-task API: it has no such command.
+	if _, stderr, err := runClientErr(t, time.Minute, "", l.env, awsCLIPath, "sqs", "start-message-move-task", "help"); err != nil {
+		why := err.Error()
+		if i := strings.Index(stderr, "Invalid choice"); i >= 0 {
+			why, _, _ = strings.Cut(stderr[i:], ",")
+		}
+		t.Skipf("SKIP: the move back: this aws CLI has no start-message-move-task (%s; the SQS API added it in 2023, "+
+			"Debian's awscli 2.9.19 predates it); the redrive and list-dead-letter-source-queues ran, and "+
+			"TestClientBoto3 sends the move over the query protocol", why)
+	}
 	if st := l.run("start-message-move-task", "--source-arn", dlqArn); st["TaskHandle"] == nil {
 		t.Fatalf("start-message-move-task %v", st)
 	}

@@ -20,10 +20,15 @@ import sys
 import threading
 import time
 import traceback
+import urllib.request
+import xml.etree.ElementTree as ET
 
 import boto3
 import botocore
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+from botocore.credentials import Credentials
 
 
 class Failed(Exception):
@@ -77,6 +82,7 @@ class Life:
         self.kind, self.what = part.split("-", 1)
         self.fifo = self.kind == "fifo"
         self.prefix = prefix
+        self.endpoint = endpoint
         self.sqs = boto3.client(
             "sqs",
             endpoint_url=endpoint,
@@ -147,6 +153,39 @@ class Life:
         msgs = self.receive(url, wait=1)
         check(msgs == [], "%s: a 1 s long poll returns nothing (got %r)" % (what, [m["Body"] for m in msgs]))
         check(time.monotonic() - t0 >= 0.8, "%s: the empty long poll waited about 1 s" % what)
+
+    def raw_query(self, action, **params):
+        """Sends a query-protocol request signed by botocore's SigV4 signer and
+        returns {local tag name: [text, ...]} of the XML answer. For the
+        actions botocore 1.29's model predates (the 2023 move-task API)."""
+        params = dict(Action=action, Version="2012-11-05", **params)
+        req = AWSRequest(method="POST", url=self.endpoint + "/", data=params,
+                         headers={"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"})
+        SigV4Auth(Credentials("AKIDBOTO3", "secret"), "sqs", "us-east-1").add_auth(req)
+        p = req.prepare()
+        body = p.body.encode() if isinstance(p.body, str) else p.body
+        try:
+            with urllib.request.urlopen(urllib.request.Request(p.url, data=body, headers=dict(p.headers), method="POST"), timeout=30) as r:
+                root = ET.fromstring(r.read())
+        except urllib.error.HTTPError as e:
+            raise Failed("%s answered HTTP %d: %s" % (action, e.code, e.read()[:500]))
+        out = {}
+        for el in root.iter():
+            out.setdefault(el.tag.split("}")[-1], []).append(el.text)
+        return out
+
+    def start_move_task(self, source_arn):
+        if hasattr(self.sqs, "start_message_move_task"):
+            return self.sqs.start_message_move_task(SourceArn=source_arn)["TaskHandle"]
+        return self.raw_query("StartMessageMoveTask", SourceArn=source_arn)["TaskHandle"][0]
+
+    def list_move_tasks(self, source_arn):
+        if hasattr(self.sqs, "list_message_move_tasks"):
+            return self.sqs.list_message_move_tasks(SourceArn=source_arn).get("Results", [])
+        x = self.raw_query("ListMessageMoveTasks", SourceArn=source_arn)
+        n = len(x.get("ListMessageMoveTasksResultEntry", []))
+        return [{"Status": x["Status"][i], "SourceArn": x["SourceArn"][i],
+                 "ApproximateNumberOfMessagesMoved": int(x["ApproximateNumberOfMessagesMoved"][i])} for i in range(n)]
 
     # --- parts
 
@@ -276,11 +315,14 @@ class Life:
         dlq_arn = self.arn(dlq)
         srcs = self.sqs.list_dead_letter_source_queues(QueueUrl=dlq).get("queueUrls", [])
         check(srcs == [src], "ListDeadLetterSourceQueues: %r" % srcs)
-        handle = self.sqs.start_message_move_task(SourceArn=dlq_arn)["TaskHandle"]
+        if not hasattr(self.sqs, "start_message_move_task"):
+            print("note: botocore %s has no StartMessageMoveTask/ListMessageMoveTasks (added to SQS in 2023); "
+                  "sending them as query requests signed by botocore's SigV4 signer" % botocore.__version__, file=sys.stderr, flush=True)
+        handle = self.start_move_task(dlq_arn)
         check(handle != "", "StartMessageMoveTask answered a TaskHandle")
         deadline = time.monotonic() + 30
         while True:
-            tasks = self.sqs.list_message_move_tasks(SourceArn=dlq_arn).get("Results", [])
+            tasks = self.list_move_tasks(dlq_arn)
             check(len(tasks) >= 1, "ListMessageMoveTasks lists the task")
             t = tasks[0]
             if t["Status"] == "COMPLETED":
