@@ -89,6 +89,9 @@ func (b *Backend) CreateQueue(ctx context.Context, name string, attrs, tags map[
 	if err != nil {
 		return broker.Queue{}, err
 	}
+	if err := broker.ValidateTags(name, tags); err != nil {
+		return broker.Queue{}, err
+	}
 	for attempt := 0; attempt < 3; attempt++ {
 		existing, err := b.getQueue(ctx, b.pool, name)
 		if err == nil {
