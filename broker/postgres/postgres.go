@@ -36,11 +36,11 @@
 //
 // # Goroutines
 //
-// Open starts three duties, stopped by Close: the listener (one dedicated
+// Open starts four duties, stopped by Close: the listener (one dedicated
 // connection LISTENing for other brokers' wake-ups), the notifier (one
-// dedicated connection sending coalesced NOTIFYs after commits) and the
+// dedicated connection sending coalesced NOTIFYs after commits), the
 // sweeper (retention and the reclaiming of deleted queues' messages, on the
-// injected clock).
+// injected clock) and the move-task runner (movetask.go).
 package postgres
 
 import (
@@ -174,6 +174,7 @@ type Backend struct {
 	closing   chan struct{}  // closed by Close
 	cancel    context.CancelFunc
 	kickSweep chan struct{} // wakes the sweeper (buffered 1)
+	kickMove  chan struct{} // wakes the move-task runner (buffered 1)
 	sweepAt   time.Time     // when the sweeper's timer fires (guarded by mu)
 	closeOnce sync.Once
 }
@@ -222,14 +223,16 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
 		id: hex.EncodeToString(idb[:]), channel: "sluice_" + cfg.Schema,
 		closing: make(chan struct{}), cancel: cancel, kickSweep: make(chan struct{}, 1),
+		kickMove: make(chan struct{}, 1),
 	}
 	_, b.testClock = cfg.Clock.(interface{ Offset() time.Duration })
 	b.waiters.init()
 	b.notifier = newNotifier(b, pcfg.ConnConfig)
-	b.duties.Add(3)
+	b.duties.Add(4)
 	go b.listenLoop(dctx, pcfg.ConnConfig)
 	go b.notifier.loop(dctx)
 	go b.sweepLoop(dctx)
+	go b.moveLoop(dctx)
 	return b, nil
 }
 

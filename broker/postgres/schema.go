@@ -130,6 +130,41 @@ CREATE TABLE attempts (
 );
 CREATE INDEX attempts_expiry ON attempts (expires_at);
 `,
+	// 3: message move tasks (movetask.go). A task is one move_tasks row; at
+	// most one active (RUNNING or CANCELLING) task per source queue id, which
+	// the partial unique index enforces. move_task_items is the task's
+	// remaining work: the ids of the messages its source held when it
+	// started, in move order (sent_at, id); a step deletes the items it
+	// handled in the transaction that moves their messages. due_at is when
+	// any broker's runner may take the next step (the pacing, shared by all
+	// brokers).
+	`
+CREATE TABLE move_tasks (
+	seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	id          text COLLATE "C" NOT NULL,
+	source_id   bigint NOT NULL,
+	source      text COLLATE "C" NOT NULL,
+	dest_id     bigint,
+	destination text COLLATE "C" NOT NULL DEFAULT '',
+	rate        integer NOT NULL DEFAULT 0,
+	status      text NOT NULL,
+	moved       bigint NOT NULL DEFAULT 0,
+	to_move     bigint NOT NULL DEFAULT 0,
+	failure     text NOT NULL DEFAULT '',
+	started_at  timestamptz NOT NULL,
+	due_at      timestamptz NOT NULL
+);
+CREATE UNIQUE INDEX move_tasks_active ON move_tasks (source_id) WHERE status IN ('RUNNING', 'CANCELLING');
+CREATE INDEX move_tasks_due ON move_tasks (due_at) WHERE status IN ('RUNNING', 'CANCELLING');
+CREATE INDEX move_tasks_by_source ON move_tasks (source_id, seq);
+CREATE INDEX move_tasks_by_name ON move_tasks (source);
+CREATE TABLE move_task_items (
+	task    bigint NOT NULL REFERENCES move_tasks (seq) ON DELETE CASCADE,
+	sent_at timestamptz NOT NULL,
+	msg     bigint NOT NULL,
+	PRIMARY KEY (task, sent_at, msg)
+);
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

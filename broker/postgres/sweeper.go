@@ -139,7 +139,9 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 const reclaimBudget = 5000
 
 // reclaim deletes a batch of the messages of deleted queues; a deleted queue
-// left with none loses its counters and is marked reclaimed. It reports
+// left with none loses its counters, FIFO state and ended move tasks (an
+// active one is failed by its next step, and pruned by a later start on a
+// queue of the same name) and is marked reclaimed. It reports
 // whether it did anything.
 func (b *Backend) reclaim(ctx context.Context) (bool, error) {
 	var n, done int64
@@ -155,6 +157,7 @@ func (b *Backend) reclaim(ctx context.Context) (bool, error) {
 		g AS (DELETE FROM groups WHERE queue_id IN (SELECT id FROM empty)),
 		x AS (DELETE FROM dedup WHERE queue_id IN (SELECT id FROM empty)),
 		a AS (DELETE FROM attempts WHERE queue_id IN (SELECT id FROM empty)),
+		mt AS (DELETE FROM move_tasks WHERE source_id IN (SELECT id FROM empty) AND NOT `+activeSQL+`),
 		r AS (UPDATE queues SET reclaimed = true WHERE id IN (SELECT id FROM empty) RETURNING id)
 		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM r)`, b.tnow(), reclaimBudget).Scan(&n, &done)
 	if err != nil {

@@ -1,0 +1,352 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// One step of a move task: see "One step, one transaction" in movetask.go.
+
+// stepTask is the claimed task row a step works on.
+type stepTask struct {
+	seq      int64
+	id       string
+	sourceID int64
+	source   string
+	destID   *int64
+	rate     int
+	status   string
+}
+
+// stepOutcome is what a committed step did, for the work after the commit
+// (wake-ups, logs). It is rebuilt from scratch when the transaction is retried.
+type stepOutcome struct {
+	task    stepTask
+	moved   int64
+	ended   broker.MoveTaskStatus // "" while the task still runs
+	failure string
+	targets []queueRow // the queues that received messages
+}
+
+// movePlan is the messages of one step going to one destination, in move order.
+type movePlan struct {
+	target queueRow
+	ids    []int64  // source message row ids
+	mids   []string // their new message ids
+	groups []string // FIFO groups, sorted and distinct
+}
+
+// stepMsg is a locked source message as a step sees it.
+type stepMsg struct {
+	state    string
+	dlSource string
+	group    *string
+	held     bool // in flight under a live lease
+	expired  bool // past the source's retention: the sweeper's
+}
+
+// moveStep claims one due task (of any broker) and takes one step of it in
+// one transaction. It reports whether it found a due task to step.
+func (b *Backend) moveStep(ctx context.Context) (bool, error) {
+	var o stepOutcome
+	var found bool
+	err := retry(func() error {
+		o, found = stepOutcome{}, false
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			var err error
+			found, err = b.moveStepTx(ctx, tx, &o)
+			return err
+		})
+	})
+	if err != nil {
+		return false, txErr("move task step", err)
+	}
+	if !found {
+		return false, nil
+	}
+	now := b.clock.Now()
+	for _, q := range o.targets {
+		b.changed(q.id, now.Add(q.cfg.Delay), false)
+		b.noteExpiry(q)
+	}
+	if o.ended != "" {
+		b.log.Info("move task ended", "queue", o.task.source, "task_id", o.task.id, "status", string(o.ended),
+			"moved_in_last_step", o.moved, "failure", o.failure)
+	}
+	return true, nil
+}
+
+// moveStepTx is one step inside tx. It returns false when no active task is
+// due, or every due one is being stepped by another transaction.
+func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bool, error) {
+	t := &o.task
+	err := tx.QueryRow(ctx, `SELECT seq, id, source_id, source, dest_id, rate, status FROM move_tasks
+		WHERE `+activeSQL+` AND due_at <= `+nowSQL+` ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED`, b.tnow()).
+		Scan(&t.seq, &t.id, &t.sourceID, &t.source, &t.destID, &t.rate, &t.status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if t.status == string(broker.MoveTaskCancelling) {
+		return true, b.endMoveTask(ctx, tx, o, broker.MoveTaskCancelled, "")
+	}
+	fail := func() error { return b.endMoveTask(ctx, tx, o, broker.MoveTaskFailed, broker.MoveTaskFailureNoQueue) }
+
+	// 1. The source and destination rows, FOR SHARE: no DeleteQueue commits
+	// between this check and the commit of the moves.
+	qids := []int64{t.sourceID}
+	if t.destID != nil {
+		qids = append(qids, *t.destID)
+	}
+	queues, err := lockQueues(ctx, tx, "id = ANY($1::bigint[])", qids)
+	if err != nil {
+		return true, err
+	}
+	src, ok := queues[t.sourceID]
+	if !ok {
+		return true, fail()
+	}
+	var dst queueRow
+	if t.destID != nil {
+		if dst, ok = queues[*t.destID]; !ok {
+			return true, fail()
+		}
+	}
+
+	// 2. The next chunk of items, oldest first.
+	rate := broker.MoveTask{MaxPerSecond: t.rate}.MoveRate()
+	rows, err := tx.Query(ctx, `SELECT msg, sent_at FROM move_task_items WHERE task = $1
+		ORDER BY sent_at, msg LIMIT $2`, t.seq, broker.MoveChunk(rate))
+	if err != nil {
+		return true, err
+	}
+	var items []int64
+	var lastSent time.Time
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &lastSent}, func() error {
+		items = append(items, id)
+		return nil
+	}); err != nil {
+		return true, err
+	}
+	if len(items) == 0 {
+		return true, b.endMoveTask(ctx, tx, o, broker.MoveTaskCompleted, "")
+	}
+	// With no destination, each message goes back to the queue named by its
+	// DeadLetterSource: lock those queue rows too, before any message row.
+	byName := map[string]queueRow{}
+	if t.destID == nil {
+		targets, err := lockQueues(ctx, tx, `name IN (SELECT dl_source FROM messages
+			WHERE id = ANY($1::bigint[]) AND dl_source IS NOT NULL)`, items)
+		if err != nil {
+			return true, err
+		}
+		for _, q := range targets {
+			byName[q.name] = q
+		}
+	}
+
+	// 3. Lock the messages. FOR UPDATE waits for a receive holding a row and
+	// re-checks it: a message leased meanwhile shows as held.
+	rows, err = tx.Query(ctx, `SELECT id, state::text, coalesce(dl_source, ''), group_id,
+			state = 'i' AND visible_at > `+nowSQL+`, sent_at <= `+nowSQL+` - $4 * interval '1 microsecond'
+		FROM messages WHERE id = ANY($2::bigint[]) AND queue_id = $3 ORDER BY id FOR UPDATE`,
+		b.tnow(), items, src.id, micros(src.cfg.Retention))
+	if err != nil {
+		return true, err
+	}
+	msgs := map[int64]stepMsg{}
+	var m stepMsg
+	if _, err := pgx.ForEachRow(rows, []any{&id, &m.state, &m.dlSource, &m.group, &m.held, &m.expired}, func() error {
+		msgs[id] = m
+		return nil
+	}); err != nil {
+		return true, err
+	}
+
+	// Walk the items in move order; a message without a live destination
+	// fails the task after the ones before it moved.
+	plans := map[int64]*movePlan{}
+	var movedIDs []int64
+	var srcReady, srcInflight, srcDelayed int64
+	failed := false
+	for _, id := range items {
+		m, ok := msgs[id]
+		if !ok || m.held || m.expired {
+			continue // gone, held by a consumer, or due for the sweeper: left alone
+		}
+		target := dst
+		if t.destID == nil {
+			q, ok := byName[m.dlSource]
+			if !ok || q.id == src.id {
+				failed = true
+				break
+			}
+			target = q
+		}
+		p := plans[target.id]
+		if p == nil {
+			p = &movePlan{target: target}
+			plans[target.id] = p
+		}
+		p.ids = append(p.ids, id)
+		p.mids = append(p.mids, broker.NewMessageID())
+		if m.group != nil {
+			p.groups = append(p.groups, *m.group)
+		}
+		movedIDs = append(movedIDs, id)
+		switch m.state {
+		case "r":
+			srcReady++
+		case "i":
+			srcInflight++ // a lease that ended but was not promoted yet
+		default:
+			srcDelayed++
+		}
+	}
+
+	// 4. The new messages, the deletes, the task's progress.
+	targetIDs := make([]int64, 0, len(plans))
+	for qid := range plans {
+		targetIDs = append(targetIDs, qid)
+	}
+	slices.Sort(targetIDs)
+	for _, qid := range targetIDs {
+		if err := b.insertMoved(ctx, tx, plans[qid]); err != nil {
+			return true, err
+		}
+		o.targets = append(o.targets, plans[qid].target)
+	}
+	if len(movedIDs) > 0 {
+		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = ANY($1::bigint[])", movedIDs); err != nil {
+			return true, err
+		}
+	}
+	o.moved = int64(len(movedIDs))
+	switch {
+	case failed:
+		err = fail()
+	default:
+		// The items of this chunk are handled: delete them (a range of the
+		// primary key, up to the last one read), then end or pace the task.
+		if _, err := tx.Exec(ctx, `DELETE FROM move_task_items WHERE task = $1 AND (sent_at, msg) <= ($2, $3)`,
+			t.seq, lastSent, items[len(items)-1]); err != nil {
+			return true, err
+		}
+		var more bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM move_task_items WHERE task = $1)", t.seq).Scan(&more); err != nil {
+			return true, err
+		}
+		if !more {
+			err = b.endMoveTask(ctx, tx, o, broker.MoveTaskCompleted, "")
+			break
+		}
+		_, err = tx.Exec(ctx, `UPDATE move_tasks SET moved = moved + $2, due_at = `+nowSQL+` + $3 * interval '1 microsecond'
+			WHERE seq = $4`, b.tnow(), o.moved, micros(broker.MovePace(len(movedIDs), rate)), t.seq)
+	}
+	if err != nil {
+		return true, err
+	}
+
+	// 5. Counters last, in queue id order.
+	type delta struct{ ready, inflight, delayed int64 }
+	deltas := map[int64]*delta{src.id: {-srcReady, -srcInflight, -srcDelayed}}
+	for qid, p := range plans {
+		n := int64(len(p.ids))
+		if p.target.cfg.Delay > 0 {
+			deltas[qid] = &delta{delayed: n}
+		} else {
+			deltas[qid] = &delta{ready: n}
+		}
+	}
+	order := append([]int64{src.id}, targetIDs...)
+	slices.Sort(order)
+	for _, qid := range order {
+		d := deltas[qid]
+		if *d == (delta{}) {
+			continue
+		}
+		if err := addCounts(ctx, tx, qid, d.ready, d.inflight, d.delayed); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// lockQueues locks FOR SHARE, in id order, the live queues matching where
+// (with $1 = arg) and returns them by id.
+func lockQueues(ctx context.Context, tx pgx.Tx, where string, arg any) (map[int64]queueRow, error) {
+	rows, err := tx.Query(ctx, "SELECT "+queueCols+" FROM queues WHERE ("+where+") AND NOT deleted ORDER BY id FOR SHARE", arg)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]queueRow{}
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[q.id] = q
+	}
+	return out, rows.Err()
+}
+
+// insertMoved inserts p's messages into p.target as new messages, in move
+// order (so that on a standard queue they are received oldest first, and on
+// a FIFO queue their sequence numbers follow that order). On a FIFO target the
+// group rows are locked first, as a send does, so that within a group
+// sequence order is commit order.
+func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error {
+	fifo := p.target.cfg.Fifo
+	if fifo && len(p.groups) > 0 {
+		groups := slices.Clone(p.groups)
+		slices.Sort(groups)
+		groups = slices.Compact(groups)
+		if _, err := tx.Exec(ctx, `INSERT INTO groups (queue_id, group_id)
+			SELECT $1, g FROM unnest($2::text[]) g ORDER BY g ON CONFLICT DO NOTHING`, p.target.id, groups); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM groups WHERE queue_id = $1 AND group_id = ANY($2)
+			ORDER BY group_id FOR UPDATE`, p.target.id, groups); err != nil {
+			return err
+		}
+	}
+	state := "r"
+	if p.target.cfg.Delay > 0 {
+		state = "d"
+	}
+	// Volatile expressions (nextval) in the select list are evaluated after
+	// the ORDER BY, so sequence numbers follow u.ord.
+	_, err := tx.Exec(ctx, `
+		INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, seq, message_id,
+			group_id, dedup_id, sender_id, attrs, body)
+		SELECT $2, $3::"char", `+nowSQL+` + $4 * interval '1 microsecond', `+nowSQL+`, m.priority,
+			CASE WHEN $5 THEN nextval('fifo_seq') END, u.mid::uuid,
+			m.group_id, CASE WHEN $5 THEN u.mid END, m.sender_id, m.attrs, m.body
+		FROM unnest($6::bigint[], $7::text[]) WITH ORDINALITY AS u (id, mid, ord)
+		JOIN messages m ON m.id = u.id
+		ORDER BY u.ord`,
+		b.tnow(), p.target.id, state, micros(p.target.cfg.Delay), fifo, p.ids, p.mids)
+	return err
+}
+
+// endMoveTask ends the task of o with status (adding o.moved to its count)
+// and deletes its remaining items.
+func (b *Backend) endMoveTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, status broker.MoveTaskStatus, failure string) error {
+	o.ended, o.failure = status, failure
+	if _, err := tx.Exec(ctx, "UPDATE move_tasks SET status = $2, failure = $3, moved = moved + $4 WHERE seq = $1",
+		o.task.seq, string(status), failure, o.moved); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, "DELETE FROM move_task_items WHERE task = $1", o.task.seq)
+	return err
+}

@@ -1,0 +1,346 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Message move tasks (broker.MoveTasker).
+//
+// # State (migration 3)
+//
+// A task is one move_tasks row: its source and destination by queue id (so a
+// deleted and re-created queue is not mistaken for the old one), its status,
+// counts, rate and due_at, the instant from which a runner may take its next
+// step. At most one task per source queue is active (RUNNING or CANCELLING):
+// the partial unique index move_tasks_active enforces it across brokers. At
+// most broker.MaxListMoveTasks tasks are kept per source; StartMoveTask
+// deletes the oldest ended ones, and the tasks of an earlier queue of the
+// same name. The sweeper's reclaim deletes the tasks of a reclaimed queue.
+//
+// # Which messages a task moves
+//
+// StartMoveTask copies the ids of the messages its source holds, with their
+// SentAt, into move_task_items in the transaction that creates the task: the
+// items are exactly the messages present at the start (a message
+// dead-lettered later keeps its row id, so an id watermark would not do).
+// The items are the task's remaining work, in move order (sent_at, id).
+// A step deletes the items it handled in the same transaction that moves
+// their messages, so after a crash or a restart the items are still exactly
+// the remainder. An item whose message is gone (deleted, expired, moved on
+// by its own RedrivePolicy) or in flight (a live lease) is dropped without
+// moving it: a message a consumer holds stays where it is.
+//
+// # One step, one transaction
+//
+// A step (moveStepTx) claims one due active task row with FOR UPDATE SKIP
+// LOCKED, so that of several brokers exactly one steps a given task at a
+// time, and the others pass over it. Then, in the same transaction:
+//
+//  1. the source and destination queue rows are locked FOR SHARE (a
+//     concurrent DeleteQueue waits for the step, or the step sees the queue
+//     deleted and fails the task with MoveTaskFailureNoQueue);
+//  2. the next broker.MoveChunk(rate) items are read and their messages
+//     locked FOR UPDATE (waiting for a receive that holds one: the lock
+//     re-checks the row, so a message leased meanwhile is seen in flight);
+//  3. each movable message is inserted into its destination as a new message
+//     (new message id, SentAt now, receive count 0, the destination's
+//     DelaySeconds; body, attributes, sender, priority and group kept; on a
+//     FIFO destination a new sequence number, taken under the group rows'
+//     locks as sends take theirs, and its message id as dedup id) and
+//     deleted from the source;
+//  4. the handled items are deleted, the task's moved count and due_at
+//     (now + broker.MovePace(moved, rate)) or final status are written;
+//  5. the counters of the source and destinations are updated, last, in
+//     queue id order (the package's deadlock-freedom rule).
+//
+// So a crash leaves every message either moved and counted, or untouched.
+// With no Destination, each message goes to the live queue named by its
+// DeadLetterSource; a message whose source queue no longer exists (or has
+// none) fails the task after the messages before it in the chunk moved.
+//
+// # The runner
+//
+// moveLoop is one goroutine per broker (started by Open, stopped by Close
+// through its context). It steps due tasks until none is left to claim, then
+// sleeps on one clock timer until the earliest due_at of any active task
+// (at most moveIdle), or until kickMove says this broker started or
+// cancelled a task. The pacing lives in due_at, in the database, so it holds
+// whichever broker takes each step; a task whose broker died is resumed by
+// any other broker's runner within moveIdle, and by every broker at start.
+// The runner holds no task state of its own.
+
+// moveIdle is the longest the runner sleeps on the clock: other brokers may
+// start tasks (they run them themselves, but a broker may die).
+const moveIdle = 10 * time.Second
+
+// activeSQL matches the active task statuses in SQL.
+const activeSQL = "status IN ('RUNNING', 'CANCELLING')"
+
+const moveTaskCols = "id, source, destination, rate, status, moved, to_move, failure, started_at"
+
+// scanMoveTask reads the moveTaskCols of row, then the extra columns.
+func scanMoveTask(row pgx.Row, extra ...any) (broker.MoveTask, error) {
+	var t broker.MoveTask
+	var status string
+	err := row.Scan(append([]any{&t.ID, &t.Source, &t.Destination, &t.MaxPerSecond, &status, &t.Moved, &t.ToMove,
+		&t.FailureReason, &t.StartedAt}, extra...)...)
+	t.Status = broker.MoveTaskStatus(status)
+	return t, err
+}
+
+var _ broker.MoveTasker = (*Backend)(nil)
+
+// kickMover wakes this broker's runner. Never blocks.
+func (b *Backend) kickMover() {
+	select {
+	case b.kickMove <- struct{}{}:
+	default:
+	}
+}
+
+// txErr passes broker errors and context errors through and wraps the rest.
+func txErr(op string, err error) error {
+	var be *broker.Error
+	if err == nil || errors.As(err, &be) {
+		return err
+	}
+	return dbErr(op, err)
+}
+
+// StartMoveTask implements broker.MoveTasker: one transaction, holding the
+// source queue row FOR UPDATE so that starts on one source are serialized.
+func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
+	if err := broker.ValidateMoveRate(req.MaxPerSecond); err != nil {
+		return broker.MoveTask{}, err
+	}
+	if err := b.enter(); err != nil {
+		return broker.MoveTask{}, err
+	}
+	defer b.ops.Done()
+	var out broker.MoveTask
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		src, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", req.Source))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return broker.MoveSourceNotFoundError()
+		}
+		if err != nil {
+			return err
+		}
+		var isDLQ bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM queues WHERE NOT deleted AND id <> $1
+			AND config->'Redrive'->>'DeadLetterQueue' = $2)`, src.id, src.name).Scan(&isDLQ); err != nil {
+			return err
+		}
+		if !isDLQ {
+			return broker.MoveSourceNotDLQError()
+		}
+		var destID any // SQL NULL: each message's own source
+		if req.Destination != "" {
+			dst, err := b.getQueue(ctx, tx, req.Destination)
+			switch {
+			case errors.Is(err, broker.ErrQueueDoesNotExist):
+				return broker.MoveDestinationNotFoundError()
+			case err != nil:
+				return err
+			case dst.id == src.id:
+				return broker.Errorf(broker.ErrInvalidParameterValue, "Source and destination queues must be different.")
+			case dst.cfg.Fifo != src.cfg.Fifo:
+				return broker.Errorf(broker.ErrInvalidParameterValue, "The destination queue must be of the same type as the source queue (FIFO or standard).")
+			}
+			destID = dst.id
+		}
+		var active bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM move_tasks WHERE source_id = $1 AND "+activeSQL+")",
+			src.id).Scan(&active); err != nil {
+			return err
+		}
+		if active {
+			return broker.MoveTaskRunningError()
+		}
+		// Forget the tasks of an earlier queue of the same name, and keep the
+		// newest MaxListMoveTasks-1 ended ones (with the new one: the most
+		// ListMoveTasks shows). Items go with their task (ON DELETE CASCADE).
+		if _, err := tx.Exec(ctx, `DELETE FROM move_tasks WHERE source = $1 AND source_id <> $2`, src.name, src.id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM move_tasks WHERE seq IN (
+			SELECT seq FROM move_tasks WHERE source_id = $1 ORDER BY seq DESC OFFSET $2)`,
+			src.id, broker.MaxListMoveTasks-1); err != nil {
+			return err
+		}
+		var seq int64
+		out, err = scanMoveTask(tx.QueryRow(ctx, `INSERT INTO move_tasks
+			(id, source_id, source, dest_id, destination, rate, status, started_at, due_at)
+			VALUES ($2, $3, $4, $5, $6, $7, 'RUNNING', `+nowSQL+`, `+nowSQL+`)
+			RETURNING `+moveTaskCols+`, seq`, b.tnow(), broker.NewMessageID(), src.id, src.name, destID,
+			req.Destination, req.MaxPerSecond), &seq)
+		if err != nil {
+			return err
+		}
+		// The messages present now are the task's (see the top of the file).
+		tag, err := tx.Exec(ctx, `INSERT INTO move_task_items (task, sent_at, msg)
+			SELECT $1, sent_at, id FROM messages WHERE queue_id = $2`, seq, src.id)
+		if err != nil {
+			return err
+		}
+		out.ToMove = tag.RowsAffected()
+		_, err = tx.Exec(ctx, "UPDATE move_tasks SET to_move = $2 WHERE seq = $1", seq, out.ToMove)
+		return err
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "move_tasks_active" {
+		return broker.MoveTask{}, broker.MoveTaskRunningError() // a concurrent start won
+	}
+	if err != nil {
+		return broker.MoveTask{}, txErr("start move task", err)
+	}
+	b.kickMover()
+	b.log.Info("move task started", "queue", out.Source, "task_id", out.ID, "destination", out.Destination,
+		"rate", out.MaxPerSecond, "to_move", out.ToMove)
+	return out, nil
+}
+
+// ListMoveTasks implements broker.MoveTasker.
+func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) ([]broker.MoveTask, error) {
+	if limit == 0 {
+		limit = broker.DefaultListMoveTasks
+	}
+	if limit < 1 || limit > broker.MaxListMoveTasks {
+		return nil, broker.Errorf(broker.ErrInvalidParameterValue,
+			"Value %d for parameter MaxResults is invalid. Reason: must be between 1 and %d.", limit, broker.MaxListMoveTasks)
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.ops.Done()
+	src, err := b.getQueue(ctx, b.pool, source)
+	if errors.Is(err, broker.ErrQueueDoesNotExist) {
+		return nil, broker.MoveSourceNotFoundError()
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := b.pool.Query(ctx, "SELECT "+moveTaskCols+" FROM move_tasks WHERE source_id = $1 ORDER BY seq DESC LIMIT $2",
+		src.id, limit)
+	if err != nil {
+		return nil, dbErr("list move tasks", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (broker.MoveTask, error) { return scanMoveTask(r) })
+	if err != nil {
+		return nil, dbErr("list move tasks", err)
+	}
+	return out, nil
+}
+
+// CancelMoveTask implements broker.MoveTasker: the task becomes CANCELLING
+// at once (due now), and CANCELLED at the next step of any broker's runner;
+// this broker's runner is woken for it. The UPDATE waits for a step in
+// progress, so the moved count it returns is final.
+func (b *Backend) CancelMoveTask(ctx context.Context, source, id string) (broker.MoveTask, error) {
+	if err := b.enter(); err != nil {
+		return broker.MoveTask{}, err
+	}
+	defer b.ops.Done()
+	src, err := b.getQueue(ctx, b.pool, source)
+	if errors.Is(err, broker.ErrQueueDoesNotExist) {
+		return broker.MoveTask{}, broker.MoveSourceNotFoundError()
+	}
+	if err != nil {
+		return broker.MoveTask{}, err
+	}
+	out, err := scanMoveTask(b.pool.QueryRow(ctx, `UPDATE move_tasks SET status = 'CANCELLING', due_at = `+nowSQL+`
+		WHERE source_id = $2 AND id = $3 AND status = 'RUNNING' RETURNING `+moveTaskCols, b.tnow(), src.id, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		var status string
+		err := b.pool.QueryRow(ctx, "SELECT status FROM move_tasks WHERE source_id = $1 AND id = $2", src.id, id).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return broker.MoveTask{}, broker.MoveTaskNotFoundError()
+		}
+		if err != nil {
+			return broker.MoveTask{}, dbErr("cancel move task", err)
+		}
+		return broker.MoveTask{}, broker.MoveTaskNotRunningError(broker.MoveTaskStatus(status))
+	}
+	if err != nil {
+		return broker.MoveTask{}, dbErr("cancel move task", err)
+	}
+	b.kickMover()
+	b.log.Info("move task cancelled", "queue", source, "task_id", id, "moved", out.Moved)
+	return out, nil
+}
+
+// moveLoop is the move-task runner (see the top of this file).
+func (b *Backend) moveLoop(ctx context.Context) {
+	defer b.duties.Done()
+	// One timer, re-armed with Reset, so that the number of armed timers on a
+	// fake clock stays steady (tests count them to see receives block).
+	t := b.clock.NewTimer(moveIdle)
+	defer t.Stop()
+	for {
+		for ctx.Err() == nil {
+			found, err := b.moveStep(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					b.log.Warn("move task step failed; retrying later", "err", err)
+				}
+				break
+			}
+			if !found {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		wakeAt, err := b.moveNextDue(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			b.log.Warn("move tasks: reading the next due step failed", "err", err)
+			wakeAt = b.clock.Now().Add(b.cfg.PollInterval)
+		}
+		// An instant, not a duration: the clock may move between the
+		// query and the Reset (a fake clock advanced by a test).
+		t.Reset(max(wakeAt.Sub(b.clock.Now()), 0))
+		select {
+		case <-t.C():
+		case <-b.kickMove:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// moveNextDue returns when the runner wakes next: at the earliest due_at
+// of the active tasks, at most moveIdle from now. A task already due that the
+// runner could not claim is being stepped by another broker (or its step
+// failed): look again after PollInterval.
+func (b *Backend) moveNextDue(ctx context.Context) (time.Time, error) {
+	now := b.clock.Now()
+	var tnow any // as b.tnow(), but the very reading the result is anchored to
+	if b.testClock {
+		tnow = now
+	}
+	var dueIn *int64 // µs from the statement's now
+	err := b.pool.QueryRow(ctx, `SELECT (extract(epoch FROM min(due_at) - `+nowSQL+`) * 1000000)::bigint
+		FROM move_tasks WHERE `+activeSQL, tnow).Scan(&dueIn)
+	if err != nil {
+		return time.Time{}, dbErr("next move step", err)
+	}
+	switch {
+	case dueIn == nil:
+		return now.Add(moveIdle), nil
+	case *dueIn <= 0:
+		return now.Add(b.cfg.PollInterval), nil
+	default:
+		return now.Add(min(time.Duration(*dueIn)*time.Microsecond, moveIdle)), nil
+	}
+}
