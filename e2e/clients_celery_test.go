@@ -127,7 +127,7 @@ func startCeleryWorker(t *testing.T, env []string) (logPath string) {
 		cancel()
 		<-done
 		logf.Close()
-		if t.Failed() || testing.Verbose() {
+		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			t.Logf("celery worker log:\n%s", lastLines(string(b), 80))
 		}
