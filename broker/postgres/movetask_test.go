@@ -124,3 +124,72 @@ func TestMoveTaskAcrossBrokers(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveTaskFifo moves a FIFO dead-letter queue's messages to a FIFO
+// destination: they keep their group and order there, with new sequence
+// numbers and message ids, and are not taken for duplicates.
+func TestMoveTaskFifo(t *testing.T) {
+	url := requirePostgres(t)
+	cfg := testConfig(url, schemaFor(t))
+	clock := broker.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	cfg.Clock = clock
+	b, err := postgres.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	fifo := map[string]string{broker.AttrFifoQueue: "true"}
+	for _, q := range []string{"dlq.fifo", "dest.fifo"} {
+		if _, err := b.CreateQueue(ctx, q, fifo, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.CreateQueue(ctx, "src.fifo", map[string]string{broker.AttrFifoQueue: "true",
+		broker.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq.fifo","maxReceiveCount":1}`,
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]string{}
+	for i := range 3 {
+		body := fmt.Sprintf("m%d", i)
+		res, err := b.Send(ctx, "dlq.fifo", []broker.SendEntry{{Body: body, GroupID: "g", DedupID: "same-" + body}})
+		if err != nil || res[0].Err != nil {
+			t.Fatal(err, res)
+		}
+		sent[body] = res[0].MessageID
+		clock.Advance(time.Millisecond)
+	}
+	if _, err := b.StartMoveTask(ctx, broker.MoveTaskRequest{Source: "dlq.fifo", Destination: "dest.fifo"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ts, err := b.ListMoveTasks(ctx, "dlq.fifo", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ts[0].Status == broker.MoveTaskCompleted && ts[0].Moved == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task = %+v", ts[0])
+		}
+		clock.Advance(100 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // let the runner take its step
+	}
+	ds, err := b.Receive(ctx, broker.ReceiveRequest{Queue: "dest.fifo", MaxMessages: 10})
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("Receive = %d messages, %v", len(ds), err)
+	}
+	last := ""
+	for i, d := range ds {
+		if want := fmt.Sprintf("m%d", i); d.Body != want || d.GroupID != "g" || d.ID == sent[want] {
+			t.Fatalf("message %d = %q group %q id %s (sent as %s)", i, d.Body, d.GroupID, d.ID, sent[want])
+		}
+		if d.SequenceNumber <= last {
+			t.Fatalf("sequence numbers not increasing: %s after %s", d.SequenceNumber, last)
+		}
+		last = d.SequenceNumber
+	}
+}
