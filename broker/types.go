@@ -4,15 +4,15 @@ import "time"
 
 // Limits of the SQS API that the broker enforces.
 const (
-	MaxBatchEntries      = 10                // entries per batch call
-	MaxBatchBytes        = 1 << 20           // total payload of a send batch
-	MaxMessageBytes      = 1 << 20           // the largest MaximumMessageSize
-	MinMessageBytes      = 1024              // the smallest MaximumMessageSize
-	MaxReceiveMessages   = 10                // MaxNumberOfMessages upper bound
-	MaxWaitTime          = 20 * time.Second  // WaitTimeSeconds upper bound
-	MaxVisibilityTimeout = 12 * time.Hour    // VisibilityTimeout upper bound
-	MaxDelay             = 15 * time.Minute  // DelaySeconds upper bound
-	MinRetention         = time.Minute       // MessageRetentionPeriod lower bound
+	MaxBatchEntries      = 10               // entries per batch call
+	MaxBatchBytes        = 1 << 20          // total payload of a send batch
+	MaxMessageBytes      = 1 << 20          // the largest MaximumMessageSize
+	MinMessageBytes      = 1024             // the smallest MaximumMessageSize
+	MaxReceiveMessages   = 10               // MaxNumberOfMessages upper bound
+	MaxWaitTime          = 20 * time.Second // WaitTimeSeconds upper bound
+	MaxVisibilityTimeout = 12 * time.Hour   // VisibilityTimeout upper bound
+	MaxDelay             = 15 * time.Minute // DelaySeconds upper bound
+	MinRetention         = time.Minute      // MessageRetentionPeriod lower bound
 	MaxRetention         = 14 * 24 * time.Hour
 	MaxMessageAttributes = 10 // user message attributes per message
 	// DefaultMaxInFlight is the in-flight cap per queue (SQS's standard-queue figure).

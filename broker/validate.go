@@ -254,3 +254,35 @@ func FilterAttributes(attrs map[string]MessageAttribute, names []string) map[str
 	}
 	return out
 }
+
+// ValidateBatch checks the entry ids of a batch call with ValidateBatchIDs. A
+// single entry with an empty id is a plain (non-batch) call and is fine.
+func ValidateBatch[E any](entries []E, id func(E) string) error {
+	if len(entries) == 1 && id(entries[0]) == "" {
+		return nil
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = id(e)
+	}
+	return ValidateBatchIDs(ids)
+}
+
+// ValidateSendBatch checks what concerns a send call as a whole: the entry
+// ids (ValidateBatch) and the total size of several entries (at most
+// MaxBatchBytes). One entry that is too long is not a batch error: it fails
+// with its own size error from ValidateSendEntry, as SendMessage would.
+func ValidateSendBatch(entries []SendEntry) error {
+	if err := ValidateBatch(entries, func(e SendEntry) string { return e.ID }); err != nil {
+		return err
+	}
+	total := 0
+	for i := range entries {
+		total += MessageSize(entries[i].Body, entries[i].Attributes)
+	}
+	if len(entries) > 1 && total > MaxBatchBytes {
+		return Errorf(ErrBatchRequestTooLong,
+			"Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxBatchBytes, total)
+	}
+	return nil
+}

@@ -6,33 +6,10 @@ import (
 	"github.com/sluicemq/sluice/broker"
 )
 
-// batchIDs validates the entry ids of a batch call. A single entry with an
-// empty id is a plain (non-batch) call and is fine.
-func batchIDs(n int, id func(int) string) error {
-	if n == 1 && id(0) == "" {
-		return nil
-	}
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = id(i)
-	}
-	return broker.ValidateBatchIDs(ids)
-}
-
 // Send implements broker.Backend.
 func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.SendEntry) ([]broker.SendResult, error) {
-	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+	if err := broker.ValidateSendBatch(entries); err != nil {
 		return nil, err
-	}
-	// The total-size rule concerns several entries; one entry that is too
-	// long fails with its own size error (as SendMessage would).
-	total := 0
-	for i := range entries {
-		total += broker.MessageSize(entries[i].Body, entries[i].Attributes)
-	}
-	if len(entries) > 1 && total > broker.MaxBatchBytes {
-		return nil, broker.Errorf(broker.ErrBatchRequestTooLong,
-			"Batch requests cannot be longer than %d bytes. You have sent %d bytes.", broker.MaxBatchBytes, total)
 	}
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -151,7 +128,7 @@ func lookupLease(q *queue, handle string) (*msg, error) {
 // again), except on a FIFO queue (broker.ReceiptExpiredError); a stale one
 // succeeds without effect.
 func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker.DeleteEntry) ([]error, error) {
-	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+	if err := broker.ValidateBatch(entries, func(e broker.DeleteEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
 	if err := b.enter(); err != nil {
@@ -201,7 +178,7 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 
 // ChangeVisibility implements broker.Backend.
 func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entries []broker.VisibilityEntry) ([]error, error) {
-	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+	if err := broker.ValidateBatch(entries, func(e broker.VisibilityEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
 	if err := b.enter(); err != nil {

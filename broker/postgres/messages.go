@@ -14,19 +14,6 @@ import (
 	"github.com/sluicemq/sluice/broker"
 )
 
-// batchIDs validates the entry ids of a batch call. A single entry with an
-// empty id is a plain (non-batch) call and is fine.
-func batchIDs(n int, id func(int) string) error {
-	if n == 1 && id(0) == "" {
-		return nil
-	}
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = id(i)
-	}
-	return broker.ValidateBatchIDs(ids)
-}
-
 // storedAttrs is the attrs column: the user and system message attributes.
 type storedAttrs struct {
 	A map[string]broker.MessageAttribute `json:"a,omitempty"`
@@ -44,16 +31,8 @@ func encodeAttrs(e *broker.SendEntry) []byte {
 // Send implements broker.Backend: one INSERT of the valid entries whose CTE
 // also adds them to a counter shard, in one autocommit statement.
 func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.SendEntry) ([]broker.SendResult, error) {
-	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+	if err := broker.ValidateSendBatch(entries); err != nil {
 		return nil, err
-	}
-	total := 0
-	for i := range entries {
-		total += broker.MessageSize(entries[i].Body, entries[i].Attributes)
-	}
-	if len(entries) > 1 && total > broker.MaxBatchBytes {
-		return nil, broker.Errorf(broker.ErrBatchRequestTooLong,
-			"Batch requests cannot be longer than %d bytes. You have sent %d bytes.", broker.MaxBatchBytes, total)
 	}
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -147,7 +126,7 @@ func decodeLease(qid int64, handle string) (r broker.Receipt, ok bool, err error
 // version matches the receipts (a stale receipt matches nothing and
 // succeeds without effect), subtracting them from the counters.
 func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker.DeleteEntry) ([]error, error) {
-	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+	if err := broker.ValidateBatch(entries, func(e broker.DeleteEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
 	if err := b.enter(); err != nil {
@@ -233,7 +212,7 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 // UPDATE that names the lease version and requires a live lease; the entries
 // that match nothing are then classified (stale receipt or expired lease).
 func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entries []broker.VisibilityEntry) ([]error, error) {
-	if err := batchIDs(len(entries), func(i int) string { return entries[i].ID }); err != nil {
+	if err := broker.ValidateBatch(entries, func(e broker.VisibilityEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
 	if err := b.enter(); err != nil {
