@@ -280,21 +280,31 @@ func (h *Handler) deleteMessageBatch(c *call, in *deleteMessageBatchInput) (any,
 		}
 	}
 	errs, err := h.backend.Delete(c.ctx, name, entries)
+	ok, failed, err := batchOutcome(ids, errs, err)
 	if err != nil {
 		return nil, err
 	}
-	if len(errs) != len(entries) {
-		return nil, internal(fmt.Errorf("backend returned %d results for %d deletes", len(errs), len(entries)))
+	return &deleteMessageBatchOutput{Successful: ok, Failed: failed}, nil
+}
+
+// batchOutcome splits a backend's per-entry results of a delete or
+// visibility batch into the Successful and Failed lists of the reply.
+func batchOutcome(ids []string, errs []error, err error) ([]batchIDEntry, []batchError, error) {
+	if err != nil {
+		return nil, nil, err
 	}
-	out := &deleteMessageBatchOutput{Successful: []batchIDEntry{}, Failed: []batchError{}}
+	if len(errs) != len(ids) {
+		return nil, nil, internal(fmt.Errorf("backend returned %d results for %d entries", len(errs), len(ids)))
+	}
+	ok, failed := []batchIDEntry{}, []batchError{}
 	for i, e := range errs {
 		if e != nil {
-			out.Failed = append(out.Failed, batchFailure(ids[i], e))
+			failed = append(failed, batchFailure(ids[i], e))
 		} else {
-			out.Successful = append(out.Successful, batchIDEntry{ids[i]})
+			ok = append(ok, batchIDEntry{ids[i]})
 		}
 	}
-	return out, nil
+	return ok, failed, nil
 }
 
 func (h *Handler) changeVisibility(c *call, in *changeVisibilityInput) (any, error) {
@@ -345,19 +355,9 @@ func (h *Handler) changeVisibilityBatch(c *call, in *changeVisibilityBatchInput)
 		}
 	}
 	errs, err := h.backend.ChangeVisibility(c.ctx, name, entries)
+	ok, failed, err := batchOutcome(ids, errs, err)
 	if err != nil {
 		return nil, err
 	}
-	if len(errs) != len(entries) {
-		return nil, internal(fmt.Errorf("backend returned %d results for %d changes", len(errs), len(entries)))
-	}
-	out := &changeVisibilityBatchOutput{Successful: []batchIDEntry{}, Failed: []batchError{}}
-	for i, e := range errs {
-		if e != nil {
-			out.Failed = append(out.Failed, batchFailure(ids[i], e))
-		} else {
-			out.Successful = append(out.Successful, batchIDEntry{ids[i]})
-		}
-	}
-	return out, nil
+	return &changeVisibilityBatchOutput{Successful: ok, Failed: failed}, nil
 }
