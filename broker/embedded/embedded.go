@@ -195,6 +195,37 @@ func (b *Backend) applyLocked(batch *pebble.Batch) error {
 	return nil
 }
 
+// update is the shape of every change to one queue: it runs fn on the live
+// queue name under b.mu with a fresh batch, hands the batch to the store's
+// commit pipeline while still holding the lock (so the WAL order is the
+// index order), and waits for the sync without it. fn returning an error
+// discards the batch; fn must then have changed nothing.
+func (b *Backend) update(ctx context.Context, name string, fn func(q *queue, batch *pebble.Batch) error) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.ops.Done()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	batch := b.db.NewBatch()
+	b.mu.Lock()
+	q := b.queues[name]
+	if q == nil {
+		b.mu.Unlock()
+		_ = batch.Close()
+		return errNoQueue()
+	}
+	if err := fn(q, batch); err != nil {
+		b.mu.Unlock()
+		_ = batch.Close()
+		return err
+	}
+	err := b.applyLocked(batch)
+	b.mu.Unlock()
+	return b.wait(batch, err)
+}
+
 // wait waits for batch's WAL sync (after applyLocked) and releases it.
 func (b *Backend) wait(batch *pebble.Batch, applyErr error) error {
 	if applyErr != nil || batch.Empty() {

@@ -3,6 +3,8 @@ package embedded
 import (
 	"context"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -131,46 +133,32 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 	if err := broker.ValidateBatch(entries, func(e broker.DeleteEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
-	if err := b.enter(); err != nil {
-		return nil, err
-	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	errs := make([]error, len(entries))
-	batch := b.db.NewBatch()
-	b.mu.Lock()
-	q := b.queues[queueName]
-	if q == nil {
-		b.mu.Unlock()
-		_ = batch.Close()
-		return nil, errNoQueue()
-	}
-	if q.fifo != nil {
-		q.promote(b.now()) // a FIFO lease that ended must be seen as ended
-	}
-	for i, e := range entries {
-		m, err := lookupLease(q, e.Receipt)
-		if err != nil || m == nil {
-			errs[i] = err
-			continue
-		}
+	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
 		if q.fifo != nil {
-			if m.state != stateInflight {
-				// The lease, and with it the group lock, has ended.
-				errs[i] = broker.ReceiptExpiredError(e.Receipt)
+			q.promote(b.now()) // a FIFO lease that ended must be seen as ended
+		}
+		for i, e := range entries {
+			m, err := lookupLease(q, e.Receipt)
+			if err != nil || m == nil {
+				errs[i] = err
 				continue
 			}
-			q.invalidateAttemptLocked(m, batch)
+			if q.fifo != nil {
+				if m.state != stateInflight {
+					// The lease, and with it the group lock, has ended.
+					errs[i] = broker.ReceiptExpiredError(e.Receipt)
+					continue
+				}
+				q.invalidateAttemptLocked(m, batch)
+			}
+			q.remove(m)
+			_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
+			_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
 		}
-		q.remove(m)
-		_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
-		_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
-	}
-	err := b.applyLocked(batch)
-	b.mu.Unlock()
-	if err := b.wait(batch, err); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return errs, nil
@@ -181,52 +169,38 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 	if err := broker.ValidateBatch(entries, func(e broker.VisibilityEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
-	if err := b.enter(); err != nil {
-		return nil, err
-	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	errs := make([]error, len(entries))
-	batch := b.db.NewBatch()
-	b.mu.Lock()
-	q := b.queues[queueName]
-	if q == nil {
-		b.mu.Unlock()
-		_ = batch.Close()
-		return nil, errNoQueue()
-	}
-	now := b.now()
-	q.promote(now)
-	for i, e := range entries {
-		if err := broker.ValidateVisibility(e.Timeout); err != nil {
-			errs[i] = err
-			continue
+	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
+		now := b.now()
+		q.promote(now)
+		for i, e := range entries {
+			if err := broker.ValidateVisibility(e.Timeout); err != nil {
+				errs[i] = err
+				continue
+			}
+			m, err := lookupLease(q, e.Receipt)
+			switch {
+			case err != nil:
+				errs[i] = err
+				continue
+			case m == nil:
+				errs[i] = broker.Errorf(broker.ErrInvalidParameterValue,
+					"Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", e.Receipt)
+				continue
+			case m.state != stateInflight:
+				errs[i] = broker.Errorf(broker.ErrMessageNotInflight, "The message referred to is not in flight.")
+				continue
+			}
+			q.invalidateAttemptLocked(m, batch)
+			q.unplace(m)
+			m.state = stateInflight
+			m.visibleAt = now + int64(e.Timeout)
+			q.place(m, now) // timeout 0: ready at once, waiters woken
+			_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
 		}
-		m, err := lookupLease(q, e.Receipt)
-		switch {
-		case err != nil:
-			errs[i] = err
-			continue
-		case m == nil:
-			errs[i] = broker.Errorf(broker.ErrInvalidParameterValue,
-				"Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", e.Receipt)
-			continue
-		case m.state != stateInflight:
-			errs[i] = broker.Errorf(broker.ErrMessageNotInflight, "The message referred to is not in flight.")
-			continue
-		}
-		q.invalidateAttemptLocked(m, batch)
-		q.unplace(m)
-		m.state = stateInflight
-		m.visibleAt = now + int64(e.Timeout)
-		q.place(m, now) // timeout 0: ready at once, waiters woken
-		_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
-	}
-	err := b.applyLocked(batch)
-	b.mu.Unlock()
-	if err := b.wait(batch, err); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return errs, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -137,73 +139,48 @@ func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit in
 
 // SetQueueAttributes implements broker.Backend.
 func (b *Backend) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
-	if err := b.enter(); err != nil {
-		return err
-	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	q := b.queues[name]
-	if q == nil {
-		b.mu.Unlock()
-		return errNoQueue()
-	}
-	cfg, err := broker.ApplyAttributes(q.Config, attrs)
-	if err == nil {
-		if raw, ok := attrs[broker.AttrRedrivePolicy]; ok {
-			err = b.checkRedriveLocked(name, cfg, raw)
+	retentionChanged := false
+	err := b.editQueue(ctx, name, func(q *queue) error {
+		cfg, err := broker.ApplyAttributes(q.Config, attrs)
+		if err == nil {
+			if raw, ok := attrs[broker.AttrRedrivePolicy]; ok {
+				err = b.checkRedriveLocked(name, cfg, raw)
+			}
 		}
-	}
-	if err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	retentionChanged := cfg.Retention != q.Config.Retention
-	q.Config = cfg
-	q.ModifiedAt = b.clock.Now()
-	batch := b.db.NewBatch()
-	_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
-	err = b.applyLocked(batch)
-	b.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		retentionChanged = cfg.Retention != q.Config.Retention
+		q.Config = cfg
+		q.ModifiedAt = b.clock.Now()
+		return nil
+	})
 	if retentionChanged {
 		b.kickSweeper()
 	}
-	return b.wait(batch, err)
+	return err
 }
 
 // DeleteQueue implements broker.Backend: the queue record goes at once (in
 // the same batch as a range delete of its data); the space is reclaimed by a
 // background compaction.
 func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
-	if err := b.enter(); err != nil {
+	var q *queue
+	err := b.update(ctx, name, func(dq *queue, batch *pebble.Batch) error {
+		q = dq
+		delete(b.queues, name)
+		delete(b.byID, q.ID)
+		q.deleted = true
+		q.notify()
+		lo, hi := queueRange(q.ID)
+		_ = batch.Delete(queueKey(name), nil)
+		_ = batch.DeleteRange(lo, hi, nil)
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	q := b.queues[name]
-	if q == nil {
-		b.mu.Unlock()
-		return errNoQueue()
-	}
-	delete(b.queues, name)
-	delete(b.byID, q.ID)
-	q.deleted = true
-	q.notify()
-	lo, hi := queueRange(q.ID)
-	batch := b.db.NewBatch()
-	_ = batch.Delete(queueKey(name), nil)
-	_ = batch.DeleteRange(lo, hi, nil)
-	err := b.applyLocked(batch)
-	b.mu.Unlock()
-	if err := b.wait(batch, err); err != nil {
-		return err
-	}
-	b.reclaimRange(lo, hi)
+	b.reclaimRange(queueRange(q.ID))
 	b.log.Info("queue deleted", "queue", name, "queue_id", q.ID, "messages", len(q.msgs))
 	return nil
 }
@@ -211,42 +188,30 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 // PurgeQueue implements broker.Backend: a range delete of the queue's
 // metadata and bodies, and an emptied index.
 func (b *Backend) PurgeQueue(ctx context.Context, name string) error {
-	if err := b.enter(); err != nil {
-		return err
-	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	q := b.queues[name]
-	if q == nil {
-		b.mu.Unlock()
-		return errNoQueue()
-	}
-	now := b.clock.Now()
-	if b.opts.StrictPurge && !q.LastPurge.IsZero() && now.Sub(q.LastPurge) < purgeInterval {
-		b.mu.Unlock()
-		return broker.Errorf(broker.ErrPurgeInProgress,
-			"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
-	}
-	q.LastPurge = now
-	n := len(q.msgs)
-	q.msgs = map[uint64]*msg{}
-	q.ready, q.timed, q.age = nil, nil, nil
-	q.inflight, q.delayed = 0, 0
-	if q.fifo != nil {
-		q.fifo = newFifoState() // the dedup window and attempt cache go too
-	}
-	// Metadata, bodies, dedup and attempt records; not the queue record.
-	lo, _ := kindRange(q.ID, kindMeta)
-	_, hi := kindRange(q.ID, kindAttempt)
-	batch := b.db.NewBatch()
-	_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
-	_ = batch.DeleteRange(lo, hi, nil)
-	err := b.applyLocked(batch)
-	b.mu.Unlock()
-	if err := b.wait(batch, err); err != nil {
+	var n int
+	var lo, hi []byte
+	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
+		now := b.clock.Now()
+		if b.opts.StrictPurge && !q.LastPurge.IsZero() && now.Sub(q.LastPurge) < purgeInterval {
+			return broker.Errorf(broker.ErrPurgeInProgress,
+				"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+		}
+		q.LastPurge = now
+		n = len(q.msgs)
+		q.msgs = map[uint64]*msg{}
+		q.ready, q.timed, q.age = nil, nil, nil
+		q.inflight, q.delayed = 0, 0
+		if q.fifo != nil {
+			q.fifo = newFifoState() // the dedup window and attempt cache go too
+		}
+		// Metadata, bodies, dedup and attempt records; not the queue record.
+		lo, _ = kindRange(q.ID, kindMeta)
+		_, hi = kindRange(q.ID, kindAttempt)
+		_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
+		_ = batch.DeleteRange(lo, hi, nil)
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	if n > 0 {

@@ -3,6 +3,8 @@ package embedded
 import (
 	"context"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -71,26 +73,11 @@ func withPolicy(c broker.QueueConfig, policy string) broker.QueueConfig {
 // editQueue applies edit to the queue's record under b.mu and stores the
 // record durably. edit changes nothing when it returns an error.
 func (b *Backend) editQueue(ctx context.Context, name string, edit func(q *queue) error) error {
-	if err := b.enter(); err != nil {
-		return err
-	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	q := b.queues[name]
-	if q == nil {
-		b.mu.Unlock()
-		return errNoQueue()
-	}
-	if err := edit(q); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	batch := b.db.NewBatch()
-	_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
-	err := b.applyLocked(batch)
-	b.mu.Unlock()
-	return b.wait(batch, err)
+	return b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
+		if err := edit(q); err != nil {
+			return err
+		}
+		_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
+		return nil
+	})
 }
