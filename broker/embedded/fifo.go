@@ -238,25 +238,9 @@ func (b *Backend) claimFifoLocked(q *queue, batch *pebble.Batch, n int, vis, now
 				break
 			}
 			q.unplace(m)
-			if q.expired(m, now) {
-				q.forget(m)
-				_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
-				_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+			if !b.leaseLocked(q, m, batch, vis, now) {
 				continue
 			}
-			if rp := q.Config.Redrive; rp != nil && m.receiveCount >= rp.MaxReceiveCount {
-				if dlq := b.queues[rp.DeadLetterQueue]; dlq != nil && dlq != q && b.moveLocked(q, dlq, m, batch, now) {
-					continue
-				}
-			}
-			m.lease++
-			m.receiveCount++
-			if m.firstReceiveAt == 0 {
-				m.firstReceiveAt = now
-			}
-			m.state = stateInflight
-			m.visibleAt = now + vis
-			_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
 			leased = append(leased, m)
 			out = append(out, claimed{key: m.key, lease: m.lease, msg: messageOf(m),
 				receipt: broker.Receipt{QueueID: q.ID, Key: m.key, Lease: m.lease}.Encode()})

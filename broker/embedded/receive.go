@@ -140,40 +140,18 @@ type claimed struct {
 }
 
 // claimLocked leases up to n ready messages of q (b.mu held), writing their
-// new metadata into batch. Popped messages past retention are deleted
-// instead; a message whose receive would exceed its queue's
-// maxReceiveCount is moved to the dead-letter queue (when it exists).
+// new metadata into batch (see leaseLocked).
 func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int64) []claimed {
 	var out []claimed
 	var leased []*msg
 	for len(out) < n && len(q.ready) > 0 {
 		m := q.ready[0]
 		q.unplace(m)
-		if q.expired(m, now) {
-			q.forget(m)
-			_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
-			_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+		if !b.leaseLocked(q, m, batch, vis, now) {
 			continue
 		}
-		if rp := q.Config.Redrive; rp != nil && m.receiveCount >= rp.MaxReceiveCount {
-			if dlq := b.queues[rp.DeadLetterQueue]; dlq != nil && dlq != q && b.moveLocked(q, dlq, m, batch, now) {
-				continue
-			}
-		}
-		m.lease++
-		m.receiveCount++
-		if m.firstReceiveAt == 0 {
-			m.firstReceiveAt = now
-		}
-		m.state = stateInflight
-		m.visibleAt = now + vis
-		_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
 		leased = append(leased, m)
-		out = append(out, claimed{key: m.key, lease: m.lease, msg: broker.Message{
-			SentAt: fromNanos(m.sentAt), GroupID: m.groupID, DedupID: m.dedupID,
-			Priority: m.priority, ReceiveCount: m.receiveCount,
-			FirstReceiveAt: fromNanos(m.firstReceiveAt), DeadLetterSource: m.deadLetterSource,
-		}})
+		out = append(out, claimed{key: m.key, lease: m.lease, msg: messageOf(m)})
 	}
 	// Placed only now, so that a lease of 0 s (visible at once) is not taken
 	// twice by this receive.
@@ -181,6 +159,35 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 		q.place(m, now)
 	}
 	return out
+}
+
+// leaseLocked takes m (ready, unplaced) for a receive (b.mu held): a message
+// past retention is deleted; one whose receive would exceed its queue's
+// maxReceiveCount moves to the dead-letter queue (when that exists); any
+// other gets a new lease version and is in flight until now+vis. The caller
+// places a leased m in the index once its claim is complete. It reports
+// whether m was leased.
+func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now int64) bool {
+	if q.expired(m, now) {
+		q.forget(m)
+		_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
+		_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+		return false
+	}
+	if rp := q.Config.Redrive; rp != nil && m.receiveCount >= rp.MaxReceiveCount {
+		if dlq := b.queues[rp.DeadLetterQueue]; dlq != nil && dlq != q && b.moveLocked(q, dlq, m, batch, now) {
+			return false
+		}
+	}
+	m.lease++
+	m.receiveCount++
+	if m.firstReceiveAt == 0 {
+		m.firstReceiveAt = now
+	}
+	m.state = stateInflight
+	m.visibleAt = now + vis
+	_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
+	return true
 }
 
 // moveLocked moves m (unplaced) from q to its dead-letter queue dlq in batch:
