@@ -44,6 +44,7 @@ var fifoTests = []testCase{
 	{"AttemptInvalidAfterDelete", testFifoAttemptAfterDelete},
 	{"AttemptInvalidAfterVisibilityChange", testFifoAttemptAfterVisibility},
 	{"AttemptExpiresAfterWindow", testFifoAttemptExpires},
+	{"AttemptNotReplayedAfterLeaseEnds", testFifoAttemptLeaseEnded},
 	{"AttemptSurvivesRestart", testFifoAttemptRestart},
 	{"AttemptIgnoredOnStandardQueue", testFifoAttemptStandard},
 	{"GroupLockSurvivesRestart", testFifoLockRestart},

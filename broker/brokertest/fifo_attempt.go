@@ -98,6 +98,21 @@ func testFifoAttemptExpires(t *testing.T, s suite) {
 	wantBodies(t, "attempt id reused after its window", ds, "a3")
 }
 
+// A retry whose leases have ended (the deadline is now) must not hand the
+// messages out again under those leases: another receive may take them.
+func testFifoAttemptLeaseEnded(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.attemptSetup()
+	e.advance(e.getQueue("q.fifo").Config.VisibilityTimeout) // every lease ends exactly now
+	ds, err := e.receiveAttempt("q.fifo", "attempt-1")
+	if err == nil && len(ds) > 0 && ds[0].ReceiveCount == 1 {
+		t.Fatalf("retry after the leases ended replayed %v under the ended leases", bodies(ds))
+	}
+	if err != nil {
+		wantErr(t, "retry after the leases ended", err, broker.ErrInvalidParameterValue)
+	}
+}
+
 func testFifoAttemptRestart(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()

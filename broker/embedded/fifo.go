@@ -278,8 +278,9 @@ func messageOf(m *msg) broker.Message {
 
 // replayAttemptLocked answers a receive whose attempt id is in the cache:
 // the same messages and receipt handles, if every one is still under the
-// lease that receive gave it and none was deleted or had its visibility
-// changed; AttemptNotRetryableError otherwise. ok is false when the id is
+// lease that receive gave it (a lease whose deadline is now has ended, even
+// before promote ran) and none was deleted or had its visibility changed;
+// AttemptNotRetryableError otherwise. ok is false when the id is
 // unknown (or expired): the receive then proceeds as a new one.
 func (q *queue) replayAttemptLocked(id string, now int64) (claims []claimed, ok bool, err error) {
 	a := q.fifo.attempts[id]
@@ -291,7 +292,7 @@ func (q *queue) replayAttemptLocked(id string, now int64) (claims []claimed, ok 
 	}
 	for _, it := range a.items {
 		m := q.msgs[it.key]
-		if m == nil || m.lease != it.lease || m.state != stateInflight {
+		if m == nil || m.lease != it.lease || m.state != stateInflight || m.visibleAt <= now {
 			return nil, true, broker.AttemptNotRetryableError(id)
 		}
 		claims = append(claims, claimed{key: it.key, lease: it.lease, msg: messageOf(m), receipt: it.receipt})
