@@ -19,6 +19,7 @@ var moveTaskTests = []testCase{
 	{"DestinationDeletedFails", testMoveDestinationDeleted},
 	{"OnlyMessagesPresentAtStart", testMoveOnlyPresentAtStart},
 	{"ResumesAfterRestart", testMoveRestart},
+	{"MovesMessageWhoseLeaseEnded", testMoveLeaseEnded},
 }
 
 // movers returns the backend as a broker.MoveTasker, or skips the test.
@@ -313,4 +314,25 @@ func testMoveRestart(t *testing.T, s suite) {
 	if got := bodies(ds); fmt.Sprint(got) != "[m1 m2 m3 m4]" {
 		t.Fatalf("dest holds %v", got)
 	}
+}
+
+// A message whose lease ended (the deadline is now) is no longer held by a
+// consumer: a task moves it.
+func testMoveLeaseEnded(t *testing.T, s suite) {
+	e := s.setup(t)
+	mt := e.movers()
+	e.createQueue("dest", nil)
+	e.deadLetters("src", "dlq", "m1")
+	lease := e.getQueue("dlq").Config.VisibilityTimeout
+	e.receiveOne("dlq")
+	e.advance(lease) // the lease ends exactly now; nothing has looked at the queue since
+	if _, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest"}); err != nil {
+		t.Fatal(err)
+	}
+	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	if done.Moved != 1 {
+		t.Fatalf("task = %+v, want the message whose lease ended moved", done)
+	}
+	e.wantStats("dlq", 0, 0, 0)
+	e.wantStats("dest", 1, 0, 0)
 }

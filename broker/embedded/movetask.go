@@ -456,6 +456,7 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 	if t.cands == nil {
 		t.cands = moveCandidates(src, t.Watermark)
 	}
+	src.promote(now) // a lease that ended is held by no consumer: its message moves
 	rate := t.task().MoveRate()
 	n := broker.MoveChunk(rate)
 	moved := 0
