@@ -46,6 +46,7 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -221,7 +222,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	dctx, cancel := context.WithCancel(context.Background())
 	b := &Backend{
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
-		id: hex.EncodeToString(idb[:]), channel: "sluice_" + cfg.Schema,
+		id: hex.EncodeToString(idb[:]), channel: channelName(cfg.Schema),
 		closing: make(chan struct{}), cancel: cancel, kickSweep: make(chan struct{}, 1),
 		kickMove: make(chan struct{}, 1),
 	}
@@ -250,6 +251,18 @@ func (b *Backend) Close() error {
 		b.pool.Close()
 	})
 	return nil
+}
+
+// channelName is the LISTEN/NOTIFY channel of schema: "sluice_" and the
+// schema name, or, when that would pass PostgreSQL's 63-byte identifier limit
+// (pg_notify refuses a longer channel name while LISTEN truncates it),
+// "sluice_" and a hash of the schema name.
+func channelName(schema string) string {
+	if c := "sluice_" + schema; len(c) <= 63 {
+		return c
+	}
+	sum := sha256.Sum256([]byte(schema))
+	return "sluice_" + hex.EncodeToString(sum[:16])
 }
 
 // enter registers a call in progress; it fails with ErrClosed once Close began.
