@@ -221,9 +221,21 @@ func (b *Backend) update(ctx context.Context, name string, fn func(q *queue, bat
 		_ = batch.Close()
 		return err
 	}
+	syncEarlierToo(batch)
 	err := b.applyLocked(batch)
 	b.mu.Unlock()
 	return b.wait(batch, err)
+}
+
+// syncEarlierToo makes an empty batch a WAL record of its own, so that
+// waiting for it waits for the earlier changes too: an answer that writes
+// nothing may still report one of them (a delete or a dedup window entry
+// made by a call whose sync is under way), and must not be given before it
+// is durable. b.mu must be held.
+func syncEarlierToo(batch *pebble.Batch) {
+	if batch.Empty() {
+		_ = batch.LogData(nil, nil)
+	}
 }
 
 // wait waits for batch's WAL sync (after applyLocked) and releases it.

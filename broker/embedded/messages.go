@@ -99,6 +99,7 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 		q.add(m, now)
 		b.noteExpiryLocked(q, m)
 	}
+	syncEarlierToo(batch) // a duplicate's original may still be syncing
 	err := b.applyLocked(batch)
 	b.mu.Unlock()
 	if err := b.wait(batch, err); err != nil {

@@ -36,12 +36,18 @@ func (b *Backend) CreateQueue(ctx context.Context, name string, attrs, tags map[
 
 	b.mu.Lock()
 	if q := b.queues[name]; q != nil {
-		defer b.mu.Unlock()
 		if attr := q.Config.ConflictingAttribute(name, attrs); attr != "" {
+			b.mu.Unlock()
 			return broker.Queue{}, broker.Errorf(broker.ErrQueueExists,
 				"A queue already exists with the same name and a different value for attribute %s", attr)
 		}
-		return q.info().Queue, nil
+		info := q.info().Queue
+		b.mu.Unlock()
+		// The create that made it may still be syncing.
+		if err := b.syncEarlier(); err != nil {
+			return broker.Queue{}, err
+		}
+		return info, nil
 	}
 	if err := b.checkRedriveLocked(name, cfg, attrs[broker.AttrRedrivePolicy]); err != nil {
 		b.mu.Unlock()
