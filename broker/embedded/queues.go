@@ -181,6 +181,21 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 		lo, hi := queueRange(q.ID)
 		_ = batch.Delete(queueKey(name), nil)
 		_ = batch.DeleteRange(lo, hi, nil)
+		// Its move tasks can no longer be listed or cancelled: forget them.
+		var keep []*moveTask
+		for _, t := range b.moves.bySource[name] {
+			if t.SourceID == q.ID {
+				t.Status = broker.MoveTaskFailed // an active one stops at once
+				_ = batch.Delete(moveTaskKey(t.Seq), nil)
+			} else {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) == 0 {
+			delete(b.moves.bySource, name)
+		} else {
+			b.moves.bySource[name] = keep
+		}
 		return nil
 	})
 	if err != nil {
