@@ -40,7 +40,11 @@ import (
 //     invalidates it.
 //
 // Expired dedup and attempt rows are deleted by the sweeper; lookups check
-// the expiry, so a late sweep changes nothing.
+// the expiry, so a late sweep changes nothing. The sweeper also deletes the
+// group rows of groups without messages (pruneGroups), so that receives,
+// which read every group row of their queue, cost what the groups with
+// messages cost; whoever adds a message to a group locks its row with
+// lockGroupsSQL (or its upsert in claimSQL), which re-creates a pruned row.
 
 // attemptItem is one message returned by a cached receive attempt.
 type attemptItem struct {
@@ -69,12 +73,7 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 	}
 	return retry(func() error {
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO groups (queue_id, group_id)
-				SELECT $1, g FROM unnest($2::text[]) g ORDER BY g ON CONFLICT DO NOTHING`, q.id, groups); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `SELECT 1 FROM groups WHERE queue_id = $1 AND group_id = ANY($2)
-				ORDER BY group_id FOR UPDATE`, q.id, groups); err != nil {
+			if _, err := tx.Exec(ctx, lockGroupsSQL, q.id, groups); err != nil {
 				return err
 			}
 			var stored int64
@@ -129,6 +128,17 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 		})
 	})
 }
+
+// lockGroupsSQL locks the group rows $2 (sorted) of queue $1, creating the
+// missing ones, in one statement. An upsert, not an insert that ignores
+// conflicts followed by SELECT ... FOR UPDATE: the sweeper deletes empty
+// group rows, and a row deleted between those two statements would leave
+// the send without its group lock. ON CONFLICT DO UPDATE locks the existing
+// row (WHERE false: without writing a new version of it) and, when that row
+// is deleted concurrently, inserts it again.
+const lockGroupsSQL = `INSERT INTO groups (queue_id, group_id)
+	SELECT $1, g FROM unnest($2::text[]) g ORDER BY g
+	ON CONFLICT (queue_id, group_id) DO UPDATE SET group_id = excluded.group_id WHERE false`
 
 // fifoCandidatesSQL locks up to $2 receivable groups of queue $1 (head
 // ready, no message in flight among the first 10), oldest head first,

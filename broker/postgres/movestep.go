@@ -311,12 +311,7 @@ func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error
 		groups := slices.Clone(p.groups)
 		slices.Sort(groups)
 		groups = slices.Compact(groups)
-		if _, err := tx.Exec(ctx, `INSERT INTO groups (queue_id, group_id)
-			SELECT $1, g FROM unnest($2::text[]) g ORDER BY g ON CONFLICT DO NOTHING`, p.target.id, groups); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM groups WHERE queue_id = $1 AND group_id = ANY($2)
-			ORDER BY group_id FOR UPDATE`, p.target.id, groups); err != nil {
+		if _, err := tx.Exec(ctx, lockGroupsSQL, p.target.id, groups); err != nil {
 			return err
 		}
 	}

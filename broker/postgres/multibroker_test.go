@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,4 +89,129 @@ func TestLongSchemaNameWakesOtherBroker(t *testing.T) {
 			}
 		}
 	}
+}
+
+// countGroups returns the number of FIFO group rows in schema.
+func countGroups(t *testing.T, schema string) int64 {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), requirePostgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int64
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM "+pgx.Identifier{schema, "groups"}.Sanitize()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestFifoEmptyGroupsPruned: a FIFO group row whose messages are all gone
+// is deleted by the sweeper. Every FIFO receive reads the head of every
+// group row of its queue, so group rows that outlive their messages (one per
+// distinct MessageGroupId ever sent) would make each receive slower without
+// bound (about 3.5 s per receive at a million of them) and finally exceed
+// statement_timeout.
+func TestFifoEmptyGroupsPruned(t *testing.T) {
+	schema := schemaFor(t)
+	a, b, _ := openPair(t, schema, nil)
+	ctx := context.Background()
+	fifo := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"}
+	if _, err := a.CreateQueue(ctx, "q.fifo", fifo, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	for i := range n {
+		if _, err := a.Send(ctx, "q.fifo", []broker.SendEntry{{Body: fmt.Sprint("m", i), GroupID: fmt.Sprint("g", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := n
+	for left > 0 {
+		ds, err := b.Receive(ctx, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10})
+		if err != nil || len(ds) == 0 {
+			t.Fatalf("receive with %d messages left: %d messages, %v", left, len(ds), err)
+		}
+		for _, d := range ds {
+			if errs, err := b.Delete(ctx, "q.fifo", []broker.DeleteEntry{{ID: "1", Receipt: d.Receipt}}); err != nil || errs[0] != nil {
+				t.Fatal(err, errs)
+			}
+		}
+		left -= len(ds)
+	}
+	if err := a.SweepOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := countGroups(t, schema); got != 0 {
+		t.Fatalf("after every message was deleted and a sweep, %d group rows are left; want 0", got)
+	}
+}
+
+// TestFifoGroupPruneRacesSends: sends, receives and deletes on two brokers
+// while both sweep (pruning empty group rows) in a loop: no message is
+// stranded (a group row pruned under a send would hide its message from
+// every receive), and each group is received in send order.
+func TestFifoGroupPruneRacesSends(t *testing.T) {
+	schema := schemaFor(t)
+	a, b, _ := openPair(t, schema, nil)
+	ctx := context.Background()
+	fifo := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"}
+	if _, err := a.CreateQueue(ctx, "q.fifo", fifo, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, be := range []*postgres.Backend{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := be.SweepOnce(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	const groups, rounds = 4, 60
+	next := map[string]int{}
+	for r := range rounds {
+		be := []*postgres.Backend{a, b}[r%2]
+		for g := range groups {
+			body := fmt.Sprintf("%d/%d", g, r)
+			if _, err := be.Send(ctx, "q.fifo", []broker.SendEntry{{Body: body, GroupID: fmt.Sprint("g", g)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Drain through the other broker: every message just sent must come.
+		other := []*postgres.Backend{b, a}[r%2]
+		for got := 0; got < groups; {
+			ds, err := other.Receive(ctx, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) == 0 {
+				t.Fatalf("round %d: %d of %d messages received, then none (stranded)", r, got, groups)
+			}
+			for _, d := range ds {
+				var g, rr int
+				fmt.Sscanf(d.Body, "%d/%d", &g, &rr)
+				if want := next[d.GroupID]; rr != want {
+					t.Fatalf("group %s: got message of round %d, want %d", d.GroupID, rr, want)
+				}
+				next[d.GroupID]++
+				if errs, err := other.Delete(ctx, "q.fifo", []broker.DeleteEntry{{ID: "1", Receipt: d.Receipt}}); err != nil || errs[0] != nil {
+					t.Fatal(err, errs)
+				}
+			}
+			got += len(ds)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }

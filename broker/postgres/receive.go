@@ -217,7 +217,8 @@ func (b *Backend) promoteForReceive(ctx context.Context, qid int64) (int64, erro
 //     dead-letter queue $5 (NULL: none), ready there, named after $6; into a
 //     FIFO dead-letter queue ($11) with a new sequence number, its message id
 //     as dedup id and a new SentAt (as SQS resets a FIFO dead letter's enqueue
-//     time), and a group row there;
+//     time), and a group row there (locked: created again if the sweeper
+//     is pruning it, see lockGroupsSQL);
 //   - up leases the rest until now + $8 µs, bumping the lease version (the
 //     receipts' compare-and-set token) and the receive count, and records
 //     the receive attempt $12 (FIFO; NULL otherwise);
@@ -249,7 +250,8 @@ red AS (
 		AND c.sent_at > ` + nowSQL + ` - $4 * interval '1 microsecond' RETURNING m.id, m.group_id),
 grp AS (
 	INSERT INTO groups (queue_id, group_id) SELECT DISTINCT $5::bigint, group_id FROM red
-	WHERE $11 AND group_id IS NOT NULL ORDER BY 2 ON CONFLICT DO NOTHING),
+	WHERE $11 AND group_id IS NOT NULL ORDER BY 2
+	ON CONFLICT (queue_id, group_id) DO UPDATE SET group_id = excluded.group_id WHERE false),
 up AS (
 	UPDATE messages m SET state = 'i', lease = m.lease + 1, receive_count = m.receive_count + 1,
 		first_receive_at = coalesce(m.first_receive_at, ` + nowSQL + `),

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // sweepBudget bounds the messages one sweep statement deletes per queue, so
@@ -115,6 +117,10 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 		SELECT 1`, b.tnow(), sweepBudget); err != nil {
 		return -1, false, dbErr("expire dedup window", err)
 	}
+	pruned, err := b.pruneGroups(ctx)
+	if err != nil {
+		return -1, false, err
+	}
 	reclaimed, err := b.reclaim(ctx)
 	if err != nil {
 		return -1, false, err
@@ -132,7 +138,53 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	if dueIn != nil {
 		next = max(time.Duration(*dueIn)*time.Microsecond, 0)
 	}
-	return next, expired > 0 || reclaimed, nil
+	return next, expired > 0 || reclaimed || pruned >= sweepBudget, nil
+}
+
+// pruneGroups deletes up to sweepBudget FIFO group rows whose group has no
+// message, and returns how many. The rows are locked first (SKIP LOCKED:
+// a send or receive holding one is using it) and checked for messages again
+// by a second statement, whose snapshot is taken after the locks are held:
+// a send that added a message to a group held the row's lock until its
+// commit, so that snapshot sees the message. Whoever adds a message later
+// locks the row with an upsert that re-creates it (lockGroupsSQL).
+func (b *Backend) pruneGroups(ctx context.Context) (int64, error) {
+	var n int64
+	err := retry(func() error {
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT queue_id, group_id FROM groups g
+				WHERE NOT EXISTS (SELECT 1 FROM messages m
+					WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id AND m.seq IS NOT NULL)
+				LIMIT $1 FOR UPDATE SKIP LOCKED`, sweepBudget)
+			if err != nil {
+				return err
+			}
+			var qids []int64
+			var gids []string
+			var qid int64
+			var gid string
+			if _, err := pgx.ForEachRow(rows, []any{&qid, &gid}, func() error {
+				qids, gids = append(qids, qid), append(gids, gid)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if len(qids) == 0 {
+				n = 0
+				return nil
+			}
+			tag, err := tx.Exec(ctx, `DELETE FROM groups g USING unnest($1::bigint[], $2::text[]) c (queue_id, group_id)
+				WHERE g.queue_id = c.queue_id AND g.group_id = c.group_id
+					AND NOT EXISTS (SELECT 1 FROM messages m
+						WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id AND m.seq IS NOT NULL)`, qids, gids)
+			n = tag.RowsAffected()
+			return err
+		})
+	})
+	if err != nil {
+		return 0, dbErr("prune FIFO groups", err)
+	}
+	return n, nil
 }
 
 // reclaimBudget bounds the messages of deleted queues one reclaim step deletes.
