@@ -215,3 +215,80 @@ func TestFifoGroupPruneRacesSends(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestPurgeRetriesDeadlock: a purge deletes the queue's rows in scan order
+// while a batch delete or visibility change of another broker locks some of
+// them in its own order; PostgreSQL breaks such a cycle by aborting one
+// transaction (40P01), and the purge, like every other multi-row change,
+// runs again instead of failing the request.
+func TestPurgeRetriesDeadlock(t *testing.T) {
+	schema := schemaFor(t)
+	a, _, _ := openPair(t, schema, nil)
+	ctx := context.Background()
+	if _, err := a.CreateQueue(ctx, "q", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := a.Send(ctx, "q", []broker.SendEntry{{Body: fmt.Sprint(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another session (standing for a batch change) holds the newest row...
+	other, err := pgx.Connect(ctx, requirePostgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	msgs := pgx.Identifier{schema, "messages"}.Sanitize()
+	if _, err := tx.Exec(ctx, "SET LOCAL deadlock_timeout = '5s'"); err != nil {
+		t.Fatal(err)
+	}
+	var first, last int64
+	if err := tx.QueryRow(ctx, "SELECT min(id), max(id) FROM "+msgs).Scan(&first, &last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+msgs+" WHERE id = $1 FOR UPDATE", last); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	purged := make(chan error, 1)
+	go func() { purged <- a.PurgeQueue(ctx, "q") }()
+	// ... until the purge waits for it, having deleted (locked) the others.
+	mon, err := pgx.Connect(ctx, requirePostgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := mon.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+			other.PgConn().PID()).Scan(&pid)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the purge never waited for the locked row: %v", err)
+		}
+	}
+	// Then it locks the oldest row, which the purge holds: a deadlock. The
+	// purge waited first, so its deadlock check runs first and aborts it.
+	_, err = tx.Exec(ctx, "SELECT 1 FROM "+msgs+" WHERE id = $1 FOR UPDATE", first)
+	if err != nil {
+		t.Fatalf("the other session lost the deadlock (%v): the test did not make the purge the victim", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-purged; err != nil {
+		t.Fatalf("PurgeQueue after a deadlock with another session: %v; want it retried", err)
+	}
+	info, err := a.GetQueue(ctx, "q")
+	if err != nil || info.Stats.Visible != 0 {
+		t.Fatalf("after the purge: %+v, %v", info.Stats, err)
+	}
+}

@@ -275,12 +275,18 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 }
 
 // PurgeQueue implements broker.Backend: one statement deletes every message
-// of the queue and subtracts them from the counters.
+// of the queue and subtracts them from the counters. It locks the rows in
+// its scan order, so a concurrent batch delete or visibility change can
+// deadlock with it: the transaction is then run again.
 func (b *Backend) PurgeQueue(ctx context.Context, name string) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.ops.Done()
+	return retry(func() error { return b.purgeTx(ctx, name) })
+}
+
+func (b *Backend) purgeTx(ctx context.Context, name string) error {
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", name))
 		if errors.Is(err, pgx.ErrNoRows) {
