@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -85,6 +86,13 @@ type Backend struct {
 	cancel    context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
+	// failed holds the first store write or sync error. Once set, the
+	// backend is fail-stop: every call is refused until a restart recovers
+	// from the log. (After a failed fsync the kernel may have dropped the
+	// dirty pages and a later fsync can succeed without them, and the
+	// in-memory index already holds changes the disk may not: answering
+	// again would acknowledge what is not durable.)
+	failed atomic.Pointer[error]
 }
 
 var _ broker.Backend = (*Backend)(nil)
@@ -151,6 +159,13 @@ func (b *Backend) Close() error {
 		b.ops.Wait() // waiting receives return at once (closing)
 		b.cancel()
 		b.duties.Wait()
+		if b.failed.Load() != nil {
+			// The WAL is broken: Pebble cannot flush or rotate it (it would
+			// panic). Close without a flush; the next Open recovers from
+			// what reached the disk.
+			b.closeErr = closeBroken(b.db)
+			return
+		}
 		if err := b.db.Flush(); err != nil {
 			b.log.Error("flush at close", "err", err)
 		}
@@ -168,11 +183,42 @@ func (b *Backend) Syncs() uint64 { return b.fs.syncs.Load() }
 func (b *Backend) enter() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return errClosed()
+	if err := b.refusalLocked(); err != nil {
+		return err
 	}
 	b.ops.Add(1)
 	return nil
+}
+
+// refusalLocked is why no call may start now (b.mu held): Close began, or
+// the store failed (fail-stop); nil otherwise.
+func (b *Backend) refusalLocked() error {
+	if b.closed {
+		return errClosed()
+	}
+	if err := b.failed.Load(); err != nil {
+		return broker.Errorf(broker.ErrClosed,
+			"The store failed to write or sync (%v): this broker refuses requests until it is restarted, which recovers from its log.", *err)
+	}
+	return nil
+}
+
+// closeBroken closes a store whose WAL failed; Pebble may panic on the
+// broken log, which is reported as an error.
+func closeBroken(db *pebble.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("embedded: close after a store failure: %v", r)
+		}
+	}()
+	return db.Close()
+}
+
+// fail records the first store write or sync error (see Backend.failed).
+func (b *Backend) fail(err error) {
+	if b.failed.CompareAndSwap(nil, &err) {
+		b.log.Error("store failed: refusing every request until restart", "err", err)
+	}
 }
 
 func errClosed() error { return broker.Errorf(broker.ErrClosed, "The broker is shutting down.") }
@@ -189,8 +235,9 @@ func (b *Backend) applyLocked(batch *pebble.Batch) error {
 		return nil
 	}
 	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
-		b.log.Error("store write failed", "err", err)
-		return fmt.Errorf("embedded: write: %w", err)
+		err = fmt.Errorf("embedded: write: %w", err)
+		b.fail(err)
+		return err
 	}
 	return nil
 }
@@ -247,8 +294,9 @@ func (b *Backend) wait(batch *pebble.Batch, applyErr error) error {
 	err := batch.SyncWait()
 	_ = batch.Close()
 	if err != nil {
-		b.log.Error("store sync failed", "err", err)
-		return fmt.Errorf("embedded: sync: %w", err)
+		err = fmt.Errorf("embedded: sync: %w", err)
+		b.fail(err)
+		return err
 	}
 	return nil
 }

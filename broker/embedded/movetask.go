@@ -276,8 +276,8 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) (
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return nil, errClosed()
+	if err := b.refusalLocked(); err != nil {
+		return nil, err
 	}
 	src := b.queues[source]
 	if src == nil {
@@ -375,7 +375,7 @@ func (b *Backend) moveLoop() {
 // synced batch, and returns the earliest due time of the active tasks.
 func (b *Backend) moveDue() (next int64, ok bool) {
 	b.mu.Lock()
-	if b.closed {
+	if b.refusalLocked() != nil {
 		b.mu.Unlock()
 		return 0, false
 	}

@@ -105,8 +105,8 @@ func (b *Backend) GetQueue(ctx context.Context, name string) (broker.QueueInfo, 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return broker.QueueInfo{}, errClosed()
+	if err := b.refusalLocked(); err != nil {
+		return broker.QueueInfo{}, err
 	}
 	q := b.queues[name]
 	if q == nil {
@@ -123,8 +123,8 @@ func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit in
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return nil, errClosed()
+	if err := b.refusalLocked(); err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(b.queues))
 	for n := range b.queues {

@@ -64,9 +64,10 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		case q.deleted:
 			b.mu.Unlock()
 			return nil, errNoQueue()
-		case b.closed:
+		case b.refusalLocked() != nil:
+			err := b.refusalLocked()
 			b.mu.Unlock()
-			return nil, errClosed()
+			return nil, err
 		case ctx.Err() != nil:
 			b.mu.Unlock()
 			return nil, ctx.Err()

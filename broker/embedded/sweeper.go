@@ -69,7 +69,7 @@ func (b *Backend) sweepLoop() {
 // It returns the next expiry (Unix ns, 0 if none) and whether more are due.
 func (b *Backend) sweepOnce() (next int64, more bool) {
 	b.mu.Lock()
-	if b.closed {
+	if b.refusalLocked() != nil {
 		b.mu.Unlock()
 		return 0, false
 	}
