@@ -27,6 +27,9 @@ type stepTask struct {
 // stepOutcome is what a committed step did, for the work after the commit
 // (wake-ups, logs). It is rebuilt from scratch when the transaction is retried.
 type stepOutcome struct {
+	// at is the clock reading the step's claim was made at (test clock
+	// only; see moveNextDue).
+	at      time.Time
 	task    stepTask
 	moved   int64
 	ended   broker.MoveTaskStatus // "" while the task still runs
@@ -52,12 +55,13 @@ type stepMsg struct {
 }
 
 // moveStep claims one due task (of any broker) and takes one step of it in
-// one transaction. It reports whether it found a due task to step.
-func (b *Backend) moveStep(ctx context.Context) (bool, error) {
+// one transaction. It reports whether it found a due task to step, and the
+// clock reading its last claim was made at.
+func (b *Backend) moveStep(ctx context.Context) (bool, time.Time, error) {
 	var o stepOutcome
 	var found bool
 	err := retry(func() error {
-		o, found = stepOutcome{}, false
+		o, found = stepOutcome{at: b.clock.Now()}, false
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			var err error
 			found, err = b.moveStepTx(ctx, tx, &o)
@@ -65,10 +69,10 @@ func (b *Backend) moveStep(ctx context.Context) (bool, error) {
 		})
 	})
 	if err != nil {
-		return false, txErr("move task step", err)
+		return false, o.at, txErr("move task step", err)
 	}
 	if !found {
-		return false, nil
+		return false, o.at, nil
 	}
 	now := b.clock.Now()
 	for _, q := range o.targets {
@@ -79,7 +83,7 @@ func (b *Backend) moveStep(ctx context.Context) (bool, error) {
 		b.log.Info("move task ended", "queue", o.task.source, "task_id", o.task.id, "status", string(o.ended),
 			"moved_in_last_step", o.moved, "failure", o.failure)
 	}
-	return true, nil
+	return true, o.at, nil
 }
 
 // moveStepTx is one step inside tx. It returns false when no active task is
@@ -87,7 +91,7 @@ func (b *Backend) moveStep(ctx context.Context) (bool, error) {
 func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bool, error) {
 	t := &o.task
 	err := tx.QueryRow(ctx, `SELECT seq, id, source_id, source, dest_id, rate, status FROM move_tasks
-		WHERE `+activeSQL+` AND due_at <= `+nowSQL+` ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED`, b.tnow()).
+		WHERE `+activeSQL+` AND due_at <= `+nowSQL+` ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED`, b.tnowAt(o.at)).
 		Scan(&t.seq, &t.id, &t.sourceID, &t.source, &t.destID, &t.rate, &t.status)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -249,8 +253,14 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 			err = b.endMoveTask(ctx, tx, o, broker.MoveTaskCompleted, "")
 			break
 		}
-		_, err = tx.Exec(ctx, `UPDATE move_tasks SET moved = moved + $2, due_at = `+nowSQL+` + $3 * interval '1 microsecond'
-			WHERE seq = $4`, b.tnow(), o.moved, micros(broker.MovePace(len(movedIDs), rate)), t.seq)
+		// The next step is due one pace after this one was due, not after
+		// it ran: a step that starts late (a busy broker, a clock that moved
+		// on) does not push the whole schedule back. GREATEST keeps a task
+		// that fell far behind (all brokers were down) from bursting: it
+		// resumes at its rate from now.
+		_, err = tx.Exec(ctx, `UPDATE move_tasks SET moved = moved + $2,
+			due_at = greatest(due_at + $3 * interval '1 microsecond', `+nowSQL+`)
+			WHERE seq = $4`, b.tnowAt(o.at), o.moved, micros(broker.MovePace(len(movedIDs), rate)), t.seq)
 	}
 	if err != nil {
 		return true, err

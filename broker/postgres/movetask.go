@@ -284,8 +284,11 @@ func (b *Backend) moveLoop(ctx context.Context) {
 	t := b.clock.NewTimer(moveIdle)
 	defer t.Stop()
 	for {
+		var claimedAt time.Time
 		for ctx.Err() == nil {
-			found, err := b.moveStep(ctx)
+			var found bool
+			var err error
+			found, claimedAt, err = b.moveStep(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
 					b.log.Warn("move task step failed; retrying later", "err", err)
@@ -299,7 +302,7 @@ func (b *Backend) moveLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		wakeAt, err := b.moveNextDue(ctx)
+		wakeAt, err := b.moveNextDue(ctx, claimedAt)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -320,18 +323,19 @@ func (b *Backend) moveLoop(ctx context.Context) {
 }
 
 // moveNextDue returns when the runner wakes next: at the earliest due_at
-// of the active tasks, at most moveIdle from now. A task already due that the
-// runner could not claim is being stepped by another broker (or its step
-// failed): look again after PollInterval.
-func (b *Backend) moveNextDue(ctx context.Context) (time.Time, error) {
+// of the active tasks, at most moveIdle from now. A task that was already
+// due when the runner's last claim was made (claimedAt; with the real clock
+// the database's now()) but could not be claimed is being stepped by another
+// broker (or its step failed): look again after PollInterval. One that fell
+// due only after that claim is stepped at once.
+func (b *Backend) moveNextDue(ctx context.Context, claimedAt time.Time) (time.Time, error) {
 	now := b.clock.Now()
-	var tnow any // as b.tnow(), but the very reading the result is anchored to
-	if b.testClock {
-		tnow = now
+	if claimedAt.IsZero() || claimedAt.After(now) {
+		claimedAt = now
 	}
-	var dueIn *int64 // µs from the statement's now
+	var dueIn *int64 // µs from the statement's now (claimedAt with a test clock)
 	err := b.pool.QueryRow(ctx, `SELECT (extract(epoch FROM min(due_at) - `+nowSQL+`) * 1000000)::bigint
-		FROM move_tasks WHERE `+activeSQL, tnow).Scan(&dueIn)
+		FROM move_tasks WHERE `+activeSQL, b.tnowAt(claimedAt)).Scan(&dueIn)
 	if err != nil {
 		return time.Time{}, dbErr("next move step", err)
 	}
@@ -341,6 +345,6 @@ func (b *Backend) moveNextDue(ctx context.Context) (time.Time, error) {
 	case *dueIn <= 0:
 		return now.Add(b.cfg.PollInterval), nil
 	default:
-		return now.Add(min(time.Duration(*dueIn)*time.Microsecond, moveIdle)), nil
+		return claimedAt.Add(min(time.Duration(*dueIn)*time.Microsecond, moveIdle)), nil
 	}
 }

@@ -286,6 +286,15 @@ func (b *Backend) tnow() any {
 	return nil
 }
 
+// tnowAt is tnow for a clock reading taken earlier (test clock only; nil,
+// the database's now(), with the real clock).
+func (b *Backend) tnowAt(at time.Time) any {
+	if b.testClock {
+		return at
+	}
+	return nil
+}
+
 // nowSQL is the statement's instant. Every statement that computes with time
 // takes the instant as $1 (see tnow).
 const nowSQL = "coalesce($1::timestamptz, now())"
