@@ -92,7 +92,8 @@ type Backend struct {
 	// dirty pages and a later fsync can succeed without them, and the
 	// in-memory index already holds changes the disk may not: answering
 	// again would acknowledge what is not durable.)
-	failed atomic.Pointer[error]
+	failed     atomic.Pointer[error]
+	failedOnce chan struct{} // closed when failed is set
 }
 
 var _ broker.Backend = (*Backend)(nil)
@@ -127,7 +128,7 @@ func Open(cfg Config) (*Backend, error) {
 	b := &Backend{
 		opts: opts, clock: opts.Clock, log: opts.Logger, db: db, fs: cfs,
 		queues: map[string]*queue{}, byID: map[uint64]*queue{},
-		closing: make(chan struct{}), kick: make(chan struct{}, 1),
+		closing: make(chan struct{}), kick: make(chan struct{}, 1), failedOnce: make(chan struct{}),
 		reclaim: make(chan [2][]byte, 64), cancel: cancel,
 	}
 	if err := b.recover(); err != nil {
@@ -218,8 +219,14 @@ func closeBroken(db *pebble.DB) (err error) {
 func (b *Backend) fail(err error) {
 	if b.failed.CompareAndSwap(nil, &err) {
 		b.log.Error("store failed: refusing every request until restart", "err", err)
+		close(b.failedOnce)
 	}
 }
+
+// Failed is closed when the store has failed (a write or sync error): the
+// backend then refuses every call, and the process should restart to
+// recover from the log (sluice serve exits with status 1).
+func (b *Backend) Failed() <-chan struct{} { return b.failedOnce }
 
 func errClosed() error { return broker.Errorf(broker.ErrClosed, "The broker is shutting down.") }
 

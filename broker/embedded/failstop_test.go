@@ -81,6 +81,11 @@ func TestFailStopAfterSyncError(t *testing.T) {
 	if _, err := e.b.Send(ctx, "q", []broker.SendEntry{{Body: "during"}}); err == nil {
 		t.Fatal("a send whose sync failed was acknowledged")
 	}
+	select {
+	case <-e.b.Failed():
+	default:
+		t.Fatal("Failed() not closed after a failed sync")
+	}
 	fs.broken.Store(false)
 	if _, err := e.b.Send(ctx, "q", []broker.SendEntry{{Body: "after"}}); !errors.Is(err, broker.ErrClosed) {
 		t.Fatalf("send after a failed sync = %v, want ErrClosed (fail-stop until restart)", err)

@@ -153,11 +153,18 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	code := 0
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Wait() }()
+	var storeFailed <-chan struct{} // nil (never ready) for backends without it
+	if f, ok := any(backend).(interface{ Failed() <-chan struct{} }); ok {
+		storeFailed = f.Failed()
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "reason", "signal")
 	case err := <-serveErr:
 		log.Error("server stopped unexpectedly", "err", err)
+		code = 1
+	case <-storeFailed:
+		log.Error("shutting down: the store failed; restart the broker to recover from its log", "reason", "store failure")
 		code = 1
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
