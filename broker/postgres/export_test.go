@@ -8,3 +8,10 @@ func (b *Backend) SweepOnce(ctx context.Context) error {
 	_, _, err := b.sweepOnce(ctx)
 	return err
 }
+
+// SetAfterFifoCandidates makes f run inside every FIFO claim of b, after the
+// claim has locked its candidate groups and before it reads their messages.
+// Set it before b serves any call.
+func (b *Backend) SetAfterFifoCandidates(f func(groups []string)) {
+	b.afterFifoCandidates = f
+}

@@ -30,7 +30,10 @@ import (
 //   - Receiving locks group rows, not message rows: the candidate groups
 //     (head ready, not locked, oldest head first) are locked with FOR UPDATE
 //     SKIP LOCKED, so brokers serve different groups in parallel and never
-//     interleave within one. The messages are then claimed by claimSQL.
+//     interleave within one. That statement sees the groups as of its start,
+//     not as of its row locks, so each locked group's head is read again by
+//     a later statement (fifoGroupRun) and skipped if any of its messages is
+//     in flight. The messages are then claimed by claimSQL.
 //   - Dedup window: table dedup, one row per DedupKey with its expiry; a send
 //     upserts it and only overwrites an expired row, so of two concurrent
 //     sends of one key exactly one stores a message.
@@ -159,6 +162,46 @@ WHERE g.queue_id = $1 AND h.state = 'r'
 ORDER BY h.seq LIMIT $2
 FOR UPDATE OF g SKIP LOCKED`
 
+// fifoHeadSQL reads the first 10 messages of group $2 of queue $1, in
+// sequence order. In-flight messages are always among them (see "Group
+// lock" above), so they show whether the group is locked.
+const fifoHeadSQL = `SELECT id, state::text FROM messages
+	WHERE queue_id = $1 AND group_id = $2 AND seq IS NOT NULL ORDER BY seq LIMIT 10`
+
+// fifoGroupRun returns the ids of up to max consecutive ready messages at the
+// head of group g of queue qid, or none when a message of the group is in
+// flight (the group is locked) or its head is not ready. The caller holds
+// the group's row lock, so no claim can lease a message of the group after
+// this statement's snapshot: what it sees in flight stays locked, and what
+// it sees ready can only be deleted (or moved) before the claim.
+func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int) ([]int64, error) {
+	rows, err := tx.Query(ctx, fifoHeadSQL, qid, g)
+	if err != nil {
+		return nil, err
+	}
+	var run []int64
+	var id int64
+	var state string
+	ended, locked := false, false
+	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+		switch {
+		case state == "i":
+			locked = true
+		case state != "r":
+			ended = true
+		case !ended && len(run) < max:
+			run = append(run, id)
+		default:
+			ended = true
+		}
+		return nil
+	})
+	if err != nil || locked {
+		return nil, err
+	}
+	return run, nil
+}
+
 // claimFifo leases up to n messages of FIFO queue q in one transaction: it
 // locks receivable groups, takes from each, oldest head first, the run of
 // consecutive ready messages at its head (as many of one group as possible,
@@ -179,30 +222,25 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 			if err != nil {
 				return err
 			}
+			if b.afterFifoCandidates != nil {
+				b.afterFifoCandidates(groups)
+			}
+			// The candidates statement saw the groups as of its start: a
+			// claim of another broker may have leased a batch of one of
+			// them and committed before the row lock was taken. Each
+			// group is read again under its lock (a new snapshot, taken
+			// after every claim that held the lock committed) and
+			// skipped if any of its messages is in flight.
 			var ids []int64
 			for _, g := range groups {
 				if len(ids) >= n {
 					break
 				}
-				rows, err := tx.Query(ctx, `SELECT id, state = 'r' FROM messages
-					WHERE queue_id = $1 AND group_id = $2 AND seq IS NOT NULL ORDER BY seq LIMIT $3`, q.id, g, n-len(ids))
+				run, err := fifoGroupRun(ctx, tx, q.id, g, n-len(ids))
 				if err != nil {
 					return err
 				}
-				var id int64
-				var ready bool
-				_, err = pgx.ForEachRow(rows, []any{&id, &ready}, func() error {
-					if ready && (len(ids) == 0 || ids[len(ids)-1] != -1) {
-						ids = append(ids, id)
-					} else {
-						ids = append(ids, -1) // the run ended; marker dropped below
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				ids = slices.DeleteFunc(ids, func(id int64) bool { return id == -1 })
+				ids = append(ids, run...)
 			}
 			if len(ids) == 0 {
 				return nil

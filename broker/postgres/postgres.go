@@ -178,6 +178,11 @@ type Backend struct {
 	kickMove  chan struct{} // wakes the move-task runner (buffered 1)
 	sweepAt   time.Time     // when the sweeper's timer fires (guarded by mu)
 	closeOnce sync.Once
+
+	// afterFifoCandidates, when set (tests only, before any call), runs in
+	// claimFifo after the candidate groups are locked, before their messages
+	// are read.
+	afterFifoCandidates func(groups []string)
 }
 
 var _ broker.Backend = (*Backend)(nil)
