@@ -165,25 +165,26 @@ FOR UPDATE OF g SKIP LOCKED`
 // fifoHeadSQL reads the first 10 messages of group $2 of queue $1, in
 // sequence order. In-flight messages are always among them (see "Group
 // lock" above), so they show whether the group is locked.
-const fifoHeadSQL = `SELECT id, state::text FROM messages
+const fifoHeadSQL = `SELECT id, state::text, receive_count FROM messages
 	WHERE queue_id = $1 AND group_id = $2 AND seq IS NOT NULL ORDER BY seq LIMIT 10`
 
 // fifoGroupRun returns the ids of up to max consecutive ready messages at the
 // head of group g of queue qid, or none when a message of the group is in
-// flight (the group is locked) or its head is not ready. The caller holds
-// the group's row lock, so no claim can lease a message of the group after
-// this statement's snapshot: what it sees in flight stays locked, and what
-// it sees ready can only be deleted (or moved) before the claim.
-func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int) ([]int64, error) {
+// flight (the group is locked) or its head is not ready; moves tells whether
+// one of them has been received maxRC times (the claim moves it to the
+// dead-letter queue). The caller holds the group's row lock, so no claim can
+// lease a message of the group after this statement's snapshot: what it
+// sees in flight stays locked, and what it sees ready can only be deleted
+// (or moved) before the claim.
+func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, maxRC int64) (run []int64, moves bool, err error) {
 	rows, err := tx.Query(ctx, fifoHeadSQL, qid, g)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var run []int64
-	var id int64
+	var id, rc int64
 	var state string
 	ended, locked := false, false
-	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &state, &rc}, func() error {
 		switch {
 		case state == "i":
 			locked = true
@@ -191,15 +192,16 @@ func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int) 
 			ended = true
 		case !ended && len(run) < max:
 			run = append(run, id)
+			moves = moves || rc >= maxRC
 		default:
 			ended = true
 		}
 		return nil
 	})
 	if err != nil || locked {
-		return nil, err
+		return nil, false, err
 	}
-	return run, nil
+	return run, moves, nil
 }
 
 // claimFifo leases up to n messages of FIFO queue q in one transaction: it
@@ -209,9 +211,13 @@ func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int) 
 // non-empty result is recorded in the receive-attempt cache in the same
 // transaction.
 func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Duration, attemptID string) ([]broker.Delivery, int64, error) {
+	to, err := b.claimTarget(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
 	var out []broker.Delivery
 	var moved int64
-	err := retry(func() error {
+	err = retry(func() error {
 		out, moved = nil, 0
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, fifoCandidatesSQL, q.id, n)
@@ -232,20 +238,35 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 			// after every claim that held the lock committed) and
 			// skipped if any of its messages is in flight.
 			var ids []int64
+			var dlqGroups []string // groups with a message to move to a FIFO DLQ
 			for _, g := range groups {
 				if len(ids) >= n {
 					break
 				}
-				run, err := fifoGroupRun(ctx, tx, q.id, g, n-len(ids))
+				run, moves, err := fifoGroupRun(ctx, tx, q.id, g, n-len(ids), to.maxRC)
 				if err != nil {
 					return err
 				}
 				ids = append(ids, run...)
+				if moves && to.dlqFifo {
+					dlqGroups = append(dlqGroups, g)
+				}
 			}
 			if len(ids) == 0 {
 				return nil
 			}
-			out, moved, err = b.claim(ctx, tx, q, len(ids), vis, ids, attemptID)
+			// A message moved to a FIFO dead-letter queue takes a new
+			// sequence number there; like a send, the claim locks the
+			// dead-letter queue's group rows before taking it, so that
+			// within a group sequence order stays commit order (claimSQL's
+			// own upsert of them comes after its nextval).
+			if len(dlqGroups) > 0 {
+				slices.Sort(dlqGroups)
+				if _, err := tx.Exec(ctx, lockGroupsSQL, to.dlq, dlqGroups); err != nil {
+					return err
+				}
+			}
+			out, moved, err = b.claim(ctx, tx, q, to, len(ids), vis, ids, attemptID)
 			if err != nil || attemptID == "" || len(out) == 0 {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -83,5 +84,117 @@ func TestFifoClaimRechecksGroupUnderLock(t *testing.T) {
 	}
 	if len(ds) > 0 {
 		t.Fatalf("received %q of group g while messages 2 and 3 of the group were in flight (two batches of one group in flight)", ds[0].Body)
+	}
+}
+
+// TestFifoRedriveSeqAfterGroupLock: a claim that moves a message to a FIFO
+// dead-letter queue gives it a new sequence number there, and must take it
+// only under the dead-letter group's row lock, as a send does: otherwise a
+// send (or another source's redrive) into that group can take a later number,
+// commit first and be received first, and the moved message, committed
+// after it with an earlier number, is delivered out of order.
+//
+// Another session holds the dead-letter group's row lock, as a send does
+// between locking its group and committing; the claim must wait for it
+// before taking its sequence number; the session then takes one (as the
+// send would) and commits. The moved message must come after it.
+func TestFifoRedriveSeqAfterGroupLock(t *testing.T) {
+	schema := schemaFor(t)
+	a, _, clock := openPair(t, schema, nil)
+	ctx := context.Background()
+	fifo := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"}
+	if _, err := a.CreateQueue(ctx, "dlq.fifo", fifo, nil); err != nil {
+		t.Fatal(err)
+	}
+	src := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true",
+		broker.AttrRedrivePolicy: fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`,
+			broker.ARN("us-east-1", "000000000000", "dlq.fifo"))}
+	if _, err := a.CreateQueue(ctx, "src.fifo", src, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The group's row in the DLQ, created by a send there.
+	for _, s := range []struct{ q, body string }{{"dlq.fifo", "first"}, {"src.fifo", "m"}} {
+		if _, err := a.Send(ctx, s.q, []broker.SendEntry{{Body: s.body, GroupID: "g"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vis := time.Second
+	ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "src.fifo", Visibility: &vis})
+	if err != nil || len(ds) != 1 {
+		t.Fatal(ds, err)
+	}
+	clock.Advance(2 * time.Second) // the lease ends: the next receive moves m
+
+	url := requirePostgres(t)
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	groups := pgx.Identifier{schema, "groups"}.Sanitize()
+	queues := pgx.Identifier{schema, "queues"}.Sanitize()
+	var dlqID int64
+	if err := tx.QueryRow(ctx, `SELECT g.queue_id FROM `+groups+` g JOIN `+queues+` q ON q.id = g.queue_id
+		WHERE q.name = 'dlq.fifo' AND g.group_id = 'g' FOR UPDATE`).Scan(&dlqID); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ds  []broker.Delivery
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "src.fifo"})
+		done <- result{ds, err}
+	}()
+	// Wait until the claim waits for the lock (without the fix it has taken
+	// its sequence number by then).
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting bool
+		if err := mon.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`,
+			other.PgConn().PID()).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the receive returned (%d messages, %v) without waiting for the DLQ group's lock", len(r.ds), r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the claim never waited for the DLQ group's row lock")
+		}
+	}
+	var sendSeq int64
+	if err := tx.QueryRow(ctx, "SELECT nextval('"+schema+".fifo_seq')").Scan(&sendSeq); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || len(r.ds) != 0 {
+		t.Fatalf("receive past maxReceiveCount: %d messages, %v; want none (moved)", len(r.ds), r.err)
+	}
+	var movedSeq int64
+	if err := mon.QueryRow(ctx, `SELECT seq FROM `+pgx.Identifier{schema, "messages"}.Sanitize()+`
+		WHERE queue_id = $1 AND body = 'm'`, dlqID).Scan(&movedSeq); err != nil {
+		t.Fatal(err)
+	}
+	if movedSeq < sendSeq {
+		t.Fatalf("the moved message has sequence number %d in the DLQ, before %d taken by a send that held the group's lock and committed first", movedSeq, sendSeq)
 	}
 }

@@ -90,7 +90,10 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		var moved int64
 		switch {
 		case !q.cfg.Fifo:
-			ds, moved, err = b.claim(context.WithoutCancel(ctx), b.pool, q, int(min(int64(max), room)), vis, nil, "")
+			var to claimTo
+			if to, err = b.claimTarget(ctx, q); err == nil {
+				ds, moved, err = b.claim(context.WithoutCancel(ctx), b.pool, q, to, int(min(int64(max), room)), vis, nil, "")
+			}
 		case room > 0:
 			ds, moved, err = b.claimFifo(context.WithoutCancel(ctx), q, int(min(int64(max), room)), vis, attemptID)
 		default:
@@ -218,7 +221,8 @@ func (b *Backend) promoteForReceive(ctx context.Context, qid int64) (int64, erro
 //     FIFO dead-letter queue ($11) with a new sequence number, its message id
 //     as dedup id and a new SentAt (as SQS resets a FIFO dead letter's enqueue
 //     time), and a group row there (locked: created again if the sweeper
-//     is pruning it, see lockGroupsSQL);
+//     is pruning it, see lockGroupsSQL; claimFifo has locked it already,
+//     before this statement takes the sequence number);
 //   - up leases the rest until now + $8 µs, bumping the lease version (the
 //     receipts' compare-and-set token) and the receive count, and records
 //     the receive attempt $12 (FIFO; NULL otherwise);
@@ -326,31 +330,35 @@ func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q que
 	return id, lease, d, nil
 }
 
+// claimTo is where a claim moves messages past their maxReceiveCount: the
+// dead-letter queue's id (nil: none), whether it is FIFO, and the limit.
+type claimTo struct {
+	dlq     any
+	dlqFifo bool
+	maxRC   int64
+}
+
 // claimTarget is where a claim of queue q moves messages past their
-// maxReceiveCount: the dead-letter queue's id (nil: none) and the limit.
-func (b *Backend) claimTarget(ctx context.Context, q queueRow) (dlq any, dlqFifo bool, maxRC int64, err error) {
-	maxRC = int64(math.MaxInt32)
+// maxReceiveCount.
+func (b *Backend) claimTarget(ctx context.Context, q queueRow) (claimTo, error) {
 	if rp := q.cfg.Redrive; rp != nil {
 		d, err := b.getQueue(ctx, b.pool, rp.DeadLetterQueue)
 		if err == nil && d.id != q.id {
-			return d.id, d.cfg.Fifo, int64(rp.MaxReceiveCount), nil
+			return claimTo{d.id, d.cfg.Fifo, int64(rp.MaxReceiveCount)}, nil
 		}
 		if err != nil && !errors.Is(err, broker.ErrQueueDoesNotExist) {
-			return nil, false, 0, err
+			return claimTo{}, err
 		}
 	}
-	return nil, false, maxRC, nil
+	return claimTo{maxRC: int64(math.MaxInt32)}, nil
 }
 
 // claim runs claimSQL for queue q on db (the pool, or a FIFO claim's
-// transaction) and builds the deliveries, in receive order. ids and
-// attemptID are the FIFO claim's rows and receive attempt (nil, "" on
-// standard queues).
-func (b *Backend) claim(ctx context.Context, db querier, q queueRow, n int, vis time.Duration, ids []int64, attemptID string) ([]broker.Delivery, int64, error) {
-	dlq, dlqFifo, maxRC, err := b.claimTarget(ctx, q)
-	if err != nil {
-		return nil, 0, err
-	}
+// transaction) and builds the deliveries, in receive order; to is
+// claimTarget's answer for q. ids and attemptID are the FIFO claim's rows
+// and receive attempt (nil, "" on standard queues).
+func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo, n int, vis time.Duration, ids []int64, attemptID string) ([]broker.Delivery, int64, error) {
+	var err error
 	sql, idArg, attempt := claimStandardSQL, any(nil), any(nil)
 	if q.cfg.Fifo {
 		sql, idArg = claimFifoSQL, ids
@@ -363,7 +371,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, n int, vis 
 	run := func() error {
 		out, moved = nil, 0
 		rows, err := db.Query(ctx, sql, b.tnow(), q.id, n, micros(q.cfg.Retention),
-			dlq, q.name, maxRC, micros(vis), shard(), idArg, dlqFifo, attempt)
+			to.dlq, q.name, to.maxRC, micros(vis), shard(), idArg, to.dlqFifo, attempt)
 		if err != nil {
 			return err
 		}
