@@ -198,3 +198,86 @@ func TestFifoRedriveSeqAfterGroupLock(t *testing.T) {
 		t.Fatalf("the moved message has sequence number %d in the DLQ, before %d taken by a send that held the group's lock and committed first", movedSeq, sendSeq)
 	}
 }
+
+// TestSweepKeepsRenewedDedupEntry: the sweeper deletes expired dedup rows
+// with a DELETE whose subquery sees the rows as of the statement's start. A
+// send that renews an expired row (its upsert) while the sweep runs must
+// keep it: otherwise a duplicate sent within the new window is stored again.
+// Another session locks the row, lets it expire, renews it and holds it
+// until a sweep (this one, or a broker's own sweeper) waits for it.
+func TestSweepKeepsRenewedDedupEntry(t *testing.T) {
+	schema := schemaFor(t)
+	a, _, clock := openPair(t, schema, nil)
+	ctx := context.Background()
+	if _, err := a.CreateQueue(ctx, "q.fifo", map[string]string{broker.AttrFifoQueue: "true"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := a.Send(ctx, "q.fifo", []broker.SendEntry{{Body: "b", GroupID: "g", DedupID: "d"}}); err != nil || rs[0].Err != nil {
+		t.Fatal(err, rs)
+	}
+	url := requirePostgres(t)
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	dedup := pgx.Identifier{schema, "dedup"}.Sanitize()
+	if tag, err := tx.Exec(ctx, `SELECT 1 FROM `+dedup+` FOR UPDATE`); err != nil || tag.RowsAffected() != 1 {
+		t.Fatal(err, tag)
+	}
+	clock.Advance(broker.DedupWindow) // the committed entry has expired
+	// The renewal a send's upsert makes (a new window from now).
+	if _, err := tx.Exec(ctx, `UPDATE `+dedup+` SET expires_at = expires_at + $1 * interval '1 microsecond'`,
+		broker.DedupWindow.Microseconds()); err != nil {
+		t.Fatal(err)
+	}
+	swept := make(chan error, 1)
+	go func() { swept <- a.SweepOnce(ctx) }()
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	const sweeping = `SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%DELETE FROM dedup%' AND pid <> pg_backend_pid()`
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting bool
+		if err := mon.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`,
+			other.PgConn().PID()).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no sweep waited for the renewed dedup row")
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-swept; err != nil {
+		t.Fatal(err)
+	}
+	// Until every sweep that waited has finished.
+	for n := 1; n > 0; {
+		if err := mon.QueryRow(ctx, sweeping).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a sweep of the dedup window did not finish")
+		}
+	}
+	var n int
+	if err := mon.QueryRow(ctx, `SELECT count(*) FROM `+dedup).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("a sweep deleted a dedup row renewed while it ran (%d rows left)", n)
+	}
+}

@@ -108,12 +108,18 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 		b.log.Debug("retention sweep", "deleted", expired)
 	}
 	// The FIFO dedup window and receive-attempt cache: lookups check the
-	// expiry, so this is only space.
+	// expiry, so this is only space. The outer DELETEs check the expiry
+	// again: the subqueries see the rows as of the statement's start, and a
+	// send (or receive) may renew an expired row before the DELETE locks
+	// it; PostgreSQL then re-checks only the DELETE's own conditions on the
+	// renewed row, which must not go.
 	if _, err := b.pool.Exec(ctx, `
 		WITH d AS (DELETE FROM dedup WHERE (queue_id, key) IN (
-			SELECT queue_id, key FROM dedup WHERE expires_at <= `+nowSQL+` LIMIT $2)),
+			SELECT queue_id, key FROM dedup WHERE expires_at <= `+nowSQL+` LIMIT $2)
+			AND expires_at <= `+nowSQL+`),
 		a AS (DELETE FROM attempts WHERE (queue_id, attempt_id) IN (
-			SELECT queue_id, attempt_id FROM attempts WHERE expires_at <= `+nowSQL+` LIMIT $2))
+			SELECT queue_id, attempt_id FROM attempts WHERE expires_at <= `+nowSQL+` LIMIT $2)
+			AND expires_at <= `+nowSQL+`)
 		SELECT 1`, b.tnow(), sweepBudget); err != nil {
 		return -1, false, dbErr("expire dedup window", err)
 	}
