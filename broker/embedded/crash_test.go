@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -77,10 +79,15 @@ func checkCrashBody(body string) (id string, ok bool) {
 // (vfs.NewCrashableMem + CrashClone), takes a crash clone at a random moment,
 // reopens from the clone and checks that every acknowledged send survived
 // intact (unless a delete of it had been called before the crash) and no
-// acknowledged delete came back. It repeats with several seeds.
+// acknowledged delete came back. It repeats with several seeds: 4 rounds,
+// or SLUICE_CRASH_ROUNDS (the full scale in docs/durability.md).
 func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 	t.Parallel()
-	for round := range 4 {
+	rounds := 4
+	if n, err := strconv.Atoi(os.Getenv("SLUICE_CRASH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	for round := range rounds {
 		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
 			t.Parallel()
 			crashRound(t, uint64(round))
