@@ -47,7 +47,7 @@ var allActions = []struct {
 	{"StartMessageMoveTask", []string{"TaskHandle"}},
 	{"ListMessageMoveTasks", []string{"Results[].TaskHandle", "Results[].Status", "Results[].SourceArn", "Results[].DestinationArn",
 		"Results[].MaxNumberOfMessagesPerSecond", "Results[].ApproximateNumberOfMessagesMoved",
-		"Results[].ApproximateNumberOfMessagesToMove", "Results[].StartedTimestamp"}},
+		"Results[].ApproximateNumberOfMessagesToMove", "Results[].FailureReason", "Results[].StartedTimestamp"}},
 	{"CancelMessageMoveTask", []string{"ApproximateNumberOfMessagesMoved"}},
 }
 

@@ -422,7 +422,8 @@ def run(a, prefix):
     a.call("AddPermission", QueueUrl=std, Label="p1", AWSAccountIds=["111122223333", "444455556666"],
            Actions=["SendMessage", "ReceiveMessage"])
     pol = sqs.get_queue_attributes(QueueUrl=std, AttributeNames=["Policy"]).get("Attributes", {}).get("Policy", "")
-    a.expect("AddPermission", '"p1"' in pol and "111122223333" in pol, "Policy after AddPermission: %r" % pol)
+    a.expect("AddPermission", '"p1"' in pol and "111122223333" in pol and "444455556666" in pol
+             and "SQS:SendMessage" in pol and "SQS:ReceiveMessage" in pol, "Policy after AddPermission: %r" % pol)
     a.call("RemovePermission", QueueUrl=std, Label="p1")
     pol = sqs.get_queue_attributes(QueueUrl=std, AttributeNames=["Policy"]).get("Attributes", {}).get("Policy", "")
     a.expect("RemovePermission", '"p1"' not in pol, "Policy after RemovePermission: %r" % pol)
@@ -488,6 +489,13 @@ def run(a, prefix):
     sqs.send_message(QueueUrl=std, MessageBody="bare", MessageAttributes={"k": ATTRS["str"]})
     a.call("ReceiveMessage", none=["Messages[].Attributes", "Messages[].MessageAttributes",
                                    "Messages[].MD5OfMessageAttributes"], QueueUrl=std, WaitTimeSeconds=1)
+    if json_proto:
+        # The deprecated AttributeNames still asks for system attributes.
+        sqs.send_message(QueueUrl=std, MessageBody="old names")
+        r = a.call("ReceiveMessage", none=["Messages[].MessageAttributes", "Messages[].MD5OfMessageAttributes"],
+                   QueueUrl=std, AttributeNames=["SentTimestamp"], WaitTimeSeconds=1)
+        a.expect("ReceiveMessage", [list(m.get("Attributes", {})) for m in r.get("Messages", [])] == [["SentTimestamp"]],
+                 "AttributeNames=[SentTimestamp] in JSON: %r" % r.get("Messages"))
     # An empty receive.
     r = a.call("ReceiveMessage", none=["Messages"], QueueUrl=dlq2, WaitTimeSeconds=0)
     r = a.call("ReceiveMessage", opt=["Messages[].MessageAttributes", "Messages[].MD5OfMessageAttributes"],
@@ -574,6 +582,21 @@ def run(a, prefix):
              "StartedTimestamp %r is not epoch milliseconds of the last minute" % t["StartedTimestamp"])
     a.expect("ListMessageMoveTasks", t.get("Status") == "COMPLETED" and t.get("ApproximateNumberOfMessagesMoved") == 1,
              "completed task %r" % t)
+    # Task 3 (DLQ -> each message's source) fails: a message sent straight
+    # to the DLQ has no source queue to go back to.
+    sqs.send_message(QueueUrl=dlq, MessageBody="no source")
+    a.call("StartMessageMoveTask", SourceArn=dlq_arn)
+    deadline = time.monotonic() + 20
+    while True:
+        r = sqs.list_message_move_tasks(SourceArn=dlq_arn)
+        if r["Results"][0]["Status"] != "RUNNING" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)  # polling a status with a deadline
+    r = a.call("ListMessageMoveTasks", none=["Results[].TaskHandle", "Results[].DestinationArn",
+                                             "Results[].MaxNumberOfMessagesPerSecond"], SourceArn=dlq_arn, MaxResults=1)
+    t = r["Results"][0]
+    a.expect("ListMessageMoveTasks", len(r["Results"]) == 1 and t.get("Status") == "FAILED" and t.get("FailureReason"),
+             "failed task %r" % r["Results"])
 
     # --- errors
     missing = std.rsplit("/", 1)[0] + "/" + P + "-missing"
