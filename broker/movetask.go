@@ -82,6 +82,13 @@ type MoveTask struct {
 //   - A task moves the messages its source held when it started, oldest
 //     (SentAt) first; messages that arrive later are not part of it.
 //     Messages in flight when the task reaches them stay in the source.
+//   - On a FIFO source, once the task passes over a message of a group
+//     because it is in flight, it moves no later message of that group
+//     (even if the lease ends, or the backend restarts, meanwhile): they stay
+//     in the source behind it, in order, so that no group's order breaks in
+//     the destination. The other groups move whole. ToMove still counts every
+//     message the source held at the start, so a task that completes may
+//     have Moved < ToMove.
 //   - A moved message is a new message on its destination: a new message id,
 //     SentAt = the move time (retention starts again), receive count 0, the
 //     destination's DelaySeconds applied, body, attributes, system attributes

@@ -20,6 +20,9 @@ var moveTaskTests = []testCase{
 	{"OnlyMessagesPresentAtStart", testMoveOnlyPresentAtStart},
 	{"ResumesAfterRestart", testMoveRestart},
 	{"MovesMessageWhoseLeaseEnded", testMoveLeaseEnded},
+	{"FifoHeldMessageBlocksItsGroup", func(t *testing.T, s suite) { testMoveFifoHeldBlocksGroup(t, s, 0, false) }},
+	{"FifoHeldMessageBlocksItsGroupAcrossSteps", func(t *testing.T, s suite) { testMoveFifoHeldBlocksGroup(t, s, 1, false) }},
+	{"FifoHeldMessageBlocksItsGroupAfterRestart", func(t *testing.T, s suite) { testMoveFifoHeldBlocksGroup(t, s, 1, true) }},
 }
 
 // movers returns the backend as a broker.MoveTasker, or skips the test.
@@ -335,4 +338,81 @@ func testMoveLeaseEnded(t *testing.T, s suite) {
 	}
 	e.wantStats("dlq", 0, 0, 0)
 	e.wantStats("dest", 1, 0, 0)
+}
+
+// testMoveFifoHeldBlocksGroup: on a FIFO source, a message in flight when the
+// task reaches it stays, and so does every later message of its group, so
+// that the group's order holds in both queues; the other groups move whole.
+// Rate 0 moves everything in one step; rate 1 takes one message per step, so
+// the block must outlive the step that found the held message, the end of
+// that message's lease, and (restart) a restart of the backend.
+func testMoveFifoHeldBlocksGroup(t *testing.T, s suite, rate int, restart bool) {
+	e := s.setup(t)
+	if restart {
+		e.requireReopen()
+	}
+	mt := e.movers()
+	e.fifoQueue("dlq.fifo", nil)
+	e.fifoQueue("dest.fifo", nil)
+	e.fifoQueue("src.fifo", map[string]string{
+		broker.AttrVisibilityTimeout: "1",
+		broker.AttrRedrivePolicy:     redrivePolicy("dlq.fifo", 1),
+	})
+	// Dead-letter one message at a time, so that the DLQ holds them in this
+	// order, the two groups interleaved: b1 r1 b2 r2 b3 r3.
+	for i, body := range []string{"b1", "r1", "b2", "r2", "b3", "r3"} {
+		e.fsend("src.fifo", body[:1], body, body)
+		wantBodies(t, "receive from src.fifo", e.receiveMax("src.fifo", 1, 0), body)
+		e.advance(time.Second)
+		e.eventuallyStats("src.fifo", 1, 0, 0)
+		e.moveToDLQ("src.fifo", "dlq.fifo", int64(i+1))
+		e.advance(time.Second)
+	}
+	// Lease b1, the head of group b, for an hour. A receive may serve group r
+	// first: such a lease is given up at once, r stays wholly ready.
+	var held broker.Delivery
+	var release []string
+	for held.ID == "" {
+		d := e.receiveOneFor("dlq.fifo", time.Hour)
+		switch d.GroupID {
+		case "b":
+			if d.Body != "b1" {
+				t.Fatalf("group b's first receive gave %q, want b1", d.Body)
+			}
+			held = d
+		default:
+			if len(release) > 0 {
+				t.Fatalf("a second receive of group %q (%q) while it is locked", d.GroupID, d.Body)
+			}
+			release = append(release, d.Receipt)
+		}
+	}
+	for _, r := range release {
+		e.mustChangeVis("dlq.fifo", r, 0)
+	}
+	e.wantStats("dlq.fifo", 5, 1, 0)
+
+	task, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq.fifo", Destination: "dest.fifo", MaxPerSecond: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.ToMove != 6 {
+		t.Fatalf("started task = %+v, want ToMove 6 (every message the source held, in flight or not)", task)
+	}
+	// The first step passes over b1 and moves r1 (at rate 0, everything).
+	eventually(t, "the first message moved", func() bool { return e.task("dlq.fifo").Moved >= 1 })
+	if restart {
+		e.reopen()
+	}
+	// b1's lease ends while the task runs: group b stays blocked all the same.
+	e.mustChangeVis("dlq.fifo", held.Receipt, 0)
+	done := e.advanceUntilTask("dlq.fifo", broker.MoveTaskCompleted, time.Minute)
+	if done.Moved != 3 || done.ToMove != 6 || done.FailureReason != "" {
+		t.Fatalf("completed task = %+v, want Moved 3 (group r) of ToMove 6", done)
+	}
+	// Group r moved whole and in order; group b stayed whole, in its order.
+	e.wantStats("dest.fifo", 3, 0, 0)
+	e.wantStats("dlq.fifo", 3, 0, 0)
+	wantBodies(t, "dest.fifo", e.receiveN(broker.ReceiveRequest{Queue: "dest.fifo"}, 3), "r1", "r2", "r3")
+	wantBodies(t, "dlq.fifo after the task", e.receiveN(broker.ReceiveRequest{Queue: "dlq.fifo"}, 3), "b1", "b2", "b3")
 }

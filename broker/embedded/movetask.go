@@ -35,6 +35,11 @@ import (
 // the remainder. A key whose message is gone (deleted, expired) or in flight
 // is passed over: a message that a consumer holds stays where it is.
 //
+// On a FIFO source, passing over a message in flight blocks its group for
+// the rest of the task (moveTaskRecord.Blocked): every later message of the
+// group stays in the source too, behind it, so that the destination never
+// receives a group's messages out of order.
+//
 // # One step, one write
 //
 // A step moves up to broker.MoveChunk(rate) messages under Backend.mu in one
@@ -81,6 +86,10 @@ type moveTaskRecord struct {
 	StartedAt     time.Time             `json:"started"`
 	// Watermark: the source's messages with keys below it belong to the task.
 	Watermark uint64 `json:"watermark"`
+	// Blocked lists the FIFO groups of which the task passed over a message
+	// in flight: it moves no later message of them (see "Which messages a
+	// task moves"). Stored, so that a resumed task keeps them blocked.
+	Blocked []string `json:"blocked,omitempty"`
 }
 
 func (r *moveTaskRecord) encode() []byte {
@@ -109,7 +118,9 @@ type moveTask struct {
 	moveTaskRecord
 	cands  []uint64 // keys to move, oldest first; nil until the first step
 	cursor int      // next index in cands
-	due    int64    // Unix ns: when the runner may take the next step
+	// blocked is the set of Blocked, built on first use.
+	blocked map[string]bool
+	due     int64 // Unix ns: when the runner may take the next step
 }
 
 // moveTasks is the move-task state of a Backend, guarded by Backend.mu.
@@ -456,14 +467,32 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 	if t.cands == nil {
 		t.cands = moveCandidates(src, t.Watermark)
 	}
+	if t.blocked == nil {
+		t.blocked = make(map[string]bool, len(t.Blocked))
+		for _, g := range t.Blocked {
+			t.blocked[g] = true
+		}
+	}
 	src.promote(now) // a lease that ended is held by no consumer: its message moves
 	rate := t.task().MoveRate()
 	n := broker.MoveChunk(rate)
 	moved := 0
 	for moved < n && t.cursor < len(t.cands) {
 		m := src.msgs[t.cands[t.cursor]]
-		if m == nil || m.state == stateInflight || src.expired(m, now) {
-			t.cursor++ // gone, held by a consumer, or due for the sweeper
+		if m == nil || src.expired(m, now) {
+			t.cursor++ // gone, or due for the sweeper
+			continue
+		}
+		if m.groupID != "" && t.blocked[m.groupID] {
+			t.cursor++ // behind a message of its group that stayed
+			continue
+		}
+		if m.state == stateInflight {
+			t.cursor++ // held by a consumer: it stays, and so do its group's later messages
+			if m.groupID != "" {
+				t.blocked[m.groupID] = true
+				t.Blocked = append(t.Blocked, m.groupID)
+			}
 			continue
 		}
 		target := dst
@@ -486,7 +515,7 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 	t.Moved += int64(moved)
 	if t.cursor >= len(t.cands) {
 		t.Status = broker.MoveTaskCompleted
-		t.cands = nil
+		t.cands, t.blocked, t.Blocked = nil, nil, nil
 		return
 	}
 	t.due = now + int64(broker.MovePace(moved, rate))

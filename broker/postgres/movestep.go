@@ -177,15 +177,27 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 	}
 
 	// Walk the items in move order; a message without a live destination
-	// fails the task after the ones before it moved.
+	// fails the task after the ones before it moved. A message held by a
+	// consumer blocks its FIFO group: no later message of the group moves
+	// (in this chunk, nor in later ones: their items go below).
 	plans := map[int64]*movePlan{}
 	var movedIDs []int64
 	var srcReady, srcInflight, srcDelayed int64
+	var blocked []string
 	failed := false
 	for _, id := range items {
 		m, ok := msgs[id]
-		if !ok || m.held || m.expired {
-			continue // gone, held by a consumer, or due for the sweeper: left alone
+		if !ok || m.expired {
+			continue // gone, or due for the sweeper: left alone
+		}
+		if m.group != nil && slices.Contains(blocked, *m.group) {
+			continue // behind a message of its group that stayed
+		}
+		if m.held {
+			if m.group != nil {
+				blocked = append(blocked, *m.group)
+			}
+			continue // held by a consumer: left alone, and its group's later messages too
 		}
 		target := dst
 		if t.destID == nil {
@@ -244,6 +256,15 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 		if _, err := tx.Exec(ctx, `DELETE FROM move_task_items WHERE task = $1 AND (sent_at, msg) <= ($2, $3)`,
 			t.seq, lastSent, items[len(items)-1]); err != nil {
 			return true, err
+		}
+		// The later items of a blocked group are dropped: they stay in the
+		// source, behind the message that stayed.
+		if len(blocked) > 0 {
+			if _, err := tx.Exec(ctx, `DELETE FROM move_task_items i USING messages m
+				WHERE i.task = $1 AND m.id = i.msg AND m.queue_id = $2 AND m.seq IS NOT NULL
+				AND m.group_id = ANY($3::text[])`, t.seq, src.id, blocked); err != nil {
+				return true, err
+			}
 		}
 		var more bool
 		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM move_task_items WHERE task = $1)", t.seq).Scan(&more); err != nil {

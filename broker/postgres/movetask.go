@@ -35,7 +35,10 @@ import (
 // their messages, so after a crash or a restart the items are still exactly
 // the remainder. An item whose message is gone (deleted, expired, moved on
 // by its own RedrivePolicy) or in flight (a live lease) is dropped without
-// moving it: a message a consumer holds stays where it is.
+// moving it: a message a consumer holds stays where it is. On a FIFO source
+// such a held message blocks its group for the rest of the task: the step
+// that finds it also deletes the items of the group's later messages, which
+// stay in the source behind it.
 //
 // # One step, one transaction
 //
