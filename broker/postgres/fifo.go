@@ -76,7 +76,7 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 	}
 	return retry(func() error {
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, lockGroupsSQL, q.id, groups); err != nil {
+			if _, err := tx.Exec(ctx, lockGroupsSQL, q.mid, groups); err != nil {
 				return err
 			}
 			var stored int64
@@ -104,12 +104,12 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 							group_id, dedup_id, sender_id, attrs, body)
 						SELECT $2, $6::"char", `+nowSQL+` + $7 * interval '1 microsecond', `+nowSQL+`, $8, d.seq, $4,
 							$9, $10, $11, $12, $13 FROM d)
-					SELECT seq FROM d`, b.tnow(), q.id, key, mid, micros(broker.DedupWindow), state,
+					SELECT seq FROM d`, b.tnow(), q.mid, key, mid, micros(broker.DedupWindow), state,
 					micros(q.cfg.Delay), e.Priority, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body).Scan(&seq)
 				if errors.Is(err, pgx.ErrNoRows) {
 					// A duplicate: the original's id and sequence number.
 					err = tx.QueryRow(ctx, `SELECT message_id::text, seq FROM dedup WHERE queue_id = $1 AND key = $2`,
-						q.id, key).Scan(&mid, &seq)
+						q.mid, key).Scan(&mid, &seq)
 					if err != nil {
 						return err
 					}
@@ -125,9 +125,9 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 				return nil
 			}
 			if state == "d" {
-				return addCounts(ctx, tx, q.id, 0, 0, stored)
+				return addCounts(ctx, tx, q.mid, 0, 0, stored)
 			}
-			return addCounts(ctx, tx, q.id, stored, 0, 0)
+			return addCounts(ctx, tx, q.mid, stored, 0, 0)
 		})
 	})
 }
@@ -220,7 +220,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 	err = retry(func() error {
 		out, moved = nil, 0
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, fifoCandidatesSQL, q.id, n)
+			rows, err := tx.Query(ctx, fifoCandidatesSQL, q.mid, n)
 			if err != nil {
 				return err
 			}
@@ -243,7 +243,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 				if len(ids) >= n {
 					break
 				}
-				run, moves, err := fifoGroupRun(ctx, tx, q.id, g, n-len(ids), to.maxRC)
+				run, moves, err := fifoGroupRun(ctx, tx, q.mid, g, n-len(ids), to.maxRC)
 				if err != nil {
 					return err
 				}
@@ -280,7 +280,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 				VALUES ($2, $3, `+nowSQL+` + $4 * interval '1 microsecond', $5)
 				ON CONFLICT (queue_id, attempt_id) DO UPDATE SET expires_at = excluded.expires_at,
 					items = excluded.items, invalid = false`,
-				b.tnow(), q.id, attemptID, micros(broker.AttemptWindow), ij)
+				b.tnow(), q.mid, attemptID, micros(broker.AttemptWindow), ij)
 			return err
 		})
 	})
@@ -299,7 +299,7 @@ func (b *Backend) replayAttempt(ctx context.Context, q queueRow, attemptID strin
 	var invalid bool
 	var ij []byte
 	err = b.pool.QueryRow(ctx, `SELECT invalid, items FROM attempts
-		WHERE queue_id = $2 AND attempt_id = $3 AND expires_at > `+nowSQL, b.tnow(), q.id, attemptID).Scan(&invalid, &ij)
+		WHERE queue_id = $2 AND attempt_id = $3 AND expires_at > `+nowSQL, b.tnow(), q.mid, attemptID).Scan(&invalid, &ij)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -316,7 +316,7 @@ func (b *Backend) replayAttempt(ctx context.Context, q queueRow, attemptID strin
 	for _, it := range items {
 		row := b.pool.QueryRow(ctx, `SELECT `+msgCols("m")+` FROM messages m
 			WHERE id = $2 AND queue_id = $3 AND lease = $4 AND state = 'i' AND visible_at > `+nowSQL,
-			b.tnow(), it.Key, q.id, it.Lease)
+			b.tnow(), it.Key, q.mid, it.Lease)
 		_, _, d, err := b.scanDelivery(row.Scan, nil, q)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, true, broker.AttemptNotRetryableError(attemptID)

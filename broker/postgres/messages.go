@@ -59,7 +59,7 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 		return results, nil
 	}
 
-	args := []any{b.tnow(), q.id, shard()}
+	args := []any{b.tnow(), q.mid, shard()}
 	var values []string
 	minDelay := time.Duration(-1)
 	for i := range entries {
@@ -166,7 +166,7 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 		SELECT id FROM d`
 	var gone []int64
 	err = retry(func() error {
-		rows, err := b.pool.Query(ctx, sql, b.tnow(), q.id, keys, leases, q.cfg.Fifo, shard())
+		rows, err := b.pool.Query(ctx, sql, b.tnow(), q.mid, keys, leases, q.cfg.Fifo, shard())
 		if err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 		err := retry(func() error {
 			rows, err := b.pool.Query(ctx, `SELECT m.id FROM messages m
 				JOIN unnest($2::bigint[], $3::bigint[]) r (id, lease) ON m.id = r.id AND m.lease = r.lease
-				WHERE m.queue_id = $1`, q.id, keys, leases)
+				WHERE m.queue_id = $1`, q.mid, keys, leases)
 			if err != nil {
 				return err
 			}
@@ -263,13 +263,13 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 			for _, c := range changes {
 				errs[c.i] = nil
 				var attempt *string
-				err := tx.QueryRow(ctx, upd, b.tnow(), c.key, q.id, c.lease, micros(c.timeout)).Scan(&attempt)
+				err := tx.QueryRow(ctx, upd, b.tnow(), c.key, q.mid, c.lease, micros(c.timeout)).Scan(&attempt)
 				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 					return err
 				}
 				if err == nil {
 					if attempt != nil {
-						if _, err := tx.Exec(ctx, "UPDATE attempts SET invalid = true WHERE queue_id = $1 AND attempt_id = $2", q.id, *attempt); err != nil {
+						if _, err := tx.Exec(ctx, "UPDATE attempts SET invalid = true WHERE queue_id = $1 AND attempt_id = $2", q.mid, *attempt); err != nil {
 							return err
 						}
 					}
@@ -282,7 +282,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 					continue
 				}
 				var live bool
-				err = tx.QueryRow(ctx, classify, b.tnow(), c.key, q.id, c.lease).Scan(&live)
+				err = tx.QueryRow(ctx, classify, b.tnow(), c.key, q.mid, c.lease).Scan(&live)
 				switch {
 				case errors.Is(err, pgx.ErrNoRows):
 					errs[c.i] = staleVisibility(entries[c.i].Receipt)
@@ -293,7 +293,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 				}
 			}
 			if nacked > 0 {
-				return addCounts(ctx, tx, q.id, nacked, -nacked, 0)
+				return addCounts(ctx, tx, q.mid, nacked, -nacked, 0)
 			}
 			return nil
 		})

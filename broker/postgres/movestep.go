@@ -163,7 +163,7 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 	rows, err = tx.Query(ctx, `SELECT id, state::text, coalesce(dl_source, ''), group_id,
 			state = 'i' AND visible_at > `+nowSQL+`, sent_at <= `+nowSQL+` - $4 * interval '1 microsecond'
 		FROM messages WHERE id = ANY($2::bigint[]) AND queue_id = $3 ORDER BY id FOR UPDATE`,
-		b.tnow(), items, src.id, micros(src.cfg.Retention))
+		b.tnow(), items, src.mid, micros(src.cfg.Retention))
 	if err != nil {
 		return true, err
 	}
@@ -262,7 +262,7 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 		if len(blocked) > 0 {
 			if _, err := tx.Exec(ctx, `DELETE FROM move_task_items i USING messages m
 				WHERE i.task = $1 AND m.id = i.msg AND m.queue_id = $2 AND m.seq IS NOT NULL
-				AND m.group_id = ANY($3::text[])`, t.seq, src.id, blocked); err != nil {
+				AND m.group_id = ANY($3::text[])`, t.seq, src.mid, blocked); err != nil {
 				return true, err
 			}
 		}
@@ -289,16 +289,18 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 
 	// 5. Counters last, in queue id order.
 	type delta struct{ ready, inflight, delayed int64 }
-	deltas := map[int64]*delta{src.id: {-srcReady, -srcInflight, -srcDelayed}}
-	for qid, p := range plans {
+	// Counters are keyed by the queues' mids (see PurgeQueue).
+	deltas := map[int64]*delta{src.mid: {-srcReady, -srcInflight, -srcDelayed}}
+	order := []int64{src.mid}
+	for _, p := range plans {
 		n := int64(len(p.ids))
 		if p.target.cfg.Delay > 0 {
-			deltas[qid] = &delta{delayed: n}
+			deltas[p.target.mid] = &delta{delayed: n}
 		} else {
-			deltas[qid] = &delta{ready: n}
+			deltas[p.target.mid] = &delta{ready: n}
 		}
+		order = append(order, p.target.mid)
 	}
-	order := append([]int64{src.id}, targetIDs...)
 	slices.Sort(order)
 	for _, qid := range order {
 		d := deltas[qid]
@@ -342,7 +344,7 @@ func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error
 		groups := slices.Clone(p.groups)
 		slices.Sort(groups)
 		groups = slices.Compact(groups)
-		if _, err := tx.Exec(ctx, lockGroupsSQL, p.target.id, groups); err != nil {
+		if _, err := tx.Exec(ctx, lockGroupsSQL, p.target.mid, groups); err != nil {
 			return err
 		}
 	}
@@ -361,7 +363,7 @@ func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error
 		FROM unnest($6::bigint[], $7::text[]) WITH ORDINALITY AS u (id, mid, ord)
 		JOIN messages m ON m.id = u.id
 		ORDER BY u.ord`,
-		b.tnow(), p.target.id, state, micros(p.target.cfg.Delay), fifo, p.ids, p.mids)
+		b.tnow(), p.target.mid, state, micros(p.target.cfg.Delay), fifo, p.ids, p.mids)
 	return err
 }
 

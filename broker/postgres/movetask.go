@@ -189,7 +189,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 		}
 		// The messages present now are the task's (see the top of the file).
 		tag, err := tx.Exec(ctx, `INSERT INTO move_task_items (task, sent_at, msg)
-			SELECT $1, sent_at, id FROM messages WHERE queue_id = $2`, seq, src.id)
+			SELECT $1, sent_at, id FROM messages WHERE queue_id = $2`, seq, src.mid)
 		if err != nil {
 			return err
 		}

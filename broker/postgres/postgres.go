@@ -26,7 +26,7 @@
 // # Counters
 //
 // The approximate counts are maintained, never scanned: table counts holds
-// per queue countShards rows of (ready, inflight, delayed) deltas whose sums
+// per queue (per mid: see PurgeQueue) countShards rows of (ready, inflight, delayed) deltas whose sums
 // are the number of messages in each stored state. Every statement that
 // changes a message's stored state adds its deltas to one random shard in the
 // same transaction, so the sums are exact at every commit while concurrent
@@ -34,13 +34,20 @@
 // a transaction updates counters last, after every message row lock it
 // takes, and updates several counter rows in (queue_id, shard) order.
 //
+// # Purges
+//
+// A queue's content (messages, counters, FIFO groups, dedup window, receive
+// attempts) is keyed by its mid, not its id. PurgeQueue replaces the mid in
+// one short transaction, which hides everything sent before it at once; the
+// sweeper deletes the old content in bounded batches (queues.go, sweeper.go).
+//
 // # Goroutines
 //
 // Open starts four duties, stopped by Close: the listener (one dedicated
 // connection LISTENing for other brokers' wake-ups), the notifier (one
 // dedicated connection sending coalesced NOTIFYs after commits), the
-// sweeper (retention and the reclaiming of deleted queues' messages, on the
-// injected clock) and the move-task runner (movetask.go).
+// sweeper (retention and the reclaiming of deleted queues' and purged
+// messages, on the injected clock) and the move-task runner (movetask.go).
 package postgres
 
 import (

@@ -20,7 +20,10 @@ const countShards = 16
 
 // queueRow is a live queue as read from the queues table.
 type queueRow struct {
-	id         int64
+	id int64
+	// mid keys the queue's content (messages, counts, groups, dedup,
+	// attempts); a purge replaces it (see PurgeQueue).
+	mid        int64
 	name       string
 	cfg        broker.QueueConfig
 	tags       map[string]string
@@ -29,12 +32,12 @@ type queueRow struct {
 	lastPurge  *time.Time
 }
 
-const queueCols = "id, name, config, tags, created_at, modified_at, last_purge"
+const queueCols = "id, mid, name, config, tags, created_at, modified_at, last_purge"
 
 func scanQueue(row pgx.Row) (queueRow, error) {
 	var q queueRow
 	var cfg, tags []byte
-	if err := row.Scan(&q.id, &q.name, &cfg, &tags, &q.createdAt, &q.modifiedAt, &q.lastPurge); err != nil {
+	if err := row.Scan(&q.id, &q.mid, &q.name, &cfg, &tags, &q.createdAt, &q.modifiedAt, &q.lastPurge); err != nil {
 		return q, err
 	}
 	if err := json.Unmarshal(cfg, &q.cfg); err != nil {
@@ -167,12 +170,12 @@ func (b *Backend) GetQueue(ctx context.Context, name string) (broker.QueueInfo, 
 	if err != nil {
 		return broker.QueueInfo{}, err
 	}
-	if _, err := b.promote(ctx, q.id); err != nil {
+	if _, err := b.promote(ctx, q.mid); err != nil {
 		return broker.QueueInfo{}, err
 	}
 	info := broker.QueueInfo{Queue: q.queue()}
 	err = b.pool.QueryRow(ctx, `SELECT coalesce(sum(ready), 0), coalesce(sum(inflight), 0), coalesce(sum(delayed), 0)
-		FROM counts WHERE queue_id = $1`, q.id).Scan(&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed)
+		FROM counts WHERE queue_id = $1`, q.mid).Scan(&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed)
 	if err != nil {
 		return broker.QueueInfo{}, dbErr("read counts", err)
 	}
@@ -274,16 +277,29 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 	return nil
 }
 
-// PurgeQueue implements broker.Backend: one statement deletes every message
-// of the queue and subtracts them from the counters. It locks the rows in
-// its scan order, so a concurrent batch delete or visibility change can
-// deadlock with it: the transaction is then run again.
+// PurgeQueue implements broker.Backend: one short transaction gives the
+// queue a new mid (message space id) and records the old one in purged.
+// Every statement on the queue's content names its mid, so the messages
+// sent before the purge (their counters, FIFO groups, dedup window and
+// receive attempts with them) are gone at once for every reader: receives,
+// counts, visibility changes, deletes (which match nothing and succeed, as
+// for any deleted message) and move tasks. The sweeper of any broker then
+// deletes them in bounded batches (reclaim).
+//
+// A send that read the queue before the purge and commits after it stores
+// its message, and adds its counters, under the old mid: purged as a whole,
+// never half. A purge runs under the queue row's lock (FOR UPDATE), which
+// also orders it with move-task steps (FOR SHARE).
 func (b *Backend) PurgeQueue(ctx context.Context, name string) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.ops.Done()
-	return retry(func() error { return b.purgeTx(ctx, name) })
+	if err := retry(func() error { return b.purgeTx(ctx, name) }); err != nil {
+		return err
+	}
+	b.kickSweeper()
+	return nil
 }
 
 func (b *Backend) purgeTx(ctx context.Context, name string) error {
@@ -295,25 +311,21 @@ func (b *Backend) purgeTx(ctx context.Context, name string) error {
 		if err != nil {
 			return dbErr("read queue", err)
 		}
-		var tooSoon bool
-		err = tx.QueryRow(ctx, "UPDATE queues SET last_purge = "+nowSQL+` WHERE id = $2
-			RETURNING $3::boolean AND $4::timestamptz IS NOT NULL AND `+nowSQL+` - $4 < $5 * interval '1 microsecond'`,
-			b.tnow(), q.id, b.cfg.StrictPurge, q.lastPurge, micros(purgeInterval)).Scan(&tooSoon)
+		if b.cfg.StrictPurge && q.lastPurge != nil {
+			var tooSoon bool
+			if err := tx.QueryRow(ctx, `SELECT `+nowSQL+` - $2::timestamptz < $3 * interval '1 microsecond'`,
+				b.tnow(), q.lastPurge, micros(purgeInterval)).Scan(&tooSoon); err != nil {
+				return dbErr("purge queue", err)
+			}
+			if tooSoon {
+				return broker.Errorf(broker.ErrPurgeInProgress,
+					"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+			}
+		}
+		_, err = tx.Exec(ctx, `WITH p AS (INSERT INTO purged (mid, queue_id, purged_at) VALUES ($2, $3, `+nowSQL+`))
+			UPDATE queues SET last_purge = `+nowSQL+`, mid = nextval(pg_get_serial_sequence('queues', 'id'))
+			WHERE id = $3`, b.tnow(), q.mid, q.id)
 		if err != nil {
-			return dbErr("purge queue", err)
-		}
-		if tooSoon {
-			return broker.Errorf(broker.ErrPurgeInProgress,
-				"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
-		}
-		_, err = tx.Exec(ctx, `WITH d AS (DELETE FROM messages WHERE queue_id = $1 RETURNING state)
-			`+countsFromStates("d", "$1", "$2"), q.id, shard())
-		if err != nil {
-			return dbErr("purge queue", err)
-		}
-		// A purge clears the FIFO dedup window and receive attempts too.
-		if _, err := tx.Exec(ctx, `WITH d AS (DELETE FROM dedup WHERE queue_id = $1)
-			DELETE FROM attempts WHERE queue_id = $1`, q.id); err != nil {
 			return dbErr("purge queue", err)
 		}
 		return nil

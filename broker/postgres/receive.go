@@ -74,7 +74,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		inflight, err := b.promoteForReceive(ctx, q.id)
+		inflight, err := b.promoteForReceive(ctx, q.mid)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +175,7 @@ func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.T
 	var dueIn *int64 // µs from the statement's now to the next delay or lease end
 	err = b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE queue_id = $2 AND state = 'r'),
 		(SELECT (extract(epoch FROM min(visible_at) - `+nowSQL+`) * 1000000)::bigint
-		 FROM messages WHERE queue_id = $2 AND state <> 'r')`, b.tnow(), q.id).Scan(&readyLeft, &dueIn)
+		 FROM messages WHERE queue_id = $2 AND state <> 'r')`, b.tnow(), q.mid).Scan(&readyLeft, &dueIn)
 	if err != nil {
 		return time.Time{}, 0, dbErr("next deadline", err)
 	}
@@ -331,7 +331,7 @@ func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q que
 }
 
 // claimTo is where a claim moves messages past their maxReceiveCount: the
-// dead-letter queue's id (nil: none), whether it is FIFO, and the limit.
+// dead-letter queue's mid (nil: none), whether it is FIFO, and the limit.
 type claimTo struct {
 	dlq     any
 	dlqFifo bool
@@ -344,7 +344,7 @@ func (b *Backend) claimTarget(ctx context.Context, q queueRow) (claimTo, error) 
 	if rp := q.cfg.Redrive; rp != nil {
 		d, err := b.getQueue(ctx, b.pool, rp.DeadLetterQueue)
 		if err == nil && d.id != q.id {
-			return claimTo{d.id, d.cfg.Fifo, int64(rp.MaxReceiveCount)}, nil
+			return claimTo{d.mid, d.cfg.Fifo, int64(rp.MaxReceiveCount)}, nil
 		}
 		if err != nil && !errors.Is(err, broker.ErrQueueDoesNotExist) {
 			return claimTo{}, err
@@ -370,7 +370,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 	var moved int64
 	run := func() error {
 		out, moved = nil, 0
-		rows, err := db.Query(ctx, sql, b.tnow(), q.id, n, micros(q.cfg.Retention),
+		rows, err := db.Query(ctx, sql, b.tnow(), q.mid, n, micros(q.cfg.Retention),
 			to.dlq, q.name, to.maxRC, micros(vis), shard(), idArg, to.dlqFifo, attempt)
 		if err != nil {
 			return err

@@ -165,6 +165,29 @@ CREATE TABLE move_task_items (
 	PRIMARY KEY (task, sent_at, msg)
 );
 `,
+	// 4: purge generations. A queue's messages, counters, FIFO groups, dedup
+	// window and receive attempts are keyed by its mid (message space id),
+	// not its id: a purge gives the queue a new mid (from the queues id
+	// sequence, so mids never collide with queue ids or each other) and
+	// records the old one in purged, whose content the sweeper deletes in
+	// bounded batches. A new queue's mid is its id (trigger); receipts,
+	// tags, notifications and move tasks keep naming the queue id.
+	`
+ALTER TABLE queues ADD COLUMN mid bigint;
+UPDATE queues SET mid = id;
+ALTER TABLE queues ALTER COLUMN mid SET NOT NULL;
+CREATE FUNCTION queues_default_mid() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	NEW.mid := coalesce(NEW.mid, NEW.id);
+	RETURN NEW;
+END $$;
+CREATE TRIGGER queues_default_mid BEFORE INSERT ON queues FOR EACH ROW EXECUTE FUNCTION queues_default_mid();
+CREATE TABLE purged (
+	mid       bigint PRIMARY KEY,
+	queue_id  bigint NOT NULL,
+	purged_at timestamptz NOT NULL
+);
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

@@ -85,7 +85,7 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	var expired int64
 	err = retry(func() error {
 		return b.pool.QueryRow(ctx, `
-		WITH q AS (SELECT id, (config->>'Retention')::bigint / 1000 AS ret FROM queues WHERE NOT deleted),
+		WITH q AS (SELECT mid AS id, (config->>'Retention')::bigint / 1000 AS ret FROM queues WHERE NOT deleted),
 		exp AS (
 			SELECT m.id, m.queue_id, m.state FROM q CROSS JOIN LATERAL (
 				SELECT id, queue_id, state FROM messages
@@ -134,7 +134,7 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	var dueIn *int64
 	err = b.pool.QueryRow(ctx, `
 		SELECT (extract(epoch FROM min(m.sent_at + q.ret * interval '1 microsecond') - `+nowSQL+`) * 1000000)::bigint
-		FROM (SELECT id, (config->>'Retention')::bigint / 1000 AS ret FROM queues WHERE NOT deleted) q
+		FROM (SELECT mid AS id, (config->>'Retention')::bigint / 1000 AS ret FROM queues WHERE NOT deleted) q
 		CROSS JOIN LATERAL (SELECT sent_at FROM messages WHERE queue_id = q.id ORDER BY sent_at LIMIT 1) m`,
 		b.tnow()).Scan(&dueIn)
 	if err != nil {
@@ -193,31 +193,37 @@ func (b *Backend) pruneGroups(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// reclaimBudget bounds the messages of deleted queues one reclaim step deletes.
+// reclaimBudget bounds the messages of deleted queues and purges one reclaim step deletes.
 const reclaimBudget = 5000
 
-// reclaim deletes a batch of the messages of deleted queues; a deleted queue
+// reclaim deletes a batch of the messages of deleted queues and of purged
+// message spaces (the old mids recorded by PurgeQueue); a deleted queue
 // left with none loses its counters, FIFO state and ended move tasks (an
 // active one is failed by its next step, and pruned by a later start on a
-// queue of the same name) and is marked reclaimed. It reports
-// whether it did anything.
+// queue of the same name) and is marked reclaimed; a purged mid left with
+// none loses its counters and FIFO state and its purged row. Both wait a
+// minute after the deletion or purge, so that a send that read the old mid
+// just before cannot leave a message behind unseen. It reports whether it
+// deleted any message.
 func (b *Backend) reclaim(ctx context.Context) (bool, error) {
 	var n, done int64
 	err := b.pool.QueryRow(ctx, `
-		WITH q AS (SELECT id, deleted_at FROM queues WHERE deleted AND NOT reclaimed),
+		WITH q AS (SELECT mid AS id, id AS qid, deleted_at FROM queues WHERE deleted AND NOT reclaimed
+			UNION ALL SELECT mid, NULL, purged_at FROM purged),
 		d AS (DELETE FROM messages WHERE id IN (
 			SELECT m.id FROM q CROSS JOIN LATERAL (
 				SELECT id FROM messages WHERE queue_id = q.id LIMIT $2 FOR UPDATE SKIP LOCKED) m
 			LIMIT $2) RETURNING queue_id),
-		empty AS (SELECT id FROM q WHERE deleted_at < `+nowSQL+` - interval '1 minute'
+		empty AS (SELECT id, qid FROM q WHERE deleted_at < `+nowSQL+` - interval '1 minute'
 			AND NOT EXISTS (SELECT 1 FROM messages WHERE queue_id = q.id)),
 		c AS (DELETE FROM counts WHERE queue_id IN (SELECT id FROM empty)),
 		g AS (DELETE FROM groups WHERE queue_id IN (SELECT id FROM empty)),
 		x AS (DELETE FROM dedup WHERE queue_id IN (SELECT id FROM empty)),
 		a AS (DELETE FROM attempts WHERE queue_id IN (SELECT id FROM empty)),
-		mt AS (DELETE FROM move_tasks WHERE source_id IN (SELECT id FROM empty) AND NOT `+activeSQL+`),
-		r AS (UPDATE queues SET reclaimed = true WHERE id IN (SELECT id FROM empty) RETURNING id)
-		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM r)`, b.tnow(), reclaimBudget).Scan(&n, &done)
+		mt AS (DELETE FROM move_tasks WHERE source_id IN (SELECT qid FROM empty) AND NOT `+activeSQL+`),
+		p AS (DELETE FROM purged WHERE mid IN (SELECT id FROM empty WHERE qid IS NULL) RETURNING mid),
+		r AS (UPDATE queues SET reclaimed = true WHERE id IN (SELECT qid FROM empty) RETURNING id)
+		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM r) + (SELECT count(*) FROM p)`, b.tnow(), reclaimBudget).Scan(&n, &done)
 	if err != nil {
 		return false, dbErr("reclaim deleted queues", err)
 	}
