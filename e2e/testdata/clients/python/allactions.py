@@ -21,10 +21,8 @@ Prints one JSON object: {"protocol", "botocore", "actions": {Action: {"calls",
 import base64
 import copy
 import datetime
-import hashlib
 import json
 import os
-import struct
 import sys
 import tempfile
 import time
@@ -34,6 +32,8 @@ import xml.etree.ElementTree as ET
 import botocore
 import botocore.session
 from botocore.config import Config
+
+from sqsmd5 import md5_attributes, md5_hex  # beside this script
 
 # The move-task actions in the query form of botocore 1.34.89's model.
 MOVE_TASK_OPERATIONS = {
@@ -106,30 +106,6 @@ def add_move_tasks(session):
     return session
 
 
-def md5_hex(data):
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.md5(data).hexdigest()
-
-
-def md5_attributes(attrs):
-    h = hashlib.md5()
-
-    def field(b):
-        h.update(struct.pack(">I", len(b)))
-        h.update(b)
-
-    for name in sorted(attrs):
-        a = attrs[name]
-        field(name.encode("utf-8"))
-        field(a["DataType"].encode("utf-8"))
-        if "StringValue" in a:
-            h.update(b"\x01")
-            field(a["StringValue"].encode("utf-8"))
-        else:
-            h.update(b"\x02")
-            field(a["BinaryValue"])
-    return h.hexdigest()
 
 
 ATTRS = {

@@ -13,9 +13,7 @@ botocore does not validate SQS's MD5 digests (it has no such handler), so this
 script checks MD5OfMessageBody and MD5OfMessageAttributes itself, the way
 the Java and Go SDKs do.
 """
-import hashlib
 import json
-import struct
 import sys
 import threading
 import time
@@ -30,6 +28,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
+from sqsmd5 import md5_attributes, md5_hex  # beside this script
+
 
 class Failed(Exception):
     pass
@@ -41,32 +41,6 @@ def check(cond, what):
     print("ok:", what, flush=True)
 
 
-def md5_hex(data):
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.md5(data).hexdigest()
-
-
-def md5_attributes(attrs):
-    """SQS's digest of message attributes: names sorted; each field a 4-byte
-    big-endian length then bytes; the value prefixed by 1 (string) or 2 (binary)."""
-    h = hashlib.md5()
-
-    def field(b):
-        h.update(struct.pack(">I", len(b)))
-        h.update(b)
-
-    for name in sorted(attrs):
-        a = attrs[name]
-        field(name.encode("utf-8"))
-        field(a["DataType"].encode("utf-8"))
-        if "StringValue" in a:
-            h.update(b"\x01")
-            field(a["StringValue"].encode("utf-8"))
-        else:
-            h.update(b"\x02")
-            field(a["BinaryValue"])
-    return h.hexdigest()
 
 
 ATTRS = {
