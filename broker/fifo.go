@@ -11,7 +11,7 @@ import (
 // send, the dedup key by scope, the wire form of sequence numbers, the
 // errors of the receive-attempt cache. The state they act on (group locks,
 // the dedup window, attempt caches, sequence counters) is durable backend
-// state; see ARCHITECTURE.md.
+// state (docs/architecture.md).
 //
 // FifoThroughputLimit=perMessageGroupId (high-throughput mode) is accepted,
 // stored and returned, and behaves as perQueue: Sluice applies no per-API

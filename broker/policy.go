@@ -11,7 +11,7 @@ import (
 // stores and returns the policy; it does not enforce it (every client may do
 // everything), like the rest of SQS's access control (SigV4 is not checked).
 
-// Policy limits (sqs-api.md §3).
+// Policy limits, as AWS documents them for SQS queue policies.
 const (
 	MaxPolicyBytes      = 8192
 	MaxPolicyStatements = 20

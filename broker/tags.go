@@ -9,7 +9,7 @@ import (
 
 // Queue tags (SQS's TagQueue, UntagQueue, ListQueueTags; CreateQueue's tags).
 
-// Tag limits (sqs-api.md §6.1).
+// Tag limits, as AWS documents them for SQS queue tags.
 const (
 	MaxTagKeyLength   = 128 // characters
 	MaxTagValueLength = 256 // characters

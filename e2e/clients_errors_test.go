@@ -9,7 +9,7 @@ import (
 )
 
 // errorCase is one error provoked through a query-protocol client, with the
-// code SQS answers (the legacy query code, sqs-api.md §6.2) and the modeled
+// code SQS answers (the legacy query code) and the modeled
 // exception class botocore 1.29 raises for it ("ClientError" when its model
 // has none).
 type errorCase struct {

@@ -43,7 +43,7 @@ const (
 )
 
 // errorTable maps every broker sentinel, and the API's own errors, to its SQS
-// error. It is the only place that decides codes and statuses (sqs-api.md §6.2).
+// error. It is the only place that decides codes and statuses.
 var errorTable = []struct {
 	err  error
 	kind errorKind

@@ -11,7 +11,7 @@ import (
 )
 
 // These tests speak the query protocol with raw form POSTs and GETs and check
-// the replies against the documented XML (sqs-api.md §2.3).
+// the replies against the documented XML.
 
 const ns = "http://queue.amazonaws.com/doc/2012-11-05/"
 

@@ -7,7 +7,7 @@ import (
 )
 
 // The redrive, tag and permission actions in the query protocol: flattened
-// parameters in, flattened XML out (sqs-api.md §1 and §2.3).
+// parameters in, flattened XML out.
 
 func TestQueryTagsAndPermissions(t *testing.T) {
 	t.Parallel()

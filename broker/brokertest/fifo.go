@@ -9,7 +9,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 )
 
-// The FIFO semantics (issue 3; sqs-api.md §7 and §8), written against
+// The FIFO semantics (ordering, dedup, receive attempts), written against
 // broker.Backend only. Queues are named "*.fifo" with FifoQueue=true.
 // The tests are split by concern: this file has the helpers and the
 // ordering and group-lock tests; fifo_dedup.go the dedup window and sequence
