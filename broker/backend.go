@@ -2,67 +2,165 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"time"
 )
 
-// Backend stores queues and messages. The embedded (Pebble) and PostgreSQL
-// backends implement it; broker/brokertest holds the conformance suite every
-// implementation passes.
+// Backend is the storage seam under the front (Broker): the embedded (Pebble)
+// and PostgreSQL backends implement it, and broker/brokertest holds the
+// conformance suite that every implementation passes through the front.
 //
-// Every method that changes state returns only after the change is durable.
-// Batch methods take 1..MaxBatchEntries entries with distinct ids (ValidateBatchIDs)
-// and return one result per entry, in order; an error returned beside the
-// results concerns the whole call (no entry was applied). Errors are *Error
-// values wrapping the sentinels of errors.go.
+// A backend stores and makes the atomic transitions; it never decides queue
+// semantics that the front or a pure rule of this package holds. Its input is
+// already validated and normalized by the front: queue names are valid,
+// configurations are typed and checked, batches have 1..MaxBatchEntries
+// entries with distinct ids (or are a single unnamed entry), receipts are
+// decoded. Where a rule needs the backend's own state inside its atomic step,
+// the backend calls the pure function that holds it (PlanSend, PlanReceive,
+// ClaimRoom, MoveWalk, the FIFO rules of fifo.go) or the edit function the
+// front passes in (UpdateQueue, PurgeQueue).
+//
+// Every method that changes state returns only after the change is durable;
+// an answer that changes nothing (an existing queue, a duplicate FIFO send)
+// waits until the earlier change it reports is durable. Errors are *Error
+// values wrapping the sentinels of errors.go; the texts come from this
+// package's constructors (QueueNotFoundError, ClosedError, …).
 type Backend interface {
-	// CreateQueue creates a queue with the given SQS attributes and tags, or
-	// returns the existing queue when every given attribute equals the existing
-	// value (ErrQueueExists otherwise). Names follow ValidateQueueName.
-	CreateQueue(ctx context.Context, name string, attrs, tags map[string]string) (Queue, error)
+	// CreateQueue stores a new queue, or returns the live queue of that
+	// name unchanged with created == false (the front compares its
+	// attributes).
+	CreateQueue(ctx context.Context, spec QueueSpec) (q Queue, created bool, err error)
 	// GetQueue returns a queue and its approximate counts.
 	GetQueue(ctx context.Context, name string) (QueueInfo, error)
 	// ListQueues returns queues whose names start with prefix and sort after
-	// `after`, in name order, at most limit of them (limit <= 0: all).
+	// `after` (bytewise), in name order, at most limit of them (limit <= 0: all).
 	ListQueues(ctx context.Context, prefix, after string, limit int) ([]Queue, error)
-	// SetQueueAttributes changes the given attributes (ApplyAttributes rules).
-	SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error
+	// UpdateQueue applies edit to a copy of the queue's settings and tags
+	// and stores the result, atomically with respect to every other update
+	// of the queue (a read-modify-write under the backend's lock or in one
+	// transaction). edit is pure and may run more than once (a retried
+	// transaction); when it returns an error nothing is written and the
+	// error is returned as it is.
+	UpdateQueue(ctx context.Context, name string, edit func(u *QueueUpdate) error) error
 	// DeleteQueue deletes a queue: waiting receives end with ErrQueueDoesNotExist,
-	// its receipts stop working, and its messages are reclaimed in the background.
+	// its receipts stop working, its move tasks are forgotten, and its
+	// messages are reclaimed in the background.
 	DeleteQueue(ctx context.Context, name string) error
-	// PurgeQueue deletes every message of the queue (ready, delayed and in flight).
-	PurgeQueue(ctx context.Context, name string) error
+	// PurgeQueue deletes every message of the queue (ready, delayed and in
+	// flight) and forgets its FIFO dedup window and receive attempts. When
+	// allow is not nil it is called first, atomically with the purge, with
+	// the time of the queue's last purge (zero if none) and the backend's
+	// now; an error from it is returned and nothing is purged.
+	PurgeQueue(ctx context.Context, name string, allow func(lastPurge, now time.Time) error) error
 
-	// Send stores messages. Per-entry validation failures are in the results.
+	// Send stores messages. The backend reads the queue's settings and
+	// plans the send with PlanSend (per-entry failures are in the results).
 	Send(ctx context.Context, queue string, entries []SendEntry) ([]SendResult, error)
-	// Receive leases up to req.MaxMessages messages. It waits up to the wait
-	// time for a first message and returns as soon as one is available. A
-	// cancelled ctx ends the wait with ctx.Err() and claims nothing. A message
-	// whose receive would exceed its queue's maxReceiveCount moves to the
-	// dead-letter queue instead of being returned.
+	// Receive leases up to the planned number of messages (PlanReceive,
+	// ClaimRoom). It waits up to the wait time for a first message and
+	// returns as soon as one is available. A cancelled ctx ends the wait
+	// with ctx.Err() and claims nothing. A message whose receive would
+	// exceed its queue's maxReceiveCount moves to the dead-letter queue
+	// instead of being returned.
 	Receive(ctx context.Context, req ReceiveRequest) ([]Delivery, error)
-	// Delete deletes leased messages. A stale but well-formed receipt (the
-	// message was since deleted or leased again) succeeds without effect.
-	Delete(ctx context.Context, queue string, entries []DeleteEntry) ([]error, error)
-	// ChangeVisibility sets leases' remaining time, counted from now; 0 makes
-	// the message visible at once. A stale receipt fails with
-	// ErrInvalidParameterValue; an expired lease with ErrMessageNotInflight.
-	ChangeVisibility(ctx context.Context, queue string, entries []VisibilityEntry) ([]error, error)
+	// Delete deletes leased messages, one LeaseOutcome per receipt. A FIFO
+	// delete of a lease that ended is LeaseEnded (its group lock is gone);
+	// on a standard queue the latest lease deletes even after it ended.
+	Delete(ctx context.Context, queue string, receipts []Receipt) ([]LeaseOutcome, error)
+	// ChangeVisibility sets leases' remaining time, counted from now; 0
+	// makes the message visible at once. A lease that ended is LeaseEnded.
+	ChangeVisibility(ctx context.Context, queue string, changes []VisibilityChange) ([]LeaseOutcome, error)
 
 	// Close stops background work, syncs and releases the store. Idempotent.
 	Close() error
 }
 
-// Options are what every backend takes besides its store location.
+// QueueSpec is a queue to create: a valid name, its typed settings and tags.
+type QueueSpec struct {
+	Name   string
+	Config QueueConfig
+	Tags   map[string]string
+}
+
+// QueueUpdate is what UpdateQueue's edit function sees and may change.
+type QueueUpdate struct {
+	// Name of the queue (read only).
+	Name string
+	// Config and Tags are copies the edit may change.
+	Config QueueConfig
+	Tags   map[string]string
+	// Modified moves LastModifiedTimestamp to now: attribute changes do,
+	// tag changes do not.
+	Modified bool
+}
+
+// LeaseOutcome is what a backend did with one receipt of Delete or
+// ChangeVisibility; the front turns it into the answer (LeaseError).
+type LeaseOutcome uint8
+
+// The lease outcomes.
+const (
+	// LeaseApplied: the receipt is the message's latest lease; the change was made.
+	LeaseApplied LeaseOutcome = iota
+	// LeaseStale: the message is gone, or was leased again since.
+	LeaseStale
+	// LeaseOtherQueue: the receipt belongs to another queue (or an earlier
+	// queue of the same name).
+	LeaseOtherQueue
+	// LeaseEnded: the receipt is the latest, but its lease has ended (the
+	// message is visible again); nothing was changed.
+	LeaseEnded
+)
+
+// VisibilityChange is one ChangeVisibility entry: a decoded receipt and the
+// new remaining time (0..MaxVisibilityTimeout, checked by the front).
+type VisibilityChange struct {
+	Receipt Receipt
+	Timeout time.Duration
+}
+
+// The optional capabilities of a backend, each its own interface so that the
+// core one never breaks.
+
+// FailureNotifier is a backend that can fail-stop after a store write or sync
+// error: Failed is closed then, every call is refused, and the process should
+// restart to recover (sluice serve exits with status 1).
+type FailureNotifier interface {
+	Failed() <-chan struct{}
+}
+
+// SyncCounter is a backend that counts its store syncs (group commit shows
+// as several changes per sync).
+type SyncCounter interface {
+	Syncs() uint64
+}
+
+// OffsetClock is a Clock that is a fixed offset from the wall clock (a
+// *FakeClock): a backend whose store keeps time of its own (PostgreSQL's
+// now()) then computes with the clock's reading instead of the store's.
+type OffsetClock interface {
+	Clock
+	Offset() time.Duration
+}
+
+// Options are the settings of the front (Broker) and, for Clock and Logger,
+// of every backend.
 type Options struct {
-	// Clock drives leases, delays and retention. Default RealClock.
+	// Clock drives leases, delays, retention and move-task pacing. Default
+	// RealClock. A backend and the front it serves share one clock.
 	Clock Clock
-	// Logger receives structured logs. Default slog.Default() is NOT used: nil
-	// means discard.
+	// Logger receives structured logs. Default: discard (slog.Default() is
+	// never used).
 	Logger *slog.Logger
-	// MaxInFlight caps leased messages per queue (receives past it get
-	// ErrOverLimit). Default DefaultMaxInFlight; must be >= 1.
+	// MaxInFlight caps leased messages per queue: a standard-queue receive
+	// past it gets ErrOverLimit, a FIFO receive gets no messages. The front
+	// applies it. Default DefaultMaxInFlight (120,000); 0 means the default;
+	// must not be negative.
 	MaxInFlight int
-	// StrictPurge enforces AWS's one purge per queue per 60 s. Default off.
+	// StrictPurge enforces AWS's one purge per queue per 60 s. The front
+	// applies it. Default off.
 	StrictPurge bool
 }
 
@@ -74,8 +172,19 @@ func (o Options) WithDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.MaxInFlight <= 0 {
+	if o.MaxInFlight == 0 {
 		o.MaxInFlight = DefaultMaxInFlight
 	}
 	return o
 }
+
+// Validate refuses what the field comments refuse.
+func (o Options) Validate() error {
+	if o.MaxInFlight < 0 {
+		return fmt.Errorf("broker: Options.MaxInFlight %d: must be 0 (the default, %d) or more", o.MaxInFlight, DefaultMaxInFlight)
+	}
+	return nil
+}
+
+// errNilBackend is New's error for a nil backend.
+var errNilBackend = errors.New("broker: New needs a backend")

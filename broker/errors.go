@@ -84,6 +84,20 @@ func ErrorMessage(err error) string {
 	return err.Error()
 }
 
+// The errors that several layers return, in one place so that each text is
+// written once. Backends return these constructors' errors; the front
+// (Broker) and the pure rules return the rest.
+
+// QueueNotFoundError: the named queue does not exist (never created, or deleted).
+func QueueNotFoundError() error {
+	return Errorf(ErrQueueDoesNotExist, "The specified queue does not exist.")
+}
+
+// ClosedError: the broker is shutting down or closed.
+func ClosedError() error {
+	return Errorf(ErrClosed, "The broker is shutting down.")
+}
+
 // invalidParam builds the SQS-style "Value X for parameter Y is invalid. Reason: Z." error.
 func invalidParam(value any, param, reason string) error {
 	return Errorf(ErrInvalidParameterValue, "Value %v for parameter %s is invalid. Reason: %s", value, param, reason)

@@ -55,6 +55,10 @@ type MoveTaskRequest struct {
 	// MaxPerSecond caps the rate, 1..MaxMoveRate; 0 lets the backend choose
 	// (DefaultMoveRate).
 	MaxPerSecond int
+	// SourceID and DestinationID are the internal ids of the queues the
+	// front checked (set by the front): a backend refuses the task when the
+	// live queue of that name is another one by then (deleted and re-created).
+	SourceID, DestinationID uint64
 }
 
 // MoveTask is the state of one move task.
@@ -104,22 +108,27 @@ type MoveTask struct {
 //     resumes, a CANCELLING one becomes CANCELLED) and are shared by every
 //     broker of a shared backend. They run in goroutines the backend owns and
 //     Close stops.
+//
+// The front (Broker) checks a start before it reaches the backend: the rate,
+// that the source exists and is some queue's dead-letter queue, that the
+// destination exists, differs from the source and has its type. The backend
+// makes the atomic part of the decision.
 type MoveTasker interface {
 	// StartMoveTask starts a task and returns it (RUNNING). Errors: the
-	// source does not exist (ErrResourceNotFound, MoveSourceNotFoundError);
-	// it is no queue's dead-letter queue, it already has a RUNNING task, or
-	// the rate is out of range (ErrInvalidParameterValue); the destination
-	// does not exist (ErrResourceNotFound, MoveDestinationNotFoundError).
+	// source is gone or is another queue than req.SourceID
+	// (MoveSourceNotFoundError), likewise the destination
+	// (MoveDestinationNotFoundError); the source already has a RUNNING task
+	// (MoveTaskRunningError).
 	StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTask, error)
 	// ListMoveTasks returns the most recent tasks of source, newest first, at
-	// most limit (1..MaxListMoveTasks; 0 means DefaultListMoveTasks). A
-	// missing source gives ErrResourceNotFound (MoveSourceNotFoundError).
+	// most limit (1..MaxListMoveTasks, checked by the front). A missing
+	// source gives ErrQueueDoesNotExist.
 	ListMoveTasks(ctx context.Context, source string, limit int) ([]MoveTask, error)
 	// CancelMoveTask cancels the RUNNING task id of source and returns it
 	// (CANCELLING, or already CANCELLED) with its moved count; messages moved
-	// so far stay moved. A missing source gives MoveSourceNotFoundError, an
-	// unknown task MoveTaskNotFoundError (both ErrResourceNotFound), a task
-	// that is not RUNNING ErrInvalidParameterValue.
+	// so far stay moved. A missing source gives ErrQueueDoesNotExist, an
+	// unknown task MoveTaskNotFoundError, a task that is not RUNNING
+	// MoveTaskNotRunningError.
 	CancelMoveTask(ctx context.Context, source, id string) (MoveTask, error)
 }
 
@@ -232,4 +241,74 @@ func MoveChunk(rate int) int {
 		rate = DefaultMoveRate
 	}
 	return max(1, min(100, rate/10))
+}
+
+// MoveItem is one message of a move task's source as a step of the task
+// sees it, under the backend's lock or in its transaction.
+type MoveItem struct {
+	// Gone: deleted since the task started, or past the source's retention
+	// (the sweeper's, not the task's).
+	Gone bool
+	// Group is the message's FIFO group ("" on a standard queue).
+	Group string
+	// Held: in flight under a live lease.
+	Held bool
+	// DeadLetterSource is the queue the message was dead-lettered from.
+	DeadLetterSource string
+}
+
+// MoveAction is what a step does with one MoveItem.
+type MoveAction uint8
+
+// The move actions.
+const (
+	// MoveSkip: leave the message in the source (gone, or behind a held
+	// message of its group) and go on.
+	MoveSkip MoveAction = iota
+	// MoveHold: the message is held by a consumer: it stays, and so does
+	// every later message of its group (the walk remembers the group).
+	MoveHold
+	// MoveOut: move the message to the target the walk names.
+	MoveOut
+	// MoveFail: the message has no live target: end the task FAILED with
+	// MoveTaskFailureNoQueue after the messages moved before it.
+	MoveFail
+)
+
+// MoveWalk is the rule of a move step, shared by every backend: it decides,
+// message by message in move order (oldest first), what happens to each. It
+// holds the FIFO groups blocked so far, which a backend keeps with the task
+// (durably) so that a later step, even after a restart, keeps them blocked.
+type MoveWalk struct {
+	// Source is the task's source queue and Destination its fixed
+	// destination ("" = each message's DeadLetterSource).
+	Source, Destination string
+	// Blocked are the groups with a message that stayed (MoveHold).
+	Blocked map[string]bool
+	// Live reports whether a live queue of the given name exists (only
+	// asked for a message's DeadLetterSource when Destination is "").
+	Live func(name string) bool
+}
+
+// Next decides what happens to it and, for MoveOut, names the target queue.
+func (w *MoveWalk) Next(it MoveItem) (MoveAction, string) {
+	switch {
+	case it.Gone:
+		return MoveSkip, ""
+	case it.Group != "" && w.Blocked[it.Group]:
+		return MoveSkip, ""
+	case it.Held:
+		if it.Group != "" {
+			if w.Blocked == nil {
+				w.Blocked = map[string]bool{}
+			}
+			w.Blocked[it.Group] = true
+		}
+		return MoveHold, ""
+	case w.Destination != "":
+		return MoveOut, w.Destination
+	case it.DeadLetterSource == "" || it.DeadLetterSource == w.Source || w.Live == nil || !w.Live(it.DeadLetterSource):
+		return MoveFail, ""
+	}
+	return MoveOut, it.DeadLetterSource
 }

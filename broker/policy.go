@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -28,22 +27,6 @@ type Permission struct {
 	Actions []string
 	// Resource is the queue's ARN.
 	Resource string
-}
-
-// PolicyEditor is the optional capability of a Backend to edit a queue's
-// Policy attribute statement by statement (SQS's AddPermission and
-// RemovePermission); the API answers UnsupportedOperation without it.
-//
-// An implementation applies AddPolicyStatement or RemovePolicyStatement to
-// the stored policy and stores the result in one durable write, atomically
-// (a read-modify-write under the backend's lock or in one transaction), so
-// that concurrent edits never lose a statement. The result is read back with
-// GetQueue (QueueConfig.Policy). A missing queue gives ErrQueueDoesNotExist.
-type PolicyEditor interface {
-	// AddPermission adds p as a statement (ValidatePermission first).
-	AddPermission(ctx context.Context, queue string, p Permission) error
-	// RemovePermission removes the statement whose Sid is label.
-	RemovePermission(ctx context.Context, queue, label string) error
 }
 
 // permissionActions are the action names AddPermission accepts.

@@ -37,7 +37,7 @@ func (r Receipt) Encode() string {
 
 // DecodeReceipt parses a receipt handle. A malformed handle gives ErrReceiptHandleInvalid.
 func DecodeReceipt(s string) (Receipt, error) {
-	bad := Errorf(ErrReceiptHandleInvalid, "The input receipt handle %q is not a valid receipt handle.", s)
+	bad := receiptInvalidError(s)
 	if len(s) > 1024 {
 		return Receipt{}, bad
 	}
@@ -58,6 +58,12 @@ func DecodeReceipt(s string) (Receipt, error) {
 		return Receipt{}, bad
 	}
 	return r, nil
+}
+
+// receiptInvalidError is the answer to a receipt handle that does not
+// decode, or that names another queue.
+func receiptInvalidError(handle string) error {
+	return Errorf(ErrReceiptHandleInvalid, "The input receipt handle %q is not a valid receipt handle.", handle)
 }
 
 // NewMessageID returns a random UUID (version 4) as SQS message ids are.

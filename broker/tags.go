@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -17,26 +16,6 @@ const (
 	// ReservedTagPrefix starts tag keys that only AWS may set.
 	ReservedTagPrefix = "aws:"
 )
-
-// Tagger is the optional capability of a Backend to change a queue's tags
-// after its creation. Tags are read with Backend.GetQueue (Queue.Tags) and
-// set at creation by Backend.CreateQueue; the API answers UnsupportedOperation
-// to TagQueue and UntagQueue for a backend without it.
-//
-// Both methods change the tags in one durable write, atomically with respect
-// to each other (two concurrent TagQueue calls never lose a tag), check the
-// result with ValidateTags, and leave LastModifiedTimestamp alone (tags are
-// not attributes). A missing queue gives ErrQueueDoesNotExist. A backend
-// that implements Tagger also checks CreateQueue's tags with ValidateTags
-// (the suite tests both together).
-type Tagger interface {
-	// TagQueue adds tags to the queue, replacing the values of keys it
-	// already has. The merged set must pass ValidateTags.
-	TagQueue(ctx context.Context, queue string, tags map[string]string) error
-	// UntagQueue removes the tags with the given keys; unknown keys are
-	// ignored.
-	UntagQueue(ctx context.Context, queue string, keys []string) error
-}
 
 // ValidateTagKey checks one tag key: 1..128 characters, not starting with "aws:".
 func ValidateTagKey(k string) error {

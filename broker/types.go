@@ -101,6 +101,9 @@ type ReceiveRequest struct {
 	WaitTime *time.Duration
 	// AttemptID is FIFO's ReceiveRequestAttemptId (ignored on standard queues).
 	AttemptID string
+	// InFlightCap is the queue's in-flight cap (ClaimRoom), set by the front
+	// from Options.MaxInFlight; <= 0 means no cap.
+	InFlightCap int64
 }
 
 // DeleteEntry is one receipt to delete.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/server"
 )
@@ -24,7 +25,12 @@ func Example() {
 	}
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	srv, err := server.New(cfg, backend)
+	front, err := broker.New(backend, broker.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv, err := server.New(cfg, front)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -9,8 +9,9 @@
 //     (it claims nothing), and new receives on open connections answer empty;
 //  3. finish in-flight requests, up to the Stop context's deadline (default
 //     Config.ShutdownTimeout), then close whatever connections remain;
-//  4. the caller then closes the backend (which stops its duties, syncs and
-//     closes the store). The server never closes the backend: it does not own it.
+//  4. the caller then closes the broker (which stops the backend's duties,
+//     syncs and closes the store). The server never closes the broker: it
+//     does not own it.
 package server
 
 import (
@@ -131,10 +132,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Server is Sluice's HTTP front end over a broker.Backend.
+// Server is Sluice's HTTP front end over the broker's front (broker.Broker).
 type Server struct {
 	cfg     Config
-	backend broker.Backend
+	broker  *broker.Broker
 	log     *slog.Logger
 	handler http.Handler
 	sqs     *sqs.Handler
@@ -153,22 +154,22 @@ type Server struct {
 	stopDone chan struct{}
 }
 
-// New returns a Server for backend. It validates cfg; it does not listen yet.
-func New(cfg Config, backend broker.Backend) (*Server, error) {
+// New returns a Server for b. It validates cfg; it does not listen yet.
+func New(cfg Config, b *broker.Broker) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if backend == nil {
-		return nil, errors.New("server: backend is nil")
+	if b == nil {
+		return nil, errors.New("server: broker is nil")
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, backend: backend, log: log, stopDone: make(chan struct{})}
+	s := &Server{cfg: cfg, broker: b, log: log, stopDone: make(chan struct{})}
 	s.drain, s.cancelDrain = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
-	sqsHandler := sqs.New(backend, sqs.Config{
+	sqsHandler := sqs.New(b, sqs.Config{
 		AccountID:          cfg.AccountID,
 		Region:             cfg.Region,
 		Logger:             log,

@@ -43,7 +43,11 @@ func setup(t *testing.T, mod ...func(*server.Config)) *env {
 	for _, m := range mod {
 		m(&cfg)
 	}
-	srv, err := server.New(cfg, backend)
+	front, err := broker.New(backend, broker.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(cfg, front)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +147,11 @@ func TestLifecycleIdempotent(t *testing.T) {
 	defer backend.Close()
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	never, err := server.New(cfg, backend)
+	front, err := broker.New(backend, broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	never, err := server.New(cfg, front)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +165,7 @@ func TestLifecycleIdempotent(t *testing.T) {
 		t.Fatal("Start after Stop succeeded")
 	}
 
-	s, err := server.New(cfg, backend)
+	s, err := server.New(cfg, front)
 	if err != nil {
 		t.Fatal(err)
 	}

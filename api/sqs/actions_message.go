@@ -64,7 +64,7 @@ func (h *Handler) sendMessage(c *call, in *sendMessageInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := h.backend.Send(c.ctx, name, []broker.SendEntry{e})
+	rs, err := h.broker.Send(c.ctx, name, []broker.SendEntry{e})
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (h *Handler) sendMessageBatch(c *call, in *sendMessageBatchInput) (any, err
 			return nil, err
 		}
 	}
-	rs, err := h.backend.Send(c.ctx, name, entries)
+	rs, err := h.broker.Send(c.ctx, name, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (h *Handler) receiveMessage(c *call, in *receiveMessageInput) (any, error) 
 	defer cancel()
 	stop := context.AfterFunc(h.cfg.Drain, cancel)
 	defer stop()
-	ds, err := h.backend.Receive(ctx, req)
+	ds, err := h.broker.Receive(ctx, req)
 	if err != nil {
 		if h.cfg.Drain.Err() != nil && errors.Is(err, context.Canceled) {
 			return out, nil
@@ -245,7 +245,7 @@ func (h *Handler) deleteMessage(c *call, in *deleteMessageInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	errs, err := h.backend.Delete(c.ctx, name, []broker.DeleteEntry{{Receipt: rh}})
+	errs, err := h.broker.Delete(c.ctx, name, []broker.DeleteEntry{{Receipt: rh}})
 	return nil, single(errs, err)
 }
 
@@ -279,7 +279,7 @@ func (h *Handler) deleteMessageBatch(c *call, in *deleteMessageBatchInput) (any,
 			return nil, err
 		}
 	}
-	errs, err := h.backend.Delete(c.ctx, name, entries)
+	errs, err := h.broker.Delete(c.ctx, name, entries)
 	ok, failed, err := batchOutcome(ids, errs, err)
 	if err != nil {
 		return nil, err
@@ -323,7 +323,7 @@ func (h *Handler) changeVisibility(c *call, in *changeVisibilityInput) (any, err
 	if err != nil {
 		return nil, err
 	}
-	errs, err := h.backend.ChangeVisibility(c.ctx, name, []broker.VisibilityEntry{{Receipt: rh, Timeout: *d}})
+	errs, err := h.broker.ChangeVisibility(c.ctx, name, []broker.VisibilityEntry{{Receipt: rh, Timeout: *d}})
 	return nil, single(errs, err)
 }
 
@@ -354,7 +354,7 @@ func (h *Handler) changeVisibilityBatch(c *call, in *changeVisibilityBatchInput)
 			entries[i].Timeout = *d
 		}
 	}
-	errs, err := h.backend.ChangeVisibility(c.ctx, name, entries)
+	errs, err := h.broker.ChangeVisibility(c.ctx, name, entries)
 	ok, failed, err := batchOutcome(ids, errs, err)
 	if err != nil {
 		return nil, err

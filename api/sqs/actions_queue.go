@@ -14,7 +14,7 @@ func (h *Handler) createQueue(c *call, in *createQueueInput) (any, error) {
 	if in.QueueName == "" {
 		return nil, missing("QueueName")
 	}
-	q, err := h.backend.CreateQueue(c.ctx, in.QueueName, in.Attributes, in.Tags)
+	q, err := h.broker.CreateQueue(c.ctx, in.QueueName, in.Attributes, in.Tags)
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +25,7 @@ func (h *Handler) getQueueURL(c *call, in *getQueueURLInput) (any, error) {
 	if in.QueueName == "" {
 		return nil, missing("QueueName")
 	}
-	q, err := h.backend.GetQueue(c.ctx, in.QueueName)
+	q, err := h.broker.GetQueue(c.ctx, in.QueueName)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (h *Handler) listQueues(c *call, in *listQueuesInput) (any, error) {
 		}
 	}
 	// Ask for one more than the page to learn whether another page follows.
-	qs, err := h.backend.ListQueues(c.ctx, in.QueueNamePrefix, after, int(limit)+1)
+	qs, err := h.broker.ListQueues(c.ctx, in.QueueNamePrefix, after, int(limit)+1)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (h *Handler) deleteQueue(c *call, in *queueRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, h.backend.DeleteQueue(c.ctx, name)
+	return nil, h.broker.DeleteQueue(c.ctx, name)
 }
 
 func (h *Handler) purgeQueue(c *call, in *queueRef) (any, error) {
@@ -103,7 +103,7 @@ func (h *Handler) purgeQueue(c *call, in *queueRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, h.backend.PurgeQueue(c.ctx, name)
+	return nil, h.broker.PurgeQueue(c.ctx, name)
 }
 
 func (h *Handler) getQueueAttributes(c *call, in *getQueueAttributesInput) (any, error) {
@@ -118,7 +118,7 @@ func (h *Handler) getQueueAttributes(c *call, in *getQueueAttributesInput) (any,
 		}
 		all = all || n == "All"
 	}
-	info, err := h.backend.GetQueue(c.ctx, name)
+	info, err := h.broker.GetQueue(c.ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -148,5 +148,5 @@ func (h *Handler) setQueueAttributes(c *call, in *setQueueAttributesInput) (any,
 	if in.Attributes == nil {
 		return nil, missing("Attributes")
 	}
-	return nil, h.backend.SetQueueAttributes(c.ctx, name, in.Attributes)
+	return nil, h.broker.SetQueueAttributes(c.ctx, name, in.Attributes)
 }

@@ -5,9 +5,8 @@ import (
 )
 
 // The redrive actions: ListDeadLetterSourceQueues, and the message move
-// tasks StartMessageMoveTask, ListMessageMoveTasks, CancelMessageMoveTask,
-// which need the backend's optional broker.MoveTasker (UnsupportedOperation
-// without it). The backend knows queues by name; ARNs and task handles are
+// tasks StartMessageMoveTask, ListMessageMoveTasks, CancelMessageMoveTask
+// (the front answers UnsupportedOperation for a backend without them). The backend knows queues by name; ARNs and task handles are
 // made and read here.
 
 type listDeadLetterSourceQueuesInput struct {
@@ -104,11 +103,11 @@ func (h *Handler) listDeadLetterSourceQueues(c *call, in *listDeadLetterSourceQu
 			return nil, err
 		}
 	}
-	if _, err := h.backend.GetQueue(c.ctx, name); err != nil {
+	if _, err := h.broker.GetQueue(c.ctx, name); err != nil {
 		return nil, err
 	}
 	// Every queue is looked at: a scan, but of queue records only.
-	qs, err := h.backend.ListQueues(c.ctx, "", after, 0)
+	qs, err := h.broker.ListQueues(c.ctx, "", after, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -140,14 +139,6 @@ func (h *Handler) queueOfARN(arn string) (string, bool) {
 	return name, true
 }
 
-func (h *Handler) moveTasker(c *call) (broker.MoveTasker, error) {
-	mt, ok := h.backend.(broker.MoveTasker)
-	if !ok {
-		return nil, unsupportedBy(c.action)
-	}
-	return mt, nil
-}
-
 func (h *Handler) startMoveTask(c *call, in *startMoveTaskInput) (any, error) {
 	if in.SourceArn == "" {
 		return nil, missing("SourceArn")
@@ -159,10 +150,6 @@ func (h *Handler) startMoveTask(c *call, in *startMoveTaskInput) (any, error) {
 	if given && (rate < 1 || rate > broker.MaxMoveRate) {
 		return nil, invalidValue(rate, "MaxNumberOfMessagesPerSecond", "must be between 1 and 500, if provided.")
 	}
-	mt, err := h.moveTasker(c)
-	if err != nil {
-		return nil, err
-	}
 	req := broker.MoveTaskRequest{MaxPerSecond: int(rate)}
 	var ok bool
 	if req.Source, ok = h.queueOfARN(in.SourceArn); !ok {
@@ -173,7 +160,7 @@ func (h *Handler) startMoveTask(c *call, in *startMoveTaskInput) (any, error) {
 			return nil, broker.MoveDestinationNotFoundError()
 		}
 	}
-	task, err := mt.StartMoveTask(c.ctx, req)
+	task, err := h.broker.StartMoveTask(c.ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -194,15 +181,11 @@ func (h *Handler) listMoveTasks(c *call, in *listMoveTasksInput) (any, error) {
 	if limit < 1 || limit > broker.MaxListMoveTasks {
 		return nil, invalidValue(limit, "MaxResults", "must be between 1 and 10, if provided.")
 	}
-	mt, err := h.moveTasker(c)
-	if err != nil {
-		return nil, err
-	}
 	source, ok := h.queueOfARN(in.SourceArn)
 	if !ok {
 		return nil, broker.MoveSourceNotFoundError()
 	}
-	tasks, err := mt.ListMoveTasks(c.ctx, source, int(limit))
+	tasks, err := h.broker.ListMoveTasks(c.ctx, source, int(limit))
 	if err != nil {
 		return nil, err
 	}
@@ -236,15 +219,11 @@ func (h *Handler) cancelMoveTask(c *call, in *cancelMoveTaskInput) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	mt, err := h.moveTasker(c)
-	if err != nil {
-		return nil, err
-	}
 	source, ok := h.queueOfARN(sourceARN)
 	if !ok {
 		return nil, broker.MoveSourceNotFoundError()
 	}
-	task, err := mt.CancelMoveTask(c.ctx, source, id)
+	task, err := h.broker.CancelMoveTask(c.ctx, source, id)
 	if err != nil {
 		return nil, err
 	}

@@ -7,10 +7,7 @@ import (
 )
 
 // The tag and permission actions: TagQueue, UntagQueue, ListQueueTags,
-// AddPermission, RemovePermission. TagQueue, UntagQueue and the permission
-// actions need the backend's optional capabilities (broker.Tagger,
-// broker.PolicyEditor) and answer UnsupportedOperation without them.
-// Permissions are stored in the Policy attribute and returned by
+// AddPermission, RemovePermission. Permissions are stored in the Policy attribute and returned by
 // GetQueueAttributes; Sluice does not enforce them.
 
 type tagQueueInput struct {
@@ -76,9 +73,6 @@ func queryRemovePermission(p params) (*removePermissionInput, error) {
 	return &removePermissionInput{queueRef: queryQueueRef(p), Label: p.str("Label")}, nil
 }
 
-func unsupportedBy(action string) error {
-	return broker.Errorf(broker.ErrUnsupportedOperation, "The action %s is not supported by this broker's backend.", action)
-}
 
 func (h *Handler) tagQueue(c *call, in *tagQueueInput) (any, error) {
 	name, err := c.queueName(in.queueRef)
@@ -88,11 +82,7 @@ func (h *Handler) tagQueue(c *call, in *tagQueueInput) (any, error) {
 	if len(in.Tags) == 0 {
 		return nil, missing("Tags")
 	}
-	tg, ok := h.backend.(broker.Tagger)
-	if !ok {
-		return nil, unsupportedBy(c.action)
-	}
-	return nil, tg.TagQueue(c.ctx, name, in.Tags)
+	return nil, h.broker.TagQueue(c.ctx, name, in.Tags)
 }
 
 func (h *Handler) untagQueue(c *call, in *untagQueueInput) (any, error) {
@@ -103,11 +93,7 @@ func (h *Handler) untagQueue(c *call, in *untagQueueInput) (any, error) {
 	if len(in.TagKeys) == 0 {
 		return nil, missing("TagKeys")
 	}
-	tg, ok := h.backend.(broker.Tagger)
-	if !ok {
-		return nil, unsupportedBy(c.action)
-	}
-	return nil, tg.UntagQueue(c.ctx, name, in.TagKeys)
+	return nil, h.broker.UntagQueue(c.ctx, name, in.TagKeys)
 }
 
 func (h *Handler) listQueueTags(c *call, in *queueRef) (any, error) {
@@ -115,7 +101,7 @@ func (h *Handler) listQueueTags(c *call, in *queueRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := h.backend.GetQueue(c.ctx, name)
+	q, err := h.broker.GetQueue(c.ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +117,7 @@ func (h *Handler) addPermission(c *call, in *addPermissionInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	pe, ok := h.backend.(broker.PolicyEditor)
-	if !ok {
-		return nil, unsupportedBy(c.action)
-	}
-	return nil, pe.AddPermission(c.ctx, name, broker.Permission{
+	return nil, h.broker.AddPermission(c.ctx, name, broker.Permission{
 		Label: in.Label, AccountIDs: in.AWSAccountIds, Actions: in.Actions, Resource: h.arn(name),
 	})
 }
@@ -145,9 +127,5 @@ func (h *Handler) removePermission(c *call, in *removePermissionInput) (any, err
 	if err != nil {
 		return nil, err
 	}
-	pe, ok := h.backend.(broker.PolicyEditor)
-	if !ok {
-		return nil, unsupportedBy(c.action)
-	}
-	return nil, pe.RemovePermission(c.ctx, name, in.Label)
+	return nil, h.broker.RemovePermission(c.ctx, name, in.Label)
 }

@@ -16,8 +16,8 @@ import (
 // fuzz targets run whole actions (decode, validate, encode) without a store.
 type stubBackend struct{}
 
-func (stubBackend) CreateQueue(_ context.Context, name string, _, _ map[string]string) (broker.Queue, error) {
-	return broker.Queue{Name: name}, nil
+func (stubBackend) CreateQueue(_ context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
+	return broker.Queue{Name: spec.Name, Config: spec.Config}, true, nil
 }
 func (stubBackend) GetQueue(_ context.Context, name string) (broker.QueueInfo, error) {
 	return broker.QueueInfo{Queue: broker.Queue{Name: name, Config: broker.DefaultQueueConfig(false)}}, nil
@@ -25,9 +25,13 @@ func (stubBackend) GetQueue(_ context.Context, name string) (broker.QueueInfo, e
 func (stubBackend) ListQueues(context.Context, string, string, int) ([]broker.Queue, error) {
 	return []broker.Queue{{Name: "a"}, {Name: "b"}}, nil
 }
-func (stubBackend) SetQueueAttributes(context.Context, string, map[string]string) error { return nil }
-func (stubBackend) DeleteQueue(context.Context, string) error                           { return nil }
-func (stubBackend) PurgeQueue(context.Context, string) error                            { return broker.ErrPurgeInProgress }
+func (stubBackend) UpdateQueue(_ context.Context, name string, edit func(*broker.QueueUpdate) error) error {
+	return edit(&broker.QueueUpdate{Name: name, Config: broker.DefaultQueueConfig(false)})
+}
+func (stubBackend) DeleteQueue(context.Context, string) error { return nil }
+func (stubBackend) PurgeQueue(context.Context, string, func(time.Time, time.Time) error) error {
+	return broker.ErrPurgeInProgress
+}
 func (stubBackend) Send(_ context.Context, _ string, es []broker.SendEntry) ([]broker.SendResult, error) {
 	rs := make([]broker.SendResult, len(es))
 	for i, e := range es {
@@ -42,15 +46,21 @@ func (stubBackend) Receive(context.Context, broker.ReceiveRequest) ([]broker.Del
 	return []broker.Delivery{{Receipt: "r", Message: broker.Message{ID: "m", Body: "b\r", SentAt: time.Unix(1, 0),
 		Attributes: map[string]broker.MessageAttribute{"a": {DataType: "Binary", BinaryValue: []byte{1}}}}}}, nil
 }
-func (stubBackend) Delete(_ context.Context, _ string, es []broker.DeleteEntry) ([]error, error) {
-	return make([]error, len(es)), nil
+func (stubBackend) Delete(_ context.Context, _ string, rs []broker.Receipt) ([]broker.LeaseOutcome, error) {
+	return make([]broker.LeaseOutcome, len(rs)), nil
 }
-func (stubBackend) ChangeVisibility(_ context.Context, _ string, es []broker.VisibilityEntry) ([]error, error) {
-	return make([]error, len(es)), nil
+func (stubBackend) ChangeVisibility(_ context.Context, _ string, cs []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
+	return make([]broker.LeaseOutcome, len(cs)), nil
 }
 func (stubBackend) Close() error { return nil }
 
-var fuzzHandler = New(stubBackend{}, Config{})
+var fuzzHandler = func() *Handler {
+	b, err := broker.New(stubBackend{}, broker.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return New(b, Config{})
+}()
 
 // The request decoders must never panic, whatever the client sends: each
 // fuzz target feeds arbitrary input to every action's decoder and then to

@@ -1,4 +1,4 @@
-// Package sqs serves the Amazon SQS wire API over a broker.Backend: the AWS
+// Package sqs serves the Amazon SQS wire API over the broker's front (broker.Broker): the AWS
 // JSON 1.0 protocol (X-Amz-Target: AmazonSQS.<Op>) and the query protocol
 // (form-encoded Action=, XML replies) on one http.Handler. It decodes a
 // request, calls the backend, and encodes the answer; it never decides queue
@@ -75,16 +75,16 @@ func (c Config) withDefaults() Config {
 
 // Handler is the SQS API as an http.Handler. Safe for concurrent use.
 type Handler struct {
-	backend broker.Backend
-	cfg     Config
+	broker *broker.Broker
+	cfg    Config
 	// waiting holds one token per ReceiveMessage call that may wait.
 	waiting chan struct{}
 }
 
-// New returns a Handler serving backend. Zero Config fields take their defaults.
-func New(backend broker.Backend, cfg Config) *Handler {
+// New returns a Handler serving b. Zero Config fields take their defaults.
+func New(b *broker.Broker, cfg Config) *Handler {
 	cfg = cfg.withDefaults()
-	return &Handler{backend: backend, cfg: cfg, waiting: make(chan struct{}, cfg.MaxWaitingReceives)}
+	return &Handler{broker: b, cfg: cfg, waiting: make(chan struct{}, cfg.MaxWaitingReceives)}
 }
 
 // WaitingReceives is the number of ReceiveMessage calls holding a slot of the

@@ -303,7 +303,11 @@ func TestOptionalCapabilitiesMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(sqs.New(bareBackend{b}, sqs.Config{}))
+	front, err := broker.New(bareBackend{b}, broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sqs.New(front, sqs.Config{}))
 	t.Cleanup(func() {
 		srv.Close()
 		if err := b.Close(); err != nil {
@@ -321,21 +325,25 @@ func TestOptionalCapabilitiesMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var unsupported *types.UnsupportedOperation
-	_, err = client.TagQueue(ctx, &awssqs.TagQueueInput{QueueUrl: q.QueueUrl, Tags: map[string]string{"a": "b"}})
-	if !errors.As(err, &unsupported) {
-		t.Fatalf("TagQueue: %v", err)
-	}
-	_, err = client.AddPermission(ctx, &awssqs.AddPermissionInput{QueueUrl: q.QueueUrl, Label: aws.String("l"), AWSAccountIds: []string{"1"}, Actions: []string{"*"}})
-	if !errors.As(err, &unsupported) {
-		t.Fatalf("AddPermission: %v", err)
-	}
 	_, err = client.StartMessageMoveTask(ctx, &awssqs.StartMessageMoveTaskInput{SourceArn: aws.String(qarn("q"))})
 	if !errors.As(err, &unsupported) {
 		t.Fatalf("StartMessageMoveTask: %v", err)
 	}
-	// What needs no capability still works.
+	_, err = client.ListMessageMoveTasks(ctx, &awssqs.ListMessageMoveTasksInput{SourceArn: aws.String(qarn("q"))})
+	if !errors.As(err, &unsupported) {
+		t.Fatalf("ListMessageMoveTasks: %v", err)
+	}
+	// What needs no capability still works: tags and permissions are edits
+	// of the queue that every backend has (Backend.UpdateQueue).
+	if _, err := client.TagQueue(ctx, &awssqs.TagQueueInput{QueueUrl: q.QueueUrl, Tags: map[string]string{"c": "d"}}); err != nil {
+		t.Fatalf("TagQueue: %v", err)
+	}
+	if _, err := client.AddPermission(ctx, &awssqs.AddPermissionInput{QueueUrl: q.QueueUrl, Label: aws.String("l"),
+		AWSAccountIds: []string{"1"}, Actions: []string{"*"}}); err != nil {
+		t.Fatalf("AddPermission: %v", err)
+	}
 	tags, err := client.ListQueueTags(ctx, &awssqs.ListQueueTagsInput{QueueUrl: q.QueueUrl})
-	if err != nil || tags.Tags["a"] != "b" {
+	if err != nil || tags.Tags["a"] != "b" || tags.Tags["c"] != "d" {
 		t.Fatalf("ListQueueTags = %+v, %v", tags, err)
 	}
 }

@@ -39,7 +39,11 @@ func setup(t *testing.T, mod ...func(*server.Config)) *env {
 	for _, m := range mod {
 		m(&cfg)
 	}
-	srv, err := server.New(cfg, backend)
+	front, err := broker.New(backend, broker.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(cfg, front)
 	if err != nil {
 		t.Fatal(err)
 	}

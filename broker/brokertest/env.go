@@ -50,7 +50,10 @@ type env struct {
 	s     suite
 	clock *broker.FakeClock
 	opts  broker.Options
-	b     broker.Backend
+	// be is the backend under test and b the front over it: the suite
+	// drives the front, as every API does.
+	be broker.Backend
+	b  *broker.Broker
 	// ctx is cancelled at cleanup, before the backend is closed, so that
 	// receives started by the test end first.
 	ctx context.Context
@@ -67,10 +70,11 @@ func (s suite) setup(t *testing.T, mods ...func(*broker.Options)) *env {
 		m(&opts)
 	}
 	e := &env{t: t, s: s, clock: clock, opts: opts}
-	e.b = s.h.Open(t, opts)
-	if e.b == nil {
+	e.be = s.h.Open(t, opts)
+	if e.be == nil {
 		t.Fatal("Harness.Open returned nil")
 	}
+	e.b = front(t, e.be, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.ctx = ctx
 	// Cleanups run last-registered first: cancel, then wait for the
@@ -93,10 +97,21 @@ func (e *env) reopen() {
 	e.t.Helper()
 	e.requireReopen()
 	e.wg.Wait()
-	e.b = e.s.h.Reopen(e.t, e.b, e.opts)
-	if e.b == nil {
+	e.be = e.s.h.Reopen(e.t, e.be, e.opts)
+	if e.be == nil {
 		e.t.Fatal("Harness.Reopen returned nil")
 	}
+	e.b = front(e.t, e.be, e.opts)
+}
+
+// front returns the front over be. The harness closes be.
+func front(t testing.TB, be broker.Backend, opts broker.Options) *broker.Broker {
+	t.Helper()
+	b, err := broker.New(be, opts)
+	if err != nil {
+		t.Fatalf("broker.New: %v", err)
+	}
+	return b
 }
 
 // testLogger returns a logger that writes to t.Log until the test's

@@ -102,7 +102,8 @@ type modelHistory struct {
 	s       suite
 	clock   *broker.FakeClock
 	opts    broker.Options
-	b       broker.Backend
+	be      broker.Backend
+	b       *broker.Broker
 	ctx     context.Context
 	queue   string
 	scope   string
@@ -124,8 +125,9 @@ func newModelHistory(t *testing.T, rt *rapid.T, s suite) *modelHistory {
 		queue: "model.fifo", groups: map[string][]*mMsg{}, dedup: map[string]mDedup{},
 		receipts: map[string]mReceipt{}, ids: map[string]bool{},
 	}
-	h.b = s.h.Open(t, h.opts)
-	rt.Cleanup(func() { _ = h.b.Close() })
+	h.be = s.h.Open(t, h.opts)
+	rt.Cleanup(func() { _ = h.be.Close() })
+	h.b = front(t, h.be, h.opts)
 	h.scope = rapid.SampledFrom([]string{broker.DedupScopeQueue, broker.DedupScopeMessageGroup}).Draw(rt, "scope")
 	h.content = rapid.Bool().Draw(rt, "contentBased")
 	attrs := map[string]string{
@@ -384,10 +386,11 @@ func (h *modelHistory) purge(rt *rapid.T) {
 }
 
 func (h *modelHistory) restart(rt *rapid.T) {
-	h.b = h.s.h.Reopen(h.t, h.b, h.opts)
-	if h.b == nil {
+	h.be = h.s.h.Reopen(h.t, h.be, h.opts)
+	if h.be == nil {
 		rt.Fatal("Harness.Reopen returned nil")
 	}
+	h.b = front(h.t, h.be, h.opts)
 }
 
 // concurrent runs 2..4 operations at once: receives (visibility >= 10 s),

@@ -26,13 +26,12 @@ var moveTaskTests = []testCase{
 }
 
 // movers returns the backend as a broker.MoveTasker, or skips the test.
-func (e *env) movers() broker.MoveTasker {
+func (e *env) movers() *broker.Broker {
 	e.t.Helper()
-	m, ok := e.b.(broker.MoveTasker)
-	if !ok {
-		e.t.Skipf("%T does not implement broker.MoveTasker: move tasks are untested", e.b)
+	if _, ok := e.be.(broker.MoveTasker); !ok {
+		e.t.Skipf("%T does not implement broker.MoveTasker: move tasks are untested", e.be)
 	}
-	return m
+	return e.b
 }
 
 // deadLetters creates dlq and src (maxReceiveCount 1, visibility 1 s) and

@@ -19,23 +19,11 @@ var tagTests = []testCase{
 	{"PermissionsInPolicy", testPermissions},
 }
 
-func (e *env) tagger() broker.Tagger {
-	e.t.Helper()
-	tg, ok := e.b.(broker.Tagger)
-	if !ok {
-		e.t.Skipf("%T does not implement broker.Tagger: TagQueue and UntagQueue are untested", e.b)
-	}
-	return tg
-}
+// tagger and policyEditor are the front: tags and policy statements are
+// UpdateQueue edits, which every backend has.
+func (e *env) tagger() *broker.Broker { return e.b }
 
-func (e *env) policyEditor() broker.PolicyEditor {
-	e.t.Helper()
-	p, ok := e.b.(broker.PolicyEditor)
-	if !ok {
-		e.t.Skipf("%T does not implement broker.PolicyEditor: AddPermission and RemovePermission are untested", e.b)
-	}
-	return p
-}
+func (e *env) policyEditor() *broker.Broker { return e.b }
 
 func (e *env) wantTags(queue string, want map[string]string) {
 	e.t.Helper()

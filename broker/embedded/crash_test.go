@@ -105,7 +105,8 @@ func crashRound(t *testing.T, seed uint64) {
 	}
 	defer b.Close()
 	ctx := context.Background()
-	if _, err := b.CreateQueue(ctx, "q", nil, nil); err != nil {
+	f := front(t, b, broker.Options{Clock: clock})
+	if _, err := f.CreateQueue(ctx, "q", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -131,7 +132,7 @@ func crashRound(t *testing.T, seed uint64) {
 				for i := range entries {
 					entries[i] = broker.SendEntry{ID: fmt.Sprint("e", i), Body: crashBody(fmt.Sprintf("s%d-%d-%d", s, n, i))}
 				}
-				res, err := b.Send(ctx, "q", entries)
+				res, err := f.Send(ctx, "q", entries)
 				if err != nil {
 					return // closed
 				}
@@ -155,7 +156,7 @@ func crashRound(t *testing.T, seed uint64) {
 				default:
 				}
 				vis, wait := time.Hour, time.Duration(0)
-				ds, err := b.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
+				ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
 				if err != nil {
 					return
 				}
@@ -168,7 +169,7 @@ func crashRound(t *testing.T, seed uint64) {
 					entries[i] = broker.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
 					h.tryDelete(d.Body)
 				}
-				errs, err := b.Delete(ctx, "q", entries)
+				errs, err := f.Delete(ctx, "q", entries)
 				if err != nil {
 					return
 				}

@@ -112,7 +112,7 @@ func syncWaiters() int {
 // back a delete that a client was told about.
 func TestAnswerWaitsForEarlierChange(t *testing.T) {
 	t.Parallel()
-	fifoSend := func(b *Backend) error {
+	fifoSend := func(b *broker.Broker) error {
 		res, err := b.Send(context.Background(), "q.fifo", []broker.SendEntry{{Body: "x", GroupID: "g", DedupID: "d"}})
 		if err == nil {
 			err = res[0].Err
@@ -121,20 +121,20 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		setup func(t *testing.T, b *Backend) (op func() error, check func(t *testing.T, b *Backend))
+		setup func(t *testing.T, b *broker.Broker) (op func() error, check func(t *testing.T, b *broker.Broker))
 	}{
-		{"DuplicateSend", func(t *testing.T, b *Backend) (func() error, func(*testing.T, *Backend)) {
+		{"DuplicateSend", func(t *testing.T, b *broker.Broker) (func() error, func(*testing.T, *broker.Broker)) {
 			if _, err := b.CreateQueue(context.Background(), "q.fifo", map[string]string{broker.AttrFifoQueue: "true"}, nil); err != nil {
 				t.Fatal(err)
 			}
-			return func() error { return fifoSend(b) }, func(t *testing.T, b *Backend) {
+			return func() error { return fifoSend(b) }, func(t *testing.T, b *broker.Broker) {
 				info, err := b.GetQueue(context.Background(), "q.fifo")
 				if err != nil || info.Stats.Visible != 1 {
 					t.Fatalf("after the crash: %+v, %v; want the acknowledged send", info.Stats, err)
 				}
 			}
 		}},
-		{"RepeatedDelete", func(t *testing.T, b *Backend) (func() error, func(*testing.T, *Backend)) {
+		{"RepeatedDelete", func(t *testing.T, b *broker.Broker) (func() error, func(*testing.T, *broker.Broker)) {
 			ctx := context.Background()
 			if _, err := b.CreateQueue(ctx, "q", nil, nil); err != nil {
 				t.Fatal(err)
@@ -153,7 +153,7 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 						err = errs[0]
 					}
 					return err
-				}, func(t *testing.T, b *Backend) {
+				}, func(t *testing.T, b *broker.Broker) {
 					info, err := b.GetQueue(ctx, "q")
 					if err != nil || info.Stats != (broker.QueueStats{}) {
 						t.Fatalf("after the crash: %+v, %v; want the acknowledged delete kept", info.Stats, err)
@@ -173,7 +173,8 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 			}
 			defer b.Close()
 			defer g.open()
-			op, check := c.setup(t, b)
+			opts := broker.Options{Clock: clock}
+			op, check := c.setup(t, front(t, b, opts))
 
 			g.arm()
 			first := make(chan error, 1)
@@ -205,7 +206,7 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer b2.Close()
-				check(t, b2)
+				check(t, front(t, b2, opts))
 				t.Fatal("the second call answered before the change it reports was durable")
 			}
 			g.open()

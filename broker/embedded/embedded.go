@@ -80,8 +80,10 @@ type Backend struct {
 
 	ops       sync.WaitGroup // calls in progress; Close waits for them before closing the store
 	duties    sync.WaitGroup // background goroutines
-	closing   chan struct{}  // closed by Close: waiters and duties stop
-	kick      chan struct{}  // wakes the sweeper to recompute its deadline (buffered 1)
+	closing   chan struct{}  // closed by Close: waiters stop
+	// sweeper and mover are the retention sweeper (sweeper.go) and the
+	// move-task runner (movetask.go); Open starts them, Close stops them.
+	sweeper, mover broker.Duty
 	reclaim   chan [2][]byte // ranges whose data was deleted, to compact
 	cancel    context.CancelFunc
 	closeOnce sync.Once
@@ -128,7 +130,7 @@ func Open(cfg Config) (*Backend, error) {
 	b := &Backend{
 		opts: opts, clock: opts.Clock, log: opts.Logger, db: db, fs: cfs,
 		queues: map[string]*queue{}, byID: map[uint64]*queue{},
-		closing: make(chan struct{}), kick: make(chan struct{}, 1), failedOnce: make(chan struct{}),
+		closing: make(chan struct{}), failedOnce: make(chan struct{}),
 		reclaim: make(chan [2][]byte, 64), cancel: cancel,
 	}
 	if err := b.recover(); err != nil {
@@ -141,9 +143,11 @@ func Open(cfg Config) (*Backend, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	b.duties.Add(3)
-	go b.sweepLoop()
-	go b.moveLoop()
+	b.sweeper = broker.Duty{Name: "retention sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
+	b.mover = broker.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle, Step: b.moveTick}
+	b.sweeper.Start(ctx)
+	b.mover.Start(ctx)
+	b.duties.Add(1)
 	go b.reclaimLoop(ctx)
 	return b, nil
 }
@@ -159,6 +163,8 @@ func (b *Backend) Close() error {
 		b.mu.Unlock()
 		b.ops.Wait() // waiting receives return at once (closing)
 		b.cancel()
+		_ = b.sweeper.Stop(context.Background())
+		_ = b.mover.Stop(context.Background())
 		b.duties.Wait()
 		if b.failed.Load() != nil {
 			// The WAL is broken: Pebble cannot flush or rotate it (it would
@@ -195,7 +201,7 @@ func (b *Backend) enter() error {
 // the store failed (fail-stop); nil otherwise.
 func (b *Backend) refusalLocked() error {
 	if b.closed {
-		return errClosed()
+		return broker.ClosedError()
 	}
 	if err := b.failed.Load(); err != nil {
 		return broker.Errorf(broker.ErrClosed,
@@ -228,11 +234,6 @@ func (b *Backend) fail(err error) {
 // recover from the log (sluice serve exits with status 1).
 func (b *Backend) Failed() <-chan struct{} { return b.failedOnce }
 
-func errClosed() error { return broker.Errorf(broker.ErrClosed, "The broker is shutting down.") }
-
-func errNoQueue() error {
-	return broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
-}
 
 // applyLocked hands batch to Pebble's commit pipeline; b.mu must be held, so
 // that the WAL order is the order of the index changes. The caller then calls
@@ -268,7 +269,7 @@ func (b *Backend) update(ctx context.Context, name string, fn func(q *queue, bat
 	if q == nil {
 		b.mu.Unlock()
 		_ = batch.Close()
-		return errNoQueue()
+		return broker.QueueNotFoundError()
 	}
 	if err := fn(q, batch); err != nil {
 		b.mu.Unlock()

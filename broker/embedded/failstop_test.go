@@ -82,7 +82,7 @@ func TestFailStopAfterSyncError(t *testing.T) {
 		t.Fatal("a send whose sync failed was acknowledged")
 	}
 	select {
-	case <-e.b.Failed():
+	case <-e.be.Failed():
 	default:
 		t.Fatal("Failed() not closed after a failed sync")
 	}

@@ -37,30 +37,42 @@ type env struct {
 	clock *broker.FakeClock
 	dir   string
 	fs    vfs.FS
-	b     *Backend
+	be    *Backend       // the backend under test
+	b     *broker.Broker // the front over it, as every API drives it
 }
 
 func setup(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: t.TempDir()}
 	e.open()
-	t.Cleanup(func() { _ = e.b.Close() })
+	t.Cleanup(func() { _ = e.be.Close() })
 	return e
 }
 
 func (e *env) open() {
 	e.t.Helper()
-	b, err := Open(Config{Dir: e.dir, FS: e.fs, Options: broker.Options{Clock: e.clock, Logger: testLogger(e.t)}})
+	opts := broker.Options{Clock: e.clock, Logger: testLogger(e.t)}
+	b, err := Open(Config{Dir: e.dir, FS: e.fs, Options: opts})
 	if err != nil {
 		e.t.Fatalf("open: %v", err)
 	}
-	e.b = b
+	e.be, e.b = b, front(e.t, b, opts)
+}
+
+// front returns the front over b.
+func front(t testing.TB, b *Backend, opts broker.Options) *broker.Broker {
+	t.Helper()
+	f, err := broker.New(b, opts)
+	if err != nil {
+		t.Fatalf("broker.New: %v", err)
+	}
+	return f
 }
 
 // restart closes and reopens the backend on the same directory.
 func (e *env) restart() {
 	e.t.Helper()
-	if err := e.b.Close(); err != nil {
+	if err := e.be.Close(); err != nil {
 		e.t.Fatalf("close: %v", err)
 	}
 	e.open()

@@ -10,9 +10,6 @@ import (
 
 // Send implements broker.Backend.
 func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.SendEntry) ([]broker.SendResult, error) {
-	if err := broker.ValidateSendBatch(entries); err != nil {
-		return nil, err
-	}
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -25,28 +22,23 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 	q := b.queues[queueName]
 	if q == nil {
 		b.mu.Unlock()
-		return nil, errNoQueue()
+		return nil, broker.QueueNotFoundError()
 	}
 	cfg := q.Config // read-only copy: the maps inside are never mutated in place
 	b.mu.Unlock()
-	if err := broker.ValidateSendGroupParams(cfg, entries); err != nil {
+	plans, err := broker.PlanSend(cfg, entries)
+	if err != nil {
 		return nil, err
 	}
 
-	// Validate and encode bodies without the lock.
+	// Encode bodies without the lock.
 	results := make([]broker.SendResult, len(entries))
 	bodies := make([][]byte, len(entries))
-	dedupIDs := make([]string, len(entries)) // FIFO: the resolved dedup id
 	for i := range entries {
-		e := &entries[i]
-		results[i].ID = e.ID
-		if err := broker.ValidateSendEntry(cfg, e); err != nil {
-			results[i].Err = err
-			continue
+		results[i].ID, results[i].Err, results[i].MessageID = entries[i].ID, plans[i].Err, plans[i].MessageID
+		if plans[i].Err == nil {
+			bodies[i] = encodeBody(plans[i].MessageID, &entries[i])
 		}
-		results[i].MessageID = broker.NewMessageID()
-		bodies[i] = encodeBody(results[i].MessageID, e)
-		dedupIDs[i] = broker.DedupID(cfg, e)
 	}
 
 	batch := b.db.NewBatch()
@@ -54,7 +46,7 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 	if q.deleted {
 		b.mu.Unlock()
 		_ = batch.Close()
-		return nil, errNoQueue()
+		return nil, broker.QueueNotFoundError()
 	}
 	now := b.now()
 	if q.fifo != nil {
@@ -64,35 +56,29 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 		if bodies[i] == nil {
 			continue
 		}
-		e := &entries[i]
-		var dedupKey string
+		e, p := &entries[i], &plans[i]
 		if q.fifo != nil {
 			// A duplicate within the window is answered with the original
 			// message id and sequence number, and not stored (also when the
 			// original is in this same batch).
-			dedupKey = broker.DedupKey(q.Config, e.GroupID, dedupIDs[i])
-			if d := q.fifo.duplicateLocked(dedupKey, now); d != nil {
+			if d := q.fifo.duplicateLocked(p.DedupKey, now); d != nil {
 				results[i].MessageID = d.messageID
 				results[i].SequenceNumber = broker.FormatSequenceNumber(d.seq)
 				continue
 			}
 		}
-		delay := q.Config.Delay
-		if e.Delay != nil {
-			delay = *e.Delay
-		}
 		m := &msg{
 			key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
 			priority: e.Priority, size: broker.MessageSize(e.Body, e.Attributes),
-			groupID: e.GroupID, dedupID: dedupIDs[i], pos: -1, agePos: -1,
+			groupID: e.GroupID, dedupID: p.DedupID, pos: -1, agePos: -1,
 		}
 		if q.fifo != nil {
 			m.seq = m.key // keys are the queue's send order and never reused
 			results[i].SequenceNumber = broker.FormatSequenceNumber(m.seq)
-			q.rememberLocked(batch, dedupKey, results[i].MessageID, m.seq, now)
+			q.rememberLocked(batch, p.DedupKey, results[i].MessageID, m.seq, now)
 		}
-		if delay > 0 {
-			m.state, m.visibleAt = stateDelayed, now+int64(delay)
+		if p.Delay > 0 {
+			m.state, m.visibleAt = stateDelayed, now+int64(p.Delay)
 		}
 		_ = batch.Set(msgKey(q.ID, kindBody, m.key), bodies[i], nil)
 		_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
@@ -100,7 +86,7 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 		b.noteExpiryLocked(q, m)
 	}
 	syncEarlierToo(batch) // a duplicate's original may still be syncing
-	err := b.applyLocked(batch)
+	err = b.applyLocked(batch)
 	b.mu.Unlock()
 	if err := b.wait(batch, err); err != nil {
 		return nil, err
@@ -108,47 +94,39 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 	return results, nil
 }
 
-// lookupLease resolves a receipt handle to its message. It returns an error
-// for a handle that does not decode or names another queue, and m == nil
-// when the message is gone or was leased again (a stale handle).
-func lookupLease(q *queue, handle string) (*msg, error) {
-	r, err := broker.DecodeReceipt(handle)
-	if err != nil {
-		return nil, err
-	}
+// lookupLease resolves a receipt of queue q to its message: LeaseOtherQueue
+// for a receipt of another queue, LeaseStale with m == nil when the message
+// is gone or was leased again, LeaseApplied with the message otherwise.
+func lookupLease(q *queue, r broker.Receipt) (*msg, broker.LeaseOutcome) {
 	if r.QueueID != q.ID {
-		return nil, broker.Errorf(broker.ErrReceiptHandleInvalid, "The input receipt handle %q is not a valid receipt handle.", handle)
+		return nil, broker.LeaseOtherQueue
 	}
 	m := q.msgs[r.Key]
 	if m == nil || r.Lease == 0 || m.lease != r.Lease {
-		return nil, nil
+		return nil, broker.LeaseStale
 	}
-	return m, nil
+	return m, broker.LeaseApplied
 }
 
-// Delete implements broker.Backend. A handle whose lease version matches
+// Delete implements broker.Backend. A receipt whose lease version matches
 // deletes the message even if the lease expired (and it was not received
-// again), except on a FIFO queue (broker.ReceiptExpiredError); a stale one
-// succeeds without effect.
-func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker.DeleteEntry) ([]error, error) {
-	if err := broker.ValidateBatch(entries, func(e broker.DeleteEntry) string { return e.ID }); err != nil {
-		return nil, err
-	}
-	errs := make([]error, len(entries))
+// again), except on a FIFO queue (LeaseEnded).
+func (b *Backend) Delete(ctx context.Context, queueName string, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
+	out := make([]broker.LeaseOutcome, len(receipts))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
 		if q.fifo != nil {
 			q.promote(b.now()) // a FIFO lease that ended must be seen as ended
 		}
-		for i, e := range entries {
-			m, err := lookupLease(q, e.Receipt)
-			if err != nil || m == nil {
-				errs[i] = err
+		for i, r := range receipts {
+			m, o := lookupLease(q, r)
+			if m == nil {
+				out[i] = o
 				continue
 			}
 			if q.fifo != nil {
 				if m.state != stateInflight {
 					// The lease, and with it the group lock, has ended.
-					errs[i] = broker.ReceiptExpiredError(e.Receipt)
+					out[i] = broker.LeaseEnded
 					continue
 				}
 				q.invalidateAttemptLocked(m, batch)
@@ -162,40 +140,29 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 	if err != nil {
 		return nil, err
 	}
-	return errs, nil
+	return out, nil
 }
 
 // ChangeVisibility implements broker.Backend.
-func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entries []broker.VisibilityEntry) ([]error, error) {
-	if err := broker.ValidateBatch(entries, func(e broker.VisibilityEntry) string { return e.ID }); err != nil {
-		return nil, err
-	}
-	errs := make([]error, len(entries))
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
+	out := make([]broker.LeaseOutcome, len(changes))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
 		now := b.now()
 		q.promote(now)
-		for i, e := range entries {
-			if err := broker.ValidateVisibility(e.Timeout); err != nil {
-				errs[i] = err
-				continue
-			}
-			m, err := lookupLease(q, e.Receipt)
+		for i, c := range changes {
+			m, o := lookupLease(q, c.Receipt)
 			switch {
-			case err != nil:
-				errs[i] = err
-				continue
 			case m == nil:
-				errs[i] = broker.Errorf(broker.ErrInvalidParameterValue,
-					"Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", e.Receipt)
+				out[i] = o
 				continue
 			case m.state != stateInflight:
-				errs[i] = broker.Errorf(broker.ErrMessageNotInflight, "The message referred to is not in flight.")
+				out[i] = broker.LeaseEnded
 				continue
 			}
 			q.invalidateAttemptLocked(m, batch)
 			q.unplace(m)
 			m.state = stateInflight
-			m.visibleAt = now + int64(e.Timeout)
+			m.visibleAt = now + int64(c.Timeout)
 			q.place(m, now) // timeout 0: ready at once, waiters woken
 			_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
 		}
@@ -204,5 +171,5 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 	if err != nil {
 		return nil, err
 	}
-	return errs, nil
+	return out, nil
 }

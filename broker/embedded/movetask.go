@@ -51,10 +51,9 @@ import (
 //
 // # The runner
 //
-// moveLoop is one goroutine owned by the backend (started by Open, stopped
-// by Close through b.closing, counted in b.duties). It sleeps on one clock
-// timer until the earliest due task, or until moveKick says a task started
-// or was cancelled. After a step that moved n messages, the task is due again
+// b.mover is a broker.Duty (started by Open, stopped by Close) whose step
+// (moveTick) steps every due task and returns the earliest due time; a start
+// or a cancel kicks it. After a step that moved n messages, the task is due again
 // broker.MovePace(n, rate) later on the injected clock, so a FakeClock drives
 // it. All task state is guarded by Backend.mu; the loop holds no state of its
 // own but its timer.
@@ -127,7 +126,6 @@ type moveTask struct {
 type moveTasks struct {
 	bySource map[string][]*moveTask // oldest first
 	nextSeq  uint64
-	kick     chan struct{} // wakes moveLoop (buffered 1)
 }
 
 var _ broker.MoveTasker = (*Backend)(nil)
@@ -135,7 +133,7 @@ var _ broker.MoveTasker = (*Backend)(nil)
 // recoverMoveTasks loads the task records (Open, before any goroutine). A
 // RUNNING task resumes where it stopped; a CANCELLING one is CANCELLED.
 func (b *Backend) recoverMoveTasks() error {
-	b.moves = &moveTasks{bySource: map[string][]*moveTask{}, nextSeq: 1, kick: make(chan struct{}, 1)}
+	b.moves = &moveTasks{bySource: map[string][]*moveTask{}, nextSeq: 1}
 	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxMoveTask}, UpperBound: []byte{pfxMoveTask + 1}})
 	if err != nil {
 		return err
@@ -162,29 +160,8 @@ func (b *Backend) recoverMoveTasks() error {
 	return b.db.Apply(batch, pebble.Sync)
 }
 
-// kickMover wakes the runner. Never blocks.
-func (b *Backend) kickMover() {
-	select {
-	case b.moves.kick <- struct{}{}:
-	default:
-	}
-}
-
-// isDeadLetterQueueLocked reports whether some queue's RedrivePolicy names q.
-func (b *Backend) isDeadLetterQueueLocked(name string) bool {
-	for _, q := range b.queues {
-		if r := q.Config.Redrive; r != nil && r.DeadLetterQueue == name && q.Name != name {
-			return true
-		}
-	}
-	return false
-}
-
 // StartMoveTask implements broker.MoveTasker.
 func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
-	if err := broker.ValidateMoveRate(req.MaxPerSecond); err != nil {
-		return broker.MoveTask{}, err
-	}
 	if err := b.enter(); err != nil {
 		return broker.MoveTask{}, err
 	}
@@ -194,32 +171,20 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	}
 	b.mu.Lock()
 	src := b.queues[req.Source]
-	if src == nil {
+	if src == nil || src.ID != req.SourceID {
 		b.mu.Unlock()
 		return broker.MoveTask{}, broker.MoveSourceNotFoundError()
-	}
-	if !b.isDeadLetterQueueLocked(req.Source) {
-		b.mu.Unlock()
-		return broker.MoveTask{}, broker.MoveSourceNotDLQError()
 	}
 	rec := moveTaskRecord{
 		ID: broker.NewMessageID(), Source: src.Name, SourceID: src.ID, MaxPerSecond: req.MaxPerSecond,
 		Status: broker.MoveTaskRunning, StartedAt: b.clock.Now(),
 	}
 	if req.Destination != "" {
-		dst := b.queues[req.Destination]
-		switch {
-		case dst == nil:
+		if dst := b.queues[req.Destination]; dst == nil || dst.ID != req.DestinationID {
 			b.mu.Unlock()
 			return broker.MoveTask{}, broker.MoveDestinationNotFoundError()
-		case dst == src:
-			b.mu.Unlock()
-			return broker.MoveTask{}, broker.Errorf(broker.ErrInvalidParameterValue, "Source and destination queues must be different.")
-		case dst.Config.Fifo != src.Config.Fifo:
-			b.mu.Unlock()
-			return broker.MoveTask{}, broker.Errorf(broker.ErrInvalidParameterValue, "The destination queue must be of the same type as the source queue (FIFO or standard).")
 		}
-		rec.Destination, rec.DestinationID = dst.Name, dst.ID
+		rec.Destination, rec.DestinationID = req.Destination, req.DestinationID
 	}
 	tasks := b.liveTasksLocked(src)
 	for _, t := range tasks {
@@ -253,7 +218,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	if err := b.wait(batch, err); err != nil {
 		return broker.MoveTask{}, err
 	}
-	b.kickMover()
+	b.mover.Kick()
 	b.log.Info("move task started", "queue", rec.Source, "task_id", rec.ID, "destination", rec.Destination,
 		"rate", rec.MaxPerSecond, "to_move", rec.ToMove)
 	return out, nil
@@ -275,13 +240,6 @@ func (b *Backend) liveTasksLocked(src *queue) []*moveTask {
 
 // ListMoveTasks implements broker.MoveTasker.
 func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) ([]broker.MoveTask, error) {
-	if limit == 0 {
-		limit = broker.DefaultListMoveTasks
-	}
-	if limit < 1 || limit > broker.MaxListMoveTasks {
-		return nil, broker.Errorf(broker.ErrInvalidParameterValue,
-			"Value %d for parameter MaxResults is invalid. Reason: must be between 1 and %d.", limit, broker.MaxListMoveTasks)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -292,7 +250,7 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) (
 	}
 	src := b.queues[source]
 	if src == nil {
-		return nil, broker.MoveSourceNotFoundError()
+		return nil, broker.QueueNotFoundError()
 	}
 	tasks := b.liveTasksLocked(src)
 	out := make([]broker.MoveTask, 0, min(limit, len(tasks)))
@@ -317,7 +275,7 @@ func (b *Backend) CancelMoveTask(ctx context.Context, source, id string) (broker
 	src := b.queues[source]
 	if src == nil {
 		b.mu.Unlock()
-		return broker.MoveTask{}, broker.MoveSourceNotFoundError()
+		return broker.MoveTask{}, broker.QueueNotFoundError()
 	}
 	var t *moveTask
 	for _, x := range b.liveTasksLocked(src) {
@@ -343,7 +301,7 @@ func (b *Backend) CancelMoveTask(ctx context.Context, source, id string) (broker
 	if err := b.wait(batch, err); err != nil {
 		return broker.MoveTask{}, err
 	}
-	b.kickMover()
+	b.mover.Kick()
 	b.log.Info("move task cancelled", "queue", source, "task_id", id, "moved", out.Moved)
 	return out, nil
 }
@@ -351,35 +309,14 @@ func (b *Backend) CancelMoveTask(ctx context.Context, source, id string) (broker
 // moveIdle is how long the runner sleeps when no task is active.
 const moveIdle = time.Hour
 
-// moveLoop is the move-task runner (see the top of this file).
-func (b *Backend) moveLoop() {
-	defer b.duties.Done()
-	// One timer, re-armed with Reset, so that the number of armed timers on a
-	// FakeClock stays steady (tests count them to see receives block).
-	t := b.clock.NewTimer(moveIdle)
-	defer t.Stop()
-	for {
-		next, ok := b.moveDue()
-		d := moveIdle
-		if ok {
-			d = sinceDur(next, b.now())
-		}
-		if d == 0 {
-			select {
-			case <-b.closing:
-				return
-			default:
-				continue
-			}
-		}
-		t.Reset(d)
-		select {
-		case <-t.C():
-		case <-b.moves.kick:
-		case <-b.closing:
-			return
-		}
+// moveTick is the mover's step: it steps every due task and returns the
+// earliest due time of the active tasks (zero when none is active).
+func (b *Backend) moveTick(context.Context) (time.Time, error) {
+	next, ok := b.moveDue()
+	if !ok {
+		return time.Time{}, nil
 	}
+	return fromNanos(next), nil
 }
 
 // moveDue runs one step of every active task that is due, each in its own
@@ -474,38 +411,38 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 		}
 	}
 	src.promote(now) // a lease that ended is held by no consumer: its message moves
+	walk := broker.MoveWalk{Source: src.Name, Destination: t.Destination, Blocked: t.blocked,
+		Live: func(name string) bool { return b.queues[name] != nil }}
 	rate := t.task().MoveRate()
 	n := broker.MoveChunk(rate)
 	moved := 0
 	for moved < n && t.cursor < len(t.cands) {
 		m := src.msgs[t.cands[t.cursor]]
-		if m == nil || src.expired(m, now) {
-			t.cursor++ // gone, or due for the sweeper
-			continue
+		it := broker.MoveItem{Gone: m == nil}
+		if m != nil {
+			it = broker.MoveItem{Gone: src.expired(m, now), Group: m.groupID,
+				Held: m.state == stateInflight, DeadLetterSource: m.deadLetterSource}
 		}
-		if m.groupID != "" && t.blocked[m.groupID] {
-			t.cursor++ // behind a message of its group that stayed
-			continue
-		}
-		if m.state == stateInflight {
-			t.cursor++ // held by a consumer: it stays, and so do its group's later messages
-			if m.groupID != "" {
-				t.blocked[m.groupID] = true
-				t.Blocked = append(t.Blocked, m.groupID)
-			}
-			continue
-		}
-		target := dst
-		if target == nil {
-			target = b.queues[m.deadLetterSource]
-			if target == nil || target == src {
-				t.Moved += int64(moved)
-				fail()
-				return
+		action, target := walk.Next(it)
+		switch action {
+		case broker.MoveFail:
+			t.Moved += int64(moved)
+			fail()
+			return
+		case broker.MoveHold:
+			if it.Group != "" {
+				t.Blocked = append(t.Blocked, it.Group)
 			}
 		}
 		t.cursor++
-		if err := b.moveOutLocked(src, target, m, batch, now); err != nil {
+		if action != broker.MoveOut {
+			continue
+		}
+		dst := dst
+		if dst == nil || dst.Name != target {
+			dst = b.queues[target]
+		}
+		if err := b.moveOutLocked(src, dst, m, batch, now); err != nil {
 			// Its body cannot be read: it stays in the source, uncounted.
 			b.log.Error("move task: message not moved", "queue", src.Name, "key", m.key, "err", err)
 			continue

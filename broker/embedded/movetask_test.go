@@ -29,10 +29,10 @@ func TestDeleteQueueForgetsItsMoveTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	count := func() int {
-		e.b.mu.Lock()
-		defer e.b.mu.Unlock()
+		e.be.mu.Lock()
+		defer e.be.mu.Unlock()
 		n := 0
-		for _, ts := range e.b.moves.bySource {
+		for _, ts := range e.be.moves.bySource {
 			n += len(ts)
 		}
 		return n

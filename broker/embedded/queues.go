@@ -11,50 +11,28 @@ import (
 	"github.com/sluicemq/sluice/broker"
 )
 
-// purgeInterval is AWS's one purge per queue per 60 s (Options.StrictPurge).
-const purgeInterval = 60 * time.Second
-
 // CreateQueue implements broker.Backend.
-func (b *Backend) CreateQueue(ctx context.Context, name string, attrs, tags map[string]string) (broker.Queue, error) {
+func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
 	if err := b.enter(); err != nil {
-		return broker.Queue{}, err
+		return broker.Queue{}, false, err
 	}
 	defer b.ops.Done()
 	if err := ctx.Err(); err != nil {
-		return broker.Queue{}, err
+		return broker.Queue{}, false, err
 	}
-	if err := broker.ValidateQueueName(name); err != nil {
-		return broker.Queue{}, err
-	}
-	cfg, err := broker.ParseAttributes(name, attrs)
-	if err != nil {
-		return broker.Queue{}, err
-	}
-	if err := broker.ValidateTags(name, tags); err != nil {
-		return broker.Queue{}, err
-	}
-
+	name := spec.Name
 	b.mu.Lock()
 	if q := b.queues[name]; q != nil {
-		if attr := q.Config.ConflictingAttribute(name, attrs); attr != "" {
-			b.mu.Unlock()
-			return broker.Queue{}, broker.Errorf(broker.ErrQueueExists,
-				"A queue already exists with the same name and a different value for attribute %s", attr)
-		}
 		info := q.info().Queue
 		b.mu.Unlock()
 		// The create that made it may still be syncing.
 		if err := b.syncEarlier(); err != nil {
-			return broker.Queue{}, err
+			return broker.Queue{}, false, err
 		}
-		return info, nil
-	}
-	if err := b.checkRedriveLocked(name, cfg, attrs[broker.AttrRedrivePolicy]); err != nil {
-		b.mu.Unlock()
-		return broker.Queue{}, err
+		return info, false, nil
 	}
 	now := b.clock.Now()
-	rec := queueRecord{ID: b.nextQID, Name: name, Config: cfg, Tags: copyTags(tags), CreatedAt: now, ModifiedAt: now}
+	rec := queueRecord{ID: b.nextQID, Name: name, Config: spec.Config, Tags: copyTags(spec.Tags), CreatedAt: now, ModifiedAt: now}
 	b.nextQID++
 	batch := b.db.NewBatch()
 	_ = batch.Set(keyNextQueueID, u64Bytes(b.nextQID), nil)
@@ -63,37 +41,13 @@ func (b *Backend) CreateQueue(ctx context.Context, name string, attrs, tags map[
 	b.queues[name] = q
 	b.byID[rec.ID] = q
 	info := q.info().Queue
-	err = b.applyLocked(batch)
+	err := b.applyLocked(batch)
 	b.mu.Unlock()
 	if err := b.wait(batch, err); err != nil {
-		return broker.Queue{}, err
+		return broker.Queue{}, false, err
 	}
 	b.log.Info("queue created", "queue", name, "queue_id", rec.ID)
-	return info, nil
-}
-
-// checkRedriveLocked checks a RedrivePolicy against its target: the target
-// exists, has the same type (FIFO or standard), and its RedriveAllowPolicy
-// lets source use it. raw is the attribute as given, for the message.
-func (b *Backend) checkRedriveLocked(source string, cfg broker.QueueConfig, raw string) error {
-	if cfg.Redrive == nil {
-		return nil
-	}
-	bad := func(reason string) error {
-		return broker.Errorf(broker.ErrInvalidParameterValue,
-			"Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
-	}
-	dlq := b.queues[cfg.Redrive.DeadLetterQueue]
-	if dlq == nil {
-		return bad("Dead letter target does not exist.")
-	}
-	if dlq.Config.Fifo != cfg.Fifo {
-		return bad("Dead-letter queue must be of the same type as the source queue (FIFO or standard).")
-	}
-	if !dlq.Config.AllowsSource(source) {
-		return bad("Dead letter target's RedriveAllowPolicy does not allow this queue as a source.")
-	}
-	return nil
+	return info, true, nil
 }
 
 // GetQueue implements broker.Backend. The counts are the maintained
@@ -110,7 +64,7 @@ func (b *Backend) GetQueue(ctx context.Context, name string) (broker.QueueInfo, 
 	}
 	q := b.queues[name]
 	if q == nil {
-		return broker.QueueInfo{}, errNoQueue()
+		return broker.QueueInfo{}, broker.QueueNotFoundError()
 	}
 	q.promote(b.now())
 	return q.info(), nil
@@ -143,26 +97,27 @@ func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit in
 	return out, nil
 }
 
-// SetQueueAttributes implements broker.Backend.
-func (b *Backend) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
+// UpdateQueue implements broker.Backend: a read-modify-write of the queue
+// record under b.mu. The configuration handed to edit is a deep copy, so
+// that configurations handed out by info() never see a change in place.
+func (b *Backend) UpdateQueue(ctx context.Context, name string, edit func(u *broker.QueueUpdate) error) error {
 	retentionChanged := false
-	err := b.editQueue(ctx, name, func(q *queue) error {
-		cfg, err := broker.ApplyAttributes(q.Config, attrs)
-		if err == nil {
-			if raw, ok := attrs[broker.AttrRedrivePolicy]; ok {
-				err = b.checkRedriveLocked(name, cfg, raw)
-			}
-		}
-		if err != nil {
+	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
+		cfg, _ := broker.ApplyAttributes(q.Config, nil) // deep copy
+		u := broker.QueueUpdate{Name: name, Config: cfg, Tags: copyTags(q.Tags)}
+		if err := edit(&u); err != nil {
 			return err
 		}
-		retentionChanged = cfg.Retention != q.Config.Retention
-		q.Config = cfg
-		q.ModifiedAt = b.clock.Now()
+		retentionChanged = u.Config.Retention != q.Config.Retention
+		q.Config, q.Tags = u.Config, copyTags(u.Tags)
+		if u.Modified {
+			q.ModifiedAt = b.clock.Now()
+		}
+		_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
 		return nil
 	})
 	if retentionChanged {
-		b.kickSweeper()
+		b.sweeper.Kick()
 	}
 	return err
 }
@@ -208,14 +163,15 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 
 // PurgeQueue implements broker.Backend: a range delete of the queue's
 // metadata and bodies, and an emptied index.
-func (b *Backend) PurgeQueue(ctx context.Context, name string) error {
+func (b *Backend) PurgeQueue(ctx context.Context, name string, allow func(last, now time.Time) error) error {
 	var n int
 	var lo, hi []byte
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
 		now := b.clock.Now()
-		if b.opts.StrictPurge && !q.LastPurge.IsZero() && now.Sub(q.LastPurge) < purgeInterval {
-			return broker.Errorf(broker.ErrPurgeInProgress,
-				"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+		if allow != nil {
+			if err := allow(q.LastPurge, now); err != nil {
+				return err
+			}
 		}
 		q.LastPurge = now
 		n = len(q.msgs)

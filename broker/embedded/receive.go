@@ -29,24 +29,16 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 	q := b.queues[req.Queue]
 	if q == nil {
 		b.mu.Unlock()
-		return nil, errNoQueue()
+		return nil, broker.QueueNotFoundError()
 	}
-	max, vis, wait, err := broker.NormalizeReceive(q.Config, req)
+	plan, err := broker.PlanReceive(q.Config, req)
 	if err != nil {
 		b.mu.Unlock()
 		return nil, err
 	}
-	deadline := b.now() + int64(wait)
-	attemptID := "" // ReceiveRequestAttemptId: FIFO only, ignored on standard queues
-	if q.fifo != nil {
-		attemptID = req.AttemptID
-	}
-	if attemptID != "" {
-		if err := broker.ValidateFifoID("ReceiveRequestAttemptId", attemptID); err != nil {
-			b.mu.Unlock()
-			return nil, err
-		}
-		if claims, ok, err := q.replayAttemptLocked(attemptID, b.now()); ok {
+	deadline := b.now() + int64(plan.Wait)
+	if plan.AttemptID != "" {
+		if claims, ok, err := q.replayAttemptLocked(plan.AttemptID, b.now()); ok {
 			b.mu.Unlock()
 			if err != nil {
 				return nil, err
@@ -63,7 +55,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		switch {
 		case q.deleted:
 			b.mu.Unlock()
-			return nil, errNoQueue()
+			return nil, broker.QueueNotFoundError()
 		case b.refusalLocked() != nil:
 			err := b.refusalLocked()
 			b.mu.Unlock()
@@ -74,22 +66,21 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		}
 		now := b.now()
 		q.promote(now)
-		room := int64(b.opts.MaxInFlight) - q.inflight
-		if room <= 0 && q.fifo == nil {
+		n, err := broker.ClaimRoom(q.Name, q.fifo != nil, plan.Max, q.inflight, req.InFlightCap)
+		if err != nil {
 			b.mu.Unlock()
-			return nil, broker.Errorf(broker.ErrOverLimit,
-				"Too many messages in flight on queue %s (the limit is %d).", q.Name, b.opts.MaxInFlight)
+			return nil, err
 		}
 		batch := b.db.NewBatch()
 		var claims []claimed
 		switch {
+		case n == 0:
+			// A FIFO queue at its in-flight cap: the receive waits as on an
+			// empty queue (ClaimRoom).
 		case q.fifo == nil:
-			claims = b.claimLocked(q, batch, int(min(int64(max), room)), int64(vis), now)
-		case room > 0:
-			claims = b.claimFifoLocked(q, batch, int(min(int64(max), room)), int64(vis), now, attemptID)
+			claims = b.claimLocked(q, batch, n, int64(plan.Visibility), now)
 		default:
-			// A FIFO queue at its in-flight cap answers no messages, not
-			// OverLimit (SQS): the receive waits as on an empty queue.
+			claims = b.claimFifoLocked(q, batch, n, int64(plan.Visibility), now, plan.AttemptID)
 		}
 		if !batch.Empty() {
 			err := b.applyLocked(batch)

@@ -13,56 +13,29 @@ const sweepBudget = 1000
 // that needs an earlier sweep kicks it).
 const sweepIdle = time.Hour
 
-// kickSweeper makes the sweeper recompute its deadline. Never blocks.
-func (b *Backend) kickSweeper() {
-	select {
-	case b.kick <- struct{}{}:
-	default:
-	}
-}
-
 // noteExpiryLocked kicks the sweeper when m, just added to q, expires before
 // the sweeper's current deadline. b.mu must be held.
 func (b *Backend) noteExpiryLocked(q *queue, m *msg) {
 	if exp := m.sentAt + int64(q.Config.Retention); b.sweepAt == 0 || exp < b.sweepAt {
 		b.sweepAt = exp
-		b.kickSweeper()
+		b.sweeper.Kick()
 	}
 }
 
-// sweepLoop is the retention sweeper: it deletes messages whose SentAt +
-// the queue's Retention has passed, whatever their state (ready, in flight,
-// delayed, dead-lettered), and sleeps on a clock timer until the next
-// expiry. It owns nothing but its timer; all state it touches is under
-// Backend.mu.
-func (b *Backend) sweepLoop() {
-	defer b.duties.Done()
-	// One timer, re-armed with Reset, so that the number of armed timers on a
-	// FakeClock stays steady (tests count them to see receives block).
-	t := b.clock.NewTimer(sweepIdle)
-	defer t.Stop()
-	for {
-		next, more := b.sweepOnce()
-		if more {
-			select {
-			case <-b.closing:
-				return
-			default:
-				continue
-			}
-		}
-		d := sweepIdle
-		if next != 0 {
-			d = sinceDur(next, b.now())
-		}
-		t.Reset(d)
-		select {
-		case <-t.C():
-		case <-b.kick:
-		case <-b.closing:
-			return
-		}
+// sweepStep is the retention sweeper's step (b.sweeper, a broker.Duty): it
+// deletes messages whose SentAt + the queue's Retention has passed, whatever
+// their state (ready, in flight, delayed, dead-lettered), sweepBudget at a
+// time, and asks to run again at the next expiry. All state it touches is
+// under Backend.mu.
+func (b *Backend) sweepStep(context.Context) (time.Time, error) {
+	next, more := b.sweepOnce()
+	switch {
+	case more:
+		return b.clock.Now(), nil
+	case next == 0:
+		return time.Time{}, nil
 	}
+	return fromNanos(next), nil
 }
 
 // sweepOnce deletes up to sweepBudget expired messages in one synced batch.

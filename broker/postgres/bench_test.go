@@ -48,7 +48,7 @@ func BenchmarkReceive(b *testing.B) {
 	if benchErr != nil {
 		b.Fatal(benchErr)
 	}
-	be := benchBackend
+	be := front(b, benchBackend, broker.Options{})
 	ctx := context.Background()
 	run := func(b *testing.B, queue string) {
 		if _, err := be.CreateQueue(ctx, queue, nil, nil); err != nil {
@@ -93,7 +93,7 @@ func BenchmarkReceive(b *testing.B) {
 
 // churn sends, receives and deletes n messages through queue, in batches of
 // 10, from 4 goroutines.
-func churn(b *testing.B, be *postgres.Backend, queue string, n int) {
+func churn(b *testing.B, be *broker.Broker, queue string, n int) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)

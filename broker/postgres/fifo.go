@@ -57,8 +57,8 @@ type attemptItem struct {
 }
 
 // sendFifo stores the valid entries of a FIFO send in one transaction
-// (results holds the validation errors; it is completed here).
-func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.SendEntry, results []broker.SendResult) error {
+// (results holds the plans' errors; it is completed here).
+func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.SendEntry, plans []broker.SendPlan, results []broker.SendResult) error {
 	var groups []string
 	for i := range entries {
 		if results[i].Err == nil {
@@ -84,10 +84,8 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 				if results[i].Err != nil {
 					continue
 				}
-				e := &entries[i]
-				dedupID := broker.DedupID(q.cfg, e)
-				key := []byte(broker.DedupKey(q.cfg, e.GroupID, dedupID))
-				mid := broker.NewMessageID()
+				e, p := &entries[i], &plans[i]
+				dedupID, key, mid := p.DedupID, []byte(p.DedupKey), p.MessageID
 				// The upsert overwrites only an expired entry; no row back
 				// means a duplicate within the window.
 				var seq int64

@@ -46,7 +46,7 @@ func TestFifoClaimRechecksGroupUnderLock(t *testing.T) {
 	msgs := pgx.Identifier{schema, "messages"}.Sanitize()
 	counts := pgx.Identifier{schema, "counts"}.Sanitize()
 	fired := false
-	a.SetAfterFifoCandidates(func(groups []string) {
+	raw(a).SetAfterFifoCandidates(func(groups []string) {
 		if fired || len(groups) != 1 || groups[0] != "g" {
 			return
 		}
@@ -237,7 +237,7 @@ func TestSweepKeepsRenewedDedupEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	swept := make(chan error, 1)
-	go func() { swept <- a.SweepOnce(ctx) }()
+	go func() { swept <- raw(a).SweepOnce(ctx) }()
 	mon, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
@@ -86,3 +87,16 @@ func testConfig(url, schema string) postgres.Config {
 	cfg.URL, cfg.Schema, cfg.MaxConns = url, schema, 4
 	return cfg
 }
+
+// front returns the front over be (the broker every API drives).
+func front(t testing.TB, be *postgres.Backend, opts broker.Options) *broker.Broker {
+	t.Helper()
+	f, err := broker.New(be, opts)
+	if err != nil {
+		t.Fatalf("broker.New: %v", err)
+	}
+	return f
+}
+
+// raw returns the PostgreSQL backend under the front f.
+func raw(f *broker.Broker) *postgres.Backend { return f.Backend().(*postgres.Backend) }

@@ -31,9 +31,6 @@ func encodeAttrs(e *broker.SendEntry) []byte {
 // Send implements broker.Backend: one INSERT of the valid entries whose CTE
 // also adds them to a counter shard, in one autocommit statement.
 func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.SendEntry) ([]broker.SendResult, error) {
-	if err := broker.ValidateSendBatch(entries); err != nil {
-		return nil, err
-	}
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -42,16 +39,16 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 	if err != nil {
 		return nil, err
 	}
-	if err := broker.ValidateSendGroupParams(q.cfg, entries); err != nil {
+	plans, err := broker.PlanSend(q.cfg, entries)
+	if err != nil {
 		return nil, err
 	}
 	results := make([]broker.SendResult, len(entries))
+	for i := range entries {
+		results[i].ID, results[i].Err, results[i].MessageID = entries[i].ID, plans[i].Err, plans[i].MessageID
+	}
 	if q.cfg.Fifo {
-		for i := range entries {
-			results[i].ID = entries[i].ID
-			results[i].Err = broker.ValidateSendEntry(q.cfg, &entries[i])
-		}
-		if err := b.sendFifo(ctx, q, entries, results); err != nil {
+		if err := b.sendFifo(ctx, q, entries, plans, results); err != nil {
 			return nil, dbErr("send", err)
 		}
 		b.changed(q.id, b.clock.Now().Add(q.cfg.Delay), false)
@@ -64,16 +61,10 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 	minDelay := time.Duration(-1)
 	for i := range entries {
 		e := &entries[i]
-		results[i].ID = e.ID
-		if err := broker.ValidateSendEntry(q.cfg, e); err != nil {
-			results[i].Err = err
+		if plans[i].Err != nil {
 			continue
 		}
-		results[i].MessageID = broker.NewMessageID()
-		delay := q.cfg.Delay
-		if e.Delay != nil {
-			delay = *e.Delay
-		}
+		delay := plans[i].Delay
 		if minDelay < 0 || delay < minDelay {
 			minDelay = delay
 		}
@@ -108,27 +99,24 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 	return results, nil
 }
 
-// decodeLease resolves a receipt handle of queue qid. A handle that does not
-// decode or names another queue is ErrReceiptHandleInvalid; ok is false for a
-// well-formed handle that can match no lease (lease version 0).
-func decodeLease(qid int64, handle string) (r broker.Receipt, ok bool, err error) {
-	r, err = broker.DecodeReceipt(handle)
-	if err != nil {
-		return r, false, err
+// leaseOf resolves a receipt of queue qid to the message row id and lease
+// version it names, or the outcome when it can name no lease of the queue:
+// LeaseOtherQueue for another queue's receipt, LeaseStale for one no row can
+// match (lease 0, or numbers past bigint).
+func leaseOf(qid int64, r broker.Receipt) (key, lease int64, o broker.LeaseOutcome, ok bool) {
+	switch {
+	case r.QueueID != uint64(qid):
+		return 0, 0, broker.LeaseOtherQueue, false
+	case r.Lease == 0 || r.Key >= 1<<63 || r.Lease >= 1<<63:
+		return 0, 0, broker.LeaseStale, false
 	}
-	if r.QueueID != uint64(qid) {
-		return r, false, broker.Errorf(broker.ErrReceiptHandleInvalid, "The input receipt handle %q is not a valid receipt handle.", handle)
-	}
-	return r, r.Lease != 0 && r.Key < 1<<63 && r.Lease < 1<<63, nil
+	return int64(r.Key), int64(r.Lease), broker.LeaseApplied, true
 }
 
 // Delete implements broker.Backend: one DELETE of the rows whose lease
-// version matches the receipts (a stale receipt matches nothing and
-// succeeds without effect), subtracting them from the counters.
-func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker.DeleteEntry) ([]error, error) {
-	if err := broker.ValidateBatch(entries, func(e broker.DeleteEntry) string { return e.ID }); err != nil {
-		return nil, err
-	}
+// version matches the receipts (a stale receipt matches nothing),
+// subtracting them from the counters.
+func (b *Backend) Delete(ctx context.Context, queueName string, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -137,21 +125,18 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 	if err != nil {
 		return nil, err
 	}
-	errs := make([]error, len(entries))
+	out := make([]broker.LeaseOutcome, len(receipts))
 	var keys, leases []int64
-	for i, e := range entries {
-		r, ok, err := decodeLease(q.id, e.Receipt)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
+	var at []int // index in receipts of each key
+	for i, r := range receipts {
+		key, lease, o, ok := leaseOf(q.id, r)
+		out[i] = o
 		if ok {
-			keys = append(keys, int64(r.Key))
-			leases = append(leases, int64(r.Lease))
+			keys, leases, at = append(keys, key), append(leases, lease), append(at, i)
 		}
 	}
 	if len(keys) == 0 {
-		return errs, nil
+		return out, nil
 	}
 	// On a FIFO queue only a live lease deletes: an expired one has lost its
 	// group lock ($5). Deleting a leased message invalidates the receive
@@ -176,10 +161,15 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 	if err != nil {
 		return nil, dbErr("delete", err)
 	}
+	for j, key := range keys {
+		if !slices.Contains(gone, key) {
+			out[at[j]] = broker.LeaseStale
+		}
+	}
 	if q.cfg.Fifo && len(gone) < len(keys) {
-		// Entries that deleted nothing: an expired lease of the latest
-		// receipt is an error on a FIFO queue; anything else is stale.
-		var expired []int64
+		// Receipts that deleted nothing but are the latest lease of their
+		// message: the lease ended (a FIFO delete needs a live one).
+		var ended []int64
 		err := retry(func() error {
 			rows, err := b.pool.Query(ctx, `SELECT m.id FROM messages m
 				JOIN unnest($2::bigint[], $3::bigint[]) r (id, lease) ON m.id = r.id AND m.lease = r.lease
@@ -187,34 +177,28 @@ func (b *Backend) Delete(ctx context.Context, queueName string, entries []broker
 			if err != nil {
 				return err
 			}
-			expired, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			ended, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 			return err
 		})
 		if err != nil {
 			return nil, dbErr("delete", err)
 		}
-		for i, e := range entries {
-			if errs[i] != nil {
-				continue
-			}
-			if r, ok, _ := decodeLease(q.id, e.Receipt); ok && slices.Contains(expired, int64(r.Key)) {
-				errs[i] = broker.ReceiptExpiredError(e.Receipt)
+		for j, key := range keys {
+			if slices.Contains(ended, key) {
+				out[at[j]] = broker.LeaseEnded
 			}
 		}
 	}
 	if q.cfg.Fifo && len(gone) > 0 {
 		b.changed(q.id, time.Time{}, false) // group locks may have ended
 	}
-	return errs, nil
+	return out, nil
 }
 
 // ChangeVisibility implements broker.Backend. Each entry is one conditional
 // UPDATE that names the lease version and requires a live lease; the entries
-// that match nothing are then classified (stale receipt or expired lease).
-func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entries []broker.VisibilityEntry) ([]error, error) {
-	if err := broker.ValidateBatch(entries, func(e broker.VisibilityEntry) string { return e.ID }); err != nil {
-		return nil, err
-	}
+// that match nothing are then classified (stale receipt or ended lease).
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -223,31 +207,22 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 	if err != nil {
 		return nil, err
 	}
-	errs := make([]error, len(entries))
+	out := make([]broker.LeaseOutcome, len(changes))
 	type change struct {
 		i          int
 		key, lease int64
 		timeout    time.Duration
 	}
-	var changes []change
-	for i, e := range entries {
-		if err := broker.ValidateVisibility(e.Timeout); err != nil {
-			errs[i] = err
-			continue
+	var todo []change
+	for i, c := range changes {
+		key, lease, o, ok := leaseOf(q.id, c.Receipt)
+		out[i] = o
+		if ok {
+			todo = append(todo, change{i, key, lease, c.Timeout})
 		}
-		r, ok, err := decodeLease(q.id, e.Receipt)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		if !ok {
-			errs[i] = staleVisibility(e.Receipt)
-			continue
-		}
-		changes = append(changes, change{i, int64(r.Key), int64(r.Lease), e.Timeout})
 	}
-	if len(changes) == 0 {
-		return errs, nil
+	if len(todo) == 0 {
+		return out, nil
 	}
 	// A timeout of 0 makes the message ready at once (visible_at = now, its
 	// place in the ready order); any other keeps it in flight.
@@ -255,13 +230,13 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 			state = CASE WHEN $5 = 0 THEN 'r' ELSE 'i' END::"char"
 		WHERE id = $2 AND queue_id = $3 AND lease = $4 AND state = 'i' AND visible_at > ` + nowSQL + `
 		RETURNING (SELECT attempt FROM messages WHERE id = $2)`
-	const classify = `SELECT state = 'i' AND visible_at > ` + nowSQL + ` FROM messages WHERE id = $2 AND queue_id = $3 AND lease = $4`
+	const classify = `SELECT true FROM messages WHERE id = $2 AND queue_id = $3 AND lease = $4`
 	earliest := time.Time{}
 	err = retry(func() error {
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			nacked := int64(0)
-			for _, c := range changes {
-				errs[c.i] = nil
+			for _, c := range todo {
+				out[c.i] = broker.LeaseApplied
 				var attempt *string
 				err := tx.QueryRow(ctx, upd, b.tnow(), c.key, q.mid, c.lease, micros(c.timeout)).Scan(&attempt)
 				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -281,15 +256,15 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 					}
 					continue
 				}
-				var live bool
-				err = tx.QueryRow(ctx, classify, b.tnow(), c.key, q.mid, c.lease).Scan(&live)
+				var latest bool
+				err = tx.QueryRow(ctx, classify, b.tnow(), c.key, q.mid, c.lease).Scan(&latest)
 				switch {
 				case errors.Is(err, pgx.ErrNoRows):
-					errs[c.i] = staleVisibility(entries[c.i].Receipt)
+					out[c.i] = broker.LeaseStale
 				case err != nil:
 					return err
 				default:
-					errs[c.i] = broker.Errorf(broker.ErrMessageNotInflight, "The message referred to is not in flight.")
+					out[c.i] = broker.LeaseEnded
 				}
 			}
 			if nacked > 0 {
@@ -304,12 +279,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, entrie
 	if !earliest.IsZero() {
 		b.changed(q.id, earliest, false)
 	}
-	return errs, nil
-}
-
-func staleVisibility(receipt string) error {
-	return broker.Errorf(broker.ErrInvalidParameterValue,
-		"Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", receipt)
+	return out, nil
 }
 
 // addCounts adds deltas to one counter shard of queue qid (last in its

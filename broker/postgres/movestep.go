@@ -176,10 +176,14 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 		return true, err
 	}
 
-	// Walk the items in move order; a message without a live destination
-	// fails the task after the ones before it moved. A message held by a
-	// consumer blocks its FIFO group: no later message of the group moves
-	// (in this chunk, nor in later ones: their items go below).
+	// Walk the items in move order (broker.MoveWalk): a message without a
+	// live destination fails the task after the ones before it moved; a
+	// message held by a consumer blocks its FIFO group (in this chunk, and
+	// in later ones: their items go below).
+	walk := broker.MoveWalk{Source: src.name, Live: func(name string) bool { _, ok := byName[name]; return ok }}
+	if dst.id != 0 {
+		walk.Destination = dst.name
+	}
 	plans := map[int64]*movePlan{}
 	var movedIDs []int64
 	var srcReady, srcInflight, srcDelayed int64
@@ -187,31 +191,29 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 	failed := false
 	for _, id := range items {
 		m, ok := msgs[id]
-		if !ok || m.expired {
-			continue // gone, or due for the sweeper: left alone
+		it := broker.MoveItem{Gone: !ok || m.expired, Held: m.held, DeadLetterSource: m.dlSource}
+		if m.group != nil {
+			it.Group = *m.group
 		}
-		if m.group != nil && slices.Contains(blocked, *m.group) {
-			continue // behind a message of its group that stayed
+		action, target := walk.Next(it)
+		if action == broker.MoveHold && it.Group != "" {
+			blocked = append(blocked, it.Group)
 		}
-		if m.held {
-			if m.group != nil {
-				blocked = append(blocked, *m.group)
-			}
-			continue // held by a consumer: left alone, and its group's later messages too
+		if action == broker.MoveFail {
+			failed = true
+			break
 		}
-		target := dst
-		if t.destID == nil {
-			q, ok := byName[m.dlSource]
-			if !ok || q.id == src.id {
-				failed = true
-				break
-			}
-			target = q
+		if action != broker.MoveOut {
+			continue
 		}
-		p := plans[target.id]
+		to := dst
+		if walk.Destination == "" {
+			to = byName[target]
+		}
+		p := plans[to.id]
 		if p == nil {
-			p = &movePlan{target: target}
-			plans[target.id] = p
+			p = &movePlan{target: to}
+			plans[to.id] = p
 		}
 		p.ids = append(p.ids, id)
 		p.mids = append(p.mids, broker.NewMessageID())

@@ -100,14 +100,6 @@ func scanMoveTask(row pgx.Row, extra ...any) (broker.MoveTask, error) {
 
 var _ broker.MoveTasker = (*Backend)(nil)
 
-// kickMover wakes this broker's runner. Never blocks.
-func (b *Backend) kickMover() {
-	select {
-	case b.kickMove <- struct{}{}:
-	default:
-	}
-}
-
 // txErr passes broker errors and context errors through and wraps the rest.
 func txErr(op string, err error) error {
 	var be *broker.Error
@@ -120,9 +112,6 @@ func txErr(op string, err error) error {
 // StartMoveTask implements broker.MoveTasker: one transaction, holding the
 // source queue row FOR UPDATE so that starts on one source are serialized.
 func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
-	if err := broker.ValidateMoveRate(req.MaxPerSecond); err != nil {
-		return broker.MoveTask{}, err
-	}
 	if err := b.enter(); err != nil {
 		return broker.MoveTask{}, err
 	}
@@ -130,32 +119,20 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	var out broker.MoveTask
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		src, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", req.Source))
-		if errors.Is(err, pgx.ErrNoRows) {
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) || err == nil && uint64(src.id) != req.SourceID:
 			return broker.MoveSourceNotFoundError()
-		}
-		if err != nil {
+		case err != nil:
 			return err
-		}
-		var isDLQ bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM queues WHERE NOT deleted AND id <> $1
-			AND config->'Redrive'->>'DeadLetterQueue' = $2)`, src.id, src.name).Scan(&isDLQ); err != nil {
-			return err
-		}
-		if !isDLQ {
-			return broker.MoveSourceNotDLQError()
 		}
 		var destID any // SQL NULL: each message's own source
 		if req.Destination != "" {
 			dst, err := b.getQueue(ctx, tx, req.Destination)
 			switch {
-			case errors.Is(err, broker.ErrQueueDoesNotExist):
+			case errors.Is(err, broker.ErrQueueDoesNotExist) || err == nil && uint64(dst.id) != req.DestinationID:
 				return broker.MoveDestinationNotFoundError()
 			case err != nil:
 				return err
-			case dst.id == src.id:
-				return broker.Errorf(broker.ErrInvalidParameterValue, "Source and destination queues must be different.")
-			case dst.cfg.Fifo != src.cfg.Fifo:
-				return broker.Errorf(broker.ErrInvalidParameterValue, "The destination queue must be of the same type as the source queue (FIFO or standard).")
 			}
 			destID = dst.id
 		}
@@ -204,7 +181,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	if err != nil {
 		return broker.MoveTask{}, txErr("start move task", err)
 	}
-	b.kickMover()
+	b.mover.Kick()
 	b.log.Info("move task started", "queue", out.Source, "task_id", out.ID, "destination", out.Destination,
 		"rate", out.MaxPerSecond, "to_move", out.ToMove)
 	return out, nil
@@ -212,21 +189,11 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 
 // ListMoveTasks implements broker.MoveTasker.
 func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) ([]broker.MoveTask, error) {
-	if limit == 0 {
-		limit = broker.DefaultListMoveTasks
-	}
-	if limit < 1 || limit > broker.MaxListMoveTasks {
-		return nil, broker.Errorf(broker.ErrInvalidParameterValue,
-			"Value %d for parameter MaxResults is invalid. Reason: must be between 1 and %d.", limit, broker.MaxListMoveTasks)
-	}
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
 	defer b.ops.Done()
 	src, err := b.getQueue(ctx, b.pool, source)
-	if errors.Is(err, broker.ErrQueueDoesNotExist) {
-		return nil, broker.MoveSourceNotFoundError()
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -252,9 +219,6 @@ func (b *Backend) CancelMoveTask(ctx context.Context, source, id string) (broker
 	}
 	defer b.ops.Done()
 	src, err := b.getQueue(ctx, b.pool, source)
-	if errors.Is(err, broker.ErrQueueDoesNotExist) {
-		return broker.MoveTask{}, broker.MoveSourceNotFoundError()
-	}
 	if err != nil {
 		return broker.MoveTask{}, err
 	}
@@ -274,55 +238,23 @@ func (b *Backend) CancelMoveTask(ctx context.Context, source, id string) (broker
 	if err != nil {
 		return broker.MoveTask{}, dbErr("cancel move task", err)
 	}
-	b.kickMover()
+	b.mover.Kick()
 	b.log.Info("move task cancelled", "queue", source, "task_id", id, "moved", out.Moved)
 	return out, nil
 }
 
-// moveLoop is the move-task runner (see the top of this file).
-func (b *Backend) moveLoop(ctx context.Context) {
-	defer b.duties.Done()
-	// One timer, re-armed with Reset, so that the number of armed timers on a
-	// fake clock stays steady (tests count them to see receives block).
-	t := b.clock.NewTimer(moveIdle)
-	defer t.Stop()
-	for {
-		var claimedAt time.Time
-		for ctx.Err() == nil {
-			var found bool
-			var err error
-			found, claimedAt, err = b.moveStep(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					b.log.Warn("move task step failed; retrying later", "err", err)
-				}
-				break
-			}
-			if !found {
-				break
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		wakeAt, err := b.moveNextDue(ctx, claimedAt)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			b.log.Warn("move tasks: reading the next due step failed", "err", err)
-			wakeAt = b.clock.Now().Add(b.cfg.PollInterval)
-		}
-		// An instant, not a duration: the clock may move between the
-		// query and the Reset (a fake clock advanced by a test).
-		t.Reset(max(wakeAt.Sub(b.clock.Now()), 0))
-		select {
-		case <-t.C():
-		case <-b.kickMove:
-		case <-ctx.Done():
-			return
-		}
+// moveTick is the move-task runner's step (b.mover, a broker.Duty; see the
+// top of this file): one step of one due task, at once again while a task
+// was found, else the wake-up moveNextDue names.
+func (b *Backend) moveTick(ctx context.Context) (time.Time, error) {
+	found, claimedAt, err := b.moveStep(ctx)
+	if err != nil {
+		return time.Time{}, err
 	}
+	if found {
+		return b.clock.Now(), nil
+	}
+	return b.moveNextDue(ctx, claimedAt)
 }
 
 // moveNextDue returns when the runner wakes next: at the earliest due_at

@@ -19,7 +19,7 @@ func TestMoveTaskAcrossBrokers(t *testing.T) {
 	url := requirePostgres(t)
 	schema := schemaFor(t)
 	clock := broker.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
-	open := func() *postgres.Backend {
+	open := func() *broker.Broker {
 		cfg := testConfig(url, schema)
 		cfg.Clock = clock
 		b, err := postgres.Open(context.Background(), cfg)
@@ -27,7 +27,7 @@ func TestMoveTaskAcrossBrokers(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
-		return b
+		return front(t, b, cfg.Options)
 	}
 	a, b := open(), open()
 	ctx := context.Background()
@@ -133,11 +133,12 @@ func TestMoveTaskFifo(t *testing.T) {
 	cfg := testConfig(url, schemaFor(t))
 	clock := broker.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
 	cfg.Clock = clock
-	b, err := postgres.Open(context.Background(), cfg)
+	be, err := postgres.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer be.Close()
+	b := front(t, be, cfg.Options)
 	ctx := context.Background()
 	fifo := map[string]string{broker.AttrFifoQueue: "true"}
 	for _, q := range []string{"dlq.fifo", "dest.fifo"} {

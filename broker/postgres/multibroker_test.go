@@ -15,11 +15,11 @@ import (
 )
 
 // openPair opens two brokers on one schema and one fake clock.
-func openPair(t *testing.T, schema string, tune func(*postgres.Config)) (a, b *postgres.Backend, clock *broker.FakeClock) {
+func openPair(t *testing.T, schema string, tune func(*postgres.Config)) (a, b *broker.Broker, clock *broker.FakeClock) {
 	t.Helper()
 	url := requirePostgres(t)
 	clock = broker.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
-	open := func() *postgres.Backend {
+	open := func() *broker.Broker {
 		cfg := testConfig(url, schema)
 		cfg.Clock = clock
 		if tune != nil {
@@ -30,7 +30,7 @@ func openPair(t *testing.T, schema string, tune func(*postgres.Config)) (a, b *p
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = be.Close() })
-		return be
+		return front(t, be, cfg.Options)
 	}
 	return open(), open(), clock
 }
@@ -139,7 +139,7 @@ func TestFifoEmptyGroupsPruned(t *testing.T) {
 		}
 		left -= len(ds)
 	}
-	if err := a.SweepOnce(ctx); err != nil {
+	if err := raw(a).SweepOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := countGroups(t, schema); got != 0 {
@@ -161,7 +161,7 @@ func TestFifoGroupPruneRacesSends(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, be := range []*postgres.Backend{a, b} {
+	for _, be := range []*broker.Broker{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -171,7 +171,7 @@ func TestFifoGroupPruneRacesSends(t *testing.T) {
 					return
 				default:
 				}
-				if err := be.SweepOnce(ctx); err != nil {
+				if err := raw(be).SweepOnce(ctx); err != nil {
 					t.Error(err)
 					return
 				}
@@ -181,7 +181,7 @@ func TestFifoGroupPruneRacesSends(t *testing.T) {
 	const groups, rounds = 4, 60
 	next := map[string]int{}
 	for r := range rounds {
-		be := []*postgres.Backend{a, b}[r%2]
+		be := []*broker.Broker{a, b}[r%2]
 		for g := range groups {
 			body := fmt.Sprintf("%d/%d", g, r)
 			if _, err := be.Send(ctx, "q.fifo", []broker.SendEntry{{Body: body, GroupID: fmt.Sprint("g", g)}}); err != nil {
@@ -189,7 +189,7 @@ func TestFifoGroupPruneRacesSends(t *testing.T) {
 			}
 		}
 		// Drain through the other broker: every message just sent must come.
-		other := []*postgres.Backend{b, a}[r%2]
+		other := []*broker.Broker{b, a}[r%2]
 		for got := 0; got < groups; {
 			ds, err := other.Receive(ctx, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10})
 			if err != nil {

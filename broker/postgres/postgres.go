@@ -47,7 +47,8 @@
 // connection LISTENing for other brokers' wake-ups), the notifier (one
 // dedicated connection sending coalesced NOTIFYs after commits), the
 // sweeper (retention and the reclaiming of deleted queues' and purged
-// messages, on the injected clock) and the move-task runner (movetask.go).
+// messages, on the injected clock) and the move-task runner (movetask.go);
+// the last two are broker.Duty loops.
 package postgres
 
 import (
@@ -181,8 +182,9 @@ type Backend struct {
 	duties    sync.WaitGroup // background goroutines
 	closing   chan struct{}  // closed by Close
 	cancel    context.CancelFunc
-	kickSweep chan struct{} // wakes the sweeper (buffered 1)
-	kickMove  chan struct{} // wakes the move-task runner (buffered 1)
+	// sweeper and mover are the sweeper (sweeper.go) and the move-task
+	// runner (movetask.go); Open starts them, Close stops them.
+	sweeper, mover broker.Duty
 	sweepAt   time.Time     // when the sweeper's timer fires (guarded by mu)
 	closeOnce sync.Once
 
@@ -235,17 +237,19 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
 		id: hex.EncodeToString(idb[:]), channel: channelName(cfg.Schema),
-		closing: make(chan struct{}), cancel: cancel, kickSweep: make(chan struct{}, 1),
-		kickMove: make(chan struct{}, 1),
+		closing: make(chan struct{}), cancel: cancel,
 	}
 	_, b.testClock = cfg.Clock.(interface{ Offset() time.Duration })
 	b.waiters.init()
 	b.notifier = newNotifier(b, pcfg.ConnConfig)
-	b.duties.Add(4)
+	b.sweeper = broker.Duty{Name: "sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
+	b.mover = broker.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle,
+		Retry: cfg.PollInterval, Step: b.moveTick}
+	b.duties.Add(2)
 	go b.listenLoop(dctx, pcfg.ConnConfig)
 	go b.notifier.loop(dctx)
-	go b.sweepLoop(dctx)
-	go b.moveLoop(dctx)
+	b.sweeper.Start(dctx)
+	b.mover.Start(dctx)
 	return b, nil
 }
 
@@ -259,6 +263,8 @@ func (b *Backend) Close() error {
 		b.mu.Unlock()
 		b.ops.Wait()
 		b.cancel()
+		_ = b.sweeper.Stop(context.Background())
+		_ = b.mover.Stop(context.Background())
 		b.duties.Wait()
 		b.pool.Close()
 	})
@@ -283,7 +289,7 @@ func (b *Backend) enter() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return errClosed()
+		return broker.ClosedError()
 	}
 	b.ops.Add(1)
 	return nil
@@ -315,11 +321,6 @@ const nowSQL = "coalesce($1::timestamptz, now())"
 // turned into an interval by "* interval '1 microsecond'".
 func micros(d time.Duration) int64 { return d.Microseconds() }
 
-func errClosed() error { return broker.Errorf(broker.ErrClosed, "The broker is shutting down.") }
-
-func errNoQueue() error {
-	return broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
-}
 
 // dbErr wraps a database failure; context errors pass through unchanged so
 // callers can match them.

@@ -126,7 +126,7 @@ func TestPurgeIsShort(t *testing.T) {
 			if i == 1000 {
 				t.Fatalf("the sweeper never got %s", what)
 			}
-			if err := a.SweepOnce(ctx); err != nil {
+			if err := raw(a).SweepOnce(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -12,9 +12,6 @@ import (
 	"github.com/sluicemq/sluice/broker"
 )
 
-// purgeInterval is AWS's one purge per queue per 60 s (Options.StrictPurge).
-const purgeInterval = 60 * time.Second
-
 // countShards is the number of counter rows per queue (see the package comment).
 const countShards = 16
 
@@ -63,7 +60,7 @@ func (q queueRow) queue() broker.Queue {
 func (b *Backend) getQueue(ctx context.Context, q querier, name string) (queueRow, error) {
 	row, err := scanQueue(q.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted", name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return row, errNoQueue()
+		return row, broker.QueueNotFoundError()
 	}
 	if err != nil {
 		return row, dbErr("read queue", err)
@@ -79,83 +76,42 @@ type querier interface {
 
 // CreateQueue implements broker.Backend. Two brokers creating the same name at
 // once: the unique index on live names lets one insert win; the other reads
-// the winner and compares attributes.
-func (b *Backend) CreateQueue(ctx context.Context, name string, attrs, tags map[string]string) (broker.Queue, error) {
+// the winner and returns it (created == false).
+func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
 	if err := b.enter(); err != nil {
-		return broker.Queue{}, err
+		return broker.Queue{}, false, err
 	}
 	defer b.ops.Done()
-	if err := broker.ValidateQueueName(name); err != nil {
-		return broker.Queue{}, err
+	name := spec.Name
+	cj, _ := json.Marshal(spec.Config)
+	tags := spec.Tags
+	if tags == nil {
+		tags = map[string]string{}
 	}
-	cfg, err := broker.ParseAttributes(name, attrs)
-	if err != nil {
-		return broker.Queue{}, err
-	}
-	if err := broker.ValidateTags(name, tags); err != nil {
-		return broker.Queue{}, err
-	}
+	tj, _ := json.Marshal(tags)
 	for attempt := 0; attempt < 3; attempt++ {
 		existing, err := b.getQueue(ctx, b.pool, name)
 		if err == nil {
-			if attr := existing.cfg.ConflictingAttribute(name, attrs); attr != "" {
-				return broker.Queue{}, broker.Errorf(broker.ErrQueueExists,
-					"A queue already exists with the same name and a different value for attribute %s", attr)
-			}
-			return existing.queue(), nil
+			return existing.queue(), false, nil
 		}
 		if !errors.Is(err, broker.ErrQueueDoesNotExist) {
-			return broker.Queue{}, err
+			return broker.Queue{}, false, err
 		}
-		if err := b.checkRedrive(ctx, name, cfg, attrs[broker.AttrRedrivePolicy]); err != nil {
-			return broker.Queue{}, err
-		}
-		cj, _ := json.Marshal(cfg)
-		if tags == nil {
-			tags = map[string]string{}
-		}
-		tj, _ := json.Marshal(tags)
 		row, err := scanQueue(b.pool.QueryRow(ctx, `
 			INSERT INTO queues (name, config, tags, created_at, modified_at)
 			VALUES ($2, $3, $4, `+nowSQL+`, `+nowSQL+`)
 			ON CONFLICT (name) WHERE NOT deleted DO NOTHING
 			RETURNING `+queueCols, b.tnow(), name, cj, tj))
 		if errors.Is(err, pgx.ErrNoRows) {
-			continue // created meanwhile by another broker: compare with it
+			continue // created meanwhile by another broker: return it
 		}
 		if err != nil {
-			return broker.Queue{}, dbErr("create queue", err)
+			return broker.Queue{}, false, dbErr("create queue", err)
 		}
 		b.log.Info("queue created", "queue", name, "queue_id", row.id)
-		return row.queue(), nil
+		return row.queue(), true, nil
 	}
-	return broker.Queue{}, errors.New("postgres: create queue: the name kept being created and deleted concurrently")
-}
-
-// checkRedrive checks a RedrivePolicy against its target: the target exists,
-// has the same type, and its RedriveAllowPolicy lets source use it.
-func (b *Backend) checkRedrive(ctx context.Context, source string, cfg broker.QueueConfig, raw string) error {
-	if cfg.Redrive == nil {
-		return nil
-	}
-	bad := func(reason string) error {
-		return broker.Errorf(broker.ErrInvalidParameterValue,
-			"Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
-	}
-	dlq, err := b.getQueue(ctx, b.pool, cfg.Redrive.DeadLetterQueue)
-	if errors.Is(err, broker.ErrQueueDoesNotExist) {
-		return bad("Dead letter target does not exist.")
-	}
-	if err != nil {
-		return err
-	}
-	if dlq.cfg.Fifo != cfg.Fifo {
-		return bad("Dead-letter queue must be of the same type as the source queue (FIFO or standard).")
-	}
-	if !dlq.cfg.AllowsSource(source) {
-		return bad("Dead letter target's RedriveAllowPolicy does not allow this queue as a source.")
-	}
-	return nil
+	return broker.Queue{}, false, errors.New("postgres: create queue: the name kept being created and deleted concurrently")
 }
 
 // GetQueue implements broker.Backend: the counters' sums, after promoting the
@@ -212,9 +168,11 @@ func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit in
 	return out, nil
 }
 
-// SetQueueAttributes implements broker.Backend. The read-modify-write holds
-// the queue row lock (FOR UPDATE), so concurrent changes do not lose each other.
-func (b *Backend) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
+// UpdateQueue implements broker.Backend: the queue row is locked (FOR
+// UPDATE), edited and written back (config, tags, and modified_at = now when
+// u.Modified) in one transaction, so concurrent updates never lose one
+// another's change.
+func (b *Backend) UpdateQueue(ctx context.Context, name string, edit func(u *broker.QueueUpdate) error) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -223,34 +181,31 @@ func (b *Backend) SetQueueAttributes(ctx context.Context, name string, attrs map
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", name))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoQueue()
+			return broker.QueueNotFoundError()
 		}
-		if err != nil {
-			return dbErr("read queue", err)
-		}
-		cfg, err := broker.ApplyAttributes(q.cfg, attrs)
 		if err != nil {
 			return err
 		}
-		if raw, ok := attrs[broker.AttrRedrivePolicy]; ok {
-			if err := b.checkRedrive(ctx, name, cfg, raw); err != nil {
-				return err
-			}
+		u := broker.QueueUpdate{Name: name, Config: q.cfg, Tags: q.tags}
+		if err := edit(&u); err != nil {
+			return err
 		}
-		retentionChanged = cfg.Retention != q.cfg.Retention
-		cj, _ := json.Marshal(cfg)
-		_, err = tx.Exec(ctx, "UPDATE queues SET config = $2, modified_at = "+nowSQL+" WHERE id = $3", b.tnow(), cj, q.id)
+		retentionChanged = u.Config.Retention != q.cfg.Retention
+		if u.Tags == nil {
+			u.Tags = map[string]string{}
+		}
+		cj, _ := json.Marshal(u.Config)
+		tj, _ := json.Marshal(u.Tags)
+		_, err = tx.Exec(ctx, `UPDATE queues SET config = $2, tags = $3,
+			modified_at = CASE WHEN $4 THEN `+nowSQL+` ELSE modified_at END WHERE id = $5`,
+			b.tnow(), cj, tj, u.Modified, q.id)
 		return err
 	})
 	if err != nil {
-		var be *broker.Error
-		if errors.As(err, &be) {
-			return err
-		}
-		return dbErr("set queue attributes", err)
+		return txErr("update queue", err)
 	}
 	if retentionChanged {
-		b.kickSweeper()
+		b.sweeper.Kick()
 	}
 	return nil
 }
@@ -266,13 +221,13 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 	var id int64
 	err := b.pool.QueryRow(ctx, "UPDATE queues SET deleted = true, deleted_at = "+nowSQL+" WHERE name = $2 AND NOT deleted RETURNING id", b.tnow(), name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return errNoQueue()
+		return broker.QueueNotFoundError()
 	}
 	if err != nil {
 		return dbErr("delete queue", err)
 	}
 	b.changed(id, time.Time{}, true)
-	b.kickSweeper()
+	b.sweeper.Kick()
 	b.log.Info("queue deleted", "queue", name, "queue_id", id)
 	return nil
 }
@@ -290,36 +245,37 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 // its message, and adds its counters, under the old mid: purged as a whole,
 // never half. A purge runs under the queue row's lock (FOR UPDATE), which
 // also orders it with move-task steps (FOR SHARE).
-func (b *Backend) PurgeQueue(ctx context.Context, name string) error {
+func (b *Backend) PurgeQueue(ctx context.Context, name string, allow func(last, now time.Time) error) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.ops.Done()
-	if err := retry(func() error { return b.purgeTx(ctx, name) }); err != nil {
+	if err := retry(func() error { return b.purgeTx(ctx, name, allow) }); err != nil {
 		return err
 	}
-	b.kickSweeper()
+	b.sweeper.Kick()
 	return nil
 }
 
-func (b *Backend) purgeTx(ctx context.Context, name string) error {
+func (b *Backend) purgeTx(ctx context.Context, name string, allow func(last, now time.Time) error) error {
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", name))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoQueue()
+			return broker.QueueNotFoundError()
 		}
 		if err != nil {
 			return dbErr("read queue", err)
 		}
-		if b.cfg.StrictPurge && q.lastPurge != nil {
-			var tooSoon bool
-			if err := tx.QueryRow(ctx, `SELECT `+nowSQL+` - $2::timestamptz < $3 * interval '1 microsecond'`,
-				b.tnow(), q.lastPurge, micros(purgeInterval)).Scan(&tooSoon); err != nil {
+		if allow != nil {
+			var last, now time.Time
+			if q.lastPurge != nil {
+				last = *q.lastPurge
+			}
+			if err := tx.QueryRow(ctx, `SELECT `+nowSQL, b.tnow()).Scan(&now); err != nil {
 				return dbErr("purge queue", err)
 			}
-			if tooSoon {
-				return broker.Errorf(broker.ErrPurgeInProgress,
-					"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+			if err := allow(last, now); err != nil {
+				return err
 			}
 		}
 		_, err = tx.Exec(ctx, `WITH p AS (INSERT INTO purged (mid, queue_id, purged_at) VALUES ($2, $3, `+nowSQL+`))

@@ -42,21 +42,17 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 	if err != nil {
 		return nil, err
 	}
-	max, vis, wait, err := broker.NormalizeReceive(q.cfg, req)
+	plan, err := broker.PlanReceive(q.cfg, req)
 	if err != nil {
 		return nil, err
 	}
-	attemptID := "" // ReceiveRequestAttemptId: FIFO only, ignored on standard queues
-	if q.cfg.Fifo && req.AttemptID != "" {
-		attemptID = req.AttemptID
-		if err := broker.ValidateFifoID("ReceiveRequestAttemptId", attemptID); err != nil {
-			return nil, err
-		}
+	vis, attemptID := plan.Visibility, plan.AttemptID
+	if attemptID != "" {
 		if ds, ok, err := b.replayAttempt(ctx, q, attemptID); ok || err != nil {
 			return ds, err
 		}
 	}
-	deadline := b.clock.Now().Add(wait)
+	deadline := b.clock.Now().Add(plan.Wait)
 	w := b.waiters.add(q.id)
 	defer b.waiters.remove(q.id, w)
 	var timer broker.Timer
@@ -68,7 +64,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 	for {
 		select {
 		case <-b.closing:
-			return nil, errClosed()
+			return nil, broker.ClosedError()
 		default:
 		}
 		if err := ctx.Err(); err != nil {
@@ -78,10 +74,9 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		if err != nil {
 			return nil, err
 		}
-		room := int64(b.cfg.MaxInFlight) - inflight
-		if room <= 0 && !q.cfg.Fifo {
-			return nil, broker.Errorf(broker.ErrOverLimit,
-				"Too many messages in flight on queue %s (the limit is %d).", q.name, b.cfg.MaxInFlight)
+		n, err := broker.ClaimRoom(q.name, q.cfg.Fifo, plan.Max, inflight, req.InFlightCap)
+		if err != nil {
+			return nil, err
 		}
 		// The claim is not cancelled with ctx: once sent it either commits
 		// and its messages are returned, or fails; a cancel mid-statement
@@ -89,16 +84,16 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		var ds []broker.Delivery
 		var moved int64
 		switch {
+		case n == 0:
+			// A FIFO queue at its in-flight cap: the receive waits as on an
+			// empty queue (ClaimRoom).
 		case !q.cfg.Fifo:
 			var to claimTo
 			if to, err = b.claimTarget(ctx, q); err == nil {
-				ds, moved, err = b.claim(context.WithoutCancel(ctx), b.pool, q, to, int(min(int64(max), room)), vis, nil, "")
+				ds, moved, err = b.claim(context.WithoutCancel(ctx), b.pool, q, to, n, vis, nil, "")
 			}
-		case room > 0:
-			ds, moved, err = b.claimFifo(context.WithoutCancel(ctx), q, int(min(int64(max), room)), vis, attemptID)
 		default:
-			// A FIFO queue at its in-flight cap answers no messages, not
-			// OverLimit (SQS): the receive waits as on an empty queue.
+			ds, moved, err = b.claimFifo(context.WithoutCancel(ctx), q, n, vis, attemptID)
 		}
 		if err != nil {
 			return nil, err
@@ -107,7 +102,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			if dlq, err := b.getQueue(ctx, b.pool, q.cfg.Redrive.DeadLetterQueue); err == nil {
 				b.changed(dlq.id, time.Time{}, false)
 			}
-			b.kickSweeper() // a dead letter may expire sooner under its new queue's retention
+			b.sweeper.Kick() // a dead letter may expire sooner under its new queue's retention
 		}
 		if len(ds) > 0 {
 			b.changed(q.id, b.clock.Now().Add(vis), false)
@@ -144,7 +139,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-b.closing:
-			return nil, errClosed()
+			return nil, broker.ClosedError()
 		}
 		if rt != nil {
 			rt.Stop()
@@ -156,7 +151,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			return nil, err
 		}
 		if nq.id != q.id {
-			return nil, errNoQueue()
+			return nil, broker.QueueNotFoundError()
 		}
 		q = nq
 	}

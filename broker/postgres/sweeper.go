@@ -16,14 +16,6 @@ const sweepBudget = 1000
 // may have lowered a retention period or deleted a queue.
 const sweepIdle = time.Minute
 
-// kickSweeper makes the sweeper run and recompute its deadline. Never blocks.
-func (b *Backend) kickSweeper() {
-	select {
-	case b.kickSweep <- struct{}{}:
-	default:
-	}
-}
-
 // noteExpiry kicks the sweeper when a message just sent to q expires before
 // the sweeper's current deadline.
 func (b *Backend) noteExpiry(q queueRow) {
@@ -35,47 +27,33 @@ func (b *Backend) noteExpiry(q queueRow) {
 	}
 	b.mu.Unlock()
 	if kick {
-		b.kickSweeper()
+		b.sweeper.Kick()
 	}
 }
 
-// sweepLoop is the sweeper: it deletes messages past their queue's retention,
-// whatever their state, and the messages of deleted queues, in bounded
-// statements, then sleeps on a clock timer until the next expiry (at most
-// sweepIdle). Every broker runs one; SKIP LOCKED keeps them from waiting on
-// each other. It owns only its timer.
-func (b *Backend) sweepLoop(ctx context.Context) {
-	defer b.duties.Done()
-	// One timer, re-armed with Reset, so that the number of armed timers on a
-	// fake clock stays steady (tests count them to see receives block).
-	t := b.clock.NewTimer(sweepIdle)
-	defer t.Stop()
-	for {
-		next, more, err := b.sweepOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			b.log.Warn("sweep failed; retrying at the next tick", "err", err)
-		}
-		if more && err == nil {
-			continue
-		}
-		d := sweepIdle
-		if next >= 0 && next < d {
-			d = next
-		}
-		b.mu.Lock()
-		b.sweepAt = b.clock.Now().Add(d)
-		b.mu.Unlock()
-		t.Reset(d)
-		select {
-		case <-t.C():
-		case <-b.kickSweep:
-		case <-ctx.Done():
-			return
-		}
+// sweepStep is the sweeper's step (b.sweeper, a broker.Duty): it deletes
+// messages past their queue's retention, whatever their state, and the
+// messages of deleted queues, in bounded statements, at once again while
+// more is due, else at the next expiry (at most sweepIdle: other brokers may
+// have lowered a retention period or deleted a queue). Every broker runs
+// one; SKIP LOCKED keeps them from waiting on each other.
+func (b *Backend) sweepStep(ctx context.Context) (time.Time, error) {
+	next, more, err := b.sweepOnce(ctx)
+	now := b.clock.Now()
+	if err != nil {
+		return time.Time{}, err
 	}
+	if more {
+		return now, nil
+	}
+	d := sweepIdle
+	if next >= 0 && next < d {
+		d = next
+	}
+	b.mu.Lock()
+	b.sweepAt = now.Add(d)
+	b.mu.Unlock()
+	return now.Add(d), nil
 }
 
 // sweepOnce runs one retention sweep and one reclaim step. It returns the

@@ -138,7 +138,13 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		}
 		return 1
 	}
-	srv, err := server.New(cfg, backend)
+	front, err := broker.New(backend, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		closeBackend(backend, log)
+		return 2
+	}
+	srv, err := server.New(cfg, front)
 	if err == nil {
 		err = srv.Start(ctx)
 	}
@@ -154,7 +160,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Wait() }()
 	var storeFailed <-chan struct{} // nil (never ready) for backends without it
-	if f, ok := any(backend).(interface{ Failed() <-chan struct{} }); ok {
+	if f, ok := backend.(broker.FailureNotifier); ok {
 		storeFailed = f.Failed()
 	}
 	select {
@@ -175,7 +181,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	if !closeBackend(backend, log) {
 		code = 1
 	}
-	if s, ok := any(backend).(interface{ Syncs() uint64 }); ok {
+	if s, ok := backend.(broker.SyncCounter); ok {
 		// Durability evidence for benchmarks: store syncs over this lifetime.
 		log.Info("stopped", "syncs", s.Syncs())
 	} else {

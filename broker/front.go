@@ -1,0 +1,314 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Broker is the front every API talks to (the SQS protocols today; the native
+// HTTP API, and through it the CLI, the dashboard and the worker library,
+// next). It validates and normalizes requests, applies every rule that does
+// not need the store's atomicity, owns the error texts, and hands a Backend
+// typed, validated input. Safe for concurrent use.
+//
+// The methods take queue attributes as the SQS attribute strings
+// (QueueConfig's parsers are the one home of their names and ranges) and
+// answer *Error values wrapping the sentinels of errors.go.
+type Broker struct {
+	backend Backend
+	opts    Options
+	log     *slog.Logger
+}
+
+// New returns the front over backend, which it owns from then on (Close
+// closes it). opts are the same Options the backend was opened with (one
+// Clock for both); zero fields take their defaults.
+func New(backend Backend, opts Options) (*Broker, error) {
+	if backend == nil {
+		return nil, errNilBackend
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.WithDefaults()
+	return &Broker{backend: backend, opts: opts, log: opts.Logger}, nil
+}
+
+// Backend returns the backend, for its optional capabilities
+// (FailureNotifier, SyncCounter).
+func (b *Broker) Backend() Backend { return b.backend }
+
+// Close closes the backend: it stops the background duties, syncs and
+// releases the store. Idempotent.
+func (b *Broker) Close() error { return b.backend.Close() }
+
+// purgeInterval is AWS's one purge per queue per 60 s (Options.StrictPurge).
+const purgeInterval = 60 * time.Second
+
+// CreateQueue creates a queue with the given SQS attributes and tags, or
+// returns the existing queue when every given attribute equals the existing
+// value (ErrQueueExists otherwise). Names follow ValidateQueueName.
+func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[string]string) (Queue, error) {
+	if err := ValidateQueueName(name); err != nil {
+		return Queue{}, err
+	}
+	cfg, err := ParseAttributes(name, attrs)
+	if err != nil {
+		return Queue{}, err
+	}
+	if err := ValidateTags(name, tags); err != nil {
+		return Queue{}, err
+	}
+	if cfg.Redrive != nil {
+		// An existing queue is compared first (its own policy was checked
+		// when it was set); a new one's target must pass checkRedrive.
+		if q, err := b.backend.GetQueue(ctx, name); err == nil {
+			return b.existing(q.Queue, attrs)
+		} else if !errors.Is(err, ErrQueueDoesNotExist) {
+			return Queue{}, err
+		}
+		if err := b.checkRedrive(ctx, name, cfg, attrs[AttrRedrivePolicy]); err != nil {
+			return Queue{}, err
+		}
+	}
+	q, created, err := b.backend.CreateQueue(ctx, QueueSpec{Name: name, Config: cfg, Tags: tags})
+	if err != nil || created {
+		return q, err
+	}
+	return b.existing(q, attrs)
+}
+
+// existing answers a CreateQueue of a queue that exists: the queue, when
+// every given attribute has its value (after parsing, so "30" and " 30"
+// match), ErrQueueExists otherwise.
+func (b *Broker) existing(q Queue, attrs map[string]string) (Queue, error) {
+	if attr := q.Config.ConflictingAttribute(q.Name, attrs); attr != "" {
+		return Queue{}, Errorf(ErrQueueExists,
+			"A queue already exists with the same name and a different value for attribute %s", attr)
+	}
+	return q, nil
+}
+
+// checkRedrive checks a RedrivePolicy against its target: not the queue
+// itself, the target exists, has the same type (FIFO or standard), and its
+// RedriveAllowPolicy lets source use it. raw is the attribute as given, for
+// the message. (A target deleted later is the move's concern: a message
+// whose dead-letter queue is gone stays where it is.)
+func (b *Broker) checkRedrive(ctx context.Context, source string, cfg QueueConfig, raw string) error {
+	if cfg.Redrive == nil {
+		return nil
+	}
+	bad := func(reason string) error {
+		return Errorf(ErrInvalidParameterValue, "Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
+	}
+	if cfg.Redrive.DeadLetterQueue == source {
+		return bad("A queue can't be its own dead-letter queue.")
+	}
+	dlq, err := b.backend.GetQueue(ctx, cfg.Redrive.DeadLetterQueue)
+	switch {
+	case errors.Is(err, ErrQueueDoesNotExist):
+		return bad("Dead letter target does not exist.")
+	case err != nil:
+		return err
+	case dlq.Config.Fifo != cfg.Fifo:
+		return bad("Dead-letter queue must be of the same type as the source queue (FIFO or standard).")
+	case !dlq.Config.AllowsSource(source):
+		return bad("Dead letter target's RedriveAllowPolicy does not allow this queue as a source.")
+	}
+	return nil
+}
+
+// GetQueue returns a queue and its approximate counts.
+func (b *Broker) GetQueue(ctx context.Context, name string) (QueueInfo, error) {
+	return b.backend.GetQueue(ctx, name)
+}
+
+// ListQueues returns queues whose names start with prefix and sort after
+// `after`, in name order, at most limit of them (limit <= 0: all).
+func (b *Broker) ListQueues(ctx context.Context, prefix, after string, limit int) ([]Queue, error) {
+	return b.backend.ListQueues(ctx, prefix, after, limit)
+}
+
+// SetQueueAttributes changes the given attributes (ApplyAttributes rules; a
+// RedrivePolicy is checked as CreateQueue checks it).
+func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
+	if raw, ok := attrs[AttrRedrivePolicy]; ok {
+		q, err := b.backend.GetQueue(ctx, name)
+		if err != nil {
+			return err
+		}
+		cfg, err := ApplyAttributes(q.Config, attrs)
+		if err != nil {
+			return err
+		}
+		// FifoQueue cannot change, so the target's type is checked against
+		// a settled value even if the queue changes meanwhile.
+		if err := b.checkRedrive(ctx, name, cfg, raw); err != nil {
+			return err
+		}
+	}
+	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+		cfg, err := ApplyAttributes(u.Config, attrs)
+		if err != nil {
+			return err
+		}
+		u.Config, u.Modified = cfg, true
+		return nil
+	})
+}
+
+// DeleteQueue deletes a queue: waiting receives end with ErrQueueDoesNotExist,
+// its receipts stop working, and its messages are reclaimed in the background.
+func (b *Broker) DeleteQueue(ctx context.Context, name string) error {
+	return b.backend.DeleteQueue(ctx, name)
+}
+
+// PurgeQueue deletes every message of the queue (ready, delayed and in
+// flight). With Options.StrictPurge a second purge within 60 s fails with
+// ErrPurgeInProgress.
+func (b *Broker) PurgeQueue(ctx context.Context, name string) error {
+	var allow func(last, now time.Time) error
+	if b.opts.StrictPurge {
+		allow = func(last, now time.Time) error {
+			if !last.IsZero() && now.Sub(last) < purgeInterval {
+				return Errorf(ErrPurgeInProgress, "Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+			}
+			return nil
+		}
+	}
+	return b.backend.PurgeQueue(ctx, name, allow)
+}
+
+// Send stores messages: 1..10 entries with distinct ids, or one entry with
+// no id (a plain SendMessage). Per-entry failures are in the results.
+func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([]SendResult, error) {
+	if err := ValidateSendBatch(entries); err != nil {
+		return nil, err
+	}
+	return b.backend.Send(ctx, queue, entries)
+}
+
+// Receive leases up to req.MaxMessages messages, waiting up to the wait time
+// for a first one (Backend.Receive).
+func (b *Broker) Receive(ctx context.Context, req ReceiveRequest) ([]Delivery, error) {
+	req.InFlightCap = int64(b.opts.MaxInFlight)
+	return b.backend.Receive(ctx, req)
+}
+
+// Delete deletes leased messages and answers one error (or nil) per entry. A
+// stale but well-formed receipt (the message was since deleted or leased
+// again) succeeds without effect.
+func (b *Broker) Delete(ctx context.Context, queue string, entries []DeleteEntry) ([]error, error) {
+	if err := ValidateBatch(entries, func(e DeleteEntry) string { return e.ID }); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(entries))
+	var receipts []Receipt
+	var at []int // index in entries of each receipt
+	for i, e := range entries {
+		r, err := DecodeReceipt(e.Receipt)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		receipts = append(receipts, r)
+		at = append(at, i)
+	}
+	outcomes, err := b.backend.Delete(ctx, queue, receipts)
+	if err != nil {
+		return nil, err
+	}
+	for j, o := range outcomes {
+		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, false)
+	}
+	return errs, nil
+}
+
+// ChangeVisibility sets leases' remaining time, counted from now (0..12 h; 0
+// makes the message visible at once), and answers one error (or nil) per
+// entry: a stale receipt fails with ErrInvalidParameterValue, a lease that
+// ended with ErrMessageNotInflight.
+func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []VisibilityEntry) ([]error, error) {
+	if err := ValidateBatch(entries, func(e VisibilityEntry) string { return e.ID }); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(entries))
+	var changes []VisibilityChange
+	var at []int
+	for i, e := range entries {
+		if err := ValidateVisibility(e.Timeout); err != nil {
+			errs[i] = err
+			continue
+		}
+		r, err := DecodeReceipt(e.Receipt)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		changes = append(changes, VisibilityChange{Receipt: r, Timeout: e.Timeout})
+		at = append(at, i)
+	}
+	outcomes, err := b.backend.ChangeVisibility(ctx, queue, changes)
+	if err != nil {
+		return nil, err
+	}
+	for j, o := range outcomes {
+		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, true)
+	}
+	return errs, nil
+}
+
+// TagQueue adds tags to the queue, replacing the values of keys it already
+// has; the merged set must pass ValidateTags. Tags are not attributes:
+// LastModifiedTimestamp stays.
+func (b *Broker) TagQueue(ctx context.Context, name string, tags map[string]string) error {
+	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+		merged := MergeTags(u.Tags, tags, nil)
+		if err := ValidateTags(name, merged); err != nil {
+			return err
+		}
+		u.Tags = merged
+		return nil
+	})
+}
+
+// UntagQueue removes the tags with the given keys; unknown keys are ignored.
+func (b *Broker) UntagQueue(ctx context.Context, name string, keys []string) error {
+	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+		u.Tags = MergeTags(u.Tags, nil, keys)
+		return nil
+	})
+}
+
+// AddPermission adds p as a statement of the queue's Policy attribute
+// (AddPolicyStatement). The Policy is an attribute: LastModifiedTimestamp moves.
+func (b *Broker) AddPermission(ctx context.Context, name string, p Permission) error {
+	if err := ValidatePermission(p); err != nil {
+		return err
+	}
+	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+		policy, err := AddPolicyStatement(u.Config.Policy, p)
+		if err != nil {
+			return err
+		}
+		u.Config.Policy, u.Modified = policy, true
+		return nil
+	})
+}
+
+// RemovePermission removes the statement whose Sid is label.
+func (b *Broker) RemovePermission(ctx context.Context, name, label string) error {
+	if err := ValidateLabel(label); err != nil {
+		return err
+	}
+	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+		policy, err := RemovePolicyStatement(u.Config.Policy, label)
+		if err != nil {
+			return err
+		}
+		u.Config.Policy, u.Modified = policy, true
+		return nil
+	})
+}

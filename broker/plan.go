@@ -1,0 +1,122 @@
+package broker
+
+import "time"
+
+// The planners: pure functions a backend calls inside its own atomic step,
+// where a rule needs the queue's settings or state as the backend reads them.
+// Each rule and its error text is here once; see Backend.
+
+// SendPlan is the plan of one entry of a send.
+type SendPlan struct {
+	// Err is the entry's own failure (nothing is stored for it); the other
+	// fields are set only when Err is nil.
+	Err error
+	// MessageID is the new message's id.
+	MessageID string
+	// Delay is the entry's delay: its own, or the queue's DelaySeconds (always
+	// the queue's on a FIFO queue).
+	Delay time.Duration
+	// DedupKey is the key of the FIFO dedup window (DedupKey); "" on a
+	// standard queue.
+	DedupKey string
+	// DedupID is the resolved FIFO dedup id (explicit or content-based).
+	DedupID string
+}
+
+// PlanSend validates the entries of one send against the queue's settings
+// and resolves each one's delay, message id and FIFO dedup id and key. An
+// error concerns the whole call (a missing FIFO parameter: nothing is
+// stored); a failing entry has its own Err.
+func PlanSend(c QueueConfig, entries []SendEntry) ([]SendPlan, error) {
+	if err := ValidateSendGroupParams(c, entries); err != nil {
+		return nil, err
+	}
+	plans := make([]SendPlan, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		if err := ValidateSendEntry(c, e); err != nil {
+			plans[i].Err = err
+			continue
+		}
+		p := &plans[i]
+		p.MessageID = NewMessageID()
+		p.Delay = c.Delay
+		if e.Delay != nil && !c.Fifo { // a FIFO queue has only its own delay
+			p.Delay = *e.Delay
+		}
+		if c.Fifo {
+			p.DedupID = DedupID(c, e)
+			p.DedupKey = DedupKey(c, e.GroupID, p.DedupID)
+		}
+	}
+	return plans, nil
+}
+
+// ReceivePlan is a receive with the queue's defaults applied.
+type ReceivePlan struct {
+	// Max is the number of messages asked for (1..10).
+	Max int
+	// Visibility is the lease length; Wait the long-poll wait.
+	Visibility, Wait time.Duration
+	// AttemptID is the FIFO ReceiveRequestAttemptId ("" on a standard queue,
+	// where it is ignored).
+	AttemptID string
+}
+
+// PlanReceive applies the queue's defaults to req and checks its ranges and
+// the format of its ReceiveRequestAttemptId (FIFO queues only).
+func PlanReceive(c QueueConfig, req ReceiveRequest) (ReceivePlan, error) {
+	max, vis, wait, err := NormalizeReceive(c, req)
+	if err != nil {
+		return ReceivePlan{}, err
+	}
+	p := ReceivePlan{Max: max, Visibility: vis, Wait: wait}
+	if c.Fifo && req.AttemptID != "" {
+		if err := ValidateFifoID("ReceiveRequestAttemptId", req.AttemptID); err != nil {
+			return ReceivePlan{}, err
+		}
+		p.AttemptID = req.AttemptID
+	}
+	return p, nil
+}
+
+// ClaimRoom is how many messages a receive of up to max messages may lease
+// on queue name with inFlight messages leased, under the cap (the front's
+// MaxInFlight, passed in ReceiveRequest.InFlightCap; <= 0: no cap). A standard
+// queue at its cap fails with ErrOverLimit; a FIFO queue at its cap gets 0
+// (the receive waits as on an empty queue), as in SQS.
+func ClaimRoom(name string, fifo bool, max int, inFlight, cap int64) (int, error) {
+	if cap <= 0 {
+		return max, nil
+	}
+	room := cap - inFlight
+	if room <= 0 {
+		if fifo {
+			return 0, nil
+		}
+		return 0, Errorf(ErrOverLimit, "Too many messages in flight on queue %s (the limit is %d).", name, cap)
+	}
+	return int(min(int64(max), room)), nil
+}
+
+// LeaseError is the answer to one Delete (visibility == false) or
+// ChangeVisibility receipt whose backend outcome is o; handle is the receipt
+// handle as the client sent it.
+func LeaseError(o LeaseOutcome, handle string, visibility bool) error {
+	switch o {
+	case LeaseOtherQueue:
+		return receiptInvalidError(handle)
+	case LeaseStale:
+		if visibility {
+			return Errorf(ErrInvalidParameterValue,
+				"Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", handle)
+		}
+		return nil // a stale delete succeeds without effect, as in SQS
+	case LeaseEnded:
+		if visibility {
+			return Errorf(ErrMessageNotInflight, "The message referred to is not in flight.")
+		}
+		return ReceiptExpiredError(handle)
+	}
+	return nil
+}
