@@ -73,7 +73,6 @@ func queryRemovePermission(p params) (*removePermissionInput, error) {
 	return &removePermissionInput{queueRef: queryQueueRef(p), Label: p.str("Label")}, nil
 }
 
-
 func (h *Handler) tagQueue(c *call, in *tagQueueInput) (any, error) {
 	name, err := c.queueName(in.queueRef)
 	if err != nil {

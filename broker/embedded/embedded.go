@@ -78,16 +78,16 @@ type Backend struct {
 	// moves is the move-task state (movetask.go), guarded by mu.
 	moves *moveTasks
 
-	ops       sync.WaitGroup // calls in progress; Close waits for them before closing the store
-	duties    sync.WaitGroup // background goroutines
-	closing   chan struct{}  // closed by Close: waiters stop
+	ops     sync.WaitGroup // calls in progress; Close waits for them before closing the store
+	duties  sync.WaitGroup // background goroutines
+	closing chan struct{}  // closed by Close: waiters stop
 	// sweeper and mover are the retention sweeper (sweeper.go) and the
 	// move-task runner (movetask.go); Open starts them, Close stops them.
 	sweeper, mover broker.Duty
-	reclaim   chan [2][]byte // ranges whose data was deleted, to compact
-	cancel    context.CancelFunc
-	closeOnce sync.Once
-	closeErr  error
+	reclaim        chan [2][]byte // ranges whose data was deleted, to compact
+	cancel         context.CancelFunc
+	closeOnce      sync.Once
+	closeErr       error
 	// failed holds the first store write or sync error. Once set, the
 	// backend is fail-stop: every call is refused until a restart recovers
 	// from the log. (After a failed fsync the kernel may have dropped the
@@ -233,7 +233,6 @@ func (b *Backend) fail(err error) {
 // backend then refuses every call, and the process should restart to
 // recover from the log (sluice serve exits with status 1).
 func (b *Backend) Failed() <-chan struct{} { return b.failedOnce }
-
 
 // applyLocked hands batch to Pebble's commit pipeline; b.mu must be held, so
 // that the WAL order is the order of the index changes. The caller then calls

@@ -176,17 +176,17 @@ type Backend struct {
 	waiters  waiters
 	notifier *notifier
 
-	mu        sync.Mutex
-	closed    bool
-	ops       sync.WaitGroup // calls in progress
-	duties    sync.WaitGroup // background goroutines
-	closing   chan struct{}  // closed by Close
-	cancel    context.CancelFunc
+	mu      sync.Mutex
+	closed  bool
+	ops     sync.WaitGroup // calls in progress
+	duties  sync.WaitGroup // background goroutines
+	closing chan struct{}  // closed by Close
+	cancel  context.CancelFunc
 	// sweeper and mover are the sweeper (sweeper.go) and the move-task
 	// runner (movetask.go); Open starts them, Close stops them.
 	sweeper, mover broker.Duty
-	sweepAt   time.Time     // when the sweeper's timer fires (guarded by mu)
-	closeOnce sync.Once
+	sweepAt        time.Time // when the sweeper's timer fires (guarded by mu)
+	closeOnce      sync.Once
 
 	// afterFifoCandidates, when set (tests only, before any call), runs in
 	// claimFifo after the candidate groups are locked, before their messages
@@ -320,7 +320,6 @@ const nowSQL = "coalesce($1::timestamptz, now())"
 // micros renders a duration as a bigint of microseconds for SQL, where it is
 // turned into an interval by "* interval '1 microsecond'".
 func micros(d time.Duration) int64 { return d.Microseconds() }
-
 
 // dbErr wraps a database failure; context errors pass through unchanged so
 // callers can match them.
