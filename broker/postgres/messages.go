@@ -230,7 +230,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, change
 			state = CASE WHEN $5 = 0 THEN 'r' ELSE 'i' END::"char"
 		WHERE id = $2 AND queue_id = $3 AND lease = $4 AND state = 'i' AND visible_at > ` + nowSQL + `
 		RETURNING (SELECT attempt FROM messages WHERE id = $2)`
-	const classify = `SELECT true FROM messages WHERE id = $2 AND queue_id = $3 AND lease = $4`
+	const classify = `SELECT true FROM messages WHERE id = $1 AND queue_id = $2 AND lease = $3`
 	earliest := time.Time{}
 	err = retry(func() error {
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
@@ -257,7 +257,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, change
 					continue
 				}
 				var latest bool
-				err = tx.QueryRow(ctx, classify, b.tnow(), c.key, q.mid, c.lease).Scan(&latest)
+				err = tx.QueryRow(ctx, classify, c.key, q.mid, c.lease).Scan(&latest)
 				switch {
 				case errors.Is(err, pgx.ErrNoRows):
 					out[c.i] = broker.LeaseStale
