@@ -6,15 +6,12 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,33 +19,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// sluiceBin is cmd/sluice, built once per test run.
+var sluiceBin = testutil.Binary{Pkg: "../cmd/sluice"}
 
-// sluiceBinary builds cmd/sluice once per test run and returns its path.
-func sluiceBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sluice-e2e-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "sluice")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/sluice").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
+func TestMain(m *testing.M) {
+	code := m.Run()
+	sluiceBin.Remove()
+	os.Exit(code)
 }
 
 // brokerProc is one running sluice process.
@@ -66,7 +47,7 @@ var listenRE = regexp.MustCompile(`listening on (\S+)`)
 func startBroker(t *testing.T, dir string, extra ...string) *brokerProc {
 	t.Helper()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, extra...)
-	cmd := exec.Command(sluiceBinary(t), args...)
+	cmd := exec.Command(sluiceBin.Path(t), args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -125,18 +106,6 @@ func sqsClient(url string) *sqs.Client {
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 		HTTPClient:   &http.Client{Timeout: 40 * time.Second},
 	})
-}
-
-// pollUntil calls f until it returns true or the deadline passes.
-func pollUntil(t *testing.T, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func ctxT(t *testing.T) context.Context {

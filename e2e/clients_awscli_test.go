@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // awsCLIPath is Debian's awscli 2.9 (the query protocol). The aws on PATH may
@@ -408,7 +410,7 @@ func (l *cliLife) move() {
 		t.Fatalf("start-message-move-task %v", st)
 	}
 	var task map[string]any
-	pollUntil(t, 60*time.Second, "the move task to complete", func() bool {
+	testutil.Eventually(t, 60*time.Second, "the move task to complete", func() bool {
 		res, _ := l.run("list-message-move-tasks", "--source-arn", dlqArn)["Results"].([]any)
 		if len(res) == 0 {
 			t.Fatal("list-message-move-tasks lists no task")

@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 const celeryDir = "testdata/clients/celery"
@@ -171,7 +173,7 @@ func TestClientCelery(t *testing.T) {
 			start := time.Now()
 			runClient(t, 2*time.Minute, celeryDir, env, debianPython, "send.py", outdir, strconv.Itoa(n))
 			startCeleryWorker(t, env)
-			pollUntil(t, 90*time.Second, fmt.Sprintf("the worker to run %d tasks", n), func() bool {
+			testutil.Eventually(t, 90*time.Second, fmt.Sprintf("the worker to run %d tasks", n), func() bool {
 				for i := range n {
 					if _, err := os.Stat(filepath.Join(outdir, fmt.Sprintf("done-%d", i))); err != nil {
 						return false
@@ -199,7 +201,7 @@ func TestClientCelery(t *testing.T) {
 				t.Fatalf("GetQueueUrl %s: %v", prefix+queue, err)
 			}
 			var counts string
-			pollUntil(t, 30*time.Second, "the worker's acks to empty the queue", func() bool {
+			testutil.Eventually(t, 30*time.Second, "the worker's acks to empty the queue", func() bool {
 				out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: qu.QueueUrl,
 					AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
 				if err != nil {

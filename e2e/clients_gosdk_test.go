@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // TestClientGoSDK runs aws-sdk-go-v2 service/sqs (AWS JSON 1.0, its MD5
@@ -312,7 +314,7 @@ func (l *goLife) move() {
 		t.Fatalf("StartMessageMoveTask %+v %v", st, err)
 	}
 	var task types.ListMessageMoveTasksResultEntry
-	pollUntil(t, 30*time.Second, "the move task to complete", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the move task to complete", func() bool {
 		out, err := l.c.ListMessageMoveTasks(l.ctx, &sqs.ListMessageMoveTasksInput{SourceArn: &dlqArn})
 		if err != nil || len(out.Results) == 0 {
 			t.Fatalf("ListMessageMoveTasks %+v %v", out, err)

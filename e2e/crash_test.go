@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // crashBody returns a self-checking body: the id, then a SHA-256 of it, padded.
@@ -92,7 +94,7 @@ func TestCrashKill9(t *testing.T) {
 			}()
 		}
 		// Kill at a random moment once traffic is flowing.
-		pollUntil(t, 30*time.Second, "first sends", func() bool { return sends.Load() > 20 })
+		testutil.Eventually(t, 30*time.Second, "first sends", func() bool { return sends.Load() > 20 })
 		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond) // the random kill moment, not a wait for a condition
 		p.kill()
 		stop()

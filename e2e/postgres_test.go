@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // pgAdminURL is the PostgreSQL the multi-broker tests use to create their
@@ -230,7 +232,7 @@ func TestPostgresMultiBroker(t *testing.T) {
 		go consume(i, furl)
 	}
 	// Halfway: kill -9 broker 1 and restart it on the same store.
-	pollUntil(t, 10*time.Minute, "half of the messages received", func() bool { return receivedN.Load() >= killAt })
+	testutil.Eventually(t, 10*time.Minute, "half of the messages received", func() bool { return receivedN.Load() >= killAt })
 	set.procs[1].kill()
 	killed.Store(true)
 	t.Logf("killed broker 1 after %d messages received (%v)", receivedN.Load(), time.Since(start).Round(time.Millisecond))
@@ -241,7 +243,7 @@ func TestPostgresMultiBroker(t *testing.T) {
 
 	sendsDone.Wait()
 	want := total + fifoGroups*fifoPer
-	pollUntil(t, 10*time.Minute, "every acknowledged message received", func() bool {
+	testutil.Eventually(t, 10*time.Minute, "every acknowledged message received", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for b := range acked {

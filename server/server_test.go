@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/server"
 )
 
@@ -94,17 +95,6 @@ func (e *env) queue(name string) string {
 	var out struct{ QueueUrl string }
 	_ = json.Unmarshal([]byte(body), &out)
 	return out.QueueUrl
-}
-
-func pollUntil(t *testing.T, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -250,7 +240,7 @@ func TestShutdownAnswersWaitingReceive(t *testing.T) {
 		status, body, _ := e.call(nil, "ReceiveMessage", `{"QueueUrl":"`+url+`","WaitTimeSeconds":20}`)
 		done <- result{status, body}
 	}()
-	pollUntil(t, 10*time.Second, "the receive to wait", func() bool { return e.srv.WaitingReceives() == 1 })
+	testutil.Eventually(t, 10*time.Second, "the receive to wait", func() bool { return e.srv.WaitingReceives() == 1 })
 	start := time.Now()
 	stopped := make(chan error, 1)
 	go func() { stopped <- e.srv.Stop(context.Background()) }()
@@ -284,7 +274,7 @@ func TestWaitingReceiveCap(t *testing.T) {
 		status, _, _ := e.call(nil, "ReceiveMessage", `{"QueueUrl":"`+url+`","WaitTimeSeconds":20}`)
 		done <- status
 	}()
-	pollUntil(t, 10*time.Second, "the receive to wait", func() bool { return e.srv.WaitingReceives() == 1 })
+	testutil.Eventually(t, 10*time.Second, "the receive to wait", func() bool { return e.srv.WaitingReceives() == 1 })
 	status, body, h := e.call(nil, "ReceiveMessage", `{"QueueUrl":"`+url+`","WaitTimeSeconds":5}`)
 	if status != 403 || h.Get("X-Amzn-Query-Error") != "RequestThrottled;Sender" {
 		t.Fatalf("over the cap: %d %s", status, body)

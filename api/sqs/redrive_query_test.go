@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // The redrive, tag and permission actions in the query protocol: flattened
@@ -100,7 +102,7 @@ func TestQueryRedrive(t *testing.T) {
 	var list struct {
 		Entries []entry `xml:"ListMessageMoveTasksResult>ListMessageMoveTasksResultEntry"`
 	}
-	pollUntil(t, 10*time.Second, "task COMPLETED", func() bool {
+	testutil.Eventually(t, 10*time.Second, "task COMPLETED", func() bool {
 		_, body = e.form("/", vals("Action", "ListMessageMoveTasks", "SourceArn", qarn("dlq"), "MaxResults", "10"))
 		list.Entries = nil
 		decode(t, body, "ListMessageMoveTasksResponse", &list)

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // Tests of the redrive, tag and permission actions with aws-sdk-go-v2 (JSON).
@@ -54,7 +55,7 @@ func (e *env) deadLetter(src, dlq string, bodies ...string) string {
 			e.t.Fatal(err)
 		}
 	}
-	pollUntil(e.t, 10*time.Second, "messages dead-lettered", func() bool {
+	testutil.Eventually(e.t, 10*time.Second, "messages dead-lettered", func() bool {
 		if _, err := e.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &srcURL, MaxNumberOfMessages: 10}); err != nil {
 			e.t.Fatal(err)
 		}
@@ -102,7 +103,7 @@ func TestMoveTaskBackToSource(t *testing.T) {
 		t.Fatalf("TaskHandle %q decodes to %s", *out.TaskHandle, raw)
 	}
 	var task types.ListMessageMoveTasksResultEntry
-	pollUntil(t, 10*time.Second, "task COMPLETED", func() bool {
+	testutil.Eventually(t, 10*time.Second, "task COMPLETED", func() bool {
 		task = e.latestTask("dlq")
 		return aws.ToString(task.Status) == "COMPLETED"
 	})
@@ -168,7 +169,7 @@ func TestMoveTaskErrorsAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, 10*time.Second, "task CANCELLED", func() bool { return aws.ToString(e.latestTask("dlq").Status) == "CANCELLED" })
+	testutil.Eventually(t, 10*time.Second, "task CANCELLED", func() bool { return aws.ToString(e.latestTask("dlq").Status) == "CANCELLED" })
 	task = e.latestTask("dlq")
 	if task.ApproximateNumberOfMessagesMoved < c.ApproximateNumberOfMessagesMoved || task.TaskHandle != nil {
 		t.Fatalf("cancelled task = %+v (cancel said %d moved)", task, c.ApproximateNumberOfMessagesMoved)

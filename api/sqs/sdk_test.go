@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // These tests drive the JSON protocol with aws-sdk-go-v2 (body MD5 checks on).
@@ -380,7 +381,7 @@ func TestDeleteAndVisibility(t *testing.T) {
 		}
 	}
 	var msgs []types.Message
-	pollUntil(t, 10*time.Second, "3 messages", func() bool {
+	testutil.Eventually(t, 10*time.Second, "3 messages", func() bool {
 		got, err := e.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -420,7 +421,7 @@ func TestDeleteAndVisibility(t *testing.T) {
 	}
 	// msgs[1] is visible again at once.
 	var again []types.Message
-	pollUntil(t, 10*time.Second, "message visible again", func() bool {
+	testutil.Eventually(t, 10*time.Second, "message visible again", func() bool {
 		got, err := e.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -461,7 +462,7 @@ func TestLongPollWakesOnSend(t *testing.T) {
 		out, err := e.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 20})
 		done <- result{out, err, time.Now()}
 	}()
-	pollUntil(t, 10*time.Second, "the receive to wait", func() bool { return e.srv.WaitingReceives() == 1 })
+	testutil.Eventually(t, 10*time.Second, "the receive to wait", func() bool { return e.srv.WaitingReceives() == 1 })
 	sentAt := time.Now()
 	if _, err := e.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("wake")}); err != nil {
 		t.Fatal(err)
@@ -489,7 +490,7 @@ func TestReceiveOnDeletedQueueEnds(t *testing.T) {
 		_, err := e.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 20})
 		done <- err
 	}()
-	pollUntil(t, 10*time.Second, "the receive to wait", func() bool { return e.srv.WaitingReceives() == 1 })
+	testutil.Eventually(t, 10*time.Second, "the receive to wait", func() bool { return e.srv.WaitingReceives() == 1 })
 	if _, err := e.client.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: &url}); err != nil {
 		t.Fatal(err)
 	}

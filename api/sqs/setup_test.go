@@ -113,15 +113,3 @@ func (e *env) do(req *http.Request) (*http.Response, string) {
 	}
 	return resp, sb.String()
 }
-
-// pollUntil calls f until it returns true or the deadline passes.
-func pollUntil(t *testing.T, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

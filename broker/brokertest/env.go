@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 const (
@@ -116,30 +116,7 @@ func front(t testing.TB, be broker.Backend, opts broker.Options) *broker.Broker 
 
 // testLogger returns a logger that writes to t.Log until the test's
 // cleanups have run (a backend goroutine logging later must not panic).
-func testLogger(t *testing.T) *slog.Logger {
-	w := &tWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *tWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	}
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testutil.Logger(t) }
 
 func dur(d time.Duration) *time.Duration { return &d }
 
@@ -149,13 +126,7 @@ func (e *env) advance(d time.Duration) { e.clock.Advance(d) }
 // eventually polls cond until it holds, failing after realTimeout.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(realTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after %v (real time)", what, realTimeout)
-		}
-		time.Sleep(pollInterval)
-	}
+	testutil.Eventually(t, realTimeout, what, cond)
 }
 
 // advanceUntil advances the fake clock by step until cond holds, letting the

@@ -10,24 +10,17 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // testLogger routes logs to t.Log.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
 func testLogger(t testing.TB) *slog.Logger {
 	if _, bench := t.(*testing.B); bench {
 		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return testutil.Logger(t)
 }
 
 // env is one backend under test with its clock, directory and filesystem,
@@ -142,13 +135,7 @@ func itoa(i int) string {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling interval, not a wait for a condition
-	}
+	testutil.Eventually(t, 10*time.Second, what, cond)
 }
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }

@@ -8,10 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,44 +18,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
-)
+// sluiceBin is this command, built once per test run.
+var sluiceBin = testutil.Binary{Pkg: "."}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	sluiceBin.Remove()
 	os.Exit(code)
-}
-
-// binary builds cmd/sluice once per test run (into a temporary directory that
-// TestMain removes; t.TempDir would vanish with the first test that built it).
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sluice-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir = dir
-		binPath = filepath.Join(dir, "sluice")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v", buildErr)
-	}
-	return binPath
 }
 
 var listenRE = regexp.MustCompile(`sluice listening on (\S+)`)
@@ -71,13 +42,13 @@ type proc struct {
 // start runs the binary with args and env, and waits for its listening line.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	cmd := exec.Command(sluiceBin.Path(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = testWriter{t}
+	cmd.Stderr = testutil.Writer(t, "sluice: ")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -107,13 +78,6 @@ func start(t *testing.T, env []string, args ...string) *proc {
 		t.Fatal("sluice did not print its listening address")
 	}
 	return p
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Logf("sluice: %s", strings.TrimRight(string(b), "\n"))
-	return len(b), nil
 }
 
 func client(url string) *awssqs.Client {
@@ -232,7 +196,7 @@ func TestSecondBrokerOnSameData(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
 	p := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", data)
-	out, err := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--data", data).CombinedOutput()
+	out, err := exec.Command(sluiceBin.Path(t), "serve", "--addr", "127.0.0.1:0", "--data", data).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 		t.Fatalf("second broker on the same data: %v\n%s", err, out)
