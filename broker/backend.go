@@ -33,31 +33,32 @@ type Backend interface {
 	// attributes).
 	CreateQueue(ctx context.Context, spec QueueSpec) (q Queue, created bool, err error)
 	// GetQueue returns a queue and its approximate counts.
-	GetQueue(ctx context.Context, name string) (QueueInfo, error)
-	// ListQueues returns queues whose names start with prefix and sort after
-	// `after` (bytewise), in name order, at most limit of them (limit <= 0: all).
-	ListQueues(ctx context.Context, prefix, after string, limit int) ([]Queue, error)
+	GetQueue(ctx context.Context, q QueueRef) (QueueInfo, error)
+	// ListQueues returns the queues of account whose names start with prefix
+	// and sort after `after` (bytewise), in name order, at most limit of them
+	// (limit <= 0: all).
+	ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]Queue, error)
 	// UpdateQueue applies edit to a copy of the queue's settings and tags
 	// and stores the result, atomically with respect to every other update
 	// of the queue (a read-modify-write under the backend's lock or in one
 	// transaction). edit is pure and may run more than once (a retried
 	// transaction); when it returns an error nothing is written and the
 	// error is returned as it is.
-	UpdateQueue(ctx context.Context, name string, edit func(u *QueueUpdate) error) error
+	UpdateQueue(ctx context.Context, q QueueRef, edit func(u *QueueUpdate) error) error
 	// DeleteQueue deletes a queue: waiting receives end with ErrQueueDoesNotExist,
 	// its receipts stop working, its move tasks are forgotten, and its
 	// messages are reclaimed in the background.
-	DeleteQueue(ctx context.Context, name string) error
+	DeleteQueue(ctx context.Context, q QueueRef) error
 	// PurgeQueue deletes every message of the queue (ready, delayed and in
 	// flight) and forgets its FIFO dedup window and receive attempts. When
 	// allow is not nil it is called first, atomically with the purge, with
 	// the time of the queue's last purge (zero if none) and the backend's
 	// now; an error from it is returned and nothing is purged.
-	PurgeQueue(ctx context.Context, name string, allow func(lastPurge, now time.Time) error) error
+	PurgeQueue(ctx context.Context, q QueueRef, allow func(lastPurge, now time.Time) error) error
 
 	// Send stores messages. The backend reads the queue's settings and
 	// plans the send with PlanSend (per-entry failures are in the results).
-	Send(ctx context.Context, queue string, entries []SendEntry) ([]SendResult, error)
+	Send(ctx context.Context, q QueueRef, entries []SendEntry) ([]SendResult, error)
 	// Receive leases up to the planned number of messages (PlanReceive,
 	// ClaimRoom). It waits up to the wait time for a first message and
 	// returns as soon as one is available. A cancelled ctx ends the wait
@@ -68,26 +69,27 @@ type Backend interface {
 	// Delete deletes leased messages, one LeaseOutcome per receipt. A FIFO
 	// delete of a lease that ended is LeaseEnded (its group lock is gone);
 	// on a standard queue the latest lease deletes even after it ended.
-	Delete(ctx context.Context, queue string, receipts []Receipt) ([]LeaseOutcome, error)
+	Delete(ctx context.Context, q QueueRef, receipts []Receipt) ([]LeaseOutcome, error)
 	// ChangeVisibility sets leases' remaining time, counted from now; 0
 	// makes the message visible at once. A lease that ended is LeaseEnded.
-	ChangeVisibility(ctx context.Context, queue string, changes []VisibilityChange) ([]LeaseOutcome, error)
+	ChangeVisibility(ctx context.Context, q QueueRef, changes []VisibilityChange) ([]LeaseOutcome, error)
 
 	// Close stops background work, syncs and releases the store. Idempotent.
 	Close() error
 }
 
-// QueueSpec is a queue to create: a valid name, its typed settings and tags.
+// QueueSpec is a queue to create: its account and valid name, its typed
+// settings and tags.
 type QueueSpec struct {
-	Name   string
+	QueueRef
 	Config QueueConfig
 	Tags   map[string]string
 }
 
 // QueueUpdate is what UpdateQueue's edit function sees and may change.
 type QueueUpdate struct {
-	// Name of the queue (read only).
-	Name string
+	// Queue is the queue edited (read only).
+	Queue QueueRef
 	// Config and Tags are copies the edit may change.
 	Config QueueConfig
 	Tags   map[string]string

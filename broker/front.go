@@ -44,6 +44,10 @@ func (b *Broker) Backend() Backend { return b.backend }
 // releases the store. Idempotent.
 func (b *Broker) Close() error { return b.backend.Close() }
 
+// own names a queue of the broker's own account, the only one the front
+// serves until accounts come (see QueueRef).
+func own(name string) QueueRef { return QueueRef{Name: name} }
+
 // purgeInterval is AWS's one purge per queue per 60 s (Options.StrictPurge).
 const purgeInterval = 60 * time.Second
 
@@ -64,7 +68,7 @@ func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[s
 	if cfg.Redrive != nil {
 		// An existing queue is compared first (its own policy was checked
 		// when it was set); a new one's target must pass checkRedrive.
-		if q, err := b.backend.GetQueue(ctx, name); err == nil {
+		if q, err := b.backend.GetQueue(ctx, own(name)); err == nil {
 			return b.existing(q.Queue, attrs)
 		} else if !errors.Is(err, ErrQueueDoesNotExist) {
 			return Queue{}, err
@@ -73,7 +77,7 @@ func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[s
 			return Queue{}, err
 		}
 	}
-	q, created, err := b.backend.CreateQueue(ctx, QueueSpec{Name: name, Config: cfg, Tags: tags})
+	q, created, err := b.backend.CreateQueue(ctx, QueueSpec{QueueRef: own(name), Config: cfg, Tags: tags})
 	if err != nil || created {
 		return q, err
 	}
@@ -106,7 +110,7 @@ func (b *Broker) checkRedrive(ctx context.Context, source string, cfg QueueConfi
 	if cfg.Redrive.DeadLetterQueue == source {
 		return bad("A queue can't be its own dead-letter queue.")
 	}
-	dlq, err := b.backend.GetQueue(ctx, cfg.Redrive.DeadLetterQueue)
+	dlq, err := b.backend.GetQueue(ctx, own(cfg.Redrive.DeadLetterQueue))
 	switch {
 	case errors.Is(err, ErrQueueDoesNotExist):
 		return bad("Dead letter target does not exist.")
@@ -122,20 +126,20 @@ func (b *Broker) checkRedrive(ctx context.Context, source string, cfg QueueConfi
 
 // GetQueue returns a queue and its approximate counts.
 func (b *Broker) GetQueue(ctx context.Context, name string) (QueueInfo, error) {
-	return b.backend.GetQueue(ctx, name)
+	return b.backend.GetQueue(ctx, own(name))
 }
 
 // ListQueues returns queues whose names start with prefix and sort after
 // `after`, in name order, at most limit of them (limit <= 0: all).
 func (b *Broker) ListQueues(ctx context.Context, prefix, after string, limit int) ([]Queue, error) {
-	return b.backend.ListQueues(ctx, prefix, after, limit)
+	return b.backend.ListQueues(ctx, "", prefix, after, limit)
 }
 
 // SetQueueAttributes changes the given attributes (ApplyAttributes rules; a
 // RedrivePolicy is checked as CreateQueue checks it).
 func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
 	if raw, ok := attrs[AttrRedrivePolicy]; ok {
-		q, err := b.backend.GetQueue(ctx, name)
+		q, err := b.backend.GetQueue(ctx, own(name))
 		if err != nil {
 			return err
 		}
@@ -149,7 +153,7 @@ func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[
 			return err
 		}
 	}
-	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
 		cfg, err := ApplyAttributes(u.Config, attrs)
 		if err != nil {
 			return err
@@ -162,7 +166,7 @@ func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[
 // DeleteQueue deletes a queue: waiting receives end with ErrQueueDoesNotExist,
 // its receipts stop working, and its messages are reclaimed in the background.
 func (b *Broker) DeleteQueue(ctx context.Context, name string) error {
-	return b.backend.DeleteQueue(ctx, name)
+	return b.backend.DeleteQueue(ctx, own(name))
 }
 
 // PurgeQueue deletes every message of the queue (ready, delayed and in
@@ -178,7 +182,7 @@ func (b *Broker) PurgeQueue(ctx context.Context, name string) error {
 			return nil
 		}
 	}
-	return b.backend.PurgeQueue(ctx, name, allow)
+	return b.backend.PurgeQueue(ctx, own(name), allow)
 }
 
 // Send stores messages: 1..10 entries with distinct ids, or one entry with
@@ -187,13 +191,13 @@ func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([
 	if err := ValidateSendBatch(entries); err != nil {
 		return nil, err
 	}
-	return b.backend.Send(ctx, queue, entries)
+	return b.backend.Send(ctx, own(queue), entries)
 }
 
 // Receive leases up to req.MaxMessages messages, waiting up to the wait time
 // for a first one (Backend.Receive).
 func (b *Broker) Receive(ctx context.Context, req ReceiveRequest) ([]Delivery, error) {
-	req.InFlightCap = int64(b.opts.MaxInFlight)
+	req.InFlightCap, req.Account = int64(b.opts.MaxInFlight), ""
 	return b.backend.Receive(ctx, req)
 }
 
@@ -216,7 +220,7 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []DeleteEntry
 		receipts = append(receipts, r)
 		at = append(at, i)
 	}
-	outcomes, err := b.backend.Delete(ctx, queue, receipts)
+	outcomes, err := b.backend.Delete(ctx, own(queue), receipts)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +254,7 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 		changes = append(changes, VisibilityChange{Receipt: r, Timeout: e.Timeout})
 		at = append(at, i)
 	}
-	outcomes, err := b.backend.ChangeVisibility(ctx, queue, changes)
+	outcomes, err := b.backend.ChangeVisibility(ctx, own(queue), changes)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +268,7 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 // has; the merged set must pass ValidateTags. Tags are not attributes:
 // LastModifiedTimestamp stays.
 func (b *Broker) TagQueue(ctx context.Context, name string, tags map[string]string) error {
-	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
 		merged := MergeTags(u.Tags, tags, nil)
 		if err := ValidateTags(name, merged); err != nil {
 			return err
@@ -276,7 +280,7 @@ func (b *Broker) TagQueue(ctx context.Context, name string, tags map[string]stri
 
 // UntagQueue removes the tags with the given keys; unknown keys are ignored.
 func (b *Broker) UntagQueue(ctx context.Context, name string, keys []string) error {
-	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
 		u.Tags = MergeTags(u.Tags, nil, keys)
 		return nil
 	})
@@ -288,7 +292,7 @@ func (b *Broker) AddPermission(ctx context.Context, name string, p Permission) e
 	if err := ValidatePermission(p); err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
 		policy, err := AddPolicyStatement(u.Config.Policy, p)
 		if err != nil {
 			return err
@@ -303,7 +307,7 @@ func (b *Broker) RemovePermission(ctx context.Context, name, label string) error
 	if err := ValidateLabel(label); err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, name, func(u *QueueUpdate) error {
+	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
 		policy, err := RemovePolicyStatement(u.Config.Policy, label)
 		if err != nil {
 			return err

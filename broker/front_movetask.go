@@ -43,7 +43,7 @@ func (b *Broker) StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTa
 	if err := ValidateMoveRate(req.MaxPerSecond); err != nil {
 		return MoveTask{}, err
 	}
-	src, err := b.backend.GetQueue(ctx, req.Source)
+	src, err := b.backend.GetQueue(ctx, own(req.Source))
 	if err != nil {
 		return MoveTask{}, sourceErr(err)
 	}
@@ -54,9 +54,9 @@ func (b *Broker) StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTa
 	if !isDLQ {
 		return MoveTask{}, MoveSourceNotDLQError()
 	}
-	req.SourceID, req.DestinationID = src.ID, 0
+	req.Account, req.SourceID, req.DestinationID = "", src.ID, 0
 	if req.Destination != "" {
-		dst, err := b.backend.GetQueue(ctx, req.Destination)
+		dst, err := b.backend.GetQueue(ctx, own(req.Destination))
 		switch {
 		case errors.Is(err, ErrQueueDoesNotExist):
 			return MoveTask{}, MoveDestinationNotFoundError()
@@ -75,7 +75,7 @@ func (b *Broker) StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTa
 // isDeadLetterQueue reports whether some other queue's RedrivePolicy names
 // the queue name. (A scan of the queues: starting a task is rare.)
 func (b *Broker) isDeadLetterQueue(ctx context.Context, name string) (bool, error) {
-	queues, err := b.backend.ListQueues(ctx, "", "", 0)
+	queues, err := b.backend.ListQueues(ctx, "", "", "", 0)
 	if err != nil {
 		return false, err
 	}
@@ -101,7 +101,7 @@ func (b *Broker) ListMoveTasks(ctx context.Context, source string, limit int) ([
 	if limit < 1 || limit > MaxListMoveTasks {
 		return nil, invalidParam(limit, "MaxResults", "must be between 1 and 10.")
 	}
-	tasks, err := mt.ListMoveTasks(ctx, source, limit)
+	tasks, err := mt.ListMoveTasks(ctx, own(source), limit)
 	return tasks, sourceErr(err)
 }
 
@@ -115,6 +115,6 @@ func (b *Broker) CancelMoveTask(ctx context.Context, source, id string) (MoveTas
 	if err != nil {
 		return MoveTask{}, err
 	}
-	t, err := mt.CancelMoveTask(ctx, source, id)
+	t, err := mt.CancelMoveTask(ctx, own(source), id)
 	return t, sourceErr(err)
 }

@@ -55,6 +55,9 @@ type MoveTaskRequest struct {
 	// MaxPerSecond caps the rate, 1..MaxMoveRate; 0 lets the backend choose
 	// (DefaultMoveRate).
 	MaxPerSecond int
+	// Account owns the source and destination queues (see QueueRef), set
+	// by the front.
+	Account string
 	// SourceID and DestinationID are the internal ids of the queues the
 	// front checked (set by the front): a backend refuses the task when the
 	// live queue of that name is another one by then (deleted and re-created).
@@ -123,13 +126,13 @@ type MoveTasker interface {
 	// ListMoveTasks returns the most recent tasks of source, newest first, at
 	// most limit (1..MaxListMoveTasks, checked by the front). A missing
 	// source gives ErrQueueDoesNotExist.
-	ListMoveTasks(ctx context.Context, source string, limit int) ([]MoveTask, error)
+	ListMoveTasks(ctx context.Context, source QueueRef, limit int) ([]MoveTask, error)
 	// CancelMoveTask cancels the RUNNING task id of source and returns it
 	// (CANCELLING, or already CANCELLED) with its moved count; messages moved
 	// so far stay moved. A missing source gives ErrQueueDoesNotExist, an
 	// unknown task MoveTaskNotFoundError, a task that is not RUNNING
 	// MoveTaskNotRunningError.
-	CancelMoveTask(ctx context.Context, source, id string) (MoveTask, error)
+	CancelMoveTask(ctx context.Context, source QueueRef, id string) (MoveTask, error)
 }
 
 // ValidateMoveRate checks MaxNumberOfMessagesPerSecond (0 = not given).

@@ -104,7 +104,12 @@ type ReceiveRequest struct {
 	// InFlightCap is the queue's in-flight cap (ClaimRoom), set by the front
 	// from Options.MaxInFlight; <= 0 means no cap.
 	InFlightCap int64
+	// Account owns Queue (see QueueRef), set by the front.
+	Account string
 }
+
+// Ref returns the queue the request names.
+func (r ReceiveRequest) Ref() QueueRef { return QueueRef{Account: r.Account, Name: r.Queue} }
 
 // DeleteEntry is one receipt to delete.
 type DeleteEntry struct {
@@ -119,10 +124,31 @@ type VisibilityEntry struct {
 	Timeout time.Duration
 }
 
+// QueueRef names a queue at the Backend seam: the account that owns it and
+// its name. A backend keys every queue by both, so that accounts can come
+// without a storage change. Account "" is the broker's own account (the one
+// its --account-id names, whatever that id is): the only one the front
+// serves today, and the one every queue created before accounts belongs to.
+type QueueRef struct {
+	Account string
+	Name    string
+}
+
+// String is the queue's name, prefixed by "<account>/" for another account
+// than the broker's own (for logs).
+func (r QueueRef) String() string {
+	if r.Account == "" {
+		return r.Name
+	}
+	return r.Account + "/" + r.Name
+}
+
 // Queue describes a queue.
 type Queue struct {
 	// ID is the internal id: a re-created queue of the same name gets a new one.
-	ID         uint64
+	ID uint64
+	// Account owns the queue ("" = the broker's own; see QueueRef).
+	Account    string
 	Name       string
 	Config     QueueConfig
 	Tags       map[string]string

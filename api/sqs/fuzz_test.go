@@ -19,20 +19,20 @@ type stubBackend struct{}
 func (stubBackend) CreateQueue(_ context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
 	return broker.Queue{Name: spec.Name, Config: spec.Config}, true, nil
 }
-func (stubBackend) GetQueue(_ context.Context, name string) (broker.QueueInfo, error) {
-	return broker.QueueInfo{Queue: broker.Queue{Name: name, Config: broker.DefaultQueueConfig(false)}}, nil
+func (stubBackend) GetQueue(_ context.Context, q broker.QueueRef) (broker.QueueInfo, error) {
+	return broker.QueueInfo{Queue: broker.Queue{Name: q.Name, Config: broker.DefaultQueueConfig(false)}}, nil
 }
-func (stubBackend) ListQueues(context.Context, string, string, int) ([]broker.Queue, error) {
+func (stubBackend) ListQueues(context.Context, string, string, string, int) ([]broker.Queue, error) {
 	return []broker.Queue{{Name: "a"}, {Name: "b"}}, nil
 }
-func (stubBackend) UpdateQueue(_ context.Context, name string, edit func(*broker.QueueUpdate) error) error {
-	return edit(&broker.QueueUpdate{Name: name, Config: broker.DefaultQueueConfig(false)})
+func (stubBackend) UpdateQueue(_ context.Context, q broker.QueueRef, edit func(*broker.QueueUpdate) error) error {
+	return edit(&broker.QueueUpdate{Queue: q, Config: broker.DefaultQueueConfig(false)})
 }
-func (stubBackend) DeleteQueue(context.Context, string) error { return nil }
-func (stubBackend) PurgeQueue(context.Context, string, func(time.Time, time.Time) error) error {
+func (stubBackend) DeleteQueue(context.Context, broker.QueueRef) error { return nil }
+func (stubBackend) PurgeQueue(context.Context, broker.QueueRef, func(time.Time, time.Time) error) error {
 	return broker.ErrPurgeInProgress
 }
-func (stubBackend) Send(_ context.Context, _ string, es []broker.SendEntry) ([]broker.SendResult, error) {
+func (stubBackend) Send(_ context.Context, _ broker.QueueRef, es []broker.SendEntry) ([]broker.SendResult, error) {
 	rs := make([]broker.SendResult, len(es))
 	for i, e := range es {
 		rs[i] = broker.SendResult{ID: e.ID, MessageID: "m"}
@@ -46,10 +46,10 @@ func (stubBackend) Receive(context.Context, broker.ReceiveRequest) ([]broker.Del
 	return []broker.Delivery{{Receipt: "r", Message: broker.Message{ID: "m", Body: "b\r", SentAt: time.Unix(1, 0),
 		Attributes: map[string]broker.MessageAttribute{"a": {DataType: "Binary", BinaryValue: []byte{1}}}}}}, nil
 }
-func (stubBackend) Delete(_ context.Context, _ string, rs []broker.Receipt) ([]broker.LeaseOutcome, error) {
+func (stubBackend) Delete(_ context.Context, _ broker.QueueRef, rs []broker.Receipt) ([]broker.LeaseOutcome, error) {
 	return make([]broker.LeaseOutcome, len(rs)), nil
 }
-func (stubBackend) ChangeVisibility(_ context.Context, _ string, cs []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
+func (stubBackend) ChangeVisibility(_ context.Context, _ broker.QueueRef, cs []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
 	return make([]broker.LeaseOutcome, len(cs)), nil
 }
 func (stubBackend) Close() error { return nil }

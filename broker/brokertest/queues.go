@@ -24,6 +24,62 @@ var queueTests = []testCase{
 	{"DeleteQueueEndsWaitingReceive", testDeleteQueueEndsWaitingReceive},
 	{"PurgeQueue", testPurgeQueue},
 	{"StrictPurge", testStrictPurge},
+	{"AccountsKeepQueuesApart", testAccountsKeepQueuesApart},
+}
+
+// testAccountsKeepQueuesApart drives the seam directly: a backend keys every
+// queue by (account, name), so two accounts may each have a queue "orders"
+// with their own messages, listings, updates and deletes. (The front serves
+// the broker's own account, "", only; accounts will reach it without a
+// storage change.)
+func testAccountsKeepQueuesApart(t *testing.T, s suite) {
+	e := s.setup(t)
+	own := broker.QueueRef{Name: "orders"}
+	other := broker.QueueRef{Account: "111122223333", Name: "orders"}
+	for _, r := range []broker.QueueRef{own, other} {
+		q, created, err := e.be.CreateQueue(e.ctx, broker.QueueSpec{QueueRef: r, Config: broker.DefaultQueueConfig(false)})
+		if err != nil || !created || q.Account != r.Account || q.Name != r.Name {
+			t.Fatalf("CreateQueue(%v) = %+v, created %v, %v", r, q, created, err)
+		}
+	}
+	if _, err := e.be.Send(e.ctx, other, []broker.SendEntry{{Body: "for the other account"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.be.UpdateQueue(e.ctx, other, func(u *broker.QueueUpdate) error {
+		if u.Queue != other {
+			t.Errorf("UpdateQueue edits %v, want %v", u.Queue, other)
+		}
+		u.Config.VisibilityTimeout, u.Modified = 99*time.Second, true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen() // the account is part of the stored queue
+	mine, err := e.be.GetQueue(e.ctx, own)
+	if err != nil || mine.Stats.Visible != 0 || mine.Config.VisibilityTimeout != 30*time.Second {
+		t.Fatalf("own queue = %+v, %v; want empty, default visibility", mine, err)
+	}
+	theirs, err := e.be.GetQueue(e.ctx, other)
+	if err != nil || theirs.Stats.Visible != 1 || theirs.Config.VisibilityTimeout != 99*time.Second || theirs.ID == mine.ID {
+		t.Fatalf("other account's queue = %+v, %v; want one message, visibility 99 s, its own id", theirs, err)
+	}
+	for account, want := range map[string]uint64{"": mine.ID, other.Account: theirs.ID} {
+		qs, err := e.be.ListQueues(e.ctx, account, "", "", 0)
+		if err != nil || len(qs) != 1 || qs[0].ID != want || qs[0].Account != account {
+			t.Fatalf("ListQueues(%q) = %+v, %v; want only queue %d", account, qs, err, want)
+		}
+	}
+	// The front sees the broker's own account only.
+	e.receiveNone("orders")
+	if err := e.be.DeleteQueue(e.ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.be.GetQueue(e.ctx, other); !errors.Is(err, broker.ErrQueueDoesNotExist) {
+		t.Fatalf("GetQueue of the deleted queue: %v", err)
+	}
+	if _, err := e.be.GetQueue(e.ctx, own); err != nil {
+		t.Fatalf("deleting the other account's queue took the own one: %v", err)
+	}
 }
 
 func testCreateQueueDefaults(t *testing.T, s suite) {

@@ -37,7 +37,19 @@ var (
 	keyKeyCeiling  = []byte{pfxCounter, 'k', 'e', 'y'}
 )
 
-func queueKey(name string) []byte { return append([]byte{pfxQueue}, name...) }
+// queueKey is the key of a queue record: the name alone for the broker's
+// own account (as before accounts existed), "<account>:<name>" for another
+// (':' is in no queue name).
+func queueKey(r broker.QueueRef) []byte {
+	k := []byte{pfxQueue}
+	if r.Account != "" {
+		k = append(append(k, r.Account...), ':')
+	}
+	return append(k, r.Name...)
+}
+
+// ref is the queue's account and name.
+func (r *queueRecord) ref() broker.QueueRef { return broker.QueueRef{Account: r.Account, Name: r.Name} }
 
 func dataPrefix(qid uint64) []byte {
 	k := make([]byte, 9, 18)
@@ -72,7 +84,9 @@ func u64Bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
 // queueRecord is the stored form of a queue.
 type queueRecord struct {
-	ID         uint64             `json:"id"`
+	ID uint64 `json:"id"`
+	// Account owns the queue ("" = the broker's own, see broker.QueueRef).
+	Account    string             `json:"account,omitempty"`
 	Name       string             `json:"name"`
 	Config     broker.QueueConfig `json:"config"`
 	Tags       map[string]string  `json:"tags,omitempty"`

@@ -210,7 +210,7 @@ func crashRound(t *testing.T, seed uint64) {
 		t.Fatalf("reopen after crash: %v", err)
 	}
 	defer b2.Close()
-	info, err := b2.GetQueue(ctx, "q")
+	info, err := b2.GetQueue(ctx, broker.QueueRef{Name: "q"})
 	if err != nil {
 		t.Fatal(err)
 	}

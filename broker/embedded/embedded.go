@@ -67,7 +67,7 @@ type Backend struct {
 
 	mu         sync.Mutex
 	closed     bool
-	queues     map[string]*queue // by name: live queues only
+	queues     map[broker.QueueRef]*queue // by account and name: live queues only
 	byID       map[uint64]*queue
 	nextQID    uint64 // next queue id to hand out (persisted in keyNextQueueID)
 	nextKey    uint64 // next message key
@@ -129,7 +129,7 @@ func Open(cfg Config) (*Backend, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Backend{
 		opts: opts, clock: opts.Clock, log: opts.Logger, db: db, fs: cfs,
-		queues: map[string]*queue{}, byID: map[uint64]*queue{},
+		queues: map[broker.QueueRef]*queue{}, byID: map[uint64]*queue{},
 		closing: make(chan struct{}), failedOnce: make(chan struct{}),
 		reclaim: make(chan [2][]byte, 64), cancel: cancel,
 	}
@@ -254,7 +254,7 @@ func (b *Backend) applyLocked(batch *pebble.Batch) error {
 // commit pipeline while still holding the lock (so the WAL order is the
 // index order), and waits for the sync without it. fn returning an error
 // discards the batch; fn must then have changed nothing.
-func (b *Backend) update(ctx context.Context, name string, fn func(q *queue, batch *pebble.Batch) error) error {
+func (b *Backend) update(ctx context.Context, name broker.QueueRef, fn func(q *queue, batch *pebble.Batch) error) error {
 	if err := b.enter(); err != nil {
 		return err
 	}

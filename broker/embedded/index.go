@@ -85,7 +85,7 @@ func (q *queue) info() broker.QueueInfo {
 		tags[k] = v
 	}
 	return broker.QueueInfo{
-		Queue: broker.Queue{ID: q.ID, Name: q.Name, Config: cfg, Tags: tags,
+		Queue: broker.Queue{ID: q.ID, Account: q.Account, Name: q.Name, Config: cfg, Tags: tags,
 			CreatedAt: q.CreatedAt, ModifiedAt: q.ModifiedAt},
 		Stats: broker.QueueStats{Visible: int64(len(q.ready)), InFlight: q.inflight, Delayed: q.delayed},
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // Send implements broker.Backend.
-func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.SendEntry) ([]broker.SendResult, error) {
+func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func lookupLease(q *queue, r broker.Receipt) (*msg, broker.LeaseOutcome) {
 // Delete implements broker.Backend. A receipt whose lease version matches
 // deletes the message even if the lease expired (and it was not received
 // again), except on a FIFO queue (LeaseEnded).
-func (b *Backend) Delete(ctx context.Context, queueName string, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
+func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
 	out := make([]broker.LeaseOutcome, len(receipts))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
 		if q.fifo != nil {
@@ -144,7 +144,7 @@ func (b *Backend) Delete(ctx context.Context, queueName string, receipts []broke
 }
 
 // ChangeVisibility implements broker.Backend.
-func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRef, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
 	out := make([]broker.LeaseOutcome, len(changes))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
 		now := b.now()

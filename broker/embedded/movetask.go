@@ -71,8 +71,10 @@ func moveTaskKey(seq uint64) []byte {
 
 // moveTaskRecord is the stored form of a task.
 type moveTaskRecord struct {
-	Seq           uint64                `json:"seq"`
-	ID            string                `json:"id"`
+	Seq uint64 `json:"seq"`
+	ID  string `json:"id"`
+	// Account owns the source and destination ("" = the broker's own).
+	Account       string                `json:"account,omitempty"`
 	Source        string                `json:"source"`
 	SourceID      uint64                `json:"sourceId"`
 	Destination   string                `json:"dest,omitempty"`
@@ -89,6 +91,11 @@ type moveTaskRecord struct {
 	// in flight: it moves no later message of them (see "Which messages a
 	// task moves"). Stored, so that a resumed task keeps them blocked.
 	Blocked []string `json:"blocked,omitempty"`
+}
+
+// sourceRef is the task's source queue.
+func (r *moveTaskRecord) sourceRef() broker.QueueRef {
+	return broker.QueueRef{Account: r.Account, Name: r.Source}
 }
 
 func (r *moveTaskRecord) encode() []byte {
@@ -124,7 +131,7 @@ type moveTask struct {
 
 // moveTasks is the move-task state of a Backend, guarded by Backend.mu.
 type moveTasks struct {
-	bySource map[string][]*moveTask // oldest first
+	bySource map[broker.QueueRef][]*moveTask // oldest first
 	nextSeq  uint64
 }
 
@@ -133,7 +140,7 @@ var _ broker.MoveTasker = (*Backend)(nil)
 // recoverMoveTasks loads the task records (Open, before any goroutine). A
 // RUNNING task resumes where it stopped; a CANCELLING one is CANCELLED.
 func (b *Backend) recoverMoveTasks() error {
-	b.moves = &moveTasks{bySource: map[string][]*moveTask{}, nextSeq: 1}
+	b.moves = &moveTasks{bySource: map[broker.QueueRef][]*moveTask{}, nextSeq: 1}
 	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxMoveTask}, UpperBound: []byte{pfxMoveTask + 1}})
 	if err != nil {
 		return err
@@ -151,7 +158,7 @@ func (b *Backend) recoverMoveTasks() error {
 			t.Status = broker.MoveTaskCancelled
 			_ = batch.Set(moveTaskKey(t.Seq), t.encode(), nil)
 		}
-		b.moves.bySource[t.Source] = append(b.moves.bySource[t.Source], t)
+		b.moves.bySource[t.sourceRef()] = append(b.moves.bySource[t.sourceRef()], t)
 		b.moves.nextSeq = max(b.moves.nextSeq, t.Seq+1)
 	}
 	if err := it.Error(); err != nil {
@@ -170,17 +177,17 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 		return broker.MoveTask{}, err
 	}
 	b.mu.Lock()
-	src := b.queues[req.Source]
+	src := b.queues[broker.QueueRef{Account: req.Account, Name: req.Source}]
 	if src == nil || src.ID != req.SourceID {
 		b.mu.Unlock()
 		return broker.MoveTask{}, broker.MoveSourceNotFoundError()
 	}
 	rec := moveTaskRecord{
-		ID: broker.NewMessageID(), Source: src.Name, SourceID: src.ID, MaxPerSecond: req.MaxPerSecond,
+		ID: broker.NewMessageID(), Account: src.Account, Source: src.Name, SourceID: src.ID, MaxPerSecond: req.MaxPerSecond,
 		Status: broker.MoveTaskRunning, StartedAt: b.clock.Now(),
 	}
 	if req.Destination != "" {
-		if dst := b.queues[req.Destination]; dst == nil || dst.ID != req.DestinationID {
+		if dst := b.queues[broker.QueueRef{Account: req.Account, Name: req.Destination}]; dst == nil || dst.ID != req.DestinationID {
 			b.mu.Unlock()
 			return broker.MoveTask{}, broker.MoveDestinationNotFoundError()
 		}
@@ -195,7 +202,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	}
 	batch := b.db.NewBatch()
 	// Forget the tasks of an earlier queue of the same name.
-	for _, t := range b.moves.bySource[src.Name] {
+	for _, t := range b.moves.bySource[src.ref()] {
 		if t.SourceID != src.ID {
 			_ = batch.Delete(moveTaskKey(t.Seq), nil)
 		}
@@ -210,7 +217,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	rec.Watermark = b.nextKey
 	rec.ToMove = int64(len(src.msgs))
 	t := &moveTask{moveTaskRecord: rec, due: b.now()}
-	b.moves.bySource[src.Name] = append(tasks, t)
+	b.moves.bySource[src.ref()] = append(tasks, t)
 	_ = batch.Set(moveTaskKey(rec.Seq), rec.encode(), nil)
 	err := b.applyLocked(batch)
 	out := t.task()
@@ -228,7 +235,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 // memory those of an earlier queue of the same name (their records stay until
 // pruned by a later start).
 func (b *Backend) liveTasksLocked(src *queue) []*moveTask {
-	all := b.moves.bySource[src.Name]
+	all := b.moves.bySource[src.ref()]
 	out := all[:0:0]
 	for _, t := range all {
 		if t.SourceID == src.ID {
@@ -239,7 +246,7 @@ func (b *Backend) liveTasksLocked(src *queue) []*moveTask {
 }
 
 // ListMoveTasks implements broker.MoveTasker.
-func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) ([]broker.MoveTask, error) {
+func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, limit int) ([]broker.MoveTask, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -263,7 +270,7 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) (
 // CancelMoveTask implements broker.MoveTasker: the task becomes CANCELLING
 // at once (durably) and CANCELLED at the runner's next step, which the
 // cancel triggers.
-func (b *Backend) CancelMoveTask(ctx context.Context, source, id string) (broker.MoveTask, error) {
+func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id string) (broker.MoveTask, error) {
 	if err := b.enter(); err != nil {
 		return broker.MoveTask{}, err
 	}
@@ -412,7 +419,7 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 	}
 	src.promote(now) // a lease that ended is held by no consumer: its message moves
 	walk := broker.MoveWalk{Source: src.Name, Destination: t.Destination, Blocked: t.blocked,
-		Live: func(name string) bool { return b.queues[name] != nil }}
+		Live: func(name string) bool { return b.queues[broker.QueueRef{Account: src.Account, Name: name}] != nil }}
 	rate := t.task().MoveRate()
 	n := broker.MoveChunk(rate)
 	moved := 0
@@ -440,7 +447,7 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 		}
 		dst := dst
 		if dst == nil || dst.Name != target {
-			dst = b.queues[target]
+			dst = b.queues[broker.QueueRef{Account: src.Account, Name: target}]
 		}
 		if err := b.moveOutLocked(src, dst, m, batch, now); err != nil {
 			// Its body cannot be read: it stays in the source, uncounted.

@@ -20,7 +20,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 	if err := ctx.Err(); err != nil {
 		return broker.Queue{}, false, err
 	}
-	name := spec.Name
+	name := spec.QueueRef
 	b.mu.Lock()
 	if q := b.queues[name]; q != nil {
 		info := q.info().Queue
@@ -32,7 +32,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 		return info, false, nil
 	}
 	now := b.clock.Now()
-	rec := queueRecord{ID: b.nextQID, Name: name, Config: spec.Config, Tags: copyTags(spec.Tags), CreatedAt: now, ModifiedAt: now}
+	rec := queueRecord{ID: b.nextQID, Account: name.Account, Name: name.Name, Config: spec.Config, Tags: copyTags(spec.Tags), CreatedAt: now, ModifiedAt: now}
 	b.nextQID++
 	batch := b.db.NewBatch()
 	_ = batch.Set(keyNextQueueID, u64Bytes(b.nextQID), nil)
@@ -53,7 +53,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 // GetQueue implements broker.Backend. The counts are the maintained
 // counters, brought up to the clock (ended delays and expired leases are
 // promoted first: amortised, never a scan).
-func (b *Backend) GetQueue(ctx context.Context, name string) (broker.QueueInfo, error) {
+func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.QueueInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return broker.QueueInfo{}, err
 	}
@@ -71,7 +71,7 @@ func (b *Backend) GetQueue(ctx context.Context, name string) (broker.QueueInfo, 
 }
 
 // ListQueues implements broker.Backend.
-func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit int) ([]broker.Queue, error) {
+func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]broker.Queue, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -81,9 +81,9 @@ func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit in
 		return nil, err
 	}
 	names := make([]string, 0, len(b.queues))
-	for n := range b.queues {
-		if strings.HasPrefix(n, prefix) && n > after {
-			names = append(names, n)
+	for r := range b.queues {
+		if r.Account == account && strings.HasPrefix(r.Name, prefix) && r.Name > after {
+			names = append(names, r.Name)
 		}
 	}
 	sort.Strings(names)
@@ -92,7 +92,7 @@ func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit in
 	}
 	out := make([]broker.Queue, len(names))
 	for i, n := range names {
-		out[i] = b.queues[n].info().Queue
+		out[i] = b.queues[broker.QueueRef{Account: account, Name: n}].info().Queue
 	}
 	return out, nil
 }
@@ -100,11 +100,11 @@ func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit in
 // UpdateQueue implements broker.Backend: a read-modify-write of the queue
 // record under b.mu. The configuration handed to edit is a deep copy, so
 // that configurations handed out by info() never see a change in place.
-func (b *Backend) UpdateQueue(ctx context.Context, name string, edit func(u *broker.QueueUpdate) error) error {
+func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit func(u *broker.QueueUpdate) error) error {
 	retentionChanged := false
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
 		cfg, _ := broker.ApplyAttributes(q.Config, nil) // deep copy
-		u := broker.QueueUpdate{Name: name, Config: cfg, Tags: copyTags(q.Tags)}
+		u := broker.QueueUpdate{Queue: name, Config: cfg, Tags: copyTags(q.Tags)}
 		if err := edit(&u); err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func (b *Backend) UpdateQueue(ctx context.Context, name string, edit func(u *bro
 // DeleteQueue implements broker.Backend: the queue record goes at once (in
 // the same batch as a range delete of its data); the space is reclaimed by a
 // background compaction.
-func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
+func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) error {
 	var q *queue
 	err := b.update(ctx, name, func(dq *queue, batch *pebble.Batch) error {
 		q = dq
@@ -163,7 +163,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 
 // PurgeQueue implements broker.Backend: a range delete of the queue's
 // metadata and bodies, and an emptied index.
-func (b *Backend) PurgeQueue(ctx context.Context, name string, allow func(last, now time.Time) error) error {
+func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow func(last, now time.Time) error) error {
 	var n int
 	var lo, hi []byte
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {

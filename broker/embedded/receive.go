@@ -26,7 +26,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		return nil, err
 	}
 	b.mu.Lock()
-	q := b.queues[req.Queue]
+	q := b.queues[req.Ref()]
 	if q == nil {
 		b.mu.Unlock()
 		return nil, broker.QueueNotFoundError()
@@ -167,7 +167,7 @@ func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now in
 		return false
 	}
 	if rp := q.Config.Redrive; rp != nil && m.receiveCount >= rp.MaxReceiveCount {
-		if dlq := b.queues[rp.DeadLetterQueue]; dlq != nil && dlq != q && b.moveLocked(q, dlq, m, batch, now) {
+		if dlq := b.queues[broker.QueueRef{Account: q.Account, Name: rp.DeadLetterQueue}]; dlq != nil && dlq != q && b.moveLocked(q, dlq, m, batch, now) {
 			return false
 		}
 	}

@@ -39,7 +39,7 @@ func (b *Backend) recover() error {
 			return fmt.Errorf("embedded: queue record %q: %w", it.Key(), err)
 		}
 		q := newQueue(rec)
-		b.queues[rec.Name] = q
+		b.queues[rec.ref()] = q
 		b.byID[rec.ID] = q
 		if rec.ID >= b.nextQID {
 			b.nextQID = rec.ID + 1

@@ -30,7 +30,7 @@ func encodeAttrs(e *broker.SendEntry) []byte {
 
 // Send implements broker.Backend: one INSERT of the valid entries whose CTE
 // also adds them to a counter shard, in one autocommit statement.
-func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.SendEntry) ([]broker.SendResult, error) {
+func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func leaseOf(qid int64, r broker.Receipt) (key, lease int64, o broker.LeaseOutco
 // Delete implements broker.Backend: one DELETE of the rows whose lease
 // version matches the receipts (a stale receipt matches nothing),
 // subtracting them from the counters.
-func (b *Backend) Delete(ctx context.Context, queueName string, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
+func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (b *Backend) Delete(ctx context.Context, queueName string, receipts []broke
 // ChangeVisibility implements broker.Backend. Each entry is one conditional
 // UPDATE that names the lease version and requires a live lease; the entries
 // that match nothing are then classified (stale receipt or ended lease).
-func (b *Backend) ChangeVisibility(ctx context.Context, queueName string, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRef, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}

@@ -148,8 +148,8 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 	// DeadLetterSource: lock those queue rows too, before any message row.
 	byName := map[string]queueRow{}
 	if t.destID == nil {
-		targets, err := lockQueues(ctx, tx, `name IN (SELECT dl_source FROM messages
-			WHERE id = ANY($1::bigint[]) AND dl_source IS NOT NULL)`, items)
+		targets, err := lockQueues(ctx, tx, `account = $2 AND name IN (SELECT dl_source FROM messages
+			WHERE id = ANY($1::bigint[]) AND dl_source IS NOT NULL)`, items, src.account)
 		if err != nil {
 			return true, err
 		}
@@ -317,9 +317,9 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 }
 
 // lockQueues locks FOR SHARE, in id order, the live queues matching where
-// (with $1 = arg) and returns them by id.
-func lockQueues(ctx context.Context, tx pgx.Tx, where string, arg any) (map[int64]queueRow, error) {
-	rows, err := tx.Query(ctx, "SELECT "+queueCols+" FROM queues WHERE ("+where+") AND NOT deleted ORDER BY id FOR SHARE", arg)
+// (with args as $1, $2, …) and returns them by id.
+func lockQueues(ctx context.Context, tx pgx.Tx, where string, args ...any) (map[int64]queueRow, error) {
+	rows, err := tx.Query(ctx, "SELECT "+queueCols+" FROM queues WHERE ("+where+") AND NOT deleted ORDER BY id FOR SHARE", args...)
 	if err != nil {
 		return nil, err
 	}

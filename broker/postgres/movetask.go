@@ -118,7 +118,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	defer b.ops.Done()
 	var out broker.MoveTask
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		src, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", req.Source))
+		src, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", req.Account, req.Source))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) || err == nil && uint64(src.id) != req.SourceID:
 			return broker.MoveSourceNotFoundError()
@@ -127,7 +127,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 		}
 		var destID any // SQL NULL: each message's own source
 		if req.Destination != "" {
-			dst, err := b.getQueue(ctx, tx, req.Destination)
+			dst, err := b.getQueue(ctx, tx, broker.QueueRef{Account: req.Account, Name: req.Destination})
 			switch {
 			case errors.Is(err, broker.ErrQueueDoesNotExist) || err == nil && uint64(dst.id) != req.DestinationID:
 				return broker.MoveDestinationNotFoundError()
@@ -147,7 +147,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 		// Forget the tasks of an earlier queue of the same name, and keep the
 		// newest MaxListMoveTasks-1 ended ones (with the new one: the most
 		// ListMoveTasks shows). Items go with their task (ON DELETE CASCADE).
-		if _, err := tx.Exec(ctx, `DELETE FROM move_tasks WHERE source = $1 AND source_id <> $2`, src.name, src.id); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM move_tasks WHERE account = $1 AND source = $2 AND source_id <> $3`, src.account, src.name, src.id); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM move_tasks WHERE seq IN (
@@ -157,9 +157,9 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 		}
 		var seq int64
 		out, err = scanMoveTask(tx.QueryRow(ctx, `INSERT INTO move_tasks
-			(id, source_id, source, dest_id, destination, rate, status, started_at, due_at)
-			VALUES ($2, $3, $4, $5, $6, $7, 'RUNNING', `+nowSQL+`, `+nowSQL+`)
-			RETURNING `+moveTaskCols+`, seq`, b.tnow(), broker.NewMessageID(), src.id, src.name, destID,
+			(id, source_id, account, source, dest_id, destination, rate, status, started_at, due_at)
+			VALUES ($2, $3, $4, $5, $6, $7, $8, 'RUNNING', `+nowSQL+`, `+nowSQL+`)
+			RETURNING `+moveTaskCols+`, seq`, b.tnow(), broker.NewMessageID(), src.id, src.account, src.name, destID,
 			req.Destination, req.MaxPerSecond), &seq)
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 }
 
 // ListMoveTasks implements broker.MoveTasker.
-func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) ([]broker.MoveTask, error) {
+func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, limit int) ([]broker.MoveTask, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source string, limit int) (
 // at once (due now), and CANCELLED at the next step of any broker's runner;
 // this broker's runner is woken for it. The UPDATE waits for a step in
 // progress, so the moved count it returns is final.
-func (b *Backend) CancelMoveTask(ctx context.Context, source, id string) (broker.MoveTask, error) {
+func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id string) (broker.MoveTask, error) {
 	if err := b.enter(); err != nil {
 		return broker.MoveTask{}, err
 	}

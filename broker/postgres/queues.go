@@ -21,6 +21,7 @@ type queueRow struct {
 	// mid keys the queue's content (messages, counts, groups, dedup,
 	// attempts); a purge replaces it (see PurgeQueue).
 	mid        int64
+	account    string
 	name       string
 	cfg        broker.QueueConfig
 	tags       map[string]string
@@ -29,12 +30,12 @@ type queueRow struct {
 	lastPurge  *time.Time
 }
 
-const queueCols = "id, mid, name, config, tags, created_at, modified_at, last_purge"
+const queueCols = "id, mid, name, config, tags, created_at, modified_at, last_purge, account"
 
 func scanQueue(row pgx.Row) (queueRow, error) {
 	var q queueRow
 	var cfg, tags []byte
-	if err := row.Scan(&q.id, &q.mid, &q.name, &cfg, &tags, &q.createdAt, &q.modifiedAt, &q.lastPurge); err != nil {
+	if err := row.Scan(&q.id, &q.mid, &q.name, &cfg, &tags, &q.createdAt, &q.modifiedAt, &q.lastPurge, &q.account); err != nil {
 		return q, err
 	}
 	if err := json.Unmarshal(cfg, &q.cfg); err != nil {
@@ -52,13 +53,13 @@ func (q queueRow) queue() broker.Queue {
 	for k, v := range q.tags {
 		tags[k] = v
 	}
-	return broker.Queue{ID: uint64(q.id), Name: q.name, Config: cfg, Tags: tags,
+	return broker.Queue{ID: uint64(q.id), Account: q.account, Name: q.name, Config: cfg, Tags: tags,
 		CreatedAt: q.createdAt, ModifiedAt: q.modifiedAt}
 }
 
 // getQueue reads a live queue by name (ErrQueueDoesNotExist if none).
-func (b *Backend) getQueue(ctx context.Context, q querier, name string) (queueRow, error) {
-	row, err := scanQueue(q.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted", name))
+func (b *Backend) getQueue(ctx context.Context, q querier, name broker.QueueRef) (queueRow, error) {
+	row, err := scanQueue(q.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted", name.Account, name.Name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return row, broker.QueueNotFoundError()
 	}
@@ -67,6 +68,12 @@ func (b *Backend) getQueue(ctx context.Context, q querier, name string) (queueRo
 	}
 	return row, nil
 }
+
+// byRef selects the queue rows of account $1 and name $2.
+const byRef = "account = $1 AND name = $2"
+
+// ref is the queue's account and name.
+func (q queueRow) ref() broker.QueueRef { return broker.QueueRef{Account: q.account, Name: q.name} }
 
 // querier is what pgxpool.Pool, pgx.Conn and pgx.Tx have in common.
 type querier interface {
@@ -82,7 +89,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 		return broker.Queue{}, false, err
 	}
 	defer b.ops.Done()
-	name := spec.Name
+	name := spec.QueueRef
 	cj, _ := json.Marshal(spec.Config)
 	tags := spec.Tags
 	if tags == nil {
@@ -98,10 +105,10 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 			return broker.Queue{}, false, err
 		}
 		row, err := scanQueue(b.pool.QueryRow(ctx, `
-			INSERT INTO queues (name, config, tags, created_at, modified_at)
-			VALUES ($2, $3, $4, `+nowSQL+`, `+nowSQL+`)
-			ON CONFLICT (name) WHERE NOT deleted DO NOTHING
-			RETURNING `+queueCols, b.tnow(), name, cj, tj))
+			INSERT INTO queues (account, name, config, tags, created_at, modified_at)
+			VALUES ($2, $3, $4, $5, `+nowSQL+`, `+nowSQL+`)
+			ON CONFLICT (account, name) WHERE NOT deleted DO NOTHING
+			RETURNING `+queueCols, b.tnow(), name.Account, name.Name, cj, tj))
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // created meanwhile by another broker: return it
 		}
@@ -117,7 +124,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 // GetQueue implements broker.Backend: the counters' sums, after promoting the
 // queue's due delayed and in-flight messages (amortised: each message is
 // promoted once; nothing is scanned when nothing is due).
-func (b *Backend) GetQueue(ctx context.Context, name string) (broker.QueueInfo, error) {
+func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.QueueInfo, error) {
 	if err := b.enter(); err != nil {
 		return broker.QueueInfo{}, err
 	}
@@ -139,7 +146,7 @@ func (b *Backend) GetQueue(ctx context.Context, name string) (broker.QueueInfo, 
 }
 
 // ListQueues implements broker.Backend. Names sort bytewise (COLLATE "C").
-func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit int) ([]broker.Queue, error) {
+func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]broker.Queue, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -149,7 +156,7 @@ func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit in
 		lim = limit
 	}
 	rows, err := b.pool.Query(ctx, "SELECT "+queueCols+` FROM queues
-		WHERE NOT deleted AND starts_with(name, $1) AND name > $2 ORDER BY name LIMIT $3`, prefix, after, lim)
+		WHERE NOT deleted AND account = $1 AND starts_with(name, $2) AND name > $3 ORDER BY name LIMIT $4`, account, prefix, after, lim)
 	if err != nil {
 		return nil, dbErr("list queues", err)
 	}
@@ -172,21 +179,21 @@ func (b *Backend) ListQueues(ctx context.Context, prefix, after string, limit in
 // UPDATE), edited and written back (config, tags, and modified_at = now when
 // u.Modified) in one transaction, so concurrent updates never lose one
 // another's change.
-func (b *Backend) UpdateQueue(ctx context.Context, name string, edit func(u *broker.QueueUpdate) error) error {
+func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit func(u *broker.QueueUpdate) error) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.ops.Done()
 	retentionChanged := false
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", name))
+		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", name.Account, name.Name))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return broker.QueueNotFoundError()
 		}
 		if err != nil {
 			return err
 		}
-		u := broker.QueueUpdate{Name: name, Config: q.cfg, Tags: q.tags}
+		u := broker.QueueUpdate{Queue: name, Config: q.cfg, Tags: q.tags}
 		if err := edit(&u); err != nil {
 			return err
 		}
@@ -213,13 +220,13 @@ func (b *Backend) UpdateQueue(ctx context.Context, name string, edit func(u *bro
 // DeleteQueue implements broker.Backend: the queue row becomes a tombstone at
 // once (its id is never reused, so its receipts stop working); the sweeper of
 // any broker deletes its messages and counters in bounded batches.
-func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
+func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.ops.Done()
 	var id int64
-	err := b.pool.QueryRow(ctx, "UPDATE queues SET deleted = true, deleted_at = "+nowSQL+" WHERE name = $2 AND NOT deleted RETURNING id", b.tnow(), name).Scan(&id)
+	err := b.pool.QueryRow(ctx, "UPDATE queues SET deleted = true, deleted_at = "+nowSQL+" WHERE account = $2 AND name = $3 AND NOT deleted RETURNING id", b.tnow(), name.Account, name.Name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return broker.QueueNotFoundError()
 	}
@@ -245,7 +252,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 // its message, and adds its counters, under the old mid: purged as a whole,
 // never half. A purge runs under the queue row's lock (FOR UPDATE), which
 // also orders it with move-task steps (FOR SHARE).
-func (b *Backend) PurgeQueue(ctx context.Context, name string, allow func(last, now time.Time) error) error {
+func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow func(last, now time.Time) error) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -257,9 +264,9 @@ func (b *Backend) PurgeQueue(ctx context.Context, name string, allow func(last, 
 	return nil
 }
 
-func (b *Backend) purgeTx(ctx context.Context, name string, allow func(last, now time.Time) error) error {
+func (b *Backend) purgeTx(ctx context.Context, name broker.QueueRef, allow func(last, now time.Time) error) error {
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE name = $1 AND NOT deleted FOR UPDATE", name))
+		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", name.Account, name.Name))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return broker.QueueNotFoundError()
 		}

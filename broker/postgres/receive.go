@@ -38,7 +38,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	q, err := b.getQueue(ctx, b.pool, req.Queue)
+	q, err := b.getQueue(ctx, b.pool, req.Ref())
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			return nil, err
 		}
 		if moved > 0 && q.cfg.Redrive != nil {
-			if dlq, err := b.getQueue(ctx, b.pool, q.cfg.Redrive.DeadLetterQueue); err == nil {
+			if dlq, err := b.getQueue(ctx, b.pool, broker.QueueRef{Account: q.account, Name: q.cfg.Redrive.DeadLetterQueue}); err == nil {
 				b.changed(dlq.id, time.Time{}, false)
 			}
 			b.sweeper.Kick() // a dead letter may expire sooner under its new queue's retention
@@ -146,7 +146,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		}
 		b.waiters.arm(w, time.Time{}) // wake on anything while attempting
 		// The queue may have been deleted (and re-created) or changed.
-		nq, err := b.getQueue(ctx, b.pool, req.Queue)
+		nq, err := b.getQueue(ctx, b.pool, req.Ref())
 		if err != nil {
 			return nil, err
 		}
@@ -337,7 +337,7 @@ type claimTo struct {
 // maxReceiveCount.
 func (b *Backend) claimTarget(ctx context.Context, q queueRow) (claimTo, error) {
 	if rp := q.cfg.Redrive; rp != nil {
-		d, err := b.getQueue(ctx, b.pool, rp.DeadLetterQueue)
+		d, err := b.getQueue(ctx, b.pool, broker.QueueRef{Account: q.account, Name: rp.DeadLetterQueue})
 		if err == nil && d.id != q.id {
 			return claimTo{d.mid, d.cfg.Fifo, int64(rp.MaxReceiveCount)}, nil
 		}

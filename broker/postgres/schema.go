@@ -188,6 +188,17 @@ CREATE TABLE purged (
 	purged_at timestamptz NOT NULL
 );
 `,
+	// 5: accounts. A queue is named by (account, name); '' is the broker's
+	// own account, which every queue created before belongs to (see
+	// broker.QueueRef). A move task names its source the same way.
+	`
+ALTER TABLE queues ADD COLUMN account text COLLATE "C" NOT NULL DEFAULT '';
+DROP INDEX queues_live_name;
+CREATE UNIQUE INDEX queues_live_name ON queues (account, name) WHERE NOT deleted;
+ALTER TABLE move_tasks ADD COLUMN account text COLLATE "C" NOT NULL DEFAULT '';
+DROP INDEX move_tasks_by_name;
+CREATE INDEX move_tasks_by_name ON move_tasks (account, source);
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a
