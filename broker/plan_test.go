@@ -1,0 +1,336 @@
+package broker
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func dur(d time.Duration) *time.Duration { return &d }
+
+// sha256("hello"), lower-case hex.
+const helloSHA256 = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+
+func TestPlanSendWholeCallErrors(t *testing.T) {
+	t.Parallel()
+	fifo := DefaultQueueConfig(true)
+	for _, tc := range []struct {
+		name    string
+		c       QueueConfig
+		entries []SendEntry
+		want    error
+	}{
+		{"FIFO entry without group", fifo, []SendEntry{{ID: "a", Body: "x", GroupID: "g", DedupID: "d"}, {ID: "b", Body: "y", DedupID: "e"}}, ErrMissingParameter},
+		{"FIFO entry without group and a bad body", fifo, []SendEntry{{ID: "a", Body: "x\x00", DedupID: "d"}}, ErrMissingParameter},
+		{"FIFO entry without dedup id or content-based dedup", fifo, []SendEntry{{ID: "a", Body: "x", GroupID: "g"}}, ErrInvalidParameterValue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			plans, err := PlanSend(tc.c, tc.entries)
+			if !errors.Is(err, tc.want) || plans != nil {
+				t.Errorf("PlanSend = %v, %v; want nil, an error matching %v", plans, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlanSend(t *testing.T) {
+	t.Parallel()
+	std := DefaultQueueConfig(false)
+	std.Delay = 5 * time.Second
+	fifo := DefaultQueueConfig(true)
+	fifo.Delay = 5 * time.Second
+	cbd := fifo
+	cbd.ContentBasedDedup = true
+	perGroup := cbd
+	perGroup.DedupScope = DedupScopeMessageGroup
+	type want struct {
+		err              error // nil: the entry plans
+		delay            time.Duration
+		dedupID, dedupKy string
+	}
+	for _, tc := range []struct {
+		name    string
+		c       QueueConfig
+		entries []SendEntry
+		want    []want
+	}{
+		{
+			name: "standard queue: per-entry errors and delays",
+			c:    std,
+			entries: []SendEntry{
+				{ID: "default", Body: "a"},
+				{ID: "empty", Body: ""},
+				{ID: "own", Body: "b", Delay: dur(7 * time.Second)},
+				{ID: "badchars", Body: "c\x00"},
+				{ID: "zero", Body: "d", Delay: dur(0)},
+				{ID: "baddelay", Body: "e", Delay: dur(MaxDelay + time.Second)},
+				{ID: "dedup", Body: "f", DedupID: "x"},
+				{ID: "max", Body: "g", Delay: dur(MaxDelay), GroupID: "fair"},
+			},
+			want: []want{
+				{delay: 5 * time.Second},
+				{err: ErrMissingParameter},
+				{delay: 7 * time.Second},
+				{err: ErrInvalidMessageContents},
+				{delay: 0},
+				{err: ErrInvalidParameterValue},
+				{err: ErrInvalidParameterValue}, // no dedup id on a standard queue
+				{delay: MaxDelay},
+			},
+		},
+		{
+			name: "FIFO queue: the queue's delay, explicit dedup ids, queue scope",
+			c:    fifo,
+			entries: []SendEntry{
+				{ID: "a", Body: "x", GroupID: "g1", DedupID: "d1"},
+				{ID: "b", Body: "x", GroupID: "g2", DedupID: "d1"},
+				{ID: "own", Body: "y", GroupID: "g1", DedupID: "d2", Delay: dur(7 * time.Second)},
+				{ID: "badgroup", Body: "z", GroupID: "g 1", DedupID: "d4"},
+				{ID: "baddedup", Body: "z", GroupID: "g1", DedupID: strings.Repeat("d", MaxFifoIDLength+1)},
+			},
+			want: []want{
+				{delay: 5 * time.Second, dedupID: "d1", dedupKy: "d1"},
+				{delay: 5 * time.Second, dedupID: "d1", dedupKy: "d1"},
+				{err: ErrInvalidParameterValue}, // a FIFO queue has only its own delay
+				{err: ErrInvalidParameterValue},
+				{err: ErrInvalidParameterValue},
+			},
+		},
+		{
+			name: "FIFO queue: content-based dedup, the explicit id wins",
+			c:    cbd,
+			entries: []SendEntry{
+				{ID: "a", Body: "hello", GroupID: "g1"},
+				{ID: "b", Body: "hello", GroupID: "g2", Attributes: map[string]MessageAttribute{"k": {DataType: "String", StringValue: "v"}}},
+				{ID: "c", Body: "hello", GroupID: "g1", DedupID: "mine"},
+			},
+			want: []want{
+				{delay: 5 * time.Second, dedupID: helloSHA256, dedupKy: helloSHA256},
+				{delay: 5 * time.Second, dedupID: helloSHA256, dedupKy: helloSHA256},
+				{delay: 5 * time.Second, dedupID: "mine", dedupKy: "mine"},
+			},
+		},
+		{
+			name: "FIFO queue: messageGroup scope keys by group and id",
+			c:    perGroup,
+			entries: []SendEntry{
+				{ID: "a", Body: "hello", GroupID: "g1"},
+				{ID: "b", Body: "hello", GroupID: "g2"},
+				{ID: "c", Body: "x", GroupID: "g1", DedupID: "d"},
+			},
+			want: []want{
+				{delay: 5 * time.Second, dedupID: helloSHA256, dedupKy: "g1\x00" + helloSHA256},
+				{delay: 5 * time.Second, dedupID: helloSHA256, dedupKy: "g2\x00" + helloSHA256},
+				{delay: 5 * time.Second, dedupID: "d", dedupKy: "g1\x00d"},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			plans, err := PlanSend(tc.c, tc.entries)
+			if err != nil {
+				t.Fatalf("PlanSend: %v", err)
+			}
+			if len(plans) != len(tc.entries) {
+				t.Fatalf("%d plans for %d entries", len(plans), len(tc.entries))
+			}
+			for i, p := range plans {
+				w := tc.want[i]
+				id := tc.entries[i].ID
+				if w.err != nil {
+					if !errors.Is(p.Err, w.err) {
+						t.Errorf("entry %s: Err = %v, want %v", id, p.Err, w.err)
+					}
+					if p.MessageID != "" || p.Delay != 0 || p.DedupID != "" || p.DedupKey != "" {
+						t.Errorf("entry %s failed but has a plan: %+v", id, p)
+					}
+					continue
+				}
+				if p.Err != nil {
+					t.Errorf("entry %s: Err = %v", id, p.Err)
+					continue
+				}
+				if p.Delay != w.delay || p.DedupID != w.dedupID || p.DedupKey != w.dedupKy {
+					t.Errorf("entry %s: (delay, dedup id, key) = (%v, %q, %q), want (%v, %q, %q)",
+						id, p.Delay, p.DedupID, p.DedupKey, w.delay, w.dedupID, w.dedupKy)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanSendMessageIDs(t *testing.T) {
+	t.Parallel()
+	uuid4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	for _, c := range []QueueConfig{DefaultQueueConfig(false), DefaultQueueConfig(true)} {
+		entries := make([]SendEntry, MaxBatchEntries)
+		for i := range entries {
+			// The same body and ids: ids are not derived from the content.
+			entries[i] = SendEntry{ID: string(rune('a' + i)), Body: "same"}
+			if c.Fifo {
+				entries[i].GroupID, entries[i].DedupID = "g", "d"
+			}
+		}
+		seen := map[string]bool{}
+		for round := 0; round < 2; round++ {
+			plans, err := PlanSend(c, entries)
+			if err != nil {
+				t.Fatalf("fifo=%v: PlanSend: %v", c.Fifo, err)
+			}
+			for _, p := range plans {
+				if !uuid4.MatchString(p.MessageID) {
+					t.Errorf("fifo=%v: MessageID %q is not a version 4 UUID", c.Fifo, p.MessageID)
+				}
+				if seen[p.MessageID] {
+					t.Errorf("fifo=%v: MessageID %q planned twice", c.Fifo, p.MessageID)
+				}
+				seen[p.MessageID] = true
+			}
+		}
+	}
+}
+
+func TestPlanReceive(t *testing.T) {
+	t.Parallel()
+	std := DefaultQueueConfig(false)
+	std.VisibilityTimeout, std.ReceiveWaitTime = 45*time.Second, 7*time.Second
+	fifo := DefaultQueueConfig(true)
+	fifo.VisibilityTimeout, fifo.ReceiveWaitTime = 45*time.Second, 7*time.Second
+	long := strings.Repeat("a", MaxFifoIDLength)
+	for _, tc := range []struct {
+		name    string
+		c       QueueConfig
+		req     ReceiveRequest
+		want    ReceivePlan
+		wantErr error
+	}{
+		{name: "queue defaults", c: std, req: ReceiveRequest{},
+			want: ReceivePlan{Max: 1, Visibility: 45 * time.Second, Wait: 7 * time.Second}},
+		{name: "overrides", c: std, req: ReceiveRequest{MaxMessages: 10, Visibility: dur(2 * time.Minute), WaitTime: dur(20 * time.Second)},
+			want: ReceivePlan{Max: 10, Visibility: 2 * time.Minute, Wait: 20 * time.Second}},
+		{name: "explicit zeros override", c: std, req: ReceiveRequest{MaxMessages: 1, Visibility: dur(0), WaitTime: dur(0)},
+			want: ReceivePlan{Max: 1}},
+		{name: "upper bounds", c: std, req: ReceiveRequest{MaxMessages: MaxReceiveMessages, Visibility: dur(MaxVisibilityTimeout), WaitTime: dur(MaxWaitTime)},
+			want: ReceivePlan{Max: MaxReceiveMessages, Visibility: MaxVisibilityTimeout, Wait: MaxWaitTime}},
+		{name: "max above 10", c: std, req: ReceiveRequest{MaxMessages: 11}, wantErr: ErrInvalidParameterValue},
+		{name: "max negative", c: std, req: ReceiveRequest{MaxMessages: -1}, wantErr: ErrInvalidParameterValue},
+		{name: "visibility negative", c: std, req: ReceiveRequest{Visibility: dur(-time.Second)}, wantErr: ErrInvalidParameterValue},
+		{name: "visibility above 12h", c: std, req: ReceiveRequest{Visibility: dur(MaxVisibilityTimeout + time.Second)}, wantErr: ErrInvalidParameterValue},
+		{name: "wait negative", c: std, req: ReceiveRequest{WaitTime: dur(-time.Second)}, wantErr: ErrInvalidParameterValue},
+		{name: "wait above 20s", c: std, req: ReceiveRequest{WaitTime: dur(MaxWaitTime + time.Second)}, wantErr: ErrInvalidParameterValue},
+		{name: "FIFO keeps a valid attempt id", c: fifo, req: ReceiveRequest{AttemptID: long},
+			want: ReceivePlan{Max: 1, Visibility: 45 * time.Second, Wait: 7 * time.Second, AttemptID: long}},
+		{name: "FIFO without attempt id", c: fifo, req: ReceiveRequest{MaxMessages: 3},
+			want: ReceivePlan{Max: 3, Visibility: 45 * time.Second, Wait: 7 * time.Second}},
+		{name: "FIFO refuses a malformed attempt id", c: fifo, req: ReceiveRequest{AttemptID: "a b"}, wantErr: ErrInvalidParameterValue},
+		{name: "FIFO refuses a too long attempt id", c: fifo, req: ReceiveRequest{AttemptID: long + "a"}, wantErr: ErrInvalidParameterValue},
+		{name: "FIFO range error before the attempt id", c: fifo, req: ReceiveRequest{MaxMessages: 11, AttemptID: "ok"}, wantErr: ErrInvalidParameterValue},
+		{name: "standard drops a valid attempt id", c: std, req: ReceiveRequest{AttemptID: "ok"},
+			want: ReceivePlan{Max: 1, Visibility: 45 * time.Second, Wait: 7 * time.Second}},
+		{name: "standard drops a malformed attempt id", c: std, req: ReceiveRequest{AttemptID: "a b\x00" + long},
+			want: ReceivePlan{Max: 1, Visibility: 45 * time.Second, Wait: 7 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := PlanReceive(tc.c, tc.req)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || got != (ReceivePlan{}) {
+					t.Errorf("PlanReceive = %+v, %v; want a zero plan and an error matching %v", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("PlanReceive = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestClaimRoom(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		fifo          bool
+		max           int
+		inFlight, cap int64
+		want          int
+		wantErr       bool
+	}{
+		{name: "no cap", max: 10, inFlight: 1 << 40, cap: 0, want: 10},
+		{name: "negative cap is no cap", max: 10, inFlight: 1 << 40, cap: -1, want: 10},
+		{name: "no cap FIFO", fifo: true, max: 7, inFlight: 5, cap: 0, want: 7},
+		{name: "room above max", max: 10, inFlight: 0, cap: 100, want: 10},
+		{name: "room equal to max", max: 10, inFlight: 90, cap: 100, want: 10},
+		{name: "room below max", max: 10, inFlight: 95, cap: 100, want: 5},
+		{name: "room of one", max: 10, inFlight: 99, cap: 100, want: 1},
+		{name: "room below max FIFO", fifo: true, max: 10, inFlight: 97, cap: 100, want: 3},
+		{name: "huge cap", max: 10, inFlight: 0, cap: 1 << 62, want: 10},
+		{name: "standard at cap", max: 10, inFlight: 100, cap: 100, wantErr: true},
+		{name: "standard past cap", max: 1, inFlight: 150, cap: 100, wantErr: true},
+		{name: "FIFO at cap", fifo: true, max: 10, inFlight: 100, cap: 100, want: 0},
+		{name: "FIFO past cap", fifo: true, max: 10, inFlight: 150, cap: 100, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ClaimRoom("q1", tc.fifo, tc.max, tc.inFlight, tc.cap)
+			if tc.wantErr {
+				if got != 0 || !errors.Is(err, ErrOverLimit) {
+					t.Fatalf("ClaimRoom = %d, %v; want 0 and ErrOverLimit", got, err)
+				}
+				if msg := ErrorMessage(err); !strings.Contains(msg, "q1") || !strings.Contains(msg, "100") {
+					t.Errorf("message %q names neither the queue nor the cap", msg)
+				}
+				return
+			}
+			if got != tc.want || err != nil {
+				t.Errorf("ClaimRoom = %d, %v; want %d, nil", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLeaseError(t *testing.T) {
+	t.Parallel()
+	const handle = "AQID-handle"
+	sentinels := []error{ErrReceiptHandleInvalid, ErrInvalidParameterValue, ErrMessageNotInflight}
+	for _, tc := range []struct {
+		name       string
+		o          LeaseOutcome
+		visibility bool
+		want       error // nil: no error
+		msg        string
+	}{
+		{"delete applied", LeaseApplied, false, nil, ""},
+		{"visibility applied", LeaseApplied, true, nil, ""},
+		{"delete stale succeeds", LeaseStale, false, nil, ""},
+		{"visibility stale", LeaseStale, true, ErrInvalidParameterValue,
+			"Value AQID-handle for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."},
+		{"delete other queue", LeaseOtherQueue, false, ErrReceiptHandleInvalid, `The input receipt handle "AQID-handle" is not a valid receipt handle.`},
+		{"visibility other queue", LeaseOtherQueue, true, ErrReceiptHandleInvalid, `The input receipt handle "AQID-handle" is not a valid receipt handle.`},
+		{"delete ended", LeaseEnded, false, ErrInvalidParameterValue,
+			"Value AQID-handle for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."},
+		{"visibility ended", LeaseEnded, true, ErrMessageNotInflight, "The message referred to is not in flight."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := LeaseError(tc.o, handle, tc.visibility)
+			if tc.want == nil {
+				if err != nil {
+					t.Errorf("LeaseError = %v, want nil", err)
+				}
+				return
+			}
+			for _, s := range sentinels {
+				if errors.Is(err, s) != (s == tc.want) {
+					t.Errorf("LeaseError = %v: errors.Is(err, %q) = %v", err, s, errors.Is(err, s))
+				}
+			}
+			if got := ErrorMessage(err); got != tc.msg {
+				t.Errorf("message %q, want %q", got, tc.msg)
+			}
+		})
+	}
+}
