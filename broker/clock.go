@@ -20,8 +20,10 @@ type Timer interface {
 	// C delivers the time when the timer fires (buffered, at most once per Reset).
 	C() <-chan time.Time
 	// Stop prevents the timer from firing; it reports whether it was active.
+	// A fire not yet received is discarded.
 	Stop() bool
-	// Reset re-arms the timer to fire d from now.
+	// Reset re-arms the timer to fire d from now, discarding a fire not yet
+	// received (as time.Timer does since Go 1.23).
 	Reset(d time.Duration)
 }
 
@@ -132,17 +134,29 @@ type fakeTimer struct {
 
 func (t *fakeTimer) C() <-chan time.Time { return t.ch }
 
+// drainLocked empties the channel (the clock's mu held: fires only happen under it).
+func (t *fakeTimer) drainLocked() {
+	select {
+	case <-t.ch:
+	default:
+	}
+}
+
+// Stop and Reset discard a fire not yet received, as time.Timer does since
+// Go 1.23: a receive after them never sees a stale value.
 func (t *fakeTimer) Stop() bool {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
 	_, ok := t.c.timers[t]
 	delete(t.c.timers, t)
+	t.drainLocked()
 	return ok
 }
 
 func (t *fakeTimer) Reset(d time.Duration) {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
+	t.drainLocked()
 	t.deadline = t.c.now.Add(d)
 	t.c.timers[t] = struct{}{}
 	t.c.fireLocked()

@@ -237,6 +237,7 @@ func TestSendReceiveMD5s(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err = e.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5,
+		//lint:ignore SA1019 older SDKs still send the deprecated AttributeNames: the broker must honour it
 		AttributeNames:              []types.QueueAttributeName{"ApproximateReceiveCount"},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{"not-a-real-name"},
 		MessageAttributeNames:       []string{"All"}})

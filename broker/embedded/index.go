@@ -168,13 +168,6 @@ func (q *queue) forget(m *msg) {
 	q.fifoDrop(m)
 }
 
-// lease marks m (just popped from ready) in flight until deadline.
-func (q *queue) lease(m *msg, deadline, now int64) {
-	m.state = stateInflight
-	m.visibleAt = deadline
-	q.place(m, now)
-}
-
 // promote moves the timed messages whose visibleAt has passed to ready: ended
 // delays and expired leases. It reports whether any moved.
 func (q *queue) promote(now int64) bool {

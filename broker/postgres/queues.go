@@ -72,9 +72,6 @@ func (b *Backend) getQueue(ctx context.Context, q querier, name broker.QueueRef)
 // byRef selects the queue rows of account $1 and name $2.
 const byRef = "account = $1 AND name = $2"
 
-// ref is the queue's account and name.
-func (q queueRow) ref() broker.QueueRef { return broker.QueueRef{Account: q.account, Name: q.name} }
-
 // querier is what pgxpool.Pool, pgx.Conn and pgx.Tx have in common.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
