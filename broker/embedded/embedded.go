@@ -66,7 +66,6 @@ type Backend struct {
 	fs    *syncCountFS
 
 	mu         sync.Mutex
-	closed     bool
 	queues     map[broker.QueueRef]*queue // by account and name: live queues only
 	byID       map[uint64]*queue
 	nextQID    uint64 // next queue id to hand out (persisted in keyNextQueueID)
@@ -78,14 +77,12 @@ type Backend struct {
 	// moves is the move-task state (movetask.go), guarded by mu.
 	moves *moveTasks
 
-	ops     sync.WaitGroup // calls in progress; Close waits for them before closing the store
-	duties  sync.WaitGroup // background goroutines
-	closing chan struct{}  // closed by Close: waiters stop
-	// sweeper and mover are the retention sweeper (sweeper.go) and the
-	// move-task runner (movetask.go); Open starts them, Close stops them.
+	// life admits the calls and owns the background work: the retention
+	// sweeper (sweeper.go), the move-task runner (movetask.go) and the
+	// reclaimer; Open starts them, Close stops them.
+	life           *broker.Lifecycle
 	sweeper, mover broker.Duty
 	reclaim        chan [2][]byte // ranges whose data was deleted, to compact
-	cancel         context.CancelFunc
 	closeOnce      sync.Once
 	closeErr       error
 	// failed holds the first store write or sync error. Once set, the
@@ -126,46 +123,34 @@ func Open(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: open store in %s: %w", cfg.Dir, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	b := &Backend{
 		opts: opts, clock: opts.Clock, log: opts.Logger, db: db, fs: cfs,
 		queues: map[broker.QueueRef]*queue{}, byID: map[uint64]*queue{},
-		closing: make(chan struct{}), failedOnce: make(chan struct{}),
-		reclaim: make(chan [2][]byte, 64), cancel: cancel,
+		life: broker.NewLifecycle(), failedOnce: make(chan struct{}),
+		reclaim: make(chan [2][]byte, 64),
 	}
 	if err := b.recover(); err != nil {
-		cancel()
 		_ = db.Close()
 		return nil, err
 	}
 	if err := b.recoverMoveTasks(); err != nil {
-		cancel()
 		_ = db.Close()
 		return nil, err
 	}
 	b.sweeper = broker.Duty{Name: "retention sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
 	b.mover = broker.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle, Step: b.moveTick}
-	b.sweeper.Start(ctx)
-	b.mover.Start(ctx)
-	b.duties.Add(1)
-	go b.reclaimLoop(ctx)
+	b.life.Start(&b.sweeper)
+	b.life.Start(&b.mover)
+	b.life.Go(b.reclaimLoop)
 	return b, nil
 }
 
-// Close stops the background duties, ends waiting receives with
-// broker.ErrClosed, waits for the calls in progress, and closes the store
-// (every change is already synced). It is idempotent.
+// Close ends waiting receives with broker.ErrClosed, waits for the calls in
+// progress, stops the background work (broker.Lifecycle's order) and closes
+// the store (every change is already synced). It is idempotent.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		b.mu.Lock()
-		b.closed = true
-		close(b.closing)
-		b.mu.Unlock()
-		b.ops.Wait() // waiting receives return at once (closing)
-		b.cancel()
-		_ = b.sweeper.Stop(context.Background())
-		_ = b.mover.Stop(context.Background())
-		b.duties.Wait()
+		b.life.Close()
 		if b.failed.Load() != nil {
 			// The WAL is broken: Pebble cannot flush or rotate it (it would
 			// panic). Close without a flush; the next Open recovers from
@@ -185,24 +170,31 @@ func (b *Backend) Close() error {
 // operations divided by it is the group-commit figure.
 func (b *Backend) Syncs() uint64 { return b.fs.syncs.Load() }
 
-// enter registers a call in progress; it fails with ErrClosed once Close began.
-// The caller must call b.ops.Done when it no longer touches the store.
-func (b *Backend) enter() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.refusalLocked(); err != nil {
+// enter admits a call (b.life.Enter); it fails with ErrClosed once Close
+// began or the store failed. The caller must call b.life.Done when it no
+// longer touches the store.
+func (b *Backend) enter(ctx context.Context) error {
+	if err := b.life.Enter(ctx); err != nil {
 		return err
 	}
-	b.ops.Add(1)
+	if err := b.failure(); err != nil {
+		b.life.Done()
+		return err
+	}
 	return nil
 }
 
-// refusalLocked is why no call may start now (b.mu held): Close began, or
-// the store failed (fail-stop); nil otherwise.
-func (b *Backend) refusalLocked() error {
-	if b.closed {
+// refusal is why no call may go on now: Close began, or the store
+// failed (fail-stop); nil otherwise. (b.mu need not be held.)
+func (b *Backend) refusal() error {
+	if b.life.Closed() {
 		return broker.ClosedError()
 	}
+	return b.failure()
+}
+
+// failure is the fail-stop refusal after a store failure, nil before one.
+func (b *Backend) failure() error {
 	if err := b.failed.Load(); err != nil {
 		return broker.Errorf(broker.ErrClosed,
 			"The store failed to write or sync (%v): this broker refuses requests until it is restarted, which recovers from its log.", *err)
@@ -255,13 +247,10 @@ func (b *Backend) applyLocked(batch *pebble.Batch) error {
 // index order), and waits for the sync without it. fn returning an error
 // discards the batch; fn must then have changed nothing.
 func (b *Backend) update(ctx context.Context, name broker.QueueRef, fn func(q *queue, batch *pebble.Batch) error) error {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return err
 	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	defer b.life.Done()
 	batch := b.db.NewBatch()
 	b.mu.Lock()
 	q := b.queues[name]

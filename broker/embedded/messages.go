@@ -10,13 +10,10 @@ import (
 
 // Send implements broker.Backend.
 func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	defer b.life.Done()
 
 	b.mu.Lock()
 	q := b.queues[queueName]

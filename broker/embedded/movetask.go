@@ -169,13 +169,10 @@ func (b *Backend) recoverMoveTasks() error {
 
 // StartMoveTask implements broker.MoveTasker.
 func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return broker.MoveTask{}, err
 	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return broker.MoveTask{}, err
-	}
+	defer b.life.Done()
 	b.mu.Lock()
 	src := b.queues[broker.QueueRef{Account: req.Account, Name: req.Source}]
 	if src == nil || src.ID != req.SourceID {
@@ -252,7 +249,7 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, lim
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.refusalLocked(); err != nil {
+	if err := b.refusal(); err != nil {
 		return nil, err
 	}
 	src := b.queues[source]
@@ -271,13 +268,10 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, lim
 // at once (durably) and CANCELLED at the runner's next step, which the
 // cancel triggers.
 func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id string) (broker.MoveTask, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return broker.MoveTask{}, err
 	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return broker.MoveTask{}, err
-	}
+	defer b.life.Done()
 	b.mu.Lock()
 	src := b.queues[source]
 	if src == nil {
@@ -330,7 +324,7 @@ func (b *Backend) moveTick(context.Context) (time.Time, error) {
 // synced batch, and returns the earliest due time of the active tasks.
 func (b *Backend) moveDue() (next int64, ok bool) {
 	b.mu.Lock()
-	if b.refusalLocked() != nil {
+	if b.refusal() != nil {
 		b.mu.Unlock()
 		return 0, false
 	}
@@ -365,7 +359,7 @@ func (b *Backend) moveDue() (next int64, ok bool) {
 func (b *Backend) moveStep(t *moveTask) error {
 	batch := b.db.NewBatch()
 	b.mu.Lock()
-	if b.closed || !t.Active() {
+	if b.life.Closed() || !t.Active() {
 		b.mu.Unlock()
 		_ = batch.Close()
 		return nil

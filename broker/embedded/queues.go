@@ -13,13 +13,10 @@ import (
 
 // CreateQueue implements broker.Backend.
 func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return broker.Queue{}, false, err
 	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return broker.Queue{}, false, err
-	}
+	defer b.life.Done()
 	name := spec.QueueRef
 	b.mu.Lock()
 	if q := b.queues[name]; q != nil {
@@ -59,7 +56,7 @@ func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.Qu
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.refusalLocked(); err != nil {
+	if err := b.refusal(); err != nil {
 		return broker.QueueInfo{}, err
 	}
 	q := b.queues[name]
@@ -77,7 +74,7 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.refusalLocked(); err != nil {
+	if err := b.refusal(); err != nil {
 		return nil, err
 	}
 	names := make([]string, 0, len(b.queues))

@@ -18,13 +18,10 @@ import (
 // new earlier deadline does too, so the waiter re-arms. There is no polling
 // tick: with a FakeClock, Advance alone releases the waiter.
 func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]broker.Delivery, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	defer b.life.Done()
 	b.mu.Lock()
 	q := b.queues[req.Ref()]
 	if q == nil {
@@ -56,8 +53,8 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		case q.deleted:
 			b.mu.Unlock()
 			return nil, broker.QueueNotFoundError()
-		case b.refusalLocked() != nil:
-			err := b.refusalLocked()
+		case b.refusal() != nil:
+			err := b.refusal()
 			b.mu.Unlock()
 			return nil, err
 		case ctx.Err() != nil:
@@ -112,7 +109,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		case <-ch:
 		case <-t.C():
 		case <-ctx.Done():
-		case <-b.closing:
+		case <-b.life.Closing():
 		}
 		t.Stop()
 		b.mu.Lock()

@@ -42,7 +42,7 @@ func (b *Backend) sweepStep(context.Context) (time.Time, error) {
 // It returns the next expiry (Unix ns, 0 if none) and whether more are due.
 func (b *Backend) sweepOnce() (next int64, more bool) {
 	b.mu.Lock()
-	if b.refusalLocked() != nil {
+	if b.refusal() != nil {
 		b.mu.Unlock()
 		return 0, false
 	}
@@ -89,7 +89,6 @@ func (b *Backend) reclaimRange(lo, hi []byte) {
 // reclaimLoop compacts deleted ranges that reached sstables, so that their
 // space is freed soon (data still in the memtable is dropped by its flush).
 func (b *Backend) reclaimLoop(ctx context.Context) {
-	defer b.duties.Done()
 	for {
 		select {
 		case <-ctx.Done():

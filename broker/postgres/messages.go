@@ -31,10 +31,10 @@ func encodeAttrs(e *broker.SendEntry) []byte {
 // Send implements broker.Backend: one INSERT of the valid entries whose CTE
 // also adds them to a counter shard, in one autocommit statement.
 func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	q, err := b.getQueue(ctx, b.pool, queueName)
 	if err != nil {
 		return nil, err
@@ -117,10 +117,10 @@ func leaseOf(qid int64, r broker.Receipt) (key, lease int64, o broker.LeaseOutco
 // version matches the receipts (a stale receipt matches nothing),
 // subtracting them from the counters.
 func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	q, err := b.getQueue(ctx, b.pool, queueName)
 	if err != nil {
 		return nil, err
@@ -199,10 +199,10 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 // UPDATE that names the lease version and requires a live lease; the entries
 // that match nothing are then classified (stale receipt or ended lease).
 func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRef, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	q, err := b.getQueue(ctx, b.pool, queueName)
 	if err != nil {
 		return nil, err

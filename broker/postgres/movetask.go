@@ -112,10 +112,10 @@ func txErr(op string, err error) error {
 // StartMoveTask implements broker.MoveTasker: one transaction, holding the
 // source queue row FOR UPDATE so that starts on one source are serialized.
 func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return broker.MoveTask{}, err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	var out broker.MoveTask
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		src, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", req.Account, req.Source))
@@ -189,10 +189,10 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 
 // ListMoveTasks implements broker.MoveTasker.
 func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, limit int) ([]broker.MoveTask, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	src, err := b.getQueue(ctx, b.pool, source)
 	if err != nil {
 		return nil, err
@@ -214,10 +214,10 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, lim
 // this broker's runner is woken for it. The UPDATE waits for a step in
 // progress, so the moved count it returns is final.
 func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id string) (broker.MoveTask, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return broker.MoveTask{}, err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	src, err := b.getQueue(ctx, b.pool, source)
 	if err != nil {
 		return broker.MoveTask{}, err

@@ -130,7 +130,6 @@ func (n *notifier) add(qid int64) {
 const maxPayload = 7000
 
 func (n *notifier) loop(ctx context.Context) {
-	defer n.b.duties.Done()
 	var conn *pgx.Conn
 	defer func() {
 		if conn != nil {
@@ -206,7 +205,6 @@ func (n *notifier) loop(ctx context.Context) {
 // name. On a connection failure it reconnects with backoff and then wakes
 // every waiter, since notifications may have been lost meanwhile.
 func (b *Backend) listenLoop(ctx context.Context, cc *pgx.ConnConfig) {
-	defer b.duties.Done()
 	backoff := 50 * time.Millisecond
 	retry := time.NewTimer(0)
 	defer retry.Stop()

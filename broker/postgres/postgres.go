@@ -176,14 +176,11 @@ type Backend struct {
 	waiters  waiters
 	notifier *notifier
 
-	mu      sync.Mutex
-	closed  bool
-	ops     sync.WaitGroup // calls in progress
-	duties  sync.WaitGroup // background goroutines
-	closing chan struct{}  // closed by Close
-	cancel  context.CancelFunc
-	// sweeper and mover are the sweeper (sweeper.go) and the move-task
-	// runner (movetask.go); Open starts them, Close stops them.
+	mu sync.Mutex
+	// life admits the calls and owns the background work: the listener,
+	// the notifier, the sweeper (sweeper.go) and the move-task runner
+	// (movetask.go); Open starts them, Close stops them.
+	life           *broker.Lifecycle
 	sweeper, mover broker.Duty
 	sweepAt        time.Time // when the sweeper's timer fires (guarded by mu)
 	closeOnce      sync.Once
@@ -233,39 +230,30 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
-	dctx, cancel := context.WithCancel(context.Background())
 	b := &Backend{
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
 		id: hex.EncodeToString(idb[:]), channel: channelName(cfg.Schema),
-		closing: make(chan struct{}), cancel: cancel,
+		life: broker.NewLifecycle(),
 	}
-	_, b.testClock = cfg.Clock.(interface{ Offset() time.Duration })
+	_, b.testClock = cfg.Clock.(broker.OffsetClock)
 	b.waiters.init()
 	b.notifier = newNotifier(b, pcfg.ConnConfig)
 	b.sweeper = broker.Duty{Name: "sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
 	b.mover = broker.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle,
 		Retry: cfg.PollInterval, Step: b.moveTick}
-	b.duties.Add(2)
-	go b.listenLoop(dctx, pcfg.ConnConfig)
-	go b.notifier.loop(dctx)
-	b.sweeper.Start(dctx)
-	b.mover.Start(dctx)
+	b.life.Go(func(ctx context.Context) { b.listenLoop(ctx, pcfg.ConnConfig) })
+	b.life.Go(b.notifier.loop)
+	b.life.Start(&b.sweeper)
+	b.life.Start(&b.mover)
 	return b, nil
 }
 
 // Close ends waiting receives with broker.ErrClosed, waits for the calls in
-// progress, stops the duties and closes the connections. Idempotent.
+// progress, stops the background work (broker.Lifecycle's order) and closes
+// the connections. Idempotent.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		b.mu.Lock()
-		b.closed = true
-		close(b.closing)
-		b.mu.Unlock()
-		b.ops.Wait()
-		b.cancel()
-		_ = b.sweeper.Stop(context.Background())
-		_ = b.mover.Stop(context.Background())
-		b.duties.Wait()
+		b.life.Close()
 		b.pool.Close()
 	})
 	return nil
@@ -283,17 +271,9 @@ func channelName(schema string) string {
 	return "sluice_" + hex.EncodeToString(sum[:16])
 }
 
-// enter registers a call in progress; it fails with ErrClosed once Close began.
-// The caller must call b.ops.Done when done.
-func (b *Backend) enter() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return broker.ClosedError()
-	}
-	b.ops.Add(1)
-	return nil
-}
+// enter admits a call (b.life.Enter); it fails with ErrClosed once Close
+// began or when ctx is done. The caller must call b.life.Done when done.
+func (b *Backend) enter(ctx context.Context) error { return b.life.Enter(ctx) }
 
 // tnow is the $1 of every statement: the test clock's reading, or nil (SQL
 // NULL) so that the statement uses the database's now(). See nowSQL.

@@ -82,10 +82,10 @@ type querier interface {
 // once: the unique index on live names lets one insert win; the other reads
 // the winner and returns it (created == false).
 func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return broker.Queue{}, false, err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	name := spec.QueueRef
 	cj, _ := json.Marshal(spec.Config)
 	tags := spec.Tags
@@ -122,10 +122,10 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 // queue's due delayed and in-flight messages (amortised: each message is
 // promoted once; nothing is scanned when nothing is due).
 func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.QueueInfo, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return broker.QueueInfo{}, err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	q, err := b.getQueue(ctx, b.pool, name)
 	if err != nil {
 		return broker.QueueInfo{}, err
@@ -144,10 +144,10 @@ func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.Qu
 
 // ListQueues implements broker.Backend. Names sort bytewise (COLLATE "C").
 func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]broker.Queue, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	lim := any(nil) // SQL NULL: no limit
 	if limit > 0 {
 		lim = limit
@@ -177,10 +177,10 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 // u.Modified) in one transaction, so concurrent updates never lose one
 // another's change.
 func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit func(u *broker.QueueUpdate) error) error {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	retentionChanged := false
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", name.Account, name.Name))
@@ -218,10 +218,10 @@ func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit fu
 // once (its id is never reused, so its receipts stop working); the sweeper of
 // any broker deletes its messages and counters in bounded batches.
 func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) error {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	var id int64
 	err := b.pool.QueryRow(ctx, "UPDATE queues SET deleted = true, deleted_at = "+nowSQL+" WHERE account = $2 AND name = $3 AND NOT deleted RETURNING id", b.tnow(), name.Account, name.Name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -250,10 +250,10 @@ func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) error {
 // never half. A purge runs under the queue row's lock (FOR UPDATE), which
 // also orders it with move-task steps (FOR SHARE).
 func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow func(last, now time.Time) error) error {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return err
 	}
-	defer b.ops.Done()
+	defer b.life.Done()
 	if err := retry(func() error { return b.purgeTx(ctx, name, allow) }); err != nil {
 		return err
 	}

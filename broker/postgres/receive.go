@@ -31,13 +31,10 @@ const contendedRetry = 2 * time.Millisecond
 // LISTEN/NOTIFY. Polling stays the source of truth: a lost notification
 // delays a receive by at most PollInterval.
 func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]broker.Delivery, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
-	defer b.ops.Done()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	defer b.life.Done()
 	q, err := b.getQueue(ctx, b.pool, req.Ref())
 	if err != nil {
 		return nil, err
@@ -63,7 +60,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 	}()
 	for {
 		select {
-		case <-b.closing:
+		case <-b.life.Closing():
 			return nil, broker.ClosedError()
 		default:
 		}
@@ -138,7 +135,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		case <-fire:
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-b.closing:
+		case <-b.life.Closing():
 			return nil, broker.ClosedError()
 		}
 		if rt != nil {
