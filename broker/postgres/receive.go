@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -201,66 +203,70 @@ func (b *Backend) promoteForReceive(ctx context.Context, qid int64) (int64, erro
 	return inflight, nil
 }
 
-// claimSQL leases up to $3 ready messages of queue $2 in one statement:
+// claimSQL leases up to @limit ready messages of queue @queue (its mid) in
+// one statement, with named arguments (claimArgs):
 //
 //   - c locks the rows to claim: on a standard queue the first ready rows in
 //     receive order, skipping rows that other transactions hold (another
-//     broker's claim, a delete); on a FIFO queue the rows $10 chosen under
+//     broker's claim, a delete); on a FIFO queue the rows @ids chosen under
 //     the group locks (claimFifo), in that order;
-//   - exp deletes those past retention ($4 µs after sent_at);
-//   - red moves those whose receive would exceed maxReceiveCount ($7) to the
-//     dead-letter queue $5 (NULL: none), ready there, named after $6; into a
-//     FIFO dead-letter queue ($11) with a new sequence number, its message id
-//     as dedup id and a new SentAt (as SQS resets a FIFO dead letter's enqueue
-//     time), and a group row there (locked: created again if the sweeper
-//     is pruning it, see lockGroupsSQL; claimFifo has locked it already,
-//     before this statement takes the sequence number);
-//   - up leases the rest until now + $8 µs, bumping the lease version (the
-//     receipts' compare-and-set token) and the receive count, and records
-//     the receive attempt $12 (FIFO; NULL otherwise);
-//   - cnt moves them between counters: every claimed row leaves ready; the
-//     leased ones enter in flight, the moved ones enter the DLQ's ready.
+//   - exp deletes those past retention (@retention µs after sent_at);
+//   - red moves those whose receive would exceed maxReceiveCount
+//     (@max_receives) to the dead-letter queue @dlq (NULL: none), ready
+//     there, named after @source; into a FIFO dead-letter queue (@dlq_fifo)
+//     with a new sequence number, its message id as dedup id and a new SentAt
+//     (as SQS resets a FIFO dead letter's enqueue time), and a group row
+//     there (locked: created again if the sweeper is pruning it, see
+//     lockGroupsSQL; claimFifo has locked it already, before this statement
+//     takes the sequence number);
+//   - up leases the rest until now + @visibility µs, bumping the lease
+//     version (the receipts' compare-and-set token) and the receive count,
+//     and records the receive attempt @attempt (FIFO; NULL otherwise);
+//   - cnt moves them between counters (shard @shard): every claimed row
+//     leaves ready; the leased ones enter in flight, the moved ones enter
+//     the DLQ's ready.
 //
-// The final SELECT has one row even when nothing was leased (id -1), to
-// report how many were moved.
+// @now is the statement's instant (see nowSQL). The final SELECT has one row
+// even when nothing was leased (id -1), to report how many were moved.
 func claimSQL(fifo bool) string {
+	const now = "coalesce(@now::timestamptz, now())"
+	const live = "c.sent_at > " + now + " - @retention * interval '1 microsecond'"
+	const toDLQ = "@dlq::bigint IS NOT NULL AND c.receive_count >= @max_receives"
 	c := `SELECT id, priority, visible_at, receive_count, sent_at FROM messages
-	WHERE queue_id = $2 AND state = 'r'
-	ORDER BY priority DESC, visible_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`
+	WHERE queue_id = @queue AND state = 'r'
+	ORDER BY priority DESC, visible_at, id LIMIT @limit FOR UPDATE SKIP LOCKED`
 	if fifo {
 		c = `SELECT id, priority, visible_at, receive_count, sent_at FROM messages
-	WHERE id = ANY($10::bigint[]) AND queue_id = $2 AND state = 'r' LIMIT $3 FOR UPDATE`
+	WHERE id = ANY(@ids::bigint[]) AND queue_id = @queue AND state = 'r' LIMIT @limit FOR UPDATE`
 	}
 	return `
 WITH c AS (` + c + `),
 exp AS (
 	DELETE FROM messages m USING c
-	WHERE m.id = c.id AND c.sent_at <= ` + nowSQL + ` - $4 * interval '1 microsecond' RETURNING m.id),
+	WHERE m.id = c.id AND NOT (` + live + `) RETURNING m.id),
 red AS (
-	UPDATE messages m SET queue_id = $5, visible_at = ` + nowSQL + `, dl_source = $6, attempt = NULL,
-		seq = CASE WHEN $11 THEN nextval('fifo_seq') ELSE m.seq END,
-		dedup_id = CASE WHEN $11 THEN m.message_id::text ELSE m.dedup_id END,
-		sent_at = CASE WHEN $11 THEN ` + nowSQL + ` ELSE m.sent_at END
+	UPDATE messages m SET queue_id = @dlq, visible_at = ` + now + `, dl_source = @source, attempt = NULL,
+		seq = CASE WHEN @dlq_fifo THEN nextval('fifo_seq') ELSE m.seq END,
+		dedup_id = CASE WHEN @dlq_fifo THEN m.message_id::text ELSE m.dedup_id END,
+		sent_at = CASE WHEN @dlq_fifo THEN ` + now + ` ELSE m.sent_at END
 	FROM c
-	WHERE m.id = c.id AND $5::bigint IS NOT NULL AND c.receive_count >= $7
-		AND c.sent_at > ` + nowSQL + ` - $4 * interval '1 microsecond' RETURNING m.id, m.group_id),
+	WHERE m.id = c.id AND ` + toDLQ + ` AND ` + live + ` RETURNING m.id, m.group_id),
 grp AS (
-	INSERT INTO groups (queue_id, group_id) SELECT DISTINCT $5::bigint, group_id FROM red
-	WHERE $11 AND group_id IS NOT NULL ORDER BY 2
+	INSERT INTO groups (queue_id, group_id) SELECT DISTINCT @dlq::bigint, group_id FROM red
+	WHERE @dlq_fifo AND group_id IS NOT NULL ORDER BY 2
 	ON CONFLICT (queue_id, group_id) DO UPDATE SET group_id = excluded.group_id WHERE false),
 up AS (
 	UPDATE messages m SET state = 'i', lease = m.lease + 1, receive_count = m.receive_count + 1,
-		first_receive_at = coalesce(m.first_receive_at, ` + nowSQL + `),
-		visible_at = ` + nowSQL + ` + $8 * interval '1 microsecond', attempt = $12
+		first_receive_at = coalesce(m.first_receive_at, ` + now + `),
+		visible_at = ` + now + ` + @visibility * interval '1 microsecond', attempt = @attempt
 	FROM c
-	WHERE m.id = c.id AND NOT ($5::bigint IS NOT NULL AND c.receive_count >= $7)
-		AND c.sent_at > ` + nowSQL + ` - $4 * interval '1 microsecond'
+	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
 	RETURNING ` + msgCols("m") + `),
 cnt AS (
 	INSERT INTO counts AS k (queue_id, shard, ready, inflight, delayed)
-	SELECT q, $9, r, i, 0 FROM (VALUES
-		($2::bigint, -(SELECT count(*) FROM c), (SELECT count(*) FROM up)),
-		($5::bigint, (SELECT count(*) FROM red), 0)) v (q, r, i)
+	SELECT q, @shard, r, i, 0 FROM (VALUES
+		(@queue::bigint, -(SELECT count(*) FROM c), (SELECT count(*) FROM up)),
+		(@dlq::bigint, (SELECT count(*) FROM red), 0)) v (q, r, i)
 	WHERE q IS NOT NULL AND (r <> 0 OR i <> 0) ORDER BY q
 	ON CONFLICT (queue_id, shard) DO UPDATE SET ready = k.ready + excluded.ready,
 		inflight = k.inflight + excluded.inflight)
@@ -270,7 +276,7 @@ SELECT s.moved, coalesce(u.id, -1), coalesce(u.lease, 0), coalesce(u.receive_cou
 	u.attrs, coalesce(u.body, '')
 FROM (SELECT (SELECT count(*) FROM red) AS moved) s
 LEFT JOIN (SELECT up.*, c.priority AS cp, c.visible_at AS cv FROM up JOIN c USING (id)) u ON true
-ORDER BY array_position($10::bigint[], u.id), u.cp DESC, u.cv, u.id`
+ORDER BY array_position(@ids::bigint[], u.id), u.cp DESC, u.cv, u.id`
 }
 
 var (
@@ -362,8 +368,11 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 	var moved int64
 	run := func() error {
 		out, moved = nil, 0
-		rows, err := db.Query(ctx, sql, b.tnow(), q.mid, n, micros(q.cfg.Retention),
-			to.dlq, q.name, to.maxRC, micros(vis), shard(), idArg, to.dlqFifo, attempt)
+		rows, err := db.Query(ctx, sql, pgx.NamedArgs{
+			"now": b.tnow(), "queue": q.mid, "limit": n, "retention": micros(q.cfg.Retention),
+			"dlq": to.dlq, "source": q.name, "max_receives": to.maxRC, "visibility": micros(vis),
+			"shard": shard(), "ids": idArg, "dlq_fifo": to.dlqFifo, "attempt": attempt,
+		})
 		if err != nil {
 			return err
 		}
