@@ -86,8 +86,9 @@ func (b *Backend) moveStep(ctx context.Context) (bool, time.Time, error) {
 	return true, o.at, nil
 }
 
-// moveStepTx is one step inside tx. It returns false when no active task is
-// due, or every due one is being stepped by another transaction.
+// moveStepTx is one step inside tx, in the order of "One step, one
+// transaction" (movetask.go). It returns false when no active task is due,
+// or every due one is being stepped by another transaction.
 func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bool, error) {
 	t := &o.task
 	err := tx.QueryRow(ctx, `SELECT seq, id, source_id, source, dest_id, rate, status FROM move_tasks
@@ -103,92 +104,141 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 		return true, b.endMoveTask(ctx, tx, o, broker.MoveTaskCancelled, "")
 	}
 	fail := func() error { return b.endMoveTask(ctx, tx, o, broker.MoveTaskFailed, broker.MoveTaskFailureNoQueue) }
+	src, dst, ok, err := stepQueues(ctx, tx, t)
+	if err != nil {
+		return true, err
+	}
+	if !ok {
+		return true, fail()
+	}
+	rate := broker.MoveTask{MaxPerSecond: t.rate}.MoveRate()
+	items, lastSent, err := stepItems(ctx, tx, t.seq, broker.MoveChunk(rate))
+	if err != nil {
+		return true, err
+	}
+	if len(items) == 0 {
+		return true, b.endMoveTask(ctx, tx, o, broker.MoveTaskCompleted, "")
+	}
+	byName, err := stepTargets(ctx, tx, t, src, items)
+	if err != nil {
+		return true, err
+	}
+	msgs, err := b.lockStepMessages(ctx, tx, src, items)
+	if err != nil {
+		return true, err
+	}
+	p := planStep(src, dst, t.destID != nil, byName, items, msgs)
+	if err := b.applyStep(ctx, tx, o, p); err != nil {
+		return true, err
+	}
+	if p.failed {
+		err = fail() // after the messages before the failing one moved
+	} else {
+		err = b.advanceTask(ctx, tx, o, src, p, items, lastSent, rate)
+	}
+	if err != nil {
+		return true, err
+	}
+	return true, addStepCounts(ctx, tx, src, p)
+}
 
-	// 1. The source and destination rows, FOR SHARE: no DeleteQueue commits
-	// between this check and the commit of the moves.
+// stepQueues is step 1: the source and destination rows, locked FOR SHARE so
+// that no DeleteQueue commits between this check and the commit of the
+// moves. ok is false when one of them is gone (the task fails).
+func stepQueues(ctx context.Context, tx pgx.Tx, t *stepTask) (src, dst queueRow, ok bool, err error) {
 	qids := []int64{t.sourceID}
 	if t.destID != nil {
 		qids = append(qids, *t.destID)
 	}
 	queues, err := lockQueues(ctx, tx, "id = ANY($1::bigint[])", qids)
 	if err != nil {
-		return true, err
+		return src, dst, false, err
 	}
-	src, ok := queues[t.sourceID]
-	if !ok {
-		return true, fail()
+	if src, ok = queues[t.sourceID]; !ok {
+		return src, dst, false, nil
 	}
-	var dst queueRow
 	if t.destID != nil {
 		if dst, ok = queues[*t.destID]; !ok {
-			return true, fail()
+			return src, dst, false, nil
 		}
 	}
+	return src, dst, true, nil
+}
 
-	// 2. The next chunk of items, oldest first.
-	rate := broker.MoveTask{MaxPerSecond: t.rate}.MoveRate()
+// stepItems is step 2: the next chunk (at most n) of the task's items,
+// oldest first, and the sent_at of the last one.
+func stepItems(ctx context.Context, tx pgx.Tx, task int64, n int) (items []int64, lastSent time.Time, err error) {
 	rows, err := tx.Query(ctx, `SELECT msg, sent_at FROM move_task_items WHERE task = $1
-		ORDER BY sent_at, msg LIMIT $2`, t.seq, broker.MoveChunk(rate))
+		ORDER BY sent_at, msg LIMIT $2`, task, n)
 	if err != nil {
-		return true, err
+		return nil, lastSent, err
 	}
-	var items []int64
-	var lastSent time.Time
 	var id int64
-	if _, err := pgx.ForEachRow(rows, []any{&id, &lastSent}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &lastSent}, func() error {
 		items = append(items, id)
 		return nil
-	}); err != nil {
-		return true, err
-	}
-	if len(items) == 0 {
-		return true, b.endMoveTask(ctx, tx, o, broker.MoveTaskCompleted, "")
-	}
-	// With no destination, each message goes back to the queue named by its
-	// DeadLetterSource: lock those queue rows too, before any message row.
-	byName := map[string]queueRow{}
-	if t.destID == nil {
-		targets, err := lockQueues(ctx, tx, `account = $2 AND name IN (SELECT dl_source FROM messages
-			WHERE id = ANY($1::bigint[]) AND dl_source IS NOT NULL)`, items, src.account)
-		if err != nil {
-			return true, err
-		}
-		for _, q := range targets {
-			byName[q.name] = q
-		}
-	}
+	})
+	return items, lastSent, err
+}
 
-	// 3. Lock the messages. FOR UPDATE waits for a receive holding a row and
-	// re-checks it: a message leased meanwhile shows as held.
-	rows, err = tx.Query(ctx, `SELECT id, state::text, coalesce(dl_source, ''), group_id,
+// stepTargets locks, when the task has no destination, the queues its items
+// go back to (named by their DeadLetterSource, in the source's account),
+// before any message row, and returns them by name.
+func stepTargets(ctx context.Context, tx pgx.Tx, t *stepTask, src queueRow, items []int64) (map[string]queueRow, error) {
+	byName := map[string]queueRow{}
+	if t.destID != nil {
+		return byName, nil
+	}
+	targets, err := lockQueues(ctx, tx, `account = $2 AND name IN (SELECT dl_source FROM messages
+		WHERE id = ANY($1::bigint[]) AND dl_source IS NOT NULL)`, items, src.account)
+	for _, q := range targets {
+		byName[q.name] = q
+	}
+	return byName, err
+}
+
+// lockStepMessages is step 3: it locks the items' messages. FOR UPDATE waits
+// for a receive holding a row and re-checks it: a message leased meanwhile
+// shows as held.
+func (b *Backend) lockStepMessages(ctx context.Context, tx pgx.Tx, src queueRow, items []int64) (map[int64]stepMsg, error) {
+	rows, err := tx.Query(ctx, `SELECT id, state::text, coalesce(dl_source, ''), group_id,
 			state = 'i' AND visible_at > `+nowSQL+`, sent_at <= `+nowSQL+` - $4 * interval '1 microsecond'
 		FROM messages WHERE id = ANY($2::bigint[]) AND queue_id = $3 ORDER BY id FOR UPDATE`,
 		b.tnow(), items, src.mid, micros(src.cfg.Retention))
 	if err != nil {
-		return true, err
+		return nil, err
 	}
 	msgs := map[int64]stepMsg{}
+	var id int64
 	var m stepMsg
-	if _, err := pgx.ForEachRow(rows, []any{&id, &m.state, &m.dlSource, &m.group, &m.held, &m.expired}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &m.state, &m.dlSource, &m.group, &m.held, &m.expired}, func() error {
 		msgs[id] = m
 		return nil
-	}); err != nil {
-		return true, err
-	}
+	})
+	return msgs, err
+}
 
-	// Walk the items in move order (broker.MoveWalk): a message without a
-	// live destination fails the task after the ones before it moved; a
-	// message held by a consumer blocks its FIFO group (in this chunk, and
-	// in later ones: their items go below).
+// stepPlan is what the walk of one chunk decided.
+type stepPlan struct {
+	plans    map[int64]*movePlan // by target queue id
+	movedIDs []int64             // source rows moved, in move order
+	// srcReady, srcInflight and srcDelayed leave the source's counters.
+	srcReady, srcInflight, srcDelayed int64
+	blocked                           []string // FIFO groups held by a consumer
+	failed                            bool     // a message had no live target
+}
+
+// planStep walks the items in move order (broker.MoveWalk): a message
+// without a live destination fails the task after the ones before it moved;
+// a message held by a consumer blocks its FIFO group (in this chunk, and in
+// later ones: advanceTask drops their items). fixed tells whether the task
+// has a destination (dst).
+func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, items []int64, msgs map[int64]stepMsg) stepPlan {
 	walk := broker.MoveWalk{Source: src.name, Live: func(name string) bool { _, ok := byName[name]; return ok }}
-	if dst.id != 0 {
+	if fixed {
 		walk.Destination = dst.name
 	}
-	plans := map[int64]*movePlan{}
-	var movedIDs []int64
-	var srcReady, srcInflight, srcDelayed int64
-	var blocked []string
-	failed := false
+	p := stepPlan{plans: map[int64]*movePlan{}}
 	for _, id := range items {
 		m, ok := msgs[id]
 		it := broker.MoveItem{Gone: !ok || m.expired, Held: m.held, DeadLetterSource: m.dlSource}
@@ -196,112 +246,118 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 			it.Group = *m.group
 		}
 		action, target := walk.Next(it)
-		if action == broker.MoveHold && it.Group != "" {
-			blocked = append(blocked, it.Group)
-		}
-		if action == broker.MoveFail {
-			failed = true
-			break
-		}
-		if action != broker.MoveOut {
+		switch action {
+		case broker.MoveHold:
+			if it.Group != "" {
+				p.blocked = append(p.blocked, it.Group)
+			}
+			continue
+		case broker.MoveFail:
+			p.failed = true
+			return p
+		case broker.MoveSkip:
 			continue
 		}
 		to := dst
-		if walk.Destination == "" {
+		if !fixed {
 			to = byName[target]
 		}
-		p := plans[to.id]
-		if p == nil {
-			p = &movePlan{target: to}
-			plans[to.id] = p
+		mp := p.plans[to.id]
+		if mp == nil {
+			mp = &movePlan{target: to}
+			p.plans[to.id] = mp
 		}
-		p.ids = append(p.ids, id)
-		p.mids = append(p.mids, broker.NewMessageID())
+		mp.ids = append(mp.ids, id)
+		mp.mids = append(mp.mids, broker.NewMessageID())
 		if m.group != nil {
-			p.groups = append(p.groups, *m.group)
+			mp.groups = append(mp.groups, *m.group)
 		}
-		movedIDs = append(movedIDs, id)
+		p.movedIDs = append(p.movedIDs, id)
 		switch m.state {
 		case "r":
-			srcReady++
+			p.srcReady++
 		case "i":
-			srcInflight++ // a lease that ended but was not promoted yet
+			p.srcInflight++ // a lease that ended but was not promoted yet
 		default:
-			srcDelayed++
+			p.srcDelayed++
 		}
 	}
+	return p
+}
 
-	// 4. The new messages, the deletes, the task's progress.
-	targetIDs := make([]int64, 0, len(plans))
-	for qid := range plans {
+// applyStep is step 4: the new messages (targets in id order) and the
+// deletes from the source.
+func (b *Backend) applyStep(ctx context.Context, tx pgx.Tx, o *stepOutcome, p stepPlan) error {
+	targetIDs := make([]int64, 0, len(p.plans))
+	for qid := range p.plans {
 		targetIDs = append(targetIDs, qid)
 	}
 	slices.Sort(targetIDs)
 	for _, qid := range targetIDs {
-		if err := b.insertMoved(ctx, tx, plans[qid]); err != nil {
-			return true, err
+		if err := b.insertMoved(ctx, tx, p.plans[qid]); err != nil {
+			return err
 		}
-		o.targets = append(o.targets, plans[qid].target)
+		o.targets = append(o.targets, p.plans[qid].target)
 	}
-	if len(movedIDs) > 0 {
-		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = ANY($1::bigint[])", movedIDs); err != nil {
-			return true, err
+	if len(p.movedIDs) > 0 {
+		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = ANY($1::bigint[])", p.movedIDs); err != nil {
+			return err
 		}
 	}
-	o.moved = int64(len(movedIDs))
-	switch {
-	case failed:
-		err = fail()
-	default:
-		// The items of this chunk are handled: delete them (a range of the
-		// primary key, up to the last one read), then end or pace the task.
-		if _, err := tx.Exec(ctx, `DELETE FROM move_task_items WHERE task = $1 AND (sent_at, msg) <= ($2, $3)`,
-			t.seq, lastSent, items[len(items)-1]); err != nil {
-			return true, err
-		}
-		// The later items of a blocked group are dropped: they stay in the
-		// source, behind the message that stayed.
-		if len(blocked) > 0 {
-			if _, err := tx.Exec(ctx, `DELETE FROM move_task_items i USING messages m
-				WHERE i.task = $1 AND m.id = i.msg AND m.queue_id = $2 AND m.seq IS NOT NULL
-				AND m.group_id = ANY($3::text[])`, t.seq, src.mid, blocked); err != nil {
-				return true, err
-			}
-		}
-		var more bool
-		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM move_task_items WHERE task = $1)", t.seq).Scan(&more); err != nil {
-			return true, err
-		}
-		if !more {
-			err = b.endMoveTask(ctx, tx, o, broker.MoveTaskCompleted, "")
-			break
-		}
-		// The next step is due one pace after this one was due, not after
-		// it ran: a step that starts late (a busy broker, a clock that moved
-		// on) does not push the whole schedule back. GREATEST keeps a task
-		// that fell far behind (all brokers were down) from bursting: it
-		// resumes at its rate from now.
-		_, err = tx.Exec(ctx, `UPDATE move_tasks SET moved = moved + $2,
-			due_at = greatest(due_at + $3 * interval '1 microsecond', `+nowSQL+`)
-			WHERE seq = $4`, b.tnowAt(o.at), o.moved, micros(broker.MovePace(len(movedIDs), rate)), t.seq)
-	}
-	if err != nil {
-		return true, err
-	}
+	o.moved = int64(len(p.movedIDs))
+	return nil
+}
 
-	// 5. Counters last, in queue id order.
-	type delta struct{ ready, inflight, delayed int64 }
-	// Counters are keyed by the queues' mids (see PurgeQueue).
-	deltas := map[int64]*delta{src.mid: {-srcReady, -srcInflight, -srcDelayed}}
-	order := []int64{src.mid}
-	for _, p := range plans {
-		n := int64(len(p.ids))
-		if p.target.cfg.Delay > 0 {
-			deltas[p.target.mid] = &delta{delayed: n}
-		} else {
-			deltas[p.target.mid] = &delta{ready: n}
+// advanceTask records the task's progress after a step that did not fail:
+// the chunk's items are handled (a range of the primary key, up to the last
+// one read), the later items of a blocked group are dropped (they stay in
+// the source, behind the message that stayed), and the task ends or is
+// paced.
+func (b *Backend) advanceTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, src queueRow, p stepPlan, items []int64, lastSent time.Time, rate int) error {
+	t := &o.task
+	if _, err := tx.Exec(ctx, `DELETE FROM move_task_items WHERE task = $1 AND (sent_at, msg) <= ($2, $3)`,
+		t.seq, lastSent, items[len(items)-1]); err != nil {
+		return err
+	}
+	if len(p.blocked) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM move_task_items i USING messages m
+			WHERE i.task = $1 AND m.id = i.msg AND m.queue_id = $2 AND m.seq IS NOT NULL
+			AND m.group_id = ANY($3::text[])`, t.seq, src.mid, p.blocked); err != nil {
+			return err
 		}
-		order = append(order, p.target.mid)
+	}
+	var more bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM move_task_items WHERE task = $1)", t.seq).Scan(&more); err != nil {
+		return err
+	}
+	if !more {
+		return b.endMoveTask(ctx, tx, o, broker.MoveTaskCompleted, "")
+	}
+	// The next step is due one pace after this one was due, not after it
+	// ran: a step that starts late (a busy broker, a clock that moved on)
+	// does not push the whole schedule back. GREATEST keeps a task that fell
+	// far behind (all brokers were down) from bursting: it resumes at its
+	// rate from now.
+	_, err := tx.Exec(ctx, `UPDATE move_tasks SET moved = moved + $2,
+		due_at = greatest(due_at + $3 * interval '1 microsecond', `+nowSQL+`)
+		WHERE seq = $4`, b.tnowAt(o.at), o.moved, micros(broker.MovePace(len(p.movedIDs), rate)), t.seq)
+	return err
+}
+
+// addStepCounts is step 5: the counters last, in queue mid order (counters
+// are keyed by the queues' mids, see PurgeQueue).
+func addStepCounts(ctx context.Context, tx pgx.Tx, src queueRow, p stepPlan) error {
+	type delta struct{ ready, inflight, delayed int64 }
+	deltas := map[int64]*delta{src.mid: {-p.srcReady, -p.srcInflight, -p.srcDelayed}}
+	order := []int64{src.mid}
+	for _, mp := range p.plans {
+		n := int64(len(mp.ids))
+		if mp.target.cfg.Delay > 0 {
+			deltas[mp.target.mid] = &delta{delayed: n}
+		} else {
+			deltas[mp.target.mid] = &delta{ready: n}
+		}
+		order = append(order, mp.target.mid)
 	}
 	slices.Sort(order)
 	for _, qid := range order {
@@ -310,10 +366,10 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 			continue
 		}
 		if err := addCounts(ctx, tx, qid, d.ready, d.inflight, d.delayed); err != nil {
-			return true, err
+			return err
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // lockQueues locks FOR SHARE, in id order, the live queues matching where
