@@ -37,25 +37,51 @@ import (
 	"github.com/sluicemq/sluice/broker"
 )
 
-// Config configures the embedded backend.
+// Config configures the embedded backend. Start from DefaultConfig.
 type Config struct {
-	// Dir is the data directory, created if missing.
+	// Dir is the data directory, created if missing. Required; one broker
+	// per directory (the store locks it).
 	Dir string
 	// FS is the filesystem; nil means vfs.Default. Tests pass
 	// vfs.NewCrashableMem() to simulate power loss.
 	FS vfs.FS
-	// Options are the settings every backend shares (Clock, Logger,
-	// MaxInFlight, StrictPurge).
+	// CacheBytes is the store's block cache, from which bodies are read on
+	// receive: the bound on the memory bodies take. Default 64 MiB; 1 MiB..64 GiB.
+	CacheBytes int64
+	// Options are the settings every backend shares; the backend uses Clock
+	// and Logger (MaxInFlight and StrictPurge are the front's).
 	broker.Options
+}
+
+// DefaultConfig returns a Config with every default set and Dir empty.
+func DefaultConfig() Config {
+	return Config{CacheBytes: 64 << 20}
+}
+
+// withDefaults fills zero fields with DefaultConfig's values.
+func (c Config) withDefaults() Config {
+	if c.CacheBytes == 0 {
+		c.CacheBytes = DefaultConfig().CacheBytes
+	}
+	c.Options = c.Options.WithDefaults()
+	return c
+}
+
+// Validate checks a Config whose zero fields were defaulted.
+func (c Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("embedded: Config.Dir is required")
+	case c.CacheBytes < 1<<20 || c.CacheBytes > 64<<30:
+		return fmt.Errorf("embedded: Config.CacheBytes %d: must be 1 MiB..64 GiB", c.CacheBytes)
+	}
+	return c.Options.Validate()
 }
 
 // keyBlock is how many message keys are reserved by one durable bump of the
 // key ceiling.
 const keyBlock = 1 << 16
 
-// cacheBytes is the Pebble block cache: the bounded cache from which bodies
-// are read on receive.
-const cacheBytes = 64 << 20
 
 // Backend is the embedded broker.Backend. Create it with Open.
 type Backend struct {
@@ -100,19 +126,20 @@ var _ broker.Backend = (*Backend)(nil)
 // Open opens (or creates) the store in cfg.Dir, rebuilds the in-memory index
 // from the metadata records, and starts the background duties.
 func Open(cfg Config) (*Backend, error) {
-	opts := cfg.Options.WithDefaults()
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts := cfg.Options
 	fs := cfg.FS
 	if fs == nil {
 		fs = vfs.Default
-	}
-	if cfg.Dir == "" {
-		return nil, errors.New("embedded: Config.Dir is required")
 	}
 	if err := fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded: create %s: %w", cfg.Dir, err)
 	}
 	cfs := &syncCountFS{FS: fs}
-	cache := pebble.NewCache(cacheBytes)
+	cache := pebble.NewCache(cfg.CacheBytes)
 	defer cache.Unref()
 	db, err := pebble.Open(cfg.Dir, &pebble.Options{
 		FS:                 cfs,

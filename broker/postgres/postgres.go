@@ -79,8 +79,8 @@ type Config struct {
 	// Schema holds Sluice's tables; it is created and migrated at Open.
 	// Default "sluice"; letters, digits and underscores, at most 63 bytes.
 	Schema string
-	// Options are the settings every backend shares (Clock, Logger,
-	// MaxInFlight, StrictPurge).
+	// Options are the settings every backend shares; the backend uses Clock
+	// and Logger (MaxInFlight and StrictPurge are the front's).
 	broker.Options
 	// MaxConns is the connection pool size, besides the two dedicated
 	// connections (listener, notifier). Default 16; 1..1000.
@@ -157,7 +157,7 @@ func (c Config) Validate() error {
 	case c.NotifyInterval < 0 || c.NotifyInterval > time.Second:
 		return fmt.Errorf("postgres: Config.NotifyInterval %v: must be 0..1s", c.NotifyInterval)
 	}
-	return nil
+	return c.Options.Validate()
 }
 
 // Backend is the PostgreSQL broker.Backend. Create it with Open.
