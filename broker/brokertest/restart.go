@@ -14,6 +14,29 @@ var restartTests = []testCase{
 	{"LeaseExpiredAcrossRestart", testRestartLeaseExpired},
 	{"QueueSettingsAndIDs", testRestartQueueSettings},
 	{"RetentionAfterRestart", testRestartRetention},
+	{"RecreatedQueueRejectsOldReceipts", testRestartRecreatedQueueReceipts},
+}
+
+// testRestartRecreatedQueueReceipts: a queue deleted and created again
+// after a restart is a new queue (a new id), and the receipts of the old
+// one are invalid on it.
+func testRestartRecreatedQueueReceipts(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.requireReopen()
+	q1 := e.createQueue("q", nil)
+	e.sendBody("q", "a")
+	d := e.receiveOne("q")
+	if err := e.b.DeleteQueue(e.ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	q2 := e.createQueue("q", nil)
+	if q2.ID == q1.ID {
+		t.Fatalf("the re-created queue reused id %d", q1.ID)
+	}
+	wantErr(t, "Delete with a receipt of the deleted queue", e.deleteErr("q", d.Receipt), broker.ErrReceiptHandleInvalid)
+	wantErr(t, "ChangeVisibility with a receipt of the deleted queue", e.changeVisErr("q", d.Receipt, 0), broker.ErrReceiptHandleInvalid)
+	e.wantStats("q", 0, 0, 0)
 }
 
 func testRestartKeepsState(t *testing.T, s suite) {
