@@ -24,7 +24,7 @@
 // cap), longpoll.go (waiting receives and receive parameters), retention.go,
 // redrive.go (dead-letter queues), batch.go, restart.go, concurrency.go,
 // lifecycle.go, fifo.go, movetask.go (message move tasks) and tags.go
-// (tags and policy statements; issue 3).
+// (tags and policy statements).
 package brokertest
 
 import (
@@ -91,7 +91,7 @@ func Run(t *testing.T, h Harness) {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
 			if len(g.cases) == 0 {
-				t.Skipf("no %s tests yet (FIFO semantics come with issue 3; see fifo.go)", g.name)
+				t.Skipf("no %s tests yet", g.name)
 			}
 			for _, c := range g.cases {
 				t.Run(c.name, func(t *testing.T) {

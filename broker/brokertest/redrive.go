@@ -13,10 +13,11 @@ var redriveTests = []testCase{
 	{"MoveAfterMaxReceiveCount3", func(t *testing.T, s suite) { testRedriveMove(t, s, 3) }},
 	{"MoveBesideOtherMessages", testRedriveBesideOthers},
 	{"PolicyTargetMustExist", testRedrivePolicyMissingTarget},
+	{"PolicyTargetNotItself", testRedrivePolicyItself},
 	{"PolicySetAndRemove", testRedrivePolicySetAndRemove},
 	{"AllowPolicyDenyAll", testRedriveAllowDenyAll},
 	{"AllowPolicyByQueue", testRedriveAllowByQueue},
-	// FIFO↔FIFO type matching belongs with the FIFO tests (issue 3).
+	// FIFO↔FIFO type matching belongs with the FIFO tests.
 }
 
 func redrivePolicy(dlq string, maxReceiveCount int) string {
@@ -155,6 +156,24 @@ func testRedrivePolicyMissingTarget(t *testing.T, s suite) {
 	}
 	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("gone", 3)})
 	wantErrOneOf(t, "RedrivePolicy to a deleted queue", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+}
+
+// testRedrivePolicyItself: a queue can't be its own dead-letter queue, at
+// creation or later (such a message would never move), and the refusal says
+// so in the same words both times.
+func testRedrivePolicyItself(t *testing.T, s suite) {
+	e := s.setup(t)
+	_, createErr := e.b.CreateQueue(e.ctx, "q", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("q", 3)}, nil)
+	wantErr(t, "CreateQueue with a RedrivePolicy naming the queue itself", createErr, broker.ErrInvalidParameterValue)
+	e.createQueue("q", nil)
+	setErr := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("q", 3)})
+	wantErr(t, "SetQueueAttributes with a RedrivePolicy naming the queue itself", setErr, broker.ErrInvalidParameterValue)
+	if createErr.Error() != setErr.Error() {
+		t.Fatalf("CreateQueue says %q, SetQueueAttributes %q: want the same refusal", createErr, setErr)
+	}
+	if r := e.getQueue("q").Config.Redrive; r != nil {
+		t.Fatalf("the refused RedrivePolicy was stored: %+v", r)
+	}
 }
 
 func testRedrivePolicySetAndRemove(t *testing.T, s suite) {
