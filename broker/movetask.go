@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -152,9 +153,15 @@ func (t MoveTask) MoveRate() int {
 }
 
 // Active reports whether the task still runs (RUNNING or CANCELLING).
-func (t MoveTask) Active() bool {
-	return t.Status == MoveTaskRunning || t.Status == MoveTaskCancelling
-}
+func (t MoveTask) Active() bool { return t.Status.Active() }
+
+// Active reports whether a task in state s still runs: s is one of
+// ActiveMoveTaskStatuses.
+func (s MoveTaskStatus) Active() bool { return slices.Contains(ActiveMoveTaskStatuses, s) }
+
+// ActiveMoveTaskStatuses are the states of a task that still runs: at most
+// one task per source queue is in one of them.
+var ActiveMoveTaskStatuses = []MoveTaskStatus{MoveTaskRunning, MoveTaskCancelling}
 
 // The errors of move tasks, in SQS's words.
 

@@ -114,10 +114,6 @@ func (r *moveTaskRecord) task() broker.MoveTask {
 	}
 }
 
-// Active reports whether the task still has work (RUNNING or CANCELLING).
-func (r *moveTaskRecord) Active() bool {
-	return r.Status == broker.MoveTaskRunning || r.Status == broker.MoveTaskCancelling
-}
 
 // moveTask is one task and, while it is active, its working state.
 type moveTask struct {
@@ -192,7 +188,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	}
 	tasks := b.liveTasksLocked(src)
 	for _, t := range tasks {
-		if t.Active() {
+		if t.Status.Active() {
 			b.mu.Unlock()
 			return broker.MoveTask{}, broker.MoveTaskRunningError()
 		}
@@ -332,7 +328,7 @@ func (b *Backend) moveDue() (next int64, ok bool) {
 	now := b.now()
 	for _, ts := range b.moves.bySource {
 		for _, t := range ts {
-			if t.Active() && t.due <= now {
+			if t.Status.Active() && t.due <= now {
 				due = append(due, t)
 			}
 		}
@@ -347,7 +343,7 @@ func (b *Backend) moveDue() (next int64, ok bool) {
 	defer b.mu.Unlock()
 	for _, ts := range b.moves.bySource {
 		for _, t := range ts {
-			if t.Active() && (!ok || t.due < next) {
+			if t.Status.Active() && (!ok || t.due < next) {
 				next, ok = t.due, true
 			}
 		}
@@ -359,7 +355,7 @@ func (b *Backend) moveDue() (next int64, ok bool) {
 func (b *Backend) moveStep(t *moveTask) error {
 	batch := b.db.NewBatch()
 	b.mu.Lock()
-	if b.life.Closed() || !t.Active() {
+	if b.life.Closed() || !t.Status.Active() {
 		b.mu.Unlock()
 		_ = batch.Close()
 		return nil

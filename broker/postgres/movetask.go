@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -83,8 +84,16 @@ import (
 // start tasks (they run them themselves, but a broker may die).
 const moveIdle = 10 * time.Second
 
-// activeSQL matches the active task statuses in SQL.
-const activeSQL = "status IN ('RUNNING', 'CANCELLING')"
+// activeSQL matches the active task statuses (broker.ActiveMoveTaskStatuses)
+// in SQL. (The partial index move_tasks_active of migration 3 spells the same
+// list: a change to it needs a migration.)
+var activeSQL = func() string {
+	q := make([]string, len(broker.ActiveMoveTaskStatuses))
+	for i, s := range broker.ActiveMoveTaskStatuses {
+		q[i] = "'" + string(s) + "'"
+	}
+	return "status IN (" + strings.Join(q, ", ") + ")"
+}()
 
 const moveTaskCols = "id, source, destination, rate, status, moved, to_move, failure, started_at"
 
