@@ -1,6 +1,8 @@
 // Package brokertest is the conformance suite that every broker.Backend
-// passes: the embedded (Pebble) backend today, PostgreSQL later. A behaviour
-// of Sluice exists when this suite tests it.
+// passes (the embedded Pebble backend and the PostgreSQL one). It drives the
+// front, broker.Broker, over the backend under test, as every API does, and
+// the seam directly where a behaviour is the backend's alone (accounts). A
+// behaviour of Sluice exists when this suite tests it.
 //
 // A backend's test file calls Run with a Harness that opens a fresh, isolated
 // backend per subtest:
