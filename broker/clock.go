@@ -134,11 +134,14 @@ type fakeTimer struct {
 
 func (t *fakeTimer) C() <-chan time.Time { return t.ch }
 
-// drainLocked empties the channel (the clock's mu held: fires only happen under it).
-func (t *fakeTimer) drainLocked() {
+// drainLocked empties the channel and reports whether it held a fire (the
+// clock's mu held: fires only happen under it).
+func (t *fakeTimer) drainLocked() bool {
 	select {
 	case <-t.ch:
+		return true
 	default:
+		return false
 	}
 }
 
@@ -149,7 +152,9 @@ func (t *fakeTimer) Stop() bool {
 	defer t.c.mu.Unlock()
 	_, ok := t.c.timers[t]
 	delete(t.c.timers, t)
-	t.drainLocked()
+	if t.drainLocked() {
+		ok = true // a fire never received counts as stopped, as with time.Timer
+	}
 	return ok
 }
 

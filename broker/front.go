@@ -65,23 +65,43 @@ func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[s
 	if err := ValidateTags(name, tags); err != nil {
 		return Queue{}, err
 	}
+	checked := false
 	if cfg.Redrive != nil {
-		// An existing queue is compared first (its own policy was checked
-		// when it was set); a new one's target must pass checkRedrive.
-		if q, err := b.backend.GetQueue(ctx, own(name)); err == nil {
-			return b.existing(q.Queue, attrs)
-		} else if !errors.Is(err, ErrQueueDoesNotExist) {
-			return Queue{}, err
-		}
-		if err := b.checkRedrive(ctx, name, cfg, attrs[AttrRedrivePolicy]); err != nil {
+		// An existing queue is compared, not checked: its own policy was
+		// checked when it was set, and a repeated CreateQueue must answer
+		// the queue even if its dead-letter queue is gone since. A new
+		// queue's target must pass checkRedrive.
+		_, err := b.backend.GetQueue(ctx, own(name))
+		switch {
+		case errors.Is(err, ErrQueueDoesNotExist):
+			if err := b.checkRedrive(ctx, name, cfg, attrs[AttrRedrivePolicy]); err != nil {
+				return Queue{}, err
+			}
+			checked = true
+		case err != nil:
 			return Queue{}, err
 		}
 	}
+	// Even for a queue that exists, the backend answers: it waits until the
+	// change that created the queue is durable.
 	q, created, err := b.backend.CreateQueue(ctx, QueueSpec{QueueRef: own(name), Config: cfg, Tags: tags})
-	if err != nil || created {
-		return q, err
+	switch {
+	case err != nil:
+		return Queue{}, err
+	case created && cfg.Redrive != nil && !checked:
+		// The queue was deleted after GetQueue found it: this call created
+		// it, with a policy not checked yet. Check it now; a refusal
+		// deletes the queue again, which nobody was told of.
+		if err := b.checkRedrive(ctx, name, cfg, attrs[AttrRedrivePolicy]); err != nil {
+			if derr := b.backend.DeleteQueue(ctx, own(name)); derr != nil {
+				b.log.Error("a queue created with a refused RedrivePolicy could not be deleted", "queue", name, "err", derr)
+			}
+			return Queue{}, err
+		}
+	case !created:
+		return b.existing(q, attrs)
 	}
-	return b.existing(q, attrs)
+	return q, nil
 }
 
 // existing answers a CreateQueue of a queue that exists: the queue, when

@@ -28,6 +28,7 @@ var fifoTests = []testCase{
 	{"WaitingReceiveWokenByUnlock", testFifoWaiterWokenByUnlock},
 	{"DelayedHeadHoldsGroup", testFifoDelayedHead},
 	{"DeleteAfterLeaseExpired", testFifoDeleteExpiredReceipt},
+	{"DeleteBatchExpiredAndStaleReceipts", testFifoDeleteExpiredAndStale},
 	// The dedup window and sequence numbers (fifo_dedup.go).
 	{"DedupWithinWindow", testFifoDedupWindow},
 	{"DedupAfterDelete", testFifoDedupAfterDelete},
@@ -288,6 +289,32 @@ func testFifoDelayedHead(t *testing.T, s suite) {
 	if strings.Join(got["g"], ",") != "a1,a2" || strings.Join(got["h"], ",") != "h1" {
 		t.Fatalf("received %v, want g: a1,a2 and h: h1", got)
 	}
+}
+
+// testFifoDeleteExpiredAndStale: in one FIFO delete batch after the lease
+// ended, the latest receipt (twice) is expired and an older receipt of the
+// same message is stale (success without effect).
+func testFifoDeleteExpiredAndStale(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "10"})
+	e.fsend("q.fifo", "g", "1", "a1")
+	old := e.receiveMax("q.fifo", 1, 0)[0]
+	e.advance(10 * time.Second)
+	e.eventuallyStats("q.fifo", 1, 0, 0)
+	latest := e.receiveMax("q.fifo", 1, 0)[0]
+	e.advance(10 * time.Second)
+	e.eventuallyStats("q.fifo", 1, 0, 0)
+	errs, err := e.b.Delete(e.ctx, "q.fifo", []broker.DeleteEntry{
+		{ID: "a", Receipt: latest.Receipt}, {ID: "b", Receipt: latest.Receipt}, {ID: "c", Receipt: old.Receipt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "the latest receipt after its lease ended", errs[0], broker.ErrInvalidParameterValue)
+	wantErr(t, "the latest receipt again", errs[1], broker.ErrInvalidParameterValue)
+	if errs[2] != nil {
+		t.Fatalf("an older receipt of the same message: %v, want success without effect (stale)", errs[2])
+	}
+	e.wantStats("q.fifo", 1, 0, 0)
 }
 
 func testFifoDeleteExpiredReceipt(t *testing.T, s suite) {

@@ -134,6 +134,21 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 				}
 			}
 		}},
+		{"RepeatedCreateWithRedrivePolicy", func(t *testing.T, b *broker.Broker) (func() error, func(*testing.T, *broker.Broker)) {
+			ctx := context.Background()
+			if _, err := b.CreateQueue(ctx, "dlq", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			attrs := map[string]string{broker.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":3}`}
+			return func() error {
+					_, err := b.CreateQueue(ctx, "q", attrs, nil)
+					return err
+				}, func(t *testing.T, b *broker.Broker) {
+					if _, err := b.GetQueue(ctx, "q"); err != nil {
+						t.Fatalf("after the crash: %v; want the acknowledged queue", err)
+					}
+				}
+		}},
 		{"RepeatedDelete", func(t *testing.T, b *broker.Broker) (func() error, func(*testing.T, *broker.Broker)) {
 			ctx := context.Background()
 			if _, err := b.CreateQueue(ctx, "q", nil, nil); err != nil {

@@ -82,7 +82,6 @@ func (c Config) Validate() error {
 // key ceiling.
 const keyBlock = 1 << 16
 
-
 // Backend is the embedded broker.Backend. Create it with Open.
 type Backend struct {
 	opts  broker.Options

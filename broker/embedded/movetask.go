@@ -114,7 +114,6 @@ func (r *moveTaskRecord) task() broker.MoveTask {
 	}
 }
 
-
 // moveTask is one task and, while it is active, its working state.
 type moveTask struct {
 	moveTaskRecord
@@ -417,8 +416,11 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 		m := src.msgs[t.cands[t.cursor]]
 		it := broker.MoveItem{Gone: m == nil}
 		if m != nil {
-			it = broker.MoveItem{Gone: src.expired(m, now), Group: m.groupID,
-				Held: m.state == stateInflight, DeadLetterSource: m.deadLetterSource}
+			it = broker.MoveItem{Gone: src.expired(m, now), Held: m.state == stateInflight,
+				DeadLetterSource: m.deadLetterSource}
+			if src.fifo != nil { // a standard queue's group ids order nothing
+				it.Group = m.groupID
+			}
 		}
 		action, target := walk.Next(it)
 		switch action {

@@ -168,23 +168,25 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 	}
 	if q.cfg.Fifo && len(gone) < len(keys) {
 		// Receipts that deleted nothing but are the latest lease of their
-		// message: the lease ended (a FIFO delete needs a live one).
-		var ended []int64
+		// message: the lease ended (a FIFO delete needs a live one). Matched
+		// by (id, lease): an older receipt of the same message is stale.
+		type lease struct{ ID, Lease int64 }
+		var ended []lease
 		err := retry(func() error {
-			rows, err := b.pool.Query(ctx, `SELECT m.id FROM messages m
+			rows, err := b.pool.Query(ctx, `SELECT DISTINCT m.id, m.lease FROM messages m
 				JOIN unnest($2::bigint[], $3::bigint[]) r (id, lease) ON m.id = r.id AND m.lease = r.lease
 				WHERE m.queue_id = $1`, q.mid, keys, leases)
 			if err != nil {
 				return err
 			}
-			ended, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			ended, err = pgx.CollectRows(rows, pgx.RowToStructByPos[lease])
 			return err
 		})
 		if err != nil {
 			return nil, dbErr("delete", err)
 		}
-		for j, key := range keys {
-			if slices.Contains(ended, key) {
+		for j := range keys {
+			if slices.Contains(ended, lease{keys[j], leases[j]}) {
 				out[at[j]] = broker.LeaseEnded
 			}
 		}

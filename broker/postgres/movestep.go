@@ -242,7 +242,7 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, items [
 	for _, id := range items {
 		m, ok := msgs[id]
 		it := broker.MoveItem{Gone: !ok || m.expired, Held: m.held, DeadLetterSource: m.dlSource}
-		if m.group != nil {
+		if m.group != nil && src.cfg.Fifo { // a standard queue's group ids order nothing
 			it.Group = *m.group
 		}
 		action, target := walk.Next(it)
