@@ -85,7 +85,9 @@ func MessageSize(body string, attrs map[string]MessageAttribute) int {
 // ValidateSendEntry checks one message against its queue's settings and the
 // SQS rules: body presence, characters and size, delay range (and that FIFO
 // queues take no per-message delay), attributes, the format of the group and
-// dedup ids (fifo.go; their presence is ValidateSendGroupParams).
+// dedup ids (fifo.go; their presence is ValidateSendGroupParams). A FIFO
+// queue accepts DelaySeconds=0 (as SQS does; MessageDelay ignores it) and
+// refuses any other per-message delay.
 func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
 	if e.Body == "" {
 		return Errorf(ErrMissingParameter, "The request must contain the parameter MessageBody.")
@@ -111,7 +113,7 @@ func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
 		if *e.Delay < 0 || *e.Delay > MaxDelay || *e.Delay%time.Second != 0 {
 			return invalidParam(int64(*e.Delay/time.Second), "DelaySeconds", "must be >= 0 and <= 900.")
 		}
-		if c.Fifo {
+		if c.Fifo && *e.Delay != 0 {
 			return invalidParam(int64(*e.Delay/time.Second), "DelaySeconds", "The request include parameter that is not valid for this queue type.")
 		}
 	}
@@ -119,6 +121,17 @@ func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
 		return invalidParam(e.Priority, "Priority", "must be between -100 and 100.")
 	}
 	return validateGroupFields(c, e)
+}
+
+// MessageDelay is how long a valid send (ValidateSendEntry) stays delayed:
+// its own DelaySeconds on a standard queue, else the queue's DelaySeconds. On
+// a FIFO queue the queue's delay always applies (the only per-message delay it
+// accepts is 0, which SQS takes as "not set").
+func MessageDelay(c QueueConfig, e *SendEntry) time.Duration {
+	if e.Delay != nil && !c.Fifo {
+		return *e.Delay
+	}
+	return c.Delay
 }
 
 // ValidateMessageAttributes checks user message attributes: at most 10, names

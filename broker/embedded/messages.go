@@ -77,10 +77,7 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 				continue
 			}
 		}
-		delay := q.Config.Delay
-		if e.Delay != nil {
-			delay = *e.Delay
-		}
+		delay := broker.MessageDelay(q.Config, e)
 		m := &msg{
 			key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
 			priority: e.Priority, size: broker.MessageSize(e.Body, e.Attributes),

@@ -70,10 +70,7 @@ func (b *Backend) Send(ctx context.Context, queueName string, entries []broker.S
 			continue
 		}
 		results[i].MessageID = broker.NewMessageID()
-		delay := q.cfg.Delay
-		if e.Delay != nil {
-			delay = *e.Delay
-		}
+		delay := broker.MessageDelay(q.cfg, e)
 		if minDelay < 0 || delay < minDelay {
 			minDelay = delay
 		}

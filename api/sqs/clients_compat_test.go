@@ -1,0 +1,122 @@
+package sqs_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Behaviours real SQS clients tripped on, each checked in both protocols:
+// JSON (aws-sdk-go-v2, or raw requests where the SDK cannot send the input)
+// and query (raw form requests, checked against the XML ErrorResponse).
+
+// jsonError is the body of a JSON-protocol error.
+type jsonError struct {
+	Type    string `json:"__type"`
+	Message string `json:"message"`
+}
+
+// expectJSONError checks a raw JSON-protocol error reply: status, __type,
+// the query-compatible code header, and a message; it returns the body.
+func expectJSONError(t *testing.T, resp *http.Response, body string, status int, typ, code string) jsonError {
+	t.Helper()
+	var got jsonError
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", body, err)
+	}
+	if resp.StatusCode != status || got.Type != typ || got.Message == "" ||
+		resp.Header.Get("X-Amzn-Query-Error") != code+";Sender" || resp.Header.Get("X-Amzn-Requestid") == "" {
+		t.Fatalf("want %d %s (%s), got %d %q %s", status, typ, code, resp.StatusCode, resp.Header.Get("X-Amzn-Query-Error"), body)
+	}
+	return got
+}
+
+// expectJSONOK checks a raw JSON-protocol reply is a 200 and decodes it into v.
+func expectJSONOK(t *testing.T, what string, resp *http.Response, body string, v any) {
+	t.Helper()
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %s", what, resp.StatusCode, body)
+	}
+	if v != nil {
+		if err := json.Unmarshal([]byte(body), v); err != nil {
+			t.Fatalf("%s: %v: %s", what, err, body)
+		}
+	}
+}
+
+// jsonString quotes s as a JSON string.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// queueCounts returns ApproximateNumberOfMessages and ...Delayed of a queue.
+func (e *env) queueCounts(url string) (visible, delayed string) {
+	e.t.Helper()
+	out, err := e.client.GetQueueAttributes(context.Background(), &awssqs.GetQueueAttributesInput{QueueUrl: &url,
+		AttributeNames: []types.QueueAttributeName{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesDelayed"}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out.Attributes["ApproximateNumberOfMessages"], out.Attributes["ApproximateNumberOfMessagesDelayed"]
+}
+
+func TestFifoDelaySecondsZero(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	url := e.queue("delay0.fifo", map[string]string{"FifoQueue": "true"})
+	path := strings.TrimPrefix(url, e.URL)
+
+	// JSON. aws-sdk-go-v2 omits a zero DelaySeconds, so these are raw requests.
+	resp, body := e.jsonCall("SendMessage", `{"QueueUrl":"`+url+`","MessageBody":"j1","MessageGroupId":"g","MessageDeduplicationId":"j1","DelaySeconds":0}`)
+	var sent struct{ MessageId, SequenceNumber string }
+	expectJSONOK(t, "JSON SendMessage with DelaySeconds 0", resp, body, &sent)
+	if sent.MessageId == "" || sent.SequenceNumber == "" {
+		t.Fatalf("JSON SendMessage: %s", body)
+	}
+	resp, body = e.jsonCall("SendMessageBatch", `{"QueueUrl":"`+url+`","Entries":[`+
+		`{"Id":"a","MessageBody":"j2","MessageGroupId":"g","MessageDeduplicationId":"j2","DelaySeconds":0},`+
+		`{"Id":"b","MessageBody":"j3","MessageGroupId":"g","MessageDeduplicationId":"j3"}]}`)
+	var batch struct {
+		Successful []struct{ Id string }
+		Failed     []struct{ Id, Code string }
+	}
+	expectJSONOK(t, "JSON SendMessageBatch with DelaySeconds 0", resp, body, &batch)
+	if len(batch.Successful) != 2 || len(batch.Failed) != 0 {
+		t.Fatalf("JSON SendMessageBatch: %s", body)
+	}
+	resp, body = e.jsonCall("SendMessage", `{"QueueUrl":"`+url+`","MessageBody":"j4","MessageGroupId":"g","MessageDeduplicationId":"j4","DelaySeconds":1}`)
+	er := expectJSONError(t, resp, body, 400, "com.amazon.coral.service#InvalidParameterValueException", "InvalidParameterValue")
+	if !strings.Contains(er.Message, "DelaySeconds") {
+		t.Fatalf("DelaySeconds 1 on FIFO: %q", er.Message)
+	}
+
+	// Query.
+	resp, body = e.form(path, vals("Action", "SendMessage", "MessageBody", "q1", "MessageGroupId", "g", "MessageDeduplicationId", "q1", "DelaySeconds", "0"))
+	decode(t, body, "SendMessageResponse", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("query SendMessage with DelaySeconds 0: %d %s", resp.StatusCode, body)
+	}
+	resp, body = e.form(path, vals("Action", "SendMessageBatch",
+		"SendMessageBatchRequestEntry.1.Id", "a", "SendMessageBatchRequestEntry.1.MessageBody", "q2", "SendMessageBatchRequestEntry.1.DelaySeconds", "0",
+		"SendMessageBatchRequestEntry.1.MessageGroupId", "g", "SendMessageBatchRequestEntry.1.MessageDeduplicationId", "q2"))
+	var qb struct {
+		OK     []string `xml:"SendMessageBatchResult>SendMessageBatchResultEntry>Id"`
+		Failed []string `xml:"SendMessageBatchResult>BatchResultErrorEntry>Id"`
+	}
+	decode(t, body, "SendMessageBatchResponse", &qb)
+	if resp.StatusCode != 200 || len(qb.OK) != 1 || len(qb.Failed) != 0 {
+		t.Fatalf("query SendMessageBatch with DelaySeconds 0: %s", body)
+	}
+	resp, body = e.form(path, vals("Action", "SendMessage", "MessageBody", "q3", "MessageGroupId", "g", "MessageDeduplicationId", "q3", "DelaySeconds", "5"))
+	expectError(t, resp, body, 400, "InvalidParameterValue")
+
+	if visible, delayed := e.queueCounts(url); visible != "5" || delayed != "0" {
+		t.Fatalf("after 5 sends with DelaySeconds 0: %s visible, %s delayed", visible, delayed)
+	}
+}
