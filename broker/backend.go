@@ -10,7 +10,7 @@ import (
 // implementation passes.
 //
 // Every method that changes state returns only after the change is durable.
-// Batch methods take 1..MaxBatchEntries entries with distinct ids (ValidateBatchIDs)
+// Batch methods take 1..MaxBatchEntries entries with distinct ids (ValidateBatch)
 // and return one result per entry, in order; an error returned beside the
 // results concerns the whole call (no entry was applied). Errors are *Error
 // values wrapping the sentinels of errors.go.

@@ -25,6 +25,40 @@ func TestFifoAcceptsDelayZero(t *testing.T) {
 	}
 }
 
+func TestEmptyBatchNamesItsEntry(t *testing.T) {
+	t.Parallel()
+	want := func(what string, err error, entry string) {
+		t.Helper()
+		if msg := "There should be at least one " + entry + " in the request."; !errors.Is(err, ErrEmptyBatch) || ErrorMessage(err) != msg {
+			t.Errorf("%s: %v, want %q", what, err, msg)
+		}
+	}
+	want("ValidateBatch of DeleteEntry", ValidateBatch([]DeleteEntry{}, func(e DeleteEntry) string { return e.ID }), "DeleteMessageBatchRequestEntry")
+	want("ValidateBatch of VisibilityEntry", ValidateBatch([]VisibilityEntry{}, func(e VisibilityEntry) string { return e.ID }), "ChangeMessageVisibilityBatchRequestEntry")
+	want("ValidateSendBatch", ValidateSendBatch(nil), "SendMessageBatchRequestEntry")
+	want("ValidateBatchIDs", ValidateBatchIDs(DeleteBatchEntry, nil), "DeleteMessageBatchRequestEntry")
+}
+
+func TestOneEntryBatchTooLong(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("b", MaxBatchBytes+1)
+	err := ValidateSendBatch([]SendEntry{{ID: "only", Body: big}})
+	if !errors.Is(err, ErrBatchRequestTooLong) {
+		t.Errorf("one-entry batch of 1 MiB + 1: %v", err)
+	}
+	if err := ValidateSendBatch([]SendEntry{{ID: "only", Body: big[1:]}}); err != nil {
+		t.Errorf("one-entry batch of 1 MiB: %v", err)
+	}
+	// A plain send (no id) is not a batch: its size is ValidateSendEntry's.
+	if err := ValidateSendBatch([]SendEntry{{Body: big}}); err != nil {
+		t.Errorf("plain send of 1 MiB + 1 refused as a batch: %v", err)
+	}
+	err = ValidateSendEntry(DefaultQueueConfig(false), &SendEntry{Body: big})
+	if !errors.Is(err, ErrInvalidParameterValue) || !strings.Contains(ErrorMessage(err), "shorter than") {
+		t.Errorf("plain send of 1 MiB + 1: %v", err)
+	}
+}
+
 func TestMessageDelay(t *testing.T) {
 	t.Parallel()
 	std, fifo := DefaultQueueConfig(false), DefaultQueueConfig(true)

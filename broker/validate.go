@@ -26,11 +26,20 @@ func isIDChars(s string) bool {
 	return true
 }
 
+// The request-entry shapes of the three batch actions, as their errors name them.
+const (
+	SendBatchEntry       = "SendMessageBatchRequestEntry"
+	DeleteBatchEntry     = "DeleteMessageBatchRequestEntry"
+	VisibilityBatchEntry = "ChangeMessageVisibilityBatchRequestEntry"
+)
+
 // ValidateBatchIDs checks a batch's entry count (1..10) and ids (distinct,
-// 1..80 characters of [A-Za-z0-9_-]).
-func ValidateBatchIDs(ids []string) error {
+// 1..80 characters of [A-Za-z0-9_-]). entry is the batch's request-entry
+// shape (SendBatchEntry, DeleteBatchEntry or VisibilityBatchEntry), which the
+// empty-batch error names.
+func ValidateBatchIDs(entry string, ids []string) error {
 	if len(ids) == 0 {
-		return Errorf(ErrEmptyBatch, "There should be at least one SendMessageBatchRequestEntry in the request.")
+		return Errorf(ErrEmptyBatch, "There should be at least one %s in the request.", entry)
 	}
 	if len(ids) > MaxBatchEntries {
 		return Errorf(ErrTooManyEntries, "Maximum number of entries per request are %d. You have sent %d.", MaxBatchEntries, len(ids))
@@ -268,32 +277,59 @@ func FilterAttributes(attrs map[string]MessageAttribute, names []string) map[str
 	return out
 }
 
-// ValidateBatch checks the entry ids of a batch call with ValidateBatchIDs. A
-// single entry with an empty id is a plain (non-batch) call and is fine.
+// isPlainCall reports whether the entries of a batch method are a plain
+// (non-batch) call: a single entry with an empty id.
+func isPlainCall[E any](entries []E, id func(E) string) bool {
+	return len(entries) == 1 && id(entries[0]) == ""
+}
+
+// batchEntryName is the request-entry shape of a batch of E.
+func batchEntryName[E any]() string {
+	var zero E
+	switch any(zero).(type) {
+	case DeleteEntry:
+		return DeleteBatchEntry
+	case VisibilityEntry:
+		return VisibilityBatchEntry
+	}
+	return SendBatchEntry
+}
+
+// ValidateBatch checks the entry ids of a batch call with ValidateBatchIDs,
+// naming the entry shape of E (SendEntry, DeleteEntry or VisibilityEntry) in
+// the empty-batch error. A single entry with an empty id is a plain
+// (non-batch) call and is fine.
 func ValidateBatch[E any](entries []E, id func(E) string) error {
-	if len(entries) == 1 && id(entries[0]) == "" {
+	if isPlainCall(entries, id) {
 		return nil
 	}
 	ids := make([]string, len(entries))
 	for i, e := range entries {
 		ids[i] = id(e)
 	}
-	return ValidateBatchIDs(ids)
+	return ValidateBatchIDs(batchEntryName[E](), ids)
 }
 
 // ValidateSendBatch checks what concerns a send call as a whole: the entry
-// ids (ValidateBatch) and the total size of several entries (at most
-// MaxBatchBytes). One entry that is too long is not a batch error: it fails
-// with its own size error from ValidateSendEntry, as SendMessage would.
+// ids (ValidateBatch) and, for a batch, the total size of its entries (at
+// most MaxBatchBytes, else ErrBatchRequestTooLong), also when the batch has a
+// single entry. A plain send (one entry without an id) that is too long is
+// not a batch error: it fails with its own size error from ValidateSendEntry,
+// as does a batch entry longer than its queue's MaximumMessageSize within a
+// batch that fits.
 func ValidateSendBatch(entries []SendEntry) error {
-	if err := ValidateBatch(entries, func(e SendEntry) string { return e.ID }); err != nil {
+	id := func(e SendEntry) string { return e.ID }
+	if err := ValidateBatch(entries, id); err != nil {
 		return err
+	}
+	if isPlainCall(entries, id) {
+		return nil
 	}
 	total := 0
 	for i := range entries {
 		total += MessageSize(entries[i].Body, entries[i].Attributes)
 	}
-	if len(entries) > 1 && total > MaxBatchBytes {
+	if total > MaxBatchBytes {
 		return Errorf(ErrBatchRequestTooLong,
 			"Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxBatchBytes, total)
 	}

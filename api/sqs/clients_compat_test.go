@@ -3,12 +3,16 @@ package sqs_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluicemq/sluice/broker"
 )
 
 // Behaviours real SQS clients tripped on, each checked in both protocols:
@@ -118,5 +122,76 @@ func TestFifoDelaySecondsZero(t *testing.T) {
 
 	if visible, delayed := e.queueCounts(url); visible != "5" || delayed != "0" {
 		t.Fatalf("after 5 sends with DelaySeconds 0: %s visible, %s delayed", visible, delayed)
+	}
+}
+
+func TestEmptyBatchNamesItsEntry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	url := e.queue("emptybatch", nil)
+	path := strings.TrimPrefix(url, e.URL)
+	ctx := context.Background()
+	for _, c := range []struct{ action, entry string }{
+		{"SendMessageBatch", "SendMessageBatchRequestEntry"},
+		{"DeleteMessageBatch", "DeleteMessageBatchRequestEntry"},
+		{"ChangeMessageVisibilityBatch", "ChangeMessageVisibilityBatchRequestEntry"},
+	} {
+		want := "There should be at least one " + c.entry + " in the request."
+		resp, body := e.jsonCall(c.action, `{"QueueUrl":"`+url+`","Entries":[]}`)
+		if er := expectJSONError(t, resp, body, 400, "com.amazonaws.sqs#EmptyBatchRequest", "AWS.SimpleQueueService.EmptyBatchRequest"); er.Message != want {
+			t.Errorf("JSON %s: %q, want %q", c.action, er.Message, want)
+		}
+		resp, body = e.form(path, vals("Action", c.action))
+		if er := expectError(t, resp, body, 400, "AWS.SimpleQueueService.EmptyBatchRequest"); er.Message != want {
+			t.Errorf("query %s: %q, want %q", c.action, er.Message, want)
+		}
+	}
+	// The SDK's modeled exception carries the same message.
+	_, err := e.client.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: &url, Entries: []types.DeleteMessageBatchRequestEntry{}})
+	var empty *types.EmptyBatchRequest
+	if !errors.As(err, &empty) || empty.ErrorMessage() != "There should be at least one DeleteMessageBatchRequestEntry in the request." {
+		t.Fatalf("SDK DeleteMessageBatch with no entries: %v", err)
+	}
+	_, err = e.client.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{QueueUrl: &url, Entries: []types.ChangeMessageVisibilityBatchRequestEntry{}})
+	if !errors.As(err, &empty) || empty.ErrorMessage() != "There should be at least one ChangeMessageVisibilityBatchRequestEntry in the request." {
+		t.Fatalf("SDK ChangeMessageVisibilityBatch with no entries: %v", err)
+	}
+}
+
+func TestOneEntryBatchTooLong(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	url := e.queue("onebig", nil)
+	path := strings.TrimPrefix(url, e.URL)
+	ctx := context.Background()
+	big := strings.Repeat("x", broker.MaxBatchBytes+1)
+
+	// JSON (aws-sdk-go-v2).
+	_, err := e.client.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: &url, Entries: []types.SendMessageBatchRequestEntry{
+		{Id: aws.String("only"), MessageBody: aws.String(big)},
+	}})
+	var tooLong *types.BatchRequestTooLong
+	if !errors.As(err, &tooLong) {
+		t.Fatalf("JSON one-entry batch of 1 MiB + 1: %v", err)
+	}
+	_, err = e.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(big)})
+	apiErr(t, "JSON SendMessage of 1 MiB + 1", err, "InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes.")
+	// A batch of one that fits is fine.
+	out, err := e.client.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: &url, Entries: []types.SendMessageBatchRequestEntry{
+		{Id: aws.String("only"), MessageBody: aws.String(big[1:])},
+	}})
+	if err != nil || len(out.Successful) != 1 {
+		t.Fatalf("JSON one-entry batch of 1 MiB: %+v, %v", out, err)
+	}
+
+	// Query.
+	resp, body := e.form(path, vals("Action", "SendMessageBatch", "SendMessageBatchRequestEntry.1.Id", "only", "SendMessageBatchRequestEntry.1.MessageBody", big))
+	expectError(t, resp, body, 400, "AWS.SimpleQueueService.BatchRequestTooLong")
+	resp, body = e.form(path, vals("Action", "SendMessage", "MessageBody", big))
+	if er := expectError(t, resp, body, 400, "InvalidParameterValue"); !strings.Contains(er.Message, "shorter than") {
+		t.Fatalf("query SendMessage of 1 MiB + 1: %+v", er)
+	}
+	if visible, _ := e.queueCounts(url); visible != "1" {
+		t.Fatalf("%s messages stored, want the one that fitted", visible)
 	}
 }

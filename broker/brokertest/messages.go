@@ -224,7 +224,7 @@ func testOneMiBBody(t *testing.T, s suite) {
 	if d := e.receiveOne("q"); d.Body != body {
 		t.Fatalf("1 MiB body came back with %d bytes, or altered", len(d.Body))
 	}
-	wantErr(t, "body of 1 MiB + 1", e.sendErr("q", broker.SendEntry{Body: body + "x"}), broker.ErrInvalidParameterValue)
+	wantErr(t, "body of 1 MiB + 1", e.plainSendErr("q", broker.SendEntry{Body: body + "x"}), broker.ErrInvalidParameterValue)
 }
 
 func testMessageAttributeLimits(t *testing.T, s suite) {
