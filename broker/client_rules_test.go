@@ -59,6 +59,20 @@ func TestOneEntryBatchTooLong(t *testing.T) {
 	}
 }
 
+func TestAttributeNamesAreASCII(t *testing.T) {
+	t.Parallel()
+	v := MessageAttribute{DataType: "String", StringValue: "v"}
+	for _, name := range []string{"öther", "naïve", "日本", "a\u00a0b", "emoji😀", "a\xffb"} {
+		err := ValidateMessageAttributes(map[string]MessageAttribute{name: v})
+		if want := "Message (user) attribute name '" + name + "' is invalid."; !errors.Is(err, ErrInvalidParameterValue) || ErrorMessage(err) != want {
+			t.Errorf("name %q: %v, want %q", name, err, want)
+		}
+	}
+	if err := ValidateMessageAttributes(map[string]MessageAttribute{"Az09_.-x": v}); err != nil {
+		t.Errorf("a name of every allowed kind of character: %v", err)
+	}
+}
+
 func TestMessageDelay(t *testing.T) {
 	t.Parallel()
 	std, fifo := DefaultQueueConfig(false), DefaultQueueConfig(true)

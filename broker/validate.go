@@ -187,9 +187,9 @@ func validateAttrName(name string) error {
 	if strings.HasPrefix(l, "aws.") || strings.HasPrefix(l, "amazon.") {
 		bad = true
 	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' || r > 127 && r != utf8.RuneError) {
-			bad = true
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			bad = true // ASCII only: a byte of a multi-byte character is refused too
 		}
 	}
 	if bad {

@@ -195,3 +195,35 @@ func TestOneEntryBatchTooLong(t *testing.T) {
 		t.Fatalf("%s messages stored, want the one that fitted", visible)
 	}
 }
+
+func TestNonASCIIAttributeName(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	url := e.queue("attrname", nil)
+	path := strings.TrimPrefix(url, e.URL)
+	ctx := context.Background()
+	const want = "Message (user) attribute name 'öther' is invalid."
+
+	// JSON (aws-sdk-go-v2): SendMessage fails, a batch entry fails alone.
+	_, err := e.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x"),
+		MessageAttributes: map[string]types.MessageAttributeValue{"öther": strAttr("v")}})
+	apiErr(t, "JSON SendMessage", err, "InvalidParameterValue", want)
+	out, err := e.client.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: &url, Entries: []types.SendMessageBatchRequestEntry{
+		{Id: aws.String("ok"), MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"other": strAttr("v")}},
+		{Id: aws.String("bad"), MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"öther": strAttr("v")}},
+	}})
+	if err != nil || len(out.Successful) != 1 || len(out.Failed) != 1 || *out.Failed[0].Id != "bad" ||
+		*out.Failed[0].Code != "InvalidParameterValue" || aws.ToString(out.Failed[0].Message) != want {
+		t.Fatalf("JSON SendMessageBatch: %+v, %v", out, err)
+	}
+
+	// Query.
+	resp, body := e.form(path, vals("Action", "SendMessage", "MessageBody", "x", "MessageAttribute.1.Name", "öther",
+		"MessageAttribute.1.Value.DataType", "String", "MessageAttribute.1.Value.StringValue", "v"))
+	if er := expectError(t, resp, body, 400, "InvalidParameterValue"); er.Message != want {
+		t.Fatalf("query SendMessage: %q", er.Message)
+	}
+	if visible, _ := e.queueCounts(url); visible != "1" {
+		t.Fatalf("%s messages stored, want 1", visible)
+	}
+}
