@@ -73,6 +73,20 @@ func TestAttributeNamesAreASCII(t *testing.T) {
 	}
 }
 
+func TestPermissionActionLimit(t *testing.T) {
+	t.Parallel()
+	seven := []string{"SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility", "GetQueueAttributes", "GetQueueUrl", "PurgeQueue"}
+	p := Permission{Label: "l", AccountIDs: []string{"111122223333"}, Actions: seven, Resource: "arn:aws:sqs:us-east-1:000000000000:q"}
+	if _, err := AddPolicyStatement("", p); err != nil {
+		t.Fatalf("7 actions: %v", err)
+	}
+	p.Actions = append(seven, "ListQueueTags")
+	_, err := AddPolicyStatement("", p)
+	if !errors.Is(err, ErrOverLimit) || !strings.Contains(ErrorMessage(err), "7") {
+		t.Fatalf("8 actions: %v", err)
+	}
+}
+
 func TestMessageDelay(t *testing.T) {
 	t.Parallel()
 	std, fifo := DefaultQueueConfig(false), DefaultQueueConfig(true)

@@ -18,7 +18,8 @@ var (
 	ErrQueueDeletedRecently = errors.New("queue deleted recently")
 	// ErrPurgeInProgress: a second purge within 60 s when Limits.StrictPurge is on.
 	ErrPurgeInProgress = errors.New("only one PurgeQueue operation is allowed every 60 seconds")
-	// ErrOverLimit: a receive would take the queue past its in-flight cap.
+	// ErrOverLimit: a receive would take the queue past its in-flight cap, or an
+	// AddPermission past the policy limits (statements, bytes, actions per call).
 	ErrOverLimit = errors.New("too many messages in flight")
 	// ErrReceiptHandleInvalid: a receipt handle that does not decode, or names another
 	// queue (for example one that was deleted and re-created).

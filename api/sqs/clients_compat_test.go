@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -225,5 +226,45 @@ func TestNonASCIIAttributeName(t *testing.T) {
 	}
 	if visible, _ := e.queueCounts(url); visible != "1" {
 		t.Fatalf("%s messages stored, want 1", visible)
+	}
+}
+
+func TestAddPermissionActionLimit(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	url := e.queue("perm", nil)
+	path := strings.TrimPrefix(url, e.URL)
+	ctx := context.Background()
+	actions := []string{"SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility",
+		"GetQueueAttributes", "GetQueueUrl", "PurgeQueue", "ListQueueTags"}
+
+	// JSON (aws-sdk-go-v2).
+	_, err := e.client.AddPermission(ctx, &awssqs.AddPermissionInput{QueueUrl: &url, Label: aws.String("eight"),
+		AWSAccountIds: []string{"111122223333"}, Actions: actions})
+	var over *types.OverLimit
+	if !errors.As(err, &over) {
+		t.Fatalf("JSON AddPermission of 8 actions: %v", err)
+	}
+	if _, err := e.client.AddPermission(ctx, &awssqs.AddPermissionInput{QueueUrl: &url, Label: aws.String("seven"),
+		AWSAccountIds: []string{"111122223333"}, Actions: actions[:7]}); err != nil {
+		t.Fatalf("JSON AddPermission of 7 actions: %v", err)
+	}
+
+	// Query.
+	v := vals("Action", "AddPermission", "Label", "eightq", "AWSAccountId.1", "111122223333")
+	for i, a := range actions {
+		v.Set("ActionName."+strconv.Itoa(i+1), a)
+	}
+	resp, body := e.form(path, v)
+	expectError(t, resp, body, 403, "OverLimit")
+	v.Del("ActionName.8")
+	resp, body = e.form(path, v)
+	decode(t, body, "AddPermissionResponse", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("query AddPermission of 7 actions: %d %s", resp.StatusCode, body)
+	}
+	attrs, err := e.client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: &url, AttributeNames: []types.QueueAttributeName{"Policy"}})
+	if err != nil || strings.Count(attrs.Attributes["Policy"], `"Sid"`) != 2 || strings.Contains(attrs.Attributes["Policy"], `"Sid":"eight"`) {
+		t.Fatalf("Policy after the refused and accepted calls: %v, %v", attrs.Attributes, err)
 	}
 }
