@@ -89,3 +89,10 @@ func ErrorMessage(err error) string {
 func invalidParam(value any, param, reason string) error {
 	return Errorf(ErrInvalidParameterValue, "Value %v for parameter %s is invalid. Reason: %s", value, param, reason)
 }
+
+// OtherAccountError is the error for a queue URL, request path or
+// QueueOwnerAWSAccountId naming account, when the broker serves only the
+// account served: no queue of another account exists here.
+func OtherAccountError(account, served string) error {
+	return Errorf(ErrQueueDoesNotExist, "The specified queue does not exist: it would belong to account %s, and this broker serves account %s only.", account, served)
+}

@@ -25,6 +25,9 @@ func (h *Handler) getQueueURL(c *call, in *getQueueURLInput) (any, error) {
 	if in.QueueName == "" {
 		return nil, missing("QueueName")
 	}
+	if a := in.QueueOwnerAWSAccountId; a != "" && a != h.cfg.AccountID {
+		return nil, broker.OtherAccountError(a, h.cfg.AccountID)
+	}
 	q, err := h.backend.GetQueue(c.ctx, in.QueueName)
 	if err != nil {
 		return nil, err

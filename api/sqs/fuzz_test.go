@@ -78,8 +78,8 @@ func FuzzQueryDecode(f *testing.F) {
 				t.Fatalf("%s: nil input without error", name)
 			}
 		}
-		_, _ = queueFromURL(p.str("QueueUrl"))
-		_ = queueFromPath(p.str("QueueUrl"))
+		_, _, _ = queueFromURL(p.str("QueueUrl"))
+		_, _ = queueFromPath(p.str("QueueUrl"))
 		n := p.num("MaxNumberOfMessages")
 		_, _, _ = n.get("MaxNumberOfMessages")
 		// The whole request path, as GET on a queue path and as POST on /.

@@ -109,16 +109,20 @@ type call struct {
 	requestID string
 	// baseURL is scheme://host as the client addressed us; queue URLs echo it.
 	baseURL string
-	// pathQueue is the queue named by a /<account>/<queue> request path ("" on /).
-	pathQueue string
-	senderID  string
+	// pathAccount and pathQueue are the account and queue of a
+	// /<account>/<queue> request path ("" on /).
+	pathAccount, pathQueue string
+	// account is the one account this broker serves (Config.AccountID).
+	account  string
+	senderID string
 }
 
 // ServeHTTP dispatches on X-Amz-Target (JSON) or Action (query).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &call{ctx: r.Context(), w: w, r: r, requestID: broker.NewMessageID()}
 	c.baseURL = baseURL(r)
-	c.pathQueue = queueFromPath(r.URL.Path)
+	c.pathAccount, c.pathQueue = queueFromPath(r.URL.Path)
+	c.account = h.cfg.AccountID
 	c.senderID = senderID(r, h.cfg.AccountID)
 	// A form body is query protocol even with an X-Amz-Target header: Perl's
 	// Amazon::SQS::Simple sends "AmazonSQSv20121105.<Action>" beside a form.
@@ -164,23 +168,29 @@ func baseURL(r *http.Request) string {
 	return scheme + "://" + host
 }
 
-// queueFromPath returns the queue of a /<account>/<queue> path, or "".
-func queueFromPath(path string) string {
+// queueFromPath returns the account and queue of a /<account>/<queue> path,
+// or "", "".
+func queueFromPath(path string) (account, queue string) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		return ""
+		return "", ""
 	}
-	return parts[1]
+	return parts[0], parts[1]
 }
 
-// queueFromURL returns the queue a QueueUrl names: the last segment of a path
-// whose last two segments are <account>/<queue>, whatever the host.
-func queueFromURL(u string) (string, bool) {
+// queueFromURL returns the account and queue a QueueUrl names: the last two
+// segments of its path (<account>/<queue>), whatever the host. A bare queue
+// name (no scheme, no slash: "emails"), which SQS accepts too, names a queue
+// of the broker's own account: account is "" then.
+func queueFromURL(u string) (account, queue string, ok bool) {
+	if !strings.Contains(u, "://") && !strings.ContainsAny(u, "/?#") {
+		return "", u, u != ""
+	}
 	if i := strings.Index(u, "://"); i >= 0 {
 		u = u[i+3:]
 		j := strings.IndexByte(u, '/')
 		if j < 0 {
-			return "", false
+			return "", "", false
 		}
 		u = u[j:]
 	}
@@ -189,9 +199,9 @@ func queueFromURL(u string) (string, bool) {
 	}
 	parts := strings.Split(strings.Trim(u, "/"), "/")
 	if len(parts) < 2 || parts[len(parts)-1] == "" || parts[len(parts)-2] == "" {
-		return "", false
+		return "", "", false
 	}
-	return parts[len(parts)-1], true
+	return parts[len(parts)-2], parts[len(parts)-1], true
 }
 
 // senderID is the access key id of the request's SigV4 credential (header or
@@ -214,17 +224,24 @@ func senderID(r *http.Request, account string) string {
 	return cred
 }
 
-// queueName resolves the queue of an action: the QueueUrl parameter wins over
-// the request path.
+// queueName resolves the queue of an action: the QueueUrl parameter (a URL
+// or a bare queue name) wins over the request path. A URL or path naming
+// another account than the one this broker serves names no queue here.
 func (c *call) queueName(ref queueRef) (string, error) {
 	if ref.QueueUrl != "" {
-		name, ok := queueFromURL(ref.QueueUrl)
+		account, name, ok := queueFromURL(ref.QueueUrl)
 		if !ok {
 			return "", broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
+		}
+		if account != "" && account != c.account {
+			return "", broker.OtherAccountError(account, c.account)
 		}
 		return name, nil
 	}
 	if c.pathQueue != "" {
+		if c.pathAccount != c.account {
+			return "", broker.OtherAccountError(c.pathAccount, c.account)
+		}
 		return c.pathQueue, nil
 	}
 	return "", missing("QueueUrl")
