@@ -36,7 +36,8 @@ var (
 	ErrInvalidAttributeName = errors.New("invalid attribute name")
 	// ErrInvalidAttributeValue: a queue attribute value out of range or malformed.
 	ErrInvalidAttributeValue = errors.New("invalid attribute value")
-	// ErrInvalidMessageContents: a body with characters outside XML 1.0's set.
+	// ErrInvalidMessageContents: a body with characters outside XML 1.0's set,
+	// or message contents that are not valid Unicode text on the wire.
 	ErrInvalidMessageContents = errors.New("invalid message contents")
 	// ErrEmptyBatch: a batch call with no entries.
 	ErrEmptyBatch = errors.New("there should be at least one entry in the request")

@@ -33,7 +33,7 @@ func (c *call) toSendEntry(e *sendEntry, bodyParam string) (broker.SendEntry, er
 	}
 	return broker.SendEntry{
 		ID:               e.Id,
-		Body:             *e.MessageBody,
+		Body:             string(*e.MessageBody),
 		Delay:            delay,
 		Attributes:       toBroker(e.MessageAttributes),
 		SystemAttributes: toBroker(e.MessageSystemAttributes),

@@ -30,8 +30,8 @@ func op[I any](accountLevel bool, q func(params) (*I, error), run func(*Handler,
 			if len(bytes.TrimSpace(body)) == 0 {
 				return in, nil
 			}
-			if err := json.Unmarshal(body, in); err != nil {
-				return nil, broker.Errorf(broker.ErrInvalidParameterValue, "The request body is not valid JSON for this action: %v", err)
+			if err := decodeJSON(body, in); err != nil {
+				return nil, err
 			}
 			return in, nil
 		},
