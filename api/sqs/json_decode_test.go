@@ -91,3 +91,65 @@ func TestInvalidUnicodeRefused(t *testing.T) {
 // TestWrongJSONTypes: a member of the wrong JSON type is answered in the SQS
 // error shape, naming the parameter and the type it must have; Go's decoder
 // internals never reach the client.
+func TestWrongJSONTypes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	qurl := e.queue("types", nil)
+	q := `"QueueUrl":"` + qurl + `"`
+	const serialization = "com.amazon.coral.service#SerializationException"
+	cases := []struct {
+		op, body, message string
+	}{
+		{"CreateQueue", `{"QueueName":5}`, "Parameter QueueName must be a string, not a number."},
+		{"SendMessage", `{"QueueUrl":true,"MessageBody":"x"}`, "Parameter QueueUrl must be a string, not a boolean."},
+		{"SendMessage", `{` + q + `,"MessageBody":{"a":1}}`, "Parameter MessageBody must be a string, not an object."},
+		{"SendMessage", `{` + q + `,"MessageBody":"x","MessageAttributes":[]}`, "Parameter MessageAttributes must be a map, not a list."},
+		{"SendMessage", `{` + q + `,"MessageBody":"x","MessageAttributes":{"a":{"DataType":"String","StringValue":7}}}`,
+			"Parameter MessageAttributes.StringValue must be a string, not a number."},
+		{"SendMessage", `{` + q + `,"MessageBody":"x","MessageAttributes":{"a":{"DataType":"Binary","BinaryValue":7}}}`,
+			"Parameter MessageAttributes.BinaryValue must be a base64 string, not a number."},
+		{"SendMessageBatch", `{` + q + `,"Entries":[{"Id":1,"MessageBody":"x"}]}`, "Parameter Entries.Id must be a string, not a number."},
+		{"SendMessageBatch", `{` + q + `,"Entries":{"Id":"a"}}`, "Parameter Entries must be a list, not an object."},
+		{"ReceiveMessage", `{` + q + `,"AttributeNames":"All"}`, "Parameter AttributeNames must be a list of strings, not a string."},
+		{"ReceiveMessage", `{` + q + `,"MessageAttributeNames":[1]}`, "Each member of parameter MessageAttributeNames must be a string, not a number."},
+		{"CreateQueue", `{"QueueName":"q","Attributes":{"VisibilityTimeout":30}}`, "Each value of parameter Attributes must be a string, not a number."},
+		{"CreateQueue", `{"QueueName":"q","tags":["a"]}`, "Parameter tags must be a map of string to string, not a list."},
+		{"TagQueue", `{` + q + `,"Tags":"a=b"}`, "Parameter Tags must be a map of string to string, not a string."},
+		{"DeleteMessageBatch", `{` + q + `,"Entries":[{"Id":"a","ReceiptHandle":false}]}`, "Parameter Entries.ReceiptHandle must be a string, not a boolean."},
+		{"SendMessage", `[]`, "The request body must be a JSON object, not a list."},
+		{"ListQueues", `"x"`, "The request body must be a JSON object, not a string."},
+	}
+	for _, c := range cases {
+		resp, body := e.jsonCall(c.op, c.body)
+		er := expectJSONError(t, resp, body, 400, serialization, "SerializationException")
+		if er.Message != c.message {
+			t.Errorf("%s %s: message %q, want %q", c.op, c.body, er.Message, c.message)
+		}
+		if strings.Contains(er.Message, "Go") || strings.Contains(er.Message, "unmarshal") {
+			t.Errorf("%s %s: Go internals in %q", c.op, c.body, er.Message)
+		}
+	}
+	// Integer parameters take a number or a string holding one; anything else
+	// is InvalidParameterValue naming the parameter, as is malformed JSON.
+	const invalidValue = "com.amazon.coral.service#InvalidParameterValueException"
+	for body, want := range map[string]string{
+		`{` + q + `,"MaxNumberOfMessages":"ten"}`: "Value ten for parameter MaxNumberOfMessages is invalid. Reason: must be an integer.",
+		`{` + q + `,"WaitTimeSeconds":[1]}`:       "Value [1] for parameter WaitTimeSeconds is invalid. Reason: must be an integer.",
+		`{` + q + `,"MaxNumberOfMessages":`:       "The request body is not valid JSON",
+	} {
+		resp, reply := e.jsonCall("ReceiveMessage", body)
+		er := expectJSONError(t, resp, reply, 400, invalidValue, "InvalidParameterValue")
+		if !strings.HasPrefix(er.Message, want) {
+			t.Errorf("ReceiveMessage %s: message %q, want %q", body, er.Message, want)
+		}
+	}
+	resp, reply := e.jsonCall("ReceiveMessage", `{`+q+`,"MaxNumberOfMessages":"2"}`)
+	expectJSONOK(t, "MaxNumberOfMessages as a string", resp, reply, nil)
+
+	// The query protocol has no JSON types: a value that does not parse is
+	// InvalidParameterValue naming the parameter.
+	resp, reply = e.form(strings.TrimPrefix(qurl, e.URL), vals("Action", "ReceiveMessage", "MaxNumberOfMessages", "ten"))
+	if er := expectError(t, resp, reply, 400, "InvalidParameterValue"); er.Message != "Value ten for parameter MaxNumberOfMessages is invalid. Reason: must be an integer." {
+		t.Errorf("query MaxNumberOfMessages=ten: %q", er.Message)
+	}
+}
