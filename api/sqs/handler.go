@@ -128,6 +128,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Amazon::SQS::Simple sends "AmazonSQSv20121105.<Action>" beside a form.
 	if target := r.Header.Get("X-Amz-Target"); target != "" && !isForm(r) {
 		c.proto = protoJSON
+		if op, ok := strings.CutPrefix(target, stsTargetPrefix); ok {
+			h.serveSTSJSON(c, op)
+			return
+		}
 		h.serveJSON(c, target)
 		return
 	}
