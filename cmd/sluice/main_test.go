@@ -246,6 +246,33 @@ func TestSecondBrokerOnSameData(t *testing.T) {
 	}
 }
 
+// TestUnwritableDataDirectory: a data directory that cannot be written is
+// reported as such, with what to do, and not as a busy directory. The tests
+// run as root, which ignores permission bits, so the directory is made
+// unwritable for any user: it is a path through a regular file (creating it
+// fails with ENOTDIR). broker/embedded's TestOpenSaysWhyTheDirectoryFails
+// covers the permission (EACCES) and read-only (EROFS) cases.
+func TestUnwritableDataDirectory(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{filepath.Join(file, "data"), file} {
+		out, err := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--data", data).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("--data %s: %v\n%s", data, err, out)
+		}
+		t.Logf("--data %s: %s", data, out)
+		msg := string(out)
+		if !strings.Contains(msg, "The data directory "+data+" is not writable") || !strings.Contains(msg, "choose another --data") ||
+			!strings.Contains(msg, "fix its permissions") || strings.Contains(msg, "Another sluice broker") {
+			t.Fatalf("--data %s: the error does not say the directory is not writable and what to do:\n%s", data, msg)
+		}
+	}
+}
+
 func TestFlagsWinOverEnvironment(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"SLUICE_ADDR": "127.0.0.1:1111", "SLUICE_DATA": "/env", "SLUICE_ACCOUNT_ID": "111111111111",
