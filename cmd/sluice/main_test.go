@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -63,9 +64,50 @@ func binary(t *testing.T) string {
 var listenRE = regexp.MustCompile(`sluice listening on (\S+)`)
 
 type proc struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan error
+	cmd    *exec.Cmd
+	addr   string
+	done   chan error
+	stderr *syncBuffer // everything the broker logged so far
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and readers in parallel.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logLine waits (polling, at most 10 s) for a line of the broker's log that
+// contains every one of parts, and returns it.
+func (p *proc) logLine(t *testing.T, parts ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			found := true
+			for _, part := range parts {
+				found = found && strings.Contains(line, part)
+			}
+			if found {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %q in:\n%s", parts, p.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // start runs the binary with args and env, and waits for its listening line.
@@ -77,11 +119,12 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = testWriter{t}
+	errBuf := &syncBuffer{}
+	cmd.Stderr = io.MultiWriter(testWriter{t}, errBuf)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, done: make(chan error, 1)}
+	p := &proc{cmd: cmd, done: make(chan error, 1), stderr: errBuf}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

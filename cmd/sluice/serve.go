@@ -109,6 +109,8 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
 	}
+	storeKey, storeValue := storeName(f)
+	log.Info("sluice starting", "version", version(), storeKey, storeValue, "addr", f.addr, "account_id", f.account, "region", f.region)
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.AccountID, cfg.Region, cfg.Logger = f.addr, f.account, f.region, log
 	cfg.ShutdownTimeout = f.shutdownTimeout
