@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/sluicemq/sluice/broker"
 )
@@ -25,7 +26,9 @@ type Config struct {
 	AccountID string
 	// Region is the region in queue ARNs. Default "us-east-1".
 	Region string
-	// Logger receives request errors (5xx). Nil discards.
+	// Logger receives one record per request: at debug level (action, queue,
+	// HTTP status, duration), or at error level for a 5xx answer (with the
+	// error). Nil discards.
 	Logger *slog.Logger
 	// Drain, when cancelled, makes every waiting ReceiveMessage answer at once
 	// with an empty result (the first step of a graceful shutdown), and new
@@ -101,8 +104,12 @@ const (
 
 // call is one request in flight.
 type call struct {
-	ctx       context.Context
+	ctx context.Context
+	// w is the response writer, which notes the status for the request log
+	// (sw); rw is the server's own, for http.MaxBytesReader.
 	w         http.ResponseWriter
+	sw        statusWriter
+	rw        http.ResponseWriter
 	r         *http.Request
 	proto     protocol
 	action    string
@@ -115,11 +122,72 @@ type call struct {
 	// account is the one account this broker serves (Config.AccountID).
 	account  string
 	senderID string
+	// queue is the queue the request named, for the log ("" when none).
+	queue string
+	// err is the error the request was answered with, for the log.
+	err error
+}
+
+// statusWriter notes the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the server's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequest writes the request's log record: debug level, or error level
+// for a 5xx answer.
+func (h *Handler) logRequest(c *call, start time.Time) {
+	status := c.sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	if !h.cfg.Logger.Enabled(c.ctx, level) {
+		return
+	}
+	proto := "json"
+	if c.proto == protoQuery {
+		proto = "query"
+	}
+	attrs := []slog.Attr{
+		slog.String("action", c.action), slog.String("queue", c.queue), slog.Int("status", status),
+		slog.Duration("duration", time.Since(start)), slog.String("protocol", proto), slog.String("request_id", c.requestID),
+	}
+	if c.err != nil && status >= 500 {
+		attrs = append(attrs, slog.String("err", c.err.Error()))
+		h.cfg.Logger.LogAttrs(c.ctx, level, "request failed", attrs...)
+		return
+	}
+	h.cfg.Logger.LogAttrs(c.ctx, level, "request", attrs...)
 }
 
 // ServeHTTP dispatches on X-Amz-Target (JSON) or Action (query).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := &call{ctx: r.Context(), w: w, r: r, requestID: broker.NewMessageID()}
+	start := time.Now()
+	c := &call{ctx: r.Context(), rw: w, r: r, requestID: broker.NewMessageID()}
+	c.sw.ResponseWriter = w
+	c.w = &c.sw
+	defer h.logRequest(c, start)
 	c.baseURL = baseURL(r)
 	c.pathAccount, c.pathQueue = queueFromPath(r.URL.Path)
 	c.account = h.cfg.AccountID
@@ -149,7 +217,7 @@ func (h *Handler) readBody(c *call) ([]byte, error) {
 	if c.r.Body == nil {
 		return nil, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, h.cfg.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(c.rw, c.r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -234,6 +302,10 @@ func senderID(r *http.Request, account string) string {
 func (c *call) queueName(ref queueRef) (string, error) {
 	if ref.QueueUrl != "" {
 		account, name, ok := queueFromURL(ref.QueueUrl)
+		c.queue = ref.QueueUrl
+		if ok {
+			c.queue = name
+		}
 		if !ok {
 			return "", broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
 		}
@@ -243,6 +315,7 @@ func (c *call) queueName(ref queueRef) (string, error) {
 		return name, nil
 	}
 	if c.pathQueue != "" {
+		c.queue = c.pathQueue
 		if c.pathAccount != c.account {
 			return "", broker.OtherAccountError(c.pathAccount, c.account)
 		}
@@ -262,10 +335,8 @@ func (h *Handler) arn(name string) string { return broker.ARN(h.cfg.Region, h.cf
 // fail writes err in the request's protocol.
 func (h *Handler) fail(c *call, err error) {
 	err = normalize(err)
+	c.err = err // logRequest logs it with a 5xx
 	k := kindOf(err)
-	if k.status >= 500 {
-		h.cfg.Logger.Error("sqs request failed", "action", c.action, "request_id", c.requestID, "err", err)
-	}
 	msg := wireMessage(err, k)
 	if c.proto == protoJSON {
 		writeJSONError(c, k, msg)

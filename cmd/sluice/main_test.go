@@ -289,6 +289,39 @@ func TestSecondBrokerOnSameData(t *testing.T) {
 	}
 }
 
+// TestServeDebugLog: with --log-level debug, sluice serve logs each request
+// with its action, queue, HTTP status and duration.
+func TestServeDebugLog(t *testing.T) {
+	t.Parallel()
+	p := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--log-level", "debug")
+	c := client("http://" + p.addr)
+	ctx := context.Background()
+	q, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("dbg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DeleteMessage(ctx, &awssqs.DeleteMessageInput{QueueUrl: q.QueueUrl, ReceiptHandle: aws.String("garbage")})
+	if err == nil {
+		t.Fatal("DeleteMessage with a garbage receipt succeeded")
+	}
+	p.logLine(t, "level=DEBUG", "msg=request", "action=CreateQueue", "queue=dbg", "status=200", "duration=")
+	p.logLine(t, "level=DEBUG", "msg=request", "action=DeleteMessage", "queue=dbg", "status=404", "duration=")
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	// At the default level (info) requests are not logged.
+	p = start(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir())
+	if _, err := client("http://"+p.addr).CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("quiet")}); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if strings.Contains(p.stderr.String(), "action=CreateQueue") {
+		t.Fatalf("a request logged at info level:\n%s", p.stderr.String())
+	}
+}
+
 // TestUnwritableDataDirectory: a data directory that cannot be written is
 // reported as such, with what to do, and not as a busy directory. The tests
 // run as root, which ignores permission bits, so the directory is made
@@ -319,26 +352,31 @@ func TestUnwritableDataDirectory(t *testing.T) {
 func TestFlagsWinOverEnvironment(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"SLUICE_ADDR": "127.0.0.1:1111", "SLUICE_DATA": "/env", "SLUICE_ACCOUNT_ID": "111111111111",
-		"SLUICE_REGION": "eu-west-1", "SLUICE_STRICT_PURGE": "true", "SLUICE_MAX_INFLIGHT": "7"}
+		"SLUICE_REGION": "eu-west-1", "SLUICE_STRICT_PURGE": "true", "SLUICE_MAX_INFLIGHT": "7", "SLUICE_LOG_LEVEL": "debug"}
 	getenv := func(k string) string { return env[k] }
 	f, err := parseServeFlags(nil, getenv, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.addr != "127.0.0.1:1111" || f.data != "/env" || f.account != "111111111111" || f.region != "eu-west-1" || !f.strictPurge || f.maxInFlight != 7 {
+	if f.addr != "127.0.0.1:1111" || f.data != "/env" || f.account != "111111111111" || f.region != "eu-west-1" || !f.strictPurge || f.maxInFlight != 7 ||
+		f.logLevel != "debug" {
 		t.Fatalf("from env: %+v", f)
 	}
 	f, err = parseServeFlags([]string{"--addr", "127.0.0.1:2222", "--data", "/flag", "--account-id", "222222222222",
-		"--region", "ap-south-1", "--strict-purge=false", "--max-inflight", "9"}, getenv, io.Discard)
+		"--region", "ap-south-1", "--strict-purge=false", "--max-inflight", "9", "--log-level", "warn"}, getenv, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.addr != "127.0.0.1:2222" || f.data != "/flag" || f.account != "222222222222" || f.region != "ap-south-1" || f.strictPurge || f.maxInFlight != 9 {
+	if f.addr != "127.0.0.1:2222" || f.data != "/flag" || f.account != "222222222222" || f.region != "ap-south-1" || f.strictPurge || f.maxInFlight != 9 ||
+		f.logLevel != "warn" {
 		t.Fatalf("flags over env: %+v", f)
 	}
 	f, err = parseServeFlags(nil, func(string) string { return "" }, io.Discard)
-	if err != nil || f.addr != "127.0.0.1:9324" || f.data != "./sluice-data" || f.account != "000000000000" || f.region != "us-east-1" {
+	if err != nil || f.addr != "127.0.0.1:9324" || f.data != "./sluice-data" || f.account != "000000000000" || f.region != "us-east-1" || f.logLevel != "info" {
 		t.Fatalf("defaults: %+v, %v", f, err)
+	}
+	if code := run(context.Background(), []string{"serve", "--log-level", "chatty"}, getenv, io.Discard, io.Discard); code != 2 {
+		t.Fatalf("--log-level chatty: exit %d", code)
 	}
 	if _, err := parseServeFlags([]string{"--max-inflight", "0"}, getenv, io.Discard); err == nil {
 		t.Fatal("--max-inflight 0 accepted")
