@@ -18,7 +18,8 @@ var (
 	ErrQueueDeletedRecently = errors.New("queue deleted recently")
 	// ErrPurgeInProgress: a second purge within 60 s when Limits.StrictPurge is on.
 	ErrPurgeInProgress = errors.New("only one PurgeQueue operation is allowed every 60 seconds")
-	// ErrOverLimit: a receive would take the queue past its in-flight cap.
+	// ErrOverLimit: a receive would take the queue past its in-flight cap, or an
+	// AddPermission past the policy limits (statements, bytes, actions per call).
 	ErrOverLimit = errors.New("too many messages in flight")
 	// ErrReceiptHandleInvalid: a receipt handle that does not decode, or names another
 	// queue (for example one that was deleted and re-created).
@@ -35,7 +36,8 @@ var (
 	ErrInvalidAttributeName = errors.New("invalid attribute name")
 	// ErrInvalidAttributeValue: a queue attribute value out of range or malformed.
 	ErrInvalidAttributeValue = errors.New("invalid attribute value")
-	// ErrInvalidMessageContents: a body with characters outside XML 1.0's set.
+	// ErrInvalidMessageContents: a body with characters outside XML 1.0's set,
+	// or message contents that are not valid Unicode text on the wire.
 	ErrInvalidMessageContents = errors.New("invalid message contents")
 	// ErrEmptyBatch: a batch call with no entries.
 	ErrEmptyBatch = errors.New("there should be at least one entry in the request")
@@ -101,4 +103,11 @@ func ClosedError() error {
 // invalidParam builds the SQS-style "Value X for parameter Y is invalid. Reason: Z." error.
 func invalidParam(value any, param, reason string) error {
 	return Errorf(ErrInvalidParameterValue, "Value %v for parameter %s is invalid. Reason: %s", value, param, reason)
+}
+
+// OtherAccountError is the error for a queue URL, request path or
+// QueueOwnerAWSAccountId naming account, when the broker serves only the
+// account served: no queue of another account exists here.
+func OtherAccountError(account, served string) error {
+	return Errorf(ErrQueueDoesNotExist, "The specified queue does not exist: it would belong to account %s, and this broker serves account %s only.", account, served)
 }

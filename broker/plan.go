@@ -40,10 +40,7 @@ func PlanSend(c QueueConfig, entries []SendEntry) ([]SendPlan, error) {
 		}
 		p := &plans[i]
 		p.MessageID = NewMessageID()
-		p.Delay = c.Delay
-		if e.Delay != nil && !c.Fifo { // a FIFO queue has only its own delay
-			p.Delay = *e.Delay
-		}
+		p.Delay = MessageDelay(c, e)
 		if c.Fifo {
 			p.DedupID = DedupID(c, e)
 			p.DedupKey = DedupKey(c, e.GroupID, p.DedupID)

@@ -15,6 +15,9 @@ const (
 	MaxPolicyBytes      = 8192
 	MaxPolicyStatements = 20
 	MaxLabelLength      = 80
+	// MaxPermissionActions is the most actions one AddPermission call may
+	// grant; past it SQS answers OverLimit.
+	MaxPermissionActions = 7
 )
 
 // Permission is one AddPermission grant: a statement of the queue's policy.
@@ -56,7 +59,9 @@ func isBatchIDChars(s string) bool {
 	return true
 }
 
-// ValidatePermission checks an AddPermission request.
+// ValidatePermission checks an AddPermission request: a label
+// (ValidateLabel), at least one account id, and 1..MaxPermissionActions
+// queue actions (more gives ErrOverLimit).
 func ValidatePermission(p Permission) error {
 	if err := ValidateLabel(p.Label); err != nil {
 		return err
@@ -71,6 +76,9 @@ func ValidatePermission(p Permission) error {
 	}
 	if len(p.Actions) == 0 {
 		return Errorf(ErrMissingParameter, "The request must contain the parameter Actions.")
+	}
+	if len(p.Actions) > MaxPermissionActions {
+		return Errorf(ErrOverLimit, "%d actions exceed the limit of %d actions in one AddPermission call.", len(p.Actions), MaxPermissionActions)
 	}
 	for _, a := range p.Actions {
 		if !permissionActions[strings.TrimPrefix(a, "SQS:")] {

@@ -26,11 +26,20 @@ func isIDChars(s string) bool {
 	return true
 }
 
+// The request-entry shapes of the three batch actions, as their errors name them.
+const (
+	SendBatchEntry       = "SendMessageBatchRequestEntry"
+	DeleteBatchEntry     = "DeleteMessageBatchRequestEntry"
+	VisibilityBatchEntry = "ChangeMessageVisibilityBatchRequestEntry"
+)
+
 // ValidateBatchIDs checks a batch's entry count (1..10) and ids (distinct,
-// 1..80 characters of [A-Za-z0-9_-]).
-func ValidateBatchIDs(ids []string) error {
+// 1..80 characters of [A-Za-z0-9_-]). entry is the batch's request-entry
+// shape (SendBatchEntry, DeleteBatchEntry or VisibilityBatchEntry), which the
+// empty-batch error names.
+func ValidateBatchIDs(entry string, ids []string) error {
 	if len(ids) == 0 {
-		return Errorf(ErrEmptyBatch, "There should be at least one SendMessageBatchRequestEntry in the request.")
+		return Errorf(ErrEmptyBatch, "There should be at least one %s in the request.", entry)
 	}
 	if len(ids) > MaxBatchEntries {
 		return Errorf(ErrTooManyEntries, "Maximum number of entries per request are %d. You have sent %d.", MaxBatchEntries, len(ids))
@@ -72,6 +81,17 @@ func ValidBodyChars(s string) bool {
 	return true
 }
 
+// validCharacters is the character set of message contents, as SQS words it.
+const validCharacters = "Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF"
+
+// InvalidTextError is the error of message contents (a body, an attribute's
+// string value) that are not Unicode text as sent: what names the offence
+// (bytes that are not UTF-8, an unpaired UTF-16 surrogate). Such contents are
+// refused, never repaired: a repaired message is not the one the client sent.
+func InvalidTextError(what string) error {
+	return Errorf(ErrInvalidMessageContents, "Invalid characters found: %s. The message was not stored; send it as valid Unicode text. %s", what, validCharacters)
+}
+
 // MessageSize is the size SQS counts against MaximumMessageSize: the body plus
 // each user attribute's name, data type and value.
 func MessageSize(body string, attrs map[string]MessageAttribute) int {
@@ -85,13 +105,15 @@ func MessageSize(body string, attrs map[string]MessageAttribute) int {
 // ValidateSendEntry checks one message against its queue's settings and the
 // SQS rules: body presence, characters and size, delay range (and that FIFO
 // queues take no per-message delay), attributes, the format of the group and
-// dedup ids (fifo.go; their presence is ValidateSendGroupParams).
+// dedup ids (fifo.go; their presence is ValidateSendGroupParams). A FIFO
+// queue accepts DelaySeconds=0 (as SQS does; MessageDelay ignores it) and
+// refuses any other per-message delay.
 func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
 	if e.Body == "" {
 		return Errorf(ErrMissingParameter, "The request must contain the parameter MessageBody.")
 	}
 	if !ValidBodyChars(e.Body) {
-		return Errorf(ErrInvalidMessageContents, "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF")
+		return Errorf(ErrInvalidMessageContents, "Invalid characters found. %s", validCharacters)
 	}
 	if err := ValidateMessageAttributes(e.Attributes); err != nil {
 		return err
@@ -111,7 +133,7 @@ func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
 		if *e.Delay < 0 || *e.Delay > MaxDelay || *e.Delay%time.Second != 0 {
 			return invalidParam(int64(*e.Delay/time.Second), "DelaySeconds", "must be >= 0 and <= 900.")
 		}
-		if c.Fifo {
+		if c.Fifo && *e.Delay != 0 {
 			return invalidParam(int64(*e.Delay/time.Second), "DelaySeconds", "The request include parameter that is not valid for this queue type.")
 		}
 	}
@@ -119,6 +141,17 @@ func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
 		return invalidParam(e.Priority, "Priority", "must be between -100 and 100.")
 	}
 	return validateGroupFields(c, e)
+}
+
+// MessageDelay is how long a valid send (ValidateSendEntry) stays delayed:
+// its own DelaySeconds on a standard queue, else the queue's DelaySeconds. On
+// a FIFO queue the queue's delay always applies (the only per-message delay it
+// accepts is 0, which SQS takes as "not set").
+func MessageDelay(c QueueConfig, e *SendEntry) time.Duration {
+	if e.Delay != nil && !c.Fifo {
+		return *e.Delay
+	}
+	return c.Delay
 }
 
 // ValidateMessageAttributes checks user message attributes: at most 10, names
@@ -165,9 +198,9 @@ func validateAttrName(name string) error {
 	if strings.HasPrefix(l, "aws.") || strings.HasPrefix(l, "amazon.") {
 		bad = true
 	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' || r > 127 && r != utf8.RuneError) {
-			bad = true
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			bad = true // ASCII only: a byte of a multi-byte character is refused too
 		}
 	}
 	if bad {
@@ -255,32 +288,59 @@ func FilterAttributes(attrs map[string]MessageAttribute, names []string) map[str
 	return out
 }
 
-// ValidateBatch checks the entry ids of a batch call with ValidateBatchIDs. A
-// single entry with an empty id is a plain (non-batch) call and is fine.
+// isPlainCall reports whether the entries of a batch method are a plain
+// (non-batch) call: a single entry with an empty id.
+func isPlainCall[E any](entries []E, id func(E) string) bool {
+	return len(entries) == 1 && id(entries[0]) == ""
+}
+
+// batchEntryName is the request-entry shape of a batch of E.
+func batchEntryName[E any]() string {
+	var zero E
+	switch any(zero).(type) {
+	case DeleteEntry:
+		return DeleteBatchEntry
+	case VisibilityEntry:
+		return VisibilityBatchEntry
+	}
+	return SendBatchEntry
+}
+
+// ValidateBatch checks the entry ids of a batch call with ValidateBatchIDs,
+// naming the entry shape of E (SendEntry, DeleteEntry or VisibilityEntry) in
+// the empty-batch error. A single entry with an empty id is a plain
+// (non-batch) call and is fine.
 func ValidateBatch[E any](entries []E, id func(E) string) error {
-	if len(entries) == 1 && id(entries[0]) == "" {
+	if isPlainCall(entries, id) {
 		return nil
 	}
 	ids := make([]string, len(entries))
 	for i, e := range entries {
 		ids[i] = id(e)
 	}
-	return ValidateBatchIDs(ids)
+	return ValidateBatchIDs(batchEntryName[E](), ids)
 }
 
 // ValidateSendBatch checks what concerns a send call as a whole: the entry
-// ids (ValidateBatch) and the total size of several entries (at most
-// MaxBatchBytes). One entry that is too long is not a batch error: it fails
-// with its own size error from ValidateSendEntry, as SendMessage would.
+// ids (ValidateBatch) and, for a batch, the total size of its entries (at
+// most MaxBatchBytes, else ErrBatchRequestTooLong), also when the batch has a
+// single entry. A plain send (one entry without an id) that is too long is
+// not a batch error: it fails with its own size error from ValidateSendEntry,
+// as does a batch entry longer than its queue's MaximumMessageSize within a
+// batch that fits.
 func ValidateSendBatch(entries []SendEntry) error {
-	if err := ValidateBatch(entries, func(e SendEntry) string { return e.ID }); err != nil {
+	id := func(e SendEntry) string { return e.ID }
+	if err := ValidateBatch(entries, id); err != nil {
 		return err
+	}
+	if isPlainCall(entries, id) {
+		return nil
 	}
 	total := 0
 	for i := range entries {
 		total += MessageSize(entries[i].Body, entries[i].Attributes)
 	}
-	if len(entries) > 1 && total > MaxBatchBytes {
+	if total > MaxBatchBytes {
 		return Errorf(ErrBatchRequestTooLong,
 			"Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxBatchBytes, total)
 	}

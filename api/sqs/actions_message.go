@@ -33,7 +33,7 @@ func (c *call) toSendEntry(e *sendEntry, bodyParam string) (broker.SendEntry, er
 	}
 	return broker.SendEntry{
 		ID:               e.Id,
-		Body:             *e.MessageBody,
+		Body:             string(*e.MessageBody),
 		Delay:            delay,
 		Attributes:       toBroker(e.MessageAttributes),
 		SystemAttributes: toBroker(e.MessageSystemAttributes),
@@ -64,6 +64,7 @@ func (h *Handler) sendMessage(c *call, in *sendMessageInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.ID = "" // a plain send, whatever Id the client added: the broker treats an entry with an id as a batch
 	rs, err := h.broker.Send(c.ctx, name, []broker.SendEntry{e})
 	if err != nil {
 		return nil, err
@@ -93,12 +94,12 @@ func (h *Handler) sendMessageBatch(c *call, in *sendMessageBatchInput) (any, err
 	for i, e := range in.Entries {
 		ids[i] = e.Id
 	}
-	if err := broker.ValidateBatchIDs(ids); err != nil {
+	if err := broker.ValidateBatchIDs(broker.SendBatchEntry, ids); err != nil {
 		return nil, err
 	}
 	entries := make([]broker.SendEntry, len(in.Entries))
 	for i := range in.Entries {
-		if entries[i], err = c.toSendEntry(&in.Entries[i], "SendMessageBatchRequestEntry."+strconv.Itoa(i+1)+".MessageBody"); err != nil {
+		if entries[i], err = c.toSendEntry(&in.Entries[i], broker.SendBatchEntry+"."+strconv.Itoa(i+1)+".MessageBody"); err != nil {
 			return nil, err
 		}
 	}
@@ -271,11 +272,11 @@ func (h *Handler) deleteMessageBatch(c *call, in *deleteMessageBatchInput) (any,
 		ids[i] = e.Id
 		entries[i] = broker.DeleteEntry{ID: e.Id}
 	}
-	if err := broker.ValidateBatchIDs(ids); err != nil {
+	if err := broker.ValidateBatchIDs(broker.DeleteBatchEntry, ids); err != nil {
 		return nil, err
 	}
 	for i, e := range in.Entries {
-		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, "DeleteMessageBatchRequestEntry."+strconv.Itoa(i+1)+".ReceiptHandle"); err != nil {
+		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, broker.DeleteBatchEntry+"."+strconv.Itoa(i+1)+".ReceiptHandle"); err != nil {
 			return nil, err
 		}
 	}
@@ -336,13 +337,13 @@ func (h *Handler) changeVisibilityBatch(c *call, in *changeVisibilityBatchInput)
 	for i, e := range in.Entries {
 		ids[i] = e.Id
 	}
-	if err := broker.ValidateBatchIDs(ids); err != nil {
+	if err := broker.ValidateBatchIDs(broker.VisibilityBatchEntry, ids); err != nil {
 		return nil, err
 	}
 	entries := make([]broker.VisibilityEntry, len(in.Entries))
 	for i, e := range in.Entries {
 		entries[i].ID = e.Id
-		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, "ChangeMessageVisibilityBatchRequestEntry."+strconv.Itoa(i+1)+".ReceiptHandle"); err != nil {
+		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, broker.VisibilityBatchEntry+"."+strconv.Itoa(i+1)+".ReceiptHandle"); err != nil {
 			return nil, err
 		}
 		// An absent timeout is 0: aws-sdk-go-v2 omits a zero VisibilityTimeout in batch entries.

@@ -14,6 +14,7 @@ func (h *Handler) createQueue(c *call, in *createQueueInput) (any, error) {
 	if in.QueueName == "" {
 		return nil, missing("QueueName")
 	}
+	c.queue = in.QueueName
 	q, err := h.broker.CreateQueue(c.ctx, in.QueueName, in.Attributes, in.Tags)
 	if err != nil {
 		return nil, err
@@ -24,6 +25,10 @@ func (h *Handler) createQueue(c *call, in *createQueueInput) (any, error) {
 func (h *Handler) getQueueURL(c *call, in *getQueueURLInput) (any, error) {
 	if in.QueueName == "" {
 		return nil, missing("QueueName")
+	}
+	c.queue = in.QueueName
+	if a := in.QueueOwnerAWSAccountId; a != "" && a != h.cfg.AccountID {
+		return nil, broker.OtherAccountError(a, h.cfg.AccountID)
 	}
 	q, err := h.broker.GetQueue(c.ctx, in.QueueName)
 	if err != nil {

@@ -155,6 +155,7 @@ func (h *Handler) startMoveTask(c *call, in *startMoveTaskInput) (any, error) {
 	if req.Source, ok = h.queueOfARN(in.SourceArn); !ok {
 		return nil, broker.MoveSourceNotFoundError()
 	}
+	c.queue = req.Source
 	if in.DestinationArn != "" {
 		if req.Destination, ok = h.queueOfARN(in.DestinationArn); !ok {
 			return nil, broker.MoveDestinationNotFoundError()
@@ -185,6 +186,7 @@ func (h *Handler) listMoveTasks(c *call, in *listMoveTasksInput) (any, error) {
 	if !ok {
 		return nil, broker.MoveSourceNotFoundError()
 	}
+	c.queue = source
 	tasks, err := h.broker.ListMoveTasks(c.ctx, source, int(limit))
 	if err != nil {
 		return nil, err

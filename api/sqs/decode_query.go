@@ -155,7 +155,7 @@ func (p params) attrs(prefix string) (attrMap, error) {
 		if !ok {
 			continue
 		}
-		a := attrValue{DataType: g["Value.DataType"], StringValue: g["Value.StringValue"]}
+		a := attrValue{DataType: g["Value.DataType"], StringValue: text(g["Value.StringValue"])}
 		if b64, ok := g["Value.BinaryValue"]; ok {
 			b, err := base64.StdEncoding.DecodeString(b64)
 			if err != nil {
@@ -207,7 +207,7 @@ func querySetQueueAttributes(p params) (*setQueueAttributesInput, error) {
 func querySendEntry(g params) (sendEntry, error) {
 	e := sendEntry{
 		Id:                     g.str("Id"),
-		MessageBody:            g.strPtr("MessageBody"),
+		MessageBody:            (*text)(g.strPtr("MessageBody")),
 		DelaySeconds:           g.num("DelaySeconds"),
 		MessageDeduplicationId: g.str("MessageDeduplicationId"),
 		MessageGroupId:         g.str("MessageGroupId"),

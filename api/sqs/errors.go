@@ -19,6 +19,9 @@ var (
 	errUnknownOperation = errors.New("unknown operation")
 	// errTooLarge: a request body past Config.MaxBodyBytes.
 	errTooLarge = errors.New("request entity too large")
+	// errSerialization: a JSON request whose member has the wrong JSON type
+	// (a number where a string belongs, a string where a list belongs).
+	errSerialization = errors.New("serialization")
 	// errInternal: anything unexpected (a backend error that is not a broker sentinel).
 	errInternal = errors.New("internal failure")
 )
@@ -76,6 +79,7 @@ var errorTable = []struct {
 	{errInvalidAction, errorKind{common + "InvalidActionException", "InvalidAction", 400, ""}},
 	{errUnknownOperation, errorKind{common + "UnknownOperationException", "UnknownOperationException", 400, ""}},
 	{errTooLarge, errorKind{common + "RequestEntityTooLargeException", "RequestEntityTooLarge", 413, ""}},
+	{errSerialization, errorKind{common + "SerializationException", "SerializationException", 400, ""}},
 	{errInternal, errorKind{common + "InternalFailure", "InternalFailure", 500, ""}},
 }
 

@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/broker"
 )
@@ -88,8 +90,8 @@ func FuzzQueryDecode(f *testing.F) {
 				t.Fatalf("%s: nil input without error", name)
 			}
 		}
-		_, _ = queueFromURL(p.str("QueueUrl"))
-		_ = queueFromPath(p.str("QueueUrl"))
+		_, _, _ = queueFromURL(p.str("QueueUrl"))
+		_, _ = queueFromPath(p.str("QueueUrl"))
 		n := p.num("MaxNumberOfMessages")
 		_, _, _ = n.get("MaxNumberOfMessages")
 		// The whole request path, as GET on a queue path and as POST on /.
@@ -111,6 +113,15 @@ func FuzzJSONDecode(f *testing.F) {
 		`{"MaxNumberOfMessages":"abc","WaitTimeSeconds":-99999999999999999999,"AttributeNames":["All"]}`,
 		`{"MaxResults":null,"NextToken":7}`,
 		`[]`, `null`, `"x"`, `{`, ``,
+		// Message contents that must be refused, not rewritten to U+FFFD
+		// (unpaired surrogates, bytes that are not UTF-8), and valid ones.
+		`{"QueueUrl":"q","MessageBody":"a\ud800b"}`, `{"QueueUrl":"q","MessageBody":"\udc00"}`,
+		`{"QueueUrl":"q","MessageBody":"\ud800\u0041"}`, `{"QueueUrl":"q","MessageBody":"\ud800\\udc00"}`,
+		`{"QueueUrl":"q","MessageBody":"\ud83d\ude00\ufffd"}`, "{\"QueueUrl\":\"q\",\"MessageBody\":\"a\xffb\xed\xa0\x80\"}",
+		`{"QueueUrl":"q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"String","StringValue":"\udbff"}}}`,
+		`{"QueueUrl":"q","Entries":[{"Id":"a","MessageBody":"\uD800\uDC00"},{"Id":"b","MessageBody":"\ud800"}]}`,
+		// Members of the wrong JSON type.
+		`{"QueueName":5,"Attributes":{"VisibilityTimeout":30},"tags":[]}`, `{"Entries":{"Id":1},"AttributeNames":"All"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -119,6 +130,9 @@ func FuzzJSONDecode(f *testing.F) {
 			in, err := o.fromJSON(b)
 			if err == nil && in == nil {
 				t.Fatalf("%s: nil input without error", name)
+			}
+			if err == nil {
+				checkContentsUnchanged(t, b, in)
 			}
 			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(b)))
 			req.Header.Set("X-Amz-Target", "AmazonSQS."+name)
@@ -129,4 +143,34 @@ func FuzzJSONDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkContentsUnchanged fails t if the decoded message contents of a send
+// hold U+FFFD that the raw request did not: the decoder replaced something
+// (invalid UTF-8, an unpaired surrogate) instead of refusing it.
+func checkContentsUnchanged(t *testing.T, raw []byte, in any) {
+	t.Helper()
+	var entries []sendEntry
+	switch v := in.(type) {
+	case *sendMessageInput:
+		entries = []sendEntry{v.sendEntry}
+	case *sendMessageBatchInput:
+		entries = v.Entries
+	default:
+		return
+	}
+	sent := bytes.Contains(raw, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`))
+	check := func(what string, s text) {
+		if strings.ContainsRune(string(s), utf8.RuneError) && !sent {
+			t.Fatalf("%s %q holds U+FFFD that the request %q did not send", what, s, raw)
+		}
+	}
+	for _, e := range entries {
+		if e.MessageBody != nil {
+			check("MessageBody", *e.MessageBody)
+		}
+		for k, a := range e.MessageAttributes {
+			check("attribute "+k, a.StringValue)
+		}
+	}
 }

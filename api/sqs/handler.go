@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/sluicemq/sluice/broker"
 )
@@ -25,7 +26,9 @@ type Config struct {
 	AccountID string
 	// Region is the region in queue ARNs. Default "us-east-1".
 	Region string
-	// Logger receives request errors (5xx). Nil discards.
+	// Logger receives one record per request: at debug level (action, queue,
+	// HTTP status, duration), or at error level for a 5xx answer (with the
+	// error). Nil discards.
 	Logger *slog.Logger
 	// Drain, when cancelled, makes every waiting ReceiveMessage answer at once
 	// with an empty result (the first step of a graceful shutdown), and new
@@ -101,29 +104,102 @@ const (
 
 // call is one request in flight.
 type call struct {
-	ctx       context.Context
+	ctx context.Context
+	// w is the response writer, which notes the status for the request log
+	// (sw); rw is the server's own, for http.MaxBytesReader.
 	w         http.ResponseWriter
+	sw        statusWriter
+	rw        http.ResponseWriter
 	r         *http.Request
 	proto     protocol
 	action    string
 	requestID string
 	// baseURL is scheme://host as the client addressed us; queue URLs echo it.
 	baseURL string
-	// pathQueue is the queue named by a /<account>/<queue> request path ("" on /).
-	pathQueue string
-	senderID  string
+	// pathAccount and pathQueue are the account and queue of a
+	// /<account>/<queue> request path ("" on /).
+	pathAccount, pathQueue string
+	// account is the one account this broker serves (Config.AccountID).
+	account  string
+	senderID string
+	// queue is the queue the request named, for the log ("" when none).
+	queue string
+	// err is the error the request was answered with, for the log.
+	err error
+}
+
+// statusWriter notes the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the server's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequest writes the request's log record: debug level, or error level
+// for a 5xx answer.
+func (h *Handler) logRequest(c *call, start time.Time) {
+	status := c.sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	if !h.cfg.Logger.Enabled(c.ctx, level) {
+		return
+	}
+	proto := "json"
+	if c.proto == protoQuery {
+		proto = "query"
+	}
+	attrs := []slog.Attr{
+		slog.String("action", c.action), slog.String("queue", c.queue), slog.Int("status", status),
+		slog.Duration("duration", time.Since(start)), slog.String("protocol", proto), slog.String("request_id", c.requestID),
+	}
+	if c.err != nil && status >= 500 {
+		attrs = append(attrs, slog.String("err", c.err.Error()))
+		h.cfg.Logger.LogAttrs(c.ctx, level, "request failed", attrs...)
+		return
+	}
+	h.cfg.Logger.LogAttrs(c.ctx, level, "request", attrs...)
 }
 
 // ServeHTTP dispatches on X-Amz-Target (JSON) or Action (query).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := &call{ctx: r.Context(), w: w, r: r, requestID: broker.NewMessageID()}
+	start := time.Now()
+	c := &call{ctx: r.Context(), rw: w, r: r, requestID: broker.NewMessageID()}
+	c.sw.ResponseWriter = w
+	c.w = &c.sw
+	defer h.logRequest(c, start)
 	c.baseURL = baseURL(r)
-	c.pathQueue = queueFromPath(r.URL.Path)
+	c.pathAccount, c.pathQueue = queueFromPath(r.URL.Path)
+	c.account = h.cfg.AccountID
 	c.senderID = senderID(r, h.cfg.AccountID)
 	// A form body is query protocol even with an X-Amz-Target header: Perl's
 	// Amazon::SQS::Simple sends "AmazonSQSv20121105.<Action>" beside a form.
 	if target := r.Header.Get("X-Amz-Target"); target != "" && !isForm(r) {
 		c.proto = protoJSON
+		if op, ok := strings.CutPrefix(target, stsTargetPrefix); ok {
+			h.serveSTSJSON(c, op)
+			return
+		}
 		h.serveJSON(c, target)
 		return
 	}
@@ -141,7 +217,7 @@ func (h *Handler) readBody(c *call) ([]byte, error) {
 	if c.r.Body == nil {
 		return nil, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, h.cfg.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(c.rw, c.r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -164,23 +240,29 @@ func baseURL(r *http.Request) string {
 	return scheme + "://" + host
 }
 
-// queueFromPath returns the queue of a /<account>/<queue> path, or "".
-func queueFromPath(path string) string {
+// queueFromPath returns the account and queue of a /<account>/<queue> path,
+// or "", "".
+func queueFromPath(path string) (account, queue string) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		return ""
+		return "", ""
 	}
-	return parts[1]
+	return parts[0], parts[1]
 }
 
-// queueFromURL returns the queue a QueueUrl names: the last segment of a path
-// whose last two segments are <account>/<queue>, whatever the host.
-func queueFromURL(u string) (string, bool) {
+// queueFromURL returns the account and queue a QueueUrl names: the last two
+// segments of its path (<account>/<queue>), whatever the host. A bare queue
+// name (no scheme, no slash: "emails"), which SQS accepts too, names a queue
+// of the broker's own account: account is "" then.
+func queueFromURL(u string) (account, queue string, ok bool) {
+	if !strings.Contains(u, "://") && !strings.ContainsAny(u, "/?#") {
+		return "", u, u != ""
+	}
 	if i := strings.Index(u, "://"); i >= 0 {
 		u = u[i+3:]
 		j := strings.IndexByte(u, '/')
 		if j < 0 {
-			return "", false
+			return "", "", false
 		}
 		u = u[j:]
 	}
@@ -189,9 +271,9 @@ func queueFromURL(u string) (string, bool) {
 	}
 	parts := strings.Split(strings.Trim(u, "/"), "/")
 	if len(parts) < 2 || parts[len(parts)-1] == "" || parts[len(parts)-2] == "" {
-		return "", false
+		return "", "", false
 	}
-	return parts[len(parts)-1], true
+	return parts[len(parts)-2], parts[len(parts)-1], true
 }
 
 // senderID is the access key id of the request's SigV4 credential (header or
@@ -214,17 +296,29 @@ func senderID(r *http.Request, account string) string {
 	return cred
 }
 
-// queueName resolves the queue of an action: the QueueUrl parameter wins over
-// the request path.
+// queueName resolves the queue of an action: the QueueUrl parameter (a URL
+// or a bare queue name) wins over the request path. A URL or path naming
+// another account than the one this broker serves names no queue here.
 func (c *call) queueName(ref queueRef) (string, error) {
 	if ref.QueueUrl != "" {
-		name, ok := queueFromURL(ref.QueueUrl)
+		account, name, ok := queueFromURL(ref.QueueUrl)
+		c.queue = ref.QueueUrl
+		if ok {
+			c.queue = name
+		}
 		if !ok {
 			return "", broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
+		}
+		if account != "" && account != c.account {
+			return "", broker.OtherAccountError(account, c.account)
 		}
 		return name, nil
 	}
 	if c.pathQueue != "" {
+		c.queue = c.pathQueue
+		if c.pathAccount != c.account {
+			return "", broker.OtherAccountError(c.pathAccount, c.account)
+		}
 		return c.pathQueue, nil
 	}
 	return "", missing("QueueUrl")
@@ -241,10 +335,8 @@ func (h *Handler) arn(name string) string { return broker.ARN(h.cfg.Region, h.cf
 // fail writes err in the request's protocol.
 func (h *Handler) fail(c *call, err error) {
 	err = normalize(err)
+	c.err = err // logRequest logs it with a 5xx
 	k := kindOf(err)
-	if k.status >= 500 {
-		h.cfg.Logger.Error("sqs request failed", "action", c.action, "request_id", c.requestID, "err", err)
-	}
 	msg := wireMessage(err, k)
 	if c.proto == protoJSON {
 		writeJSONError(c, k, msg)

@@ -30,8 +30,8 @@ func op[I any](accountLevel bool, q func(params) (*I, error), run func(*Handler,
 			if len(bytes.TrimSpace(body)) == 0 {
 				return in, nil
 			}
-			if err := json.Unmarshal(body, in); err != nil {
-				return nil, broker.Errorf(broker.ErrInvalidParameterValue, "The request body is not valid JSON for this action: %v", err)
+			if err := decodeJSON(body, in); err != nil {
+				return nil, err
 			}
 			return in, nil
 		},
@@ -149,6 +149,10 @@ func (h *Handler) serveQuery(c *call) {
 		writeQueryError(c, k, broker.ErrorMessage(err))
 		return
 	}
+	if c.action == stsGetCallerIdentity {
+		h.serveSTSQuery(c)
+		return
+	}
 	o, err := lookup(c.action, protoQuery)
 	if err != nil {
 		h.fail(c, err)
@@ -229,11 +233,14 @@ type responseMetadata struct {
 // writeXML writes <ActionResponse><ActionResult>…</ActionResult><ResponseMetadata/></ActionResponse>.
 // encoding/xml escapes CR in text as &#xD;, so bodies with \r survive the
 // client's XML parser and match their MD5.
-func writeXML(c *call, out any) {
+func writeXML(c *call, out any) { writeXMLIn(c, Namespace, out) }
+
+// writeXMLIn is writeXML with the XML namespace of another service (STS).
+func writeXMLIn(c *call, namespace string, out any) {
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	enc := xml.NewEncoder(&buf)
-	root := xml.StartElement{Name: xml.Name{Local: c.action + "Response"}, Attr: []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: Namespace}}}
+	root := xml.StartElement{Name: xml.Name{Local: c.action + "Response"}, Attr: []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: namespace}}}
 	err := enc.EncodeToken(root)
 	if err == nil && out != nil {
 		err = enc.EncodeElement(out, xml.StartElement{Name: xml.Name{Local: c.action + "Result"}})

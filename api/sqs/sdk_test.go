@@ -99,11 +99,12 @@ func TestQueueURLFromAnyHost(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.queue("anyhost", nil)
-	// Any host and account: the last two path segments name the queue.
-	foreign := "https://sqs.eu-west-1.amazonaws.com/123456789012/anyhost"
+	// Any host: the last two path segments (<account>/<queue>) name the queue.
+	foreign := "https://sqs.eu-west-1.amazonaws.com/000000000000/anyhost"
 	if _, err := e.client.SendMessage(context.Background(), &awssqs.SendMessageInput{QueueUrl: &foreign, MessageBody: aws.String("x")}); err != nil {
 		t.Fatal(err)
 	}
+	// Another account is not served here (TestOtherAccountIsNotServed).
 }
 
 func TestListQueuesPagination(t *testing.T) {

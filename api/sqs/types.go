@@ -87,7 +87,7 @@ func (b *blob) UnmarshalText(text []byte) error {
 
 // attrValue is a MessageAttributeValue (user or system attribute).
 type attrValue struct {
-	StringValue string `json:"StringValue,omitempty" xml:"StringValue,omitempty"`
+	StringValue text   `json:"StringValue,omitempty" xml:"StringValue,omitempty"`
 	BinaryValue blob   `json:"BinaryValue,omitempty" xml:"BinaryValue,omitempty"`
 	DataType    string `json:"DataType" xml:"DataType"`
 }
@@ -102,7 +102,7 @@ func toBroker(m attrMap) map[string]broker.MessageAttribute {
 	}
 	out := make(map[string]broker.MessageAttribute, len(m))
 	for k, v := range m {
-		out[k] = broker.MessageAttribute{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+		out[k] = broker.MessageAttribute{DataType: v.DataType, StringValue: string(v.StringValue), BinaryValue: v.BinaryValue}
 	}
 	return out
 }
@@ -117,7 +117,7 @@ func fromBroker(m map[string]broker.MessageAttribute) attrMap {
 		if v.IsBinary() {
 			a.BinaryValue = v.BinaryValue
 		} else {
-			a.StringValue = v.StringValue
+			a.StringValue = text(v.StringValue)
 		}
 		out[k] = a
 	}
@@ -212,7 +212,7 @@ type setQueueAttributesInput struct {
 // sendEntry is SendMessage's input and one SendMessageBatch entry.
 type sendEntry struct {
 	Id                      string  `json:"Id"`
-	MessageBody             *string `json:"MessageBody"`
+	MessageBody             *text   `json:"MessageBody"`
 	DelaySeconds            *number `json:"DelaySeconds"`
 	MessageAttributes       attrMap `json:"MessageAttributes"`
 	MessageSystemAttributes attrMap `json:"MessageSystemAttributes"`

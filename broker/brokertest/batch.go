@@ -164,6 +164,11 @@ func testBatchSendTooLong(t *testing.T, s suite) {
 	}
 	_, err = e.b.Send(e.ctx, "q", ten)
 	wantErr(t, "Send of 10 × 110 KiB", err, broker.ErrBatchRequestTooLong)
+	// A batch of one entry is still a batch; a plain send (no id) of the same
+	// body fails with its own size error.
+	_, err = e.b.Send(e.ctx, "q", []broker.SendEntry{{ID: "only", Body: half + half + "x"}})
+	wantErr(t, "Send of one entry of 1 MiB + 1 byte", err, broker.ErrBatchRequestTooLong)
+	wantErr(t, "plain send of 1 MiB + 1 byte", e.plainSendErr("q", broker.SendEntry{Body: half + half + "x"}), broker.ErrInvalidParameterValue)
 	e.wantStats("q", 2, 0, 0)
 }
 

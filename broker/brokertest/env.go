@@ -261,6 +261,18 @@ func (e *env) sendErr(queue string, entry broker.SendEntry) error {
 	return res[0].Err
 }
 
+// plainSendErr sends one entry as a plain send (SendMessage: no entry id, so
+// not a batch) and returns its error, whole-call or per-entry.
+func (e *env) plainSendErr(queue string, entry broker.SendEntry) error {
+	e.t.Helper()
+	entry.ID = ""
+	res, err := e.trySend(queue, entry)
+	if err != nil {
+		return err
+	}
+	return res[0].Err
+}
+
 // ---- receives ----
 
 // receive calls Receive with a real-time bound, so a backend that waits

@@ -286,8 +286,23 @@ func testFifoPerMessageDelay(t *testing.T, s suite) {
 	wantErr(t, "FIFO send with a per-message delay", e.sendErr("q.fifo", en), broker.ErrInvalidParameterValue)
 	e.fsend("q.fifo", "g", "2", "b") // the queue delay applies
 	e.wantStats("q.fifo", 0, 0, 1)
+	// DelaySeconds=0 is accepted (SQS refuses only other values), plain and in
+	// a batch, and the queue delay still applies.
+	zero := fmsg("g", "3", "c")
+	zero.Delay = dur(0)
+	if err := e.sendErr("q.fifo", zero); err != nil {
+		t.Fatalf("FIFO send with DelaySeconds=0: %v", err)
+	}
+	b1, b2 := fmsg("g", "4", "d"), fmsg("g", "5", "e")
+	b1.ID, b2.ID = "b1", "b2"
+	b1.Delay = dur(0)
+	res, err := e.trySend("q.fifo", b1, b2)
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("FIFO batch with DelaySeconds=0: %v, %+v", err, res)
+	}
+	e.wantStats("q.fifo", 0, 0, 4)
 	e.advance(5 * time.Second)
-	e.eventuallyStats("q.fifo", 1, 0, 0)
+	e.eventuallyStats("q.fifo", 4, 0, 0)
 }
 
 func testFifoQueueAttributes(t *testing.T, s suite) {

@@ -26,9 +26,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -135,7 +138,7 @@ func Open(cfg Config) (*Backend, error) {
 		fs = vfs.Default
 	}
 	if err := fs.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("embedded: create %s: %w", cfg.Dir, err)
+		return nil, openError("create", cfg.Dir, err)
 	}
 	cfs := &syncCountFS{FS: fs}
 	cache := pebble.NewCache(cfg.CacheBytes)
@@ -147,7 +150,7 @@ func Open(cfg Config) (*Backend, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("embedded: open store in %s: %w", cfg.Dir, err)
+		return nil, openError("open store in", cfg.Dir, err)
 	}
 	b := &Backend{
 		opts: opts, clock: opts.Clock, log: opts.Logger, db: db, fs: cfs,
@@ -169,6 +172,52 @@ func Open(cfg Config) (*Backend, error) {
 	b.life.Start(&b.mover)
 	b.life.Go(b.reclaimLoop)
 	return b, nil
+}
+
+// Errors of Open, matched with errors.Is, for callers that tell the user what
+// to do about them.
+var (
+	// ErrDirLocked: another broker (or this process) holds the data
+	// directory's lock: one broker per directory.
+	ErrDirLocked = errors.New("the data directory is in use by another broker")
+	// ErrDirNotWritable: the data directory cannot be created or written: no
+	// permission, a read-only file system, or a path through a regular file.
+	ErrDirNotWritable = errors.New("the data directory is not writable")
+)
+
+// openError wraps an error of Open with ErrDirLocked or ErrDirNotWritable
+// when it is one of those.
+func openError(what, dir string, err error) error {
+	switch {
+	case dirLocked(err):
+		return fmt.Errorf("embedded: %s %s: %w: %w", what, dir, ErrDirLocked, err)
+	case dirNotWritable(err):
+		return fmt.Errorf("embedded: %s %s: %w: %w", what, dir, ErrDirNotWritable, err)
+	}
+	return fmt.Errorf("embedded: %s %s: %w", what, dir, err)
+}
+
+// dirLocked reports whether err is Pebble's lock on the directory being held:
+// fcntl's EAGAIN (or EACCES, which POSIX allows) on the LOCK file, or the lock
+// already held in this process. A LOCK file that cannot be created at all
+// fails with a *fs.PathError instead: that is dirNotWritable.
+func dirLocked(err error) bool {
+	var pe *fs.PathError
+	switch {
+	case strings.Contains(err.Error(), "lock held by current process"):
+		return true
+	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK):
+		return true
+	case errors.Is(err, syscall.EACCES) && !errors.As(err, &pe):
+		return true
+	}
+	return false
+}
+
+// dirNotWritable reports whether err says the directory cannot be created or
+// written.
+func dirNotWritable(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // Close ends waiting receives with broker.ErrClosed, waits for the calls in

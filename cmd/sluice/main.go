@@ -1,6 +1,7 @@
 // Command sluice is the Sluice broker and its command-line tools.
 //
 //	sluice serve [flags]   run the broker (SQS API on --addr, data in --data)
+//	sluice version         print the version (also sluice --version)
 //
 // The binary only parses flags and wires packages together: the broker lives
 // in broker/embedded, the HTTP side in server and api/sqs.
@@ -24,7 +25,8 @@ type command struct {
 
 // commands are the subcommands; send, recv, queues and bench will join serve.
 var commands = map[string]command{
-	"serve": {"run the broker", serve},
+	"serve":   {"run the broker", serve},
+	"version": {"print the version", printVersion},
 }
 
 func main() {
@@ -43,6 +45,9 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return printVersion(ctx, args[1:], env, stdout, stderr)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -64,5 +69,5 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'sluice <command> -h' for the flags of a command.")
+	fmt.Fprintln(w, "\nRun 'sluice <command> -h' for the flags of a command; 'sluice --version' prints the version.")
 }

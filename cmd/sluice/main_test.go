@@ -2,14 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,9 +37,50 @@ func TestMain(m *testing.M) {
 var listenRE = regexp.MustCompile(`sluice listening on (\S+)`)
 
 type proc struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan error
+	cmd    *exec.Cmd
+	addr   string
+	done   chan error
+	stderr *syncBuffer // everything the broker logged so far
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and readers in parallel.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logLine waits (polling, at most 10 s) for a line of the broker's log that
+// contains every one of parts, and returns it.
+func (p *proc) logLine(t *testing.T, parts ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			found := true
+			for _, part := range parts {
+				found = found && strings.Contains(line, part)
+			}
+			if found {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %q in:\n%s", parts, p.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // start runs the binary with args and env, and waits for its listening line.
@@ -48,11 +92,12 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = testutil.Writer(t, "sluice: ")
+	errBuf := &syncBuffer{}
+	cmd.Stderr = io.MultiWriter(testutil.Writer(t, "sluice: "), errBuf)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, done: make(chan error, 1)}
+	p := &proc{cmd: cmd, done: make(chan error, 1), stderr: errBuf}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -210,29 +255,94 @@ func TestSecondBrokerOnSameData(t *testing.T) {
 	}
 }
 
+// TestServeDebugLog: with --log-level debug, sluice serve logs each request
+// with its action, queue, HTTP status and duration.
+func TestServeDebugLog(t *testing.T) {
+	t.Parallel()
+	p := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--log-level", "debug")
+	c := client("http://" + p.addr)
+	ctx := context.Background()
+	q, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("dbg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DeleteMessage(ctx, &awssqs.DeleteMessageInput{QueueUrl: q.QueueUrl, ReceiptHandle: aws.String("garbage")})
+	if err == nil {
+		t.Fatal("DeleteMessage with a garbage receipt succeeded")
+	}
+	p.logLine(t, "level=DEBUG", "msg=request", "action=CreateQueue", "queue=dbg", "status=200", "duration=")
+	p.logLine(t, "level=DEBUG", "msg=request", "action=DeleteMessage", "queue=dbg", "status=404", "duration=")
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	// At the default level (info) requests are not logged.
+	p = start(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir())
+	if _, err := client("http://"+p.addr).CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("quiet")}); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if strings.Contains(p.stderr.String(), "action=CreateQueue") {
+		t.Fatalf("a request logged at info level:\n%s", p.stderr.String())
+	}
+}
+
+// TestUnwritableDataDirectory: a data directory that cannot be written is
+// reported as such, with what to do, and not as a busy directory. The tests
+// run as root, which ignores permission bits, so the directory is made
+// unwritable for any user: it is a path through a regular file (creating it
+// fails with ENOTDIR). broker/embedded's TestOpenSaysWhyTheDirectoryFails
+// covers the permission (EACCES) and read-only (EROFS) cases.
+func TestUnwritableDataDirectory(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{filepath.Join(file, "data"), file} {
+		out, err := exec.Command(sluiceBin.Path(t), "serve", "--addr", "127.0.0.1:0", "--data", data).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("--data %s: %v\n%s", data, err, out)
+		}
+		t.Logf("--data %s: %s", data, out)
+		msg := string(out)
+		if !strings.Contains(msg, "The data directory "+data+" is not writable") || !strings.Contains(msg, "choose another --data") ||
+			!strings.Contains(msg, "fix its permissions") || strings.Contains(msg, "Another sluice broker") {
+			t.Fatalf("--data %s: the error does not say the directory is not writable and what to do:\n%s", data, msg)
+		}
+	}
+}
+
 func TestFlagsWinOverEnvironment(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"SLUICE_ADDR": "127.0.0.1:1111", "SLUICE_DATA": "/env", "SLUICE_ACCOUNT_ID": "111111111111",
-		"SLUICE_REGION": "eu-west-1", "SLUICE_STRICT_PURGE": "true", "SLUICE_MAX_INFLIGHT": "7"}
+		"SLUICE_REGION": "eu-west-1", "SLUICE_STRICT_PURGE": "true", "SLUICE_MAX_INFLIGHT": "7", "SLUICE_LOG_LEVEL": "debug"}
 	getenv := func(k string) string { return env[k] }
 	f, err := parseServeFlags(nil, getenv, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.addr != "127.0.0.1:1111" || f.data != "/env" || f.account != "111111111111" || f.region != "eu-west-1" || !f.strictPurge || f.maxInFlight != 7 {
+	if f.addr != "127.0.0.1:1111" || f.data != "/env" || f.account != "111111111111" || f.region != "eu-west-1" || !f.strictPurge || f.maxInFlight != 7 ||
+		f.logLevel != "debug" {
 		t.Fatalf("from env: %+v", f)
 	}
 	f, err = parseServeFlags([]string{"--addr", "127.0.0.1:2222", "--data", "/flag", "--account-id", "222222222222",
-		"--region", "ap-south-1", "--strict-purge=false", "--max-inflight", "9"}, getenv, io.Discard)
+		"--region", "ap-south-1", "--strict-purge=false", "--max-inflight", "9", "--log-level", "warn"}, getenv, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.addr != "127.0.0.1:2222" || f.data != "/flag" || f.account != "222222222222" || f.region != "ap-south-1" || f.strictPurge || f.maxInFlight != 9 {
+	if f.addr != "127.0.0.1:2222" || f.data != "/flag" || f.account != "222222222222" || f.region != "ap-south-1" || f.strictPurge || f.maxInFlight != 9 ||
+		f.logLevel != "warn" {
 		t.Fatalf("flags over env: %+v", f)
 	}
 	f, err = parseServeFlags(nil, func(string) string { return "" }, io.Discard)
-	if err != nil || f.addr != "127.0.0.1:9324" || f.data != "./sluice-data" || f.account != "000000000000" || f.region != "us-east-1" {
+	if err != nil || f.addr != "127.0.0.1:9324" || f.data != "./sluice-data" || f.account != "000000000000" || f.region != "us-east-1" || f.logLevel != "info" {
 		t.Fatalf("defaults: %+v, %v", f, err)
+	}
+	if code := run(context.Background(), []string{"serve", "--log-level", "chatty"}, getenv, io.Discard, io.Discard); code != 2 {
+		t.Fatalf("--log-level chatty: exit %d", code)
 	}
 	if _, err := parseServeFlags([]string{"--max-inflight", "0"}, getenv, io.Discard); err == nil {
 		t.Fatal("--max-inflight 0 accepted")

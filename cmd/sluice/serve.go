@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
@@ -110,6 +109,8 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
 	}
+	storeKey, storeValue := storeName(f)
+	log.Info("sluice starting", "version", version(), storeKey, storeValue, "addr", f.addr, "account_id", f.account, "region", f.region)
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.AccountID, cfg.Region, cfg.Logger = f.addr, f.account, f.region, log
 	cfg.ShutdownTimeout = f.shutdownTimeout
@@ -133,8 +134,12 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: open data directory %s: %v\n", f.data, err)
-		if dataDirBusy(err) {
+		switch {
+		case errors.Is(err, embedded.ErrDirLocked):
 			fmt.Fprintf(stderr, "Another sluice broker may be using %s: stop it, or start this one with another --data.\n", f.data)
+		case errors.Is(err, embedded.ErrDirNotWritable):
+			fmt.Fprintf(stderr, "The data directory %s is not writable by this user: choose another --data (or SLUICE_DATA), "+
+				"or fix its permissions so that the broker can create files in it.\n", f.data)
 		}
 		return 1
 	}
@@ -193,13 +198,6 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 // isPostgresURL reports whether store names a PostgreSQL database.
 func isPostgresURL(store string) bool {
 	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
-}
-
-// dataDirBusy reports whether err says another process holds the store's lock.
-func dataDirBusy(err error) bool {
-	msg := strings.ToLower(err.Error())
-	return errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) ||
-		strings.Contains(msg, "lock") || strings.Contains(msg, "temporarily unavailable")
 }
 
 func closeBackend(b interface{ Close() error }, log *slog.Logger) bool {

@@ -1,0 +1,155 @@
+package sqs_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// TestInvalidUnicodeRefused: message contents that are not Unicode text as
+// sent (invalid UTF-8, an unpaired UTF-16 surrogate) are refused with
+// InvalidMessageContents, never stored changed; a valid surrogate pair is the
+// character it encodes.
+func TestInvalidUnicodeRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	qurl := e.queue("unicode", nil)
+	path := strings.TrimPrefix(qurl, e.URL)
+	const invalidContents = "com.amazonaws.sqs#InvalidMessageContents"
+	q := `"QueueUrl":"` + qurl + `"`
+
+	// JSON: raw bodies (an SDK would not send these).
+	refused := []struct{ what, op, body string }{
+		{"lone high surrogate", "SendMessage", `{` + q + `,"MessageBody":"a\ud800b"}`},
+		{"high surrogate at the end", "SendMessage", `{` + q + `,"MessageBody":"a\ud800"}`},
+		{"high surrogate before a non-surrogate escape", "SendMessage", `{` + q + `,"MessageBody":"\ud800\u0041"}`},
+		{"two high surrogates", "SendMessage", `{` + q + `,"MessageBody":"\uD83D\uD83D"}`},
+		{"lone low surrogate", "SendMessage", `{` + q + `,"MessageBody":"x\udc00"}`},
+		{"reversed pair", "SendMessage", `{` + q + `,"MessageBody":"\ude00\ud83d"}`},
+		{"invalid UTF-8 byte", "SendMessage", `{` + q + `,"MessageBody":"a` + "\xff" + `b"}`},
+		{"UTF-8 encoded surrogate", "SendMessage", `{` + q + `,"MessageBody":"` + "\xed\xa0\x80" + `"}`},
+		{"truncated UTF-8", "SendMessage", `{` + q + `,"MessageBody":"` + "\xe2\x82" + `"}`},
+		{"lone surrogate in an attribute", "SendMessage", `{` + q + `,"MessageBody":"ok","MessageAttributes":{"a":{"DataType":"String","StringValue":"\udc00"}}}`},
+		{"invalid UTF-8 in an attribute", "SendMessage", `{` + q + `,"MessageBody":"ok","MessageAttributes":{"a":{"DataType":"String","StringValue":"` + "\xc3" + `"}}}`},
+		{"lone surrogate in a batch entry", "SendMessageBatch", `{` + q + `,"Entries":[{"Id":"a","MessageBody":"fine"},{"Id":"b","MessageBody":"\ud800"}]}`},
+		{"invalid UTF-8 in a batch entry's attribute", "SendMessageBatch", `{` + q + `,"Entries":[{"Id":"a","MessageBody":"fine","MessageAttributes":{"a":{"DataType":"String","StringValue":"` + "\xff" + `"}}}]}`},
+	}
+	for _, c := range refused {
+		resp, body := e.jsonCall(c.op, c.body)
+		er := expectJSONError(t, resp, body, 400, invalidContents, "InvalidMessageContents")
+		if !strings.Contains(er.Message, "Invalid characters found") {
+			t.Errorf("%s: message %q", c.what, er.Message)
+		}
+	}
+	// Valid: a surrogate pair (either case of hex), U+FFFD itself, escapes.
+	accepted := map[string]string{
+		`"\ud83d\ude00"`:     "😀",
+		`"\uD83D\uDE00 é"`:   "😀 é",
+		`"\ufffd"`:           "\uFFFD",
+		`"` + "\uFFFD" + `"`: "\uFFFD",
+		`"a\\ud800"`:         `a\ud800`, // an escaped backslash: the text \ud800, not a surrogate
+		`"\u00e9\n"`:         "é\n",
+	}
+	for lit, want := range accepted {
+		resp, body := e.jsonCall("SendMessage", `{`+q+`,"MessageBody":`+lit+`,"MessageAttributes":{"a":{"DataType":"String","StringValue":`+lit+`}}}`)
+		var sent struct{ MD5OfMessageBody, MD5OfMessageAttributes string }
+		expectJSONOK(t, "JSON SendMessage of "+lit, resp, body, &sent)
+		if sent.MD5OfMessageBody != broker.MD5OfBody(want) ||
+			sent.MD5OfMessageAttributes != broker.MD5OfAttributes(map[string]broker.MessageAttribute{"a": {DataType: "String", StringValue: want}}) {
+			t.Errorf("JSON SendMessage of %s: MD5s %+v, want those of %q", lit, sent, want)
+		}
+	}
+
+	// Query: the same contents, percent-encoded.
+	for what, raw := range map[string]string{
+		"invalid UTF-8 byte":      "a\xffb",
+		"UTF-8 encoded surrogate": "\xed\xa0\x80",
+		"truncated UTF-8":         "\xe2\x82",
+	} {
+		resp, body := e.form(path, url.Values{"Action": {"SendMessage"}, "MessageBody": {raw}})
+		if er := expectError(t, resp, body, 400, "InvalidMessageContents"); !strings.Contains(er.Message, "Invalid characters found") {
+			t.Errorf("query %s: %+v", what, er)
+		}
+	}
+	resp, body := e.form(path, url.Values{"Action": {"SendMessage"}, "MessageBody": {"😀"}})
+	var sent struct {
+		MD5 string `xml:"SendMessageResult>MD5OfMessageBody"`
+	}
+	decode(t, body, "SendMessageResponse", &sent)
+	if resp.StatusCode != 200 || sent.MD5 != broker.MD5OfBody("😀") {
+		t.Fatalf("query SendMessage of 😀: %s", body)
+	}
+
+	// Only the valid messages were stored.
+	if visible, _ := e.queueCounts(qurl); visible != "7" {
+		t.Fatalf("%s messages stored, want the 7 valid ones", visible)
+	}
+}
+
+// TestWrongJSONTypes: a member of the wrong JSON type is answered in the SQS
+// error shape, naming the parameter and the type it must have; Go's decoder
+// internals never reach the client.
+func TestWrongJSONTypes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	qurl := e.queue("types", nil)
+	q := `"QueueUrl":"` + qurl + `"`
+	const serialization = "com.amazon.coral.service#SerializationException"
+	cases := []struct {
+		op, body, message string
+	}{
+		{"CreateQueue", `{"QueueName":5}`, "Parameter QueueName must be a string, not a number."},
+		{"SendMessage", `{"QueueUrl":true,"MessageBody":"x"}`, "Parameter QueueUrl must be a string, not a boolean."},
+		{"SendMessage", `{` + q + `,"MessageBody":{"a":1}}`, "Parameter MessageBody must be a string, not an object."},
+		{"SendMessage", `{` + q + `,"MessageBody":"x","MessageAttributes":[]}`, "Parameter MessageAttributes must be a map, not a list."},
+		{"SendMessage", `{` + q + `,"MessageBody":"x","MessageAttributes":{"a":{"DataType":"String","StringValue":7}}}`,
+			"Parameter MessageAttributes.StringValue must be a string, not a number."},
+		{"SendMessage", `{` + q + `,"MessageBody":"x","MessageAttributes":{"a":{"DataType":"Binary","BinaryValue":7}}}`,
+			"Parameter MessageAttributes.BinaryValue must be a base64 string, not a number."},
+		{"SendMessageBatch", `{` + q + `,"Entries":[{"Id":1,"MessageBody":"x"}]}`, "Parameter Entries.Id must be a string, not a number."},
+		{"SendMessageBatch", `{` + q + `,"Entries":{"Id":"a"}}`, "Parameter Entries must be a list, not an object."},
+		{"ReceiveMessage", `{` + q + `,"AttributeNames":"All"}`, "Parameter AttributeNames must be a list of strings, not a string."},
+		{"ReceiveMessage", `{` + q + `,"MessageAttributeNames":[1]}`, "Each member of parameter MessageAttributeNames must be a string, not a number."},
+		{"CreateQueue", `{"QueueName":"q","Attributes":{"VisibilityTimeout":30}}`, "Each value of parameter Attributes must be a string, not a number."},
+		{"CreateQueue", `{"QueueName":"q","tags":["a"]}`, "Parameter tags must be a map of string to string, not a list."},
+		{"TagQueue", `{` + q + `,"Tags":"a=b"}`, "Parameter Tags must be a map of string to string, not a string."},
+		{"DeleteMessageBatch", `{` + q + `,"Entries":[{"Id":"a","ReceiptHandle":false}]}`, "Parameter Entries.ReceiptHandle must be a string, not a boolean."},
+		{"SendMessage", `[]`, "The request body must be a JSON object, not a list."},
+		{"ListQueues", `"x"`, "The request body must be a JSON object, not a string."},
+	}
+	for _, c := range cases {
+		resp, body := e.jsonCall(c.op, c.body)
+		er := expectJSONError(t, resp, body, 400, serialization, "SerializationException")
+		if er.Message != c.message {
+			t.Errorf("%s %s: message %q, want %q", c.op, c.body, er.Message, c.message)
+		}
+		if strings.Contains(er.Message, "Go") || strings.Contains(er.Message, "unmarshal") {
+			t.Errorf("%s %s: Go internals in %q", c.op, c.body, er.Message)
+		}
+	}
+	// Integer parameters take a number or a string holding one; anything else
+	// is InvalidParameterValue naming the parameter, as is malformed JSON.
+	const invalidValue = "com.amazon.coral.service#InvalidParameterValueException"
+	for body, want := range map[string]string{
+		`{` + q + `,"MaxNumberOfMessages":"ten"}`: "Value ten for parameter MaxNumberOfMessages is invalid. Reason: must be an integer.",
+		`{` + q + `,"WaitTimeSeconds":[1]}`:       "Value [1] for parameter WaitTimeSeconds is invalid. Reason: must be an integer.",
+		`{` + q + `,"MaxNumberOfMessages":`:       "The request body is not valid JSON",
+	} {
+		resp, reply := e.jsonCall("ReceiveMessage", body)
+		er := expectJSONError(t, resp, reply, 400, invalidValue, "InvalidParameterValue")
+		if !strings.HasPrefix(er.Message, want) {
+			t.Errorf("ReceiveMessage %s: message %q, want %q", body, er.Message, want)
+		}
+	}
+	resp, reply := e.jsonCall("ReceiveMessage", `{`+q+`,"MaxNumberOfMessages":"2"}`)
+	expectJSONOK(t, "MaxNumberOfMessages as a string", resp, reply, nil)
+
+	// The query protocol has no JSON types: a value that does not parse is
+	// InvalidParameterValue naming the parameter.
+	resp, reply = e.form(strings.TrimPrefix(qurl, e.URL), vals("Action", "ReceiveMessage", "MaxNumberOfMessages", "ten"))
+	if er := expectError(t, resp, reply, 400, "InvalidParameterValue"); er.Message != "Value ten for parameter MaxNumberOfMessages is invalid. Reason: must be an integer." {
+		t.Errorf("query MaxNumberOfMessages=ten: %q", er.Message)
+	}
+}

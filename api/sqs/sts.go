@@ -1,0 +1,76 @@
+package sqs
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// STS GetCallerIdentity on the SQS endpoint. Tools that check their
+// credentials before they start (and other SQS emulators' users) call it on
+// the same endpoint; it answers the broker's account, whatever the
+// credentials (Sluice verifies no signature).
+//
+// STS speaks the query protocol (Action=GetCallerIdentity&Version=2011-06-15,
+// an XML GetCallerIdentityResponse), which is what aws-sdk-go-v2, botocore
+// and the aws CLI send. Some newer clients send AWS JSON instead
+// (X-Amz-Target: AWSSecurityTokenServiceV20110615.GetCallerIdentity,
+// application/x-amz-json-1.1 or 1.0); that form is answered in JSON.
+
+const (
+	stsGetCallerIdentity = "GetCallerIdentity"
+	stsTargetPrefix      = "AWSSecurityTokenServiceV20110615."
+	// STSNamespace is the XML namespace of STS replies.
+	STSNamespace = "https://sts.amazonaws.com/doc/2011-06-15/"
+)
+
+// callerIdentity is GetCallerIdentity's result: the account's root user.
+type callerIdentity struct {
+	Arn     string `json:"Arn" xml:"Arn"`
+	UserId  string `json:"UserId" xml:"UserId"`
+	Account string `json:"Account" xml:"Account"`
+}
+
+func (h *Handler) callerIdentity() callerIdentity {
+	a := h.cfg.AccountID
+	return callerIdentity{Arn: "arn:aws:iam::" + a + ":root", UserId: a, Account: a}
+}
+
+// serveSTSQuery answers Action=GetCallerIdentity in STS's XML.
+func (h *Handler) serveSTSQuery(c *call) {
+	out := h.callerIdentity()
+	writeXMLIn(c, STSNamespace, &out)
+}
+
+// serveSTSJSON answers an STS operation in AWS JSON (only GetCallerIdentity
+// is served).
+func (h *Handler) serveSTSJSON(c *call, op string) {
+	c.action = op
+	if op != stsGetCallerIdentity {
+		h.fail(c, broker.Errorf(errUnknownOperation, "The STS operation %s is not served here; only GetCallerIdentity is.", op))
+		return
+	}
+	if _, err := h.readBody(c); err != nil { // the input has no members
+		h.fail(c, err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(h.callerIdentity()); err != nil {
+		h.fail(c, internal(err))
+		return
+	}
+	ct := "application/x-amz-json-1.1"
+	if req, _, _ := strings.Cut(c.r.Header.Get("Content-Type"), ";"); strings.TrimSpace(req) == "application/x-amz-json-1.0" {
+		ct = "application/x-amz-json-1.0"
+	}
+	hd := c.w.Header()
+	hd.Set("Content-Type", ct)
+	hd.Set("X-Amzn-Requestid", c.requestID)
+	hd.Set("Content-Length", strconv.Itoa(buf.Len()))
+	c.w.WriteHeader(http.StatusOK)
+	_, _ = c.w.Write(buf.Bytes())
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+)
+
+// version is this build's version: the main module's version (a release
+// tag, or the pseudo-version the go command stamps from the VCS, with
+// "+dirty" for a modified tree) and the VCS revision with whether the tree was
+// modified; "devel" when the build recorded neither.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	return versionOf(info)
+}
+
+func versionOf(info *debug.BuildInfo) string {
+	var rev string
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	if rev == "" {
+		return v
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified {
+		return v + " (revision " + rev + ", modified)"
+	}
+	return v + " (revision " + rev + ")"
+}
+
+// printVersion is `sluice version` and `sluice --version`.
+func printVersion(_ context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "sluice version: unexpected arguments %q\n", args)
+		return 2
+	}
+	fmt.Fprintf(stdout, "sluice %s\n", version())
+	return 0
+}
+
+// storeName names where serve keeps its queues, for the start log line: the
+// embedded store's data directory (absolute), or the PostgreSQL URL without
+// its password.
+func storeName(f serveFlags) (key, value string) {
+	if f.store == "" {
+		dir, err := filepath.Abs(f.data)
+		if err != nil {
+			dir = f.data
+		}
+		return "data", dir
+	}
+	return "store", redactURL(f.store)
+}
+
+// redactURL returns a database URL with every password in it (user info,
+// or a query parameter such as password= or sslpassword=) replaced by xxxxx.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.Contains(strings.ToLower(k), "password") {
+			q.Set(k, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.Redacted()
+}
