@@ -54,12 +54,6 @@ func expectJSONOK(t *testing.T, what string, resp *http.Response, body string, v
 	}
 }
 
-// jsonString quotes s as a JSON string.
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
 // queueCounts returns ApproximateNumberOfMessages and ...Delayed of a queue.
 func (e *env) queueCounts(url string) (visible, delayed string) {
 	e.t.Helper()

@@ -5,22 +5,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
-	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -300,26 +296,7 @@ type bareBackend struct{ broker.Backend }
 
 func TestOptionalCapabilitiesMissing(t *testing.T) {
 	t.Parallel()
-	b, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front, err := broker.New(bareBackend{b}, broker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sqs.New(front, sqs.Config{}))
-	t.Cleanup(func() {
-		srv.Close()
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	client := awssqs.New(awssqs.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
-		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-		HTTPClient:  &http.Client{Timeout: 10 * time.Second},
-	})
+	_, client, _ := wrapped(t, func(b broker.Backend) broker.Backend { return bareBackend{b} }, sqs.Config{})
 	ctx := context.Background()
 	q, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("q"), Tags: map[string]string{"a": "b"}})
 	if err != nil {

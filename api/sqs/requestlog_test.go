@@ -14,12 +14,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
-	"github.com/sluicemq/sluice/broker/embedded"
 )
 
 // logSink collects slog records as JSON, safe for concurrent handlers.
@@ -84,28 +82,9 @@ func (failingBackend) PurgeQueue(context.Context, broker.QueueRef, func(last, no
 // with the error.
 func TestRequestLog(t *testing.T) {
 	t.Parallel()
-	b, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &logSink{}
 	logger := slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	front, err := broker.New(failingBackend{b}, broker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sqs.New(front, sqs.Config{Logger: logger}))
-	t.Cleanup(func() {
-		srv.Close()
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	client := awssqs.New(awssqs.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
-		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-		HTTPClient:  &http.Client{Timeout: 10 * time.Second},
-	})
+	front, client, url := wrapped(t, func(b broker.Backend) broker.Backend { return failingBackend{b} }, sqs.Config{Logger: logger})
 	ctx := context.Background()
 	q, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("logged")})
 	if err != nil {
@@ -118,7 +97,7 @@ func TestRequestLog(t *testing.T) {
 		t.Fatal("PurgeQueue of the failing backend succeeded")
 	}
 	form := func(body string) {
-		resp, err := http.Post(srv.URL+"/", "application/x-www-form-urlencoded", strings.NewReader(body))
+		resp, err := http.Post(url+"/", "application/x-www-form-urlencoded", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

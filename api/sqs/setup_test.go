@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/server"
@@ -112,4 +114,31 @@ func (e *env) do(req *http.Request) (*http.Response, string) {
 		}
 	}
 	return resp, sb.String()
+}
+
+// wrapped serves the SQS API (httptest, no server limits) over a fresh
+// embedded backend that wrap changes (to hide or break some of its
+// methods), and returns the front, an SDK client of it and its URL.
+func wrapped(t *testing.T, wrap func(broker.Backend) broker.Backend, cfg sqs.Config) (*broker.Broker, *awssqs.Client, string) {
+	t.Helper()
+	b, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, err := broker.New(wrap(b), broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sqs.New(front, cfg))
+	t.Cleanup(func() {
+		srv.Close()
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return front, awssqs.New(awssqs.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
+		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
+		HTTPClient:  &http.Client{Timeout: 10 * time.Second},
+	}), srv.URL
 }
