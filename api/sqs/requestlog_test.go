@@ -1,7 +1,6 @@
 package sqs_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,27 +16,17 @@ import (
 
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // logSink collects slog records as JSON, safe for concurrent handlers.
-type logSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
+type logSink struct{ testutil.Buffer }
 
 // records returns the records logged so far with the given message.
 func (s *logSink) records(t *testing.T, msg string) []map[string]any {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(s.buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(s.String()), "\n") {
 		if line == "" {
 			continue
 		}

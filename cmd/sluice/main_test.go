@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,25 +38,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	addr   string
 	done   chan error
-	stderr *syncBuffer // everything the broker logged so far
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and readers in parallel.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	stderr *testutil.Buffer // everything the broker logged so far
 }
 
 // logLine waits (polling, at most 10 s) for a line of the broker's log that
@@ -92,7 +72,7 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errBuf := &syncBuffer{}
+	errBuf := &testutil.Buffer{}
 	cmd.Stderr = io.MultiWriter(testutil.Writer(t, "sluice: "), errBuf)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@
 package testutil
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -122,4 +123,25 @@ func (b *Binary) Remove() {
 	if b.dir != "" {
 		_ = os.RemoveAll(b.dir)
 	}
+}
+
+// Buffer is a bytes.Buffer that one writer and several readers may use at
+// once (a process's stderr, a log handler's output).
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
