@@ -117,3 +117,38 @@ func LeaseError(o LeaseOutcome, handle string, visibility bool) error {
 	}
 	return nil
 }
+
+// DeadLetter is what a message keeps and what it becomes when a receive past
+// its queue's maxReceiveCount moves it to the dead-letter queue (the
+// dead-letter rule, the same in every backend).
+type DeadLetter struct {
+	// DedupID is the message's dedup id in a FIFO dead-letter queue: its
+	// message id, so that unrelated messages that shared a dedup id both
+	// survive ("" when the dead-letter queue is standard: kept as it was).
+	DedupID string
+	// NewSequence: a FIFO dead-letter queue gives it a new sequence number,
+	// after every message already there.
+	NewSequence bool
+	// SentAt is its SentAt there: kept on a standard dead-letter queue (it
+	// expires by its original send time under the new queue's retention);
+	// restarted at now on a FIFO one (SQS resets a FIFO dead letter's enqueue
+	// timestamp).
+	SentAt time.Time
+}
+
+// ShouldDeadLetter reports whether a message received receiveCount times so
+// far moves to its queue's dead-letter queue instead of being received again.
+func ShouldDeadLetter(r *RedrivePolicy, receiveCount int) bool {
+	return r != nil && receiveCount >= r.MaxReceiveCount
+}
+
+// PlanDeadLetter applies the dead-letter rule to a message (its id and
+// SentAt) moving into a FIFO (dlqFifo) or standard dead-letter queue at now.
+// The message keeps its id, body, attributes, receive count and first
+// receive time, and records its source queue (Message.DeadLetterSource).
+func PlanDeadLetter(messageID string, sentAt time.Time, dlqFifo bool, now time.Time) DeadLetter {
+	if !dlqFifo {
+		return DeadLetter{SentAt: sentAt}
+	}
+	return DeadLetter{DedupID: messageID, NewSequence: true, SentAt: now}
+}

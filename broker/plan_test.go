@@ -334,3 +334,23 @@ func TestLeaseError(t *testing.T) {
 		})
 	}
 }
+
+func TestDeadLetterRule(t *testing.T) {
+	t.Parallel()
+	sent, now := time.Unix(100, 0), time.Unix(500, 0)
+	if got := PlanDeadLetter("m1", sent, false, now); got != (DeadLetter{SentAt: sent}) {
+		t.Fatalf("into a standard queue: %+v, want SentAt kept and nothing else", got)
+	}
+	if got := PlanDeadLetter("m1", sent, true, now); got != (DeadLetter{DedupID: "m1", NewSequence: true, SentAt: now}) {
+		t.Fatalf("into a FIFO queue: %+v, want dedup id = message id, a new sequence number, SentAt now", got)
+	}
+	r := &RedrivePolicy{MaxReceiveCount: 3}
+	for n, want := range map[int]bool{0: false, 2: false, 3: true, 4: true} {
+		if got := ShouldDeadLetter(r, n); got != want {
+			t.Errorf("ShouldDeadLetter(max 3, received %d) = %v, want %v", n, got, want)
+		}
+	}
+	if ShouldDeadLetter(nil, 100) {
+		t.Error("a queue without a RedrivePolicy dead-letters")
+	}
+}

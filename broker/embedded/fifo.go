@@ -377,18 +377,22 @@ func (b *Backend) gcFifoLocked(q *queue, batch *pebble.Batch, now int64) {
 
 // ---- dead-letter move ----
 
-// fifoDeadLetter adjusts nm, a copy of a message moving into the FIFO
-// dead-letter queue under key nm.key: its dedup id becomes its message id
-// (so unrelated messages that shared a dedup id both survive), its sequence
-// number is its new key, and its retention restarts (SQS resets the enqueue
-// timestamp of a FIFO dead letter; here that is SentAt as well).
-func fifoDeadLetter(nm *msg, body []byte, now int64) {
+// deadLetter adjusts nm, a copy of a message moving into the dead-letter
+// queue dlq under key nm.key, by broker.PlanDeadLetter (a new sequence
+// number is the new key).
+func deadLetter(nm *msg, body []byte, dlqFifo bool, now int64) {
 	var m broker.Message
-	if decodeBody(body, &m) == nil {
-		nm.dedupID = m.ID
+	if decodeBody(body, &m) != nil {
+		m.ID = "" // unreadable: no message id to take as dedup id
 	}
-	nm.seq = nm.key
-	nm.sentAt = now
+	d := broker.PlanDeadLetter(m.ID, fromNanos(nm.sentAt), dlqFifo, fromNanos(now))
+	if d.DedupID != "" {
+		nm.dedupID = d.DedupID
+	}
+	if d.NewSequence {
+		nm.seq = nm.key
+	}
+	nm.sentAt = nanos(d.SentAt)
 }
 
 // ---- records ----

@@ -163,7 +163,7 @@ func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now in
 		_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
 		return false
 	}
-	if rp := q.Config.Redrive; rp != nil && m.receiveCount >= rp.MaxReceiveCount {
+	if rp := q.Config.Redrive; broker.ShouldDeadLetter(rp, m.receiveCount) {
 		if dlq := b.queues[broker.QueueRef{Account: q.Account, Name: rp.DeadLetterQueue}]; dlq != nil && dlq != q && b.moveLocked(q, dlq, m, batch, now) {
 			return false
 		}
@@ -195,9 +195,7 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	nm.visibleAt = now
 	nm.deadLetterSource = q.Name
 	nm.pos, nm.agePos = -1, -1
-	if dlq.fifo != nil {
-		fifoDeadLetter(&nm, body, now)
-	}
+	deadLetter(&nm, body, dlq.fifo != nil, now)
 	_ = batch.Set(msgKey(dlq.ID, kindBody, nm.key), body, nil)
 	_ = closer.Close()
 	_ = batch.Set(msgKey(dlq.ID, kindMeta, nm.key), encodeMeta(&nm), nil)

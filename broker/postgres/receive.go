@@ -204,7 +204,7 @@ func (b *Backend) promoteForReceive(ctx context.Context, qid int64) (int64, erro
 }
 
 // claimSQL leases up to @limit ready messages of queue @queue (its mid) in
-// one statement, with named arguments (claimArgs):
+// one statement, with named arguments (see claim):
 //
 //   - c locks the rows to claim: on a standard queue the first ready rows in
 //     receive order, skipping rows that other transactions hold (another
@@ -212,7 +212,8 @@ func (b *Backend) promoteForReceive(ctx context.Context, qid int64) (int64, erro
 //     the group locks (claimFifo), in that order;
 //   - exp deletes those past retention (@retention µs after sent_at);
 //   - red moves those whose receive would exceed maxReceiveCount
-//     (@max_receives) to the dead-letter queue @dlq (NULL: none), ready
+//     (@max_receives; broker.ShouldDeadLetter, spelled in SQL, with the
+//     fields of broker.PlanDeadLetter) to the dead-letter queue @dlq (NULL: none), ready
 //     there, named after @source; into a FIFO dead-letter queue (@dlq_fifo)
 //     with a new sequence number, its message id as dedup id and a new SentAt
 //     (as SQS resets a FIFO dead letter's enqueue time), and a group row
