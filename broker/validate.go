@@ -84,14 +84,6 @@ func ValidBodyChars(s string) bool {
 // validCharacters is the character set of message contents, as SQS words it.
 const validCharacters = "Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF"
 
-// InvalidTextError is the error of message contents (a body, an attribute's
-// string value) that are not Unicode text as sent: what names the offence
-// (bytes that are not UTF-8, an unpaired UTF-16 surrogate). Such contents are
-// refused, never repaired: a repaired message is not the one the client sent.
-func InvalidTextError(what string) error {
-	return Errorf(ErrInvalidMessageContents, "Invalid characters found: %s. The message was not stored; send it as valid Unicode text. %s", what, validCharacters)
-}
-
 // MessageSize is the size SQS counts against MaximumMessageSize: the body plus
 // each user attribute's name, data type and value.
 func MessageSize(body string, attrs map[string]MessageAttribute) int {

@@ -3,9 +3,9 @@ package sqs
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/broker"
@@ -16,69 +16,83 @@ import (
 // the parameter at fault.
 
 // text is a member of a message's contents: a MessageBody, or the
-// StringValue of a message attribute. From JSON it is taken exactly as sent
-// or refused: encoding/json would silently turn invalid UTF-8 and unpaired
-// UTF-16 surrogate escapes (a lone \ud800 or \udc00) into U+FFFD, storing a
-// message the client never sent (and answering the MD5 of it). A valid
-// surrogate pair (\ud83d\ude00) is the character it encodes.
+// StringValue of a message attribute. From JSON it is taken exactly as sent:
+// encoding/json would silently turn invalid UTF-8 and unpaired UTF-16
+// surrogate escapes (a lone \ud800 or \udc00) into U+FFFD, storing a message
+// the client never sent (and answering the MD5 of it). Instead such input is
+// kept in a form no valid text has, so that the broker's character rule
+// (broker.ValidBodyChars) refuses that entry, as the query protocol refuses
+// the same input: a batch's other entries are stored. A valid surrogate pair
+// (\ud83d\ude00) is the character it encodes.
 type text string
 
-// UnmarshalJSON checks the raw string literal before decoding it.
+// UnmarshalJSON decodes the string literal itself (see unquoteText).
 func (t *text) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
 	if len(b) > 0 && b[0] == '"' {
-		if what, bad := invalidJSONText(b); bad {
-			return broker.InvalidTextError(what)
-		}
+		*t = text(unquoteText(b))
+		return nil
 	}
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err // a wrong type: the caller adds the field's path
-	}
-	*t = text(s)
-	return nil
+	return json.Unmarshal(b, &s) // a wrong type: the caller adds the field's path
 }
 
-// invalidJSONText reports what in lit, a syntactically valid JSON string
-// literal (quotes included), would not survive decoding unchanged: a byte
-// that is not UTF-8, or an escaped UTF-16 surrogate without its partner.
-func invalidJSONText(lit []byte) (string, bool) {
+// unquoteText decodes lit, a JSON string literal (quotes included) whose
+// syntax encoding/json has already checked, in one pass: escapes become their
+// characters, a surrogate pair the character it encodes. What encoding/json
+// would replace by U+FFFD is kept as bytes that are not UTF-8: a byte that is
+// not UTF-8 stays as it is, and an unpaired surrogate escape becomes the
+// surrogate's own 3-byte form (ED A0 80 for \ud800), which is no valid UTF-8
+// either.
+func unquoteText(lit []byte) string {
 	end := len(lit) - 1 // the closing quote
+	var sb strings.Builder
+	sb.Grow(end)
 	for i := 1; i < end; {
-		c := lit[i]
-		switch {
-		case c == '\\':
-			if lit[i+1] != 'u' {
-				i += 2
+		if lit[i] != '\\' {
+			j := i + 1
+			for j < end && lit[j] != '\\' {
+				j++
+			}
+			sb.Write(lit[i:j])
+			i = j
+			continue
+		}
+		c := lit[i+1]
+		i += 2
+		switch c {
+		case 'b':
+			sb.WriteByte('\b')
+		case 'f':
+			sb.WriteByte('\f')
+		case 'n':
+			sb.WriteByte('\n')
+		case 'r':
+			sb.WriteByte('\r')
+		case 't':
+			sb.WriteByte('\t')
+		case 'u':
+			r := hex4(lit[i : i+4])
+			i += 4
+			if utf16.IsSurrogate(r) && r < 0xDC00 && i+6 <= end && lit[i] == '\\' && lit[i+1] == 'u' {
+				if pair := utf16.DecodeRune(r, hex4(lit[i+2:i+6])); pair != utf8.RuneError {
+					sb.WriteRune(pair)
+					i += 6
+					continue
+				}
+			}
+			if utf16.IsSurrogate(r) {
+				sb.Write([]byte{0xE0 | byte(r>>12), 0x80 | byte(r>>6)&0x3F, 0x80 | byte(r)&0x3F})
 				continue
 			}
-			r := hex4(lit[i+2 : i+6])
-			switch {
-			case r >= 0xD800 && r < 0xDC00:
-				if i+12 <= end && lit[i+6] == '\\' && lit[i+7] == 'u' {
-					if low := hex4(lit[i+8 : i+12]); low >= 0xDC00 && low < 0xE000 {
-						i += 12
-						continue
-					}
-				}
-				return fmt.Sprintf(`a high surrogate \u%04x without a low surrogate after it`, r), true
-			case r >= 0xDC00 && r < 0xE000:
-				return fmt.Sprintf(`a low surrogate \u%04x without a high surrogate before it`, r), true
-			}
-			i += 6
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, n := utf8.DecodeRune(lit[i:end])
-			if r == utf8.RuneError && n == 1 {
-				return fmt.Sprintf("the byte 0x%02x, which is not UTF-8", c), true
-			}
-			i += n
+			sb.WriteRune(r)
+		default: // '"', '\\', '/'
+			sb.WriteByte(c)
 		}
 	}
-	return "", false
+	return sb.String()
 }
 
 // hex4 decodes the 4 hex digits of a \u escape (the JSON scanner has

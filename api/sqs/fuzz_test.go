@@ -3,6 +3,7 @@ package sqs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -147,7 +148,8 @@ func FuzzJSONDecode(f *testing.F) {
 
 // checkContentsUnchanged fails t if the decoded message contents of a send
 // hold U+FFFD that the raw request did not: the decoder replaced something
-// (invalid UTF-8, an unpaired surrogate) instead of refusing it.
+// (invalid UTF-8, an unpaired surrogate) instead of keeping it for the
+// broker to refuse.
 func checkContentsUnchanged(t *testing.T, raw []byte, in any) {
 	t.Helper()
 	var entries []sendEntry
@@ -161,7 +163,9 @@ func checkContentsUnchanged(t *testing.T, raw []byte, in any) {
 	}
 	sent := bytes.Contains(raw, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`))
 	check := func(what string, s text) {
-		if strings.ContainsRune(string(s), utf8.RuneError) && !sent {
+		// The encoded U+FFFD, not ContainsRune: kept invalid bytes decode
+		// as utf8.RuneError too, and keeping them is the point.
+		if strings.Contains(string(s), "\uFFFD") && !sent {
 			t.Fatalf("%s %q holds U+FFFD that the request %q did not send", what, s, raw)
 		}
 	}
@@ -173,4 +177,29 @@ func checkContentsUnchanged(t *testing.T, raw []byte, in any) {
 			check("attribute "+k, a.StringValue)
 		}
 	}
+}
+
+// FuzzUnquoteText checks the JSON text decoder against encoding/json: on a
+// string literal, wherever unquoteText's result is valid UTF-8 it is exactly
+// what encoding/json decodes; where it is not, encoding/json would have
+// replaced something by U+FFFD.
+func FuzzUnquoteText(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\ud83d\ude00"`, `"\ud800"`, `"\udc00\ud800"`, `"\\u0041\u0041\/\b\f\n\r\t"`,
+		"\"\xff\"", "\"\xed\xa0\x80\"", `"\uD83D\uDE00\uFFFD"`, `""`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, lit []byte) {
+		var want string
+		if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' || json.Unmarshal(lit, &want) != nil {
+			return // not exactly a string literal (UnmarshalJSON gets no surrounding space)
+		}
+		got := unquoteText(lit)
+		if utf8.ValidString(got) {
+			if got != want {
+				t.Fatalf("unquoteText(%q) = %q, encoding/json %q", lit, got, want)
+			}
+		} else if !strings.Contains(want, "\uFFFD") {
+			t.Fatalf("unquoteText(%q) = %q is not UTF-8, yet encoding/json decoded %q without a replacement", lit, got, want)
+		}
+	})
 }

@@ -9,9 +9,10 @@ import (
 )
 
 // TestInvalidUnicodeRefused: message contents that are not Unicode text as
-// sent (invalid UTF-8, an unpaired UTF-16 surrogate) are refused with
-// InvalidMessageContents, never stored changed; a valid surrogate pair is the
-// character it encodes.
+// sent (invalid UTF-8, an unpaired UTF-16 surrogate) are refused, never stored
+// changed: a body with InvalidMessageContents, an attribute value with
+// InvalidParameterValue, as the query protocol answers; in a batch only that
+// entry fails. A valid surrogate pair is the character it encodes.
 func TestInvalidUnicodeRefused(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -31,16 +32,37 @@ func TestInvalidUnicodeRefused(t *testing.T) {
 		{"invalid UTF-8 byte", "SendMessage", `{` + q + `,"MessageBody":"a` + "\xff" + `b"}`},
 		{"UTF-8 encoded surrogate", "SendMessage", `{` + q + `,"MessageBody":"` + "\xed\xa0\x80" + `"}`},
 		{"truncated UTF-8", "SendMessage", `{` + q + `,"MessageBody":"` + "\xe2\x82" + `"}`},
-		{"lone surrogate in an attribute", "SendMessage", `{` + q + `,"MessageBody":"ok","MessageAttributes":{"a":{"DataType":"String","StringValue":"\udc00"}}}`},
-		{"invalid UTF-8 in an attribute", "SendMessage", `{` + q + `,"MessageBody":"ok","MessageAttributes":{"a":{"DataType":"String","StringValue":"` + "\xc3" + `"}}}`},
-		{"lone surrogate in a batch entry", "SendMessageBatch", `{` + q + `,"Entries":[{"Id":"a","MessageBody":"fine"},{"Id":"b","MessageBody":"\ud800"}]}`},
-		{"invalid UTF-8 in a batch entry's attribute", "SendMessageBatch", `{` + q + `,"Entries":[{"Id":"a","MessageBody":"fine","MessageAttributes":{"a":{"DataType":"String","StringValue":"` + "\xff" + `"}}}]}`},
 	}
 	for _, c := range refused {
 		resp, body := e.jsonCall(c.op, c.body)
 		er := expectJSONError(t, resp, body, 400, invalidContents, "InvalidMessageContents")
 		if !strings.Contains(er.Message, "Invalid characters found") {
 			t.Errorf("%s: message %q", c.what, er.Message)
+		}
+	}
+	for what, body := range map[string]string{
+		"lone surrogate in an attribute": `{` + q + `,"MessageBody":"ok","MessageAttributes":{"a":{"DataType":"String","StringValue":"\udc00"}}}`,
+		"invalid UTF-8 in an attribute":  `{` + q + `,"MessageBody":"ok","MessageAttributes":{"a":{"DataType":"String","StringValue":"` + "\xc3" + `"}}}`,
+	} {
+		resp, rbody := e.jsonCall("SendMessage", body)
+		er := expectJSONError(t, resp, rbody, 400, "com.amazon.coral.service#InvalidParameterValueException", "InvalidParameterValue")
+		if !strings.Contains(er.Message, "contains invalid characters") {
+			t.Errorf("%s: message %q", what, er.Message)
+		}
+	}
+	// In a batch, only the entry fails; its batch-mates are stored.
+	for what, c := range map[string]struct{ body, code string }{
+		"lone surrogate in a batch entry":            {`{` + q + `,"Entries":[{"Id":"a","MessageBody":"fine"},{"Id":"b","MessageBody":"\ud800"}]}`, "InvalidMessageContents"},
+		"invalid UTF-8 in a batch entry's attribute": {`{` + q + `,"Entries":[{"Id":"a","MessageBody":"fine"},{"Id":"b","MessageBody":"fine","MessageAttributes":{"a":{"DataType":"String","StringValue":"` + "\xff" + `"}}}]}`, "InvalidParameterValue"},
+	} {
+		resp, rbody := e.jsonCall("SendMessageBatch", c.body)
+		var out struct {
+			Successful []struct{ Id string }
+			Failed     []struct{ Id, Code string }
+		}
+		expectJSONOK(t, what, resp, rbody, &out)
+		if len(out.Successful) != 1 || out.Successful[0].Id != "a" || len(out.Failed) != 1 || out.Failed[0].Id != "b" || out.Failed[0].Code != c.code {
+			t.Errorf("%s: %s, want a stored and b failed with %s", what, rbody, c.code)
 		}
 	}
 	// Valid: a surrogate pair (either case of hex), U+FFFD itself, escapes.
@@ -82,9 +104,10 @@ func TestInvalidUnicodeRefused(t *testing.T) {
 		t.Fatalf("query SendMessage of 😀: %s", body)
 	}
 
-	// Only the valid messages were stored.
-	if visible, _ := e.queueCounts(qurl); visible != "7" {
-		t.Fatalf("%s messages stored, want the 7 valid ones", visible)
+	// Only the valid messages were stored: 6 JSON sends, the 2 batch-mates
+	// of refused entries, 1 query send.
+	if visible, _ := e.queueCounts(qurl); visible != "9" {
+		t.Fatalf("%s messages stored, want the 9 valid ones", visible)
 	}
 }
 
