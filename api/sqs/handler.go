@@ -309,19 +309,35 @@ func (c *call) queueName(ref queueRef) (string, error) {
 		if !ok {
 			return "", broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
 		}
-		if account != "" && account != c.account {
+		if otherAccount(account, c.account) {
 			return "", broker.OtherAccountError(account, c.account)
 		}
 		return name, nil
 	}
 	if c.pathQueue != "" {
 		c.queue = c.pathQueue
-		if c.pathAccount != c.account {
+		if otherAccount(c.pathAccount, c.account) {
 			return "", broker.OtherAccountError(c.pathAccount, c.account)
 		}
 		return c.pathQueue, nil
 	}
 	return "", missing("QueueUrl")
+}
+
+// otherAccount reports whether the account segment of a queue URL or path
+// names an AWS account (12 digits) other than served. A segment that is no
+// account id (ElasticMQ's /queue/<name>, other emulators' URL forms) names
+// the broker's own queues, as it did before accounts were checked.
+func otherAccount(segment, served string) bool {
+	if segment == "" || segment == served || len(segment) != 12 {
+		return false
+	}
+	for i := 0; i < len(segment); i++ {
+		if segment[i] < '0' || segment[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // queueURL is the URL of queue name as this client addresses the broker.

@@ -201,6 +201,14 @@ func TestOtherAccountIsNotServed(t *testing.T) {
 	if _, err := e.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x")}); err != nil {
 		t.Fatalf("JSON SendMessage to the broker's own account: %v", err)
 	}
+	// A segment that is no account id (ElasticMQ's /queue/<name>) names the
+	// broker's own queue, in a QueueUrl and as the request path.
+	if _, err := e.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(e.URL + "/queue/mine"), MessageBody: aws.String("x")}); err != nil {
+		t.Fatalf("JSON SendMessage to an ElasticMQ-style URL: %v", err)
+	}
+	if resp, body := e.form("/queue/mine", vals("Action", "SendMessage", "MessageBody", "x")); resp.StatusCode != 200 {
+		t.Fatalf("query SendMessage on /queue/mine: %d %s", resp.StatusCode, body)
+	}
 
 	// Query: QueueUrl parameters, queue paths, GetQueueUrl.
 	for _, u := range others {
@@ -224,7 +232,7 @@ func TestOtherAccountIsNotServed(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("query SendMessage on the broker's own queue path: %s", body)
 	}
-	if visible, _ := e.queueCounts(url); visible != "2" {
-		t.Fatalf("%s messages stored, want the 2 sent to the broker's own account", visible)
+	if visible, _ := e.queueCounts(url); visible != "4" {
+		t.Fatalf("%s messages stored, want the 4 sent to the broker's own account", visible)
 	}
 }
