@@ -11,13 +11,13 @@ import (
 func (b *Broker) movers(action string) (MoveTasker, error) {
 	mt, ok := b.backend.(MoveTasker)
 	if !ok {
-		return nil, UnsupportedError(action)
+		return nil, unsupportedError(action)
 	}
 	return mt, nil
 }
 
-// UnsupportedError is the answer to an action the backend does not provide.
-func UnsupportedError(action string) error {
+// unsupportedError is the answer to an action the backend does not provide.
+func unsupportedError(action string) error {
 	return Errorf(ErrUnsupportedOperation, "The action %s is not supported by this broker's backend.", action)
 }
 

@@ -60,14 +60,26 @@ type ReceivePlan struct {
 	AttemptID string
 }
 
-// PlanReceive applies the queue's defaults to req and checks its ranges and
-// the format of its ReceiveRequestAttemptId (FIFO queues only).
+// PlanReceive applies the queue's defaults to req (MaxMessages 0 means 1)
+// and checks its ranges and the format of its ReceiveRequestAttemptId (FIFO
+// queues only).
 func PlanReceive(c QueueConfig, req ReceiveRequest) (ReceivePlan, error) {
-	max, vis, wait, err := NormalizeReceive(c, req)
-	if err != nil {
-		return ReceivePlan{}, err
+	p := ReceivePlan{Max: max(req.MaxMessages, 1), Visibility: c.VisibilityTimeout, Wait: c.ReceiveWaitTime}
+	if req.MaxMessages < 0 || req.MaxMessages > MaxReceiveMessages {
+		return ReceivePlan{}, invalidParam(req.MaxMessages, "MaxNumberOfMessages", "Must be between 1 and 10, if provided.")
 	}
-	p := ReceivePlan{Max: max, Visibility: vis, Wait: wait}
+	if req.Visibility != nil {
+		if err := ValidateVisibility(*req.Visibility); err != nil {
+			return ReceivePlan{}, err
+		}
+		p.Visibility = *req.Visibility
+	}
+	if req.WaitTime != nil {
+		if w := *req.WaitTime; w < 0 || w > MaxWaitTime {
+			return ReceivePlan{}, invalidParam(int64(w/time.Second), "WaitTimeSeconds", "Must be >= 0 and <= 20, if provided.")
+		}
+		p.Wait = *req.WaitTime
+	}
 	if c.Fifo && req.AttemptID != "" {
 		if err := ValidateFifoID("ReceiveRequestAttemptId", req.AttemptID); err != nil {
 			return ReceivePlan{}, err

@@ -223,33 +223,6 @@ func isNumber(s string) bool {
 	return digits > 0 && len(s) <= 100
 }
 
-// NormalizeReceive applies the queue defaults to req and checks its ranges.
-// It returns the number of messages, the lease length and the wait time.
-func NormalizeReceive(c QueueConfig, req ReceiveRequest) (max int, visibility, wait time.Duration, err error) {
-	max = req.MaxMessages
-	if max == 0 {
-		max = 1
-	}
-	if max < 1 || max > MaxReceiveMessages {
-		return 0, 0, 0, invalidParam(max, "MaxNumberOfMessages", "Must be between 1 and 10, if provided.")
-	}
-	visibility = c.VisibilityTimeout
-	if req.Visibility != nil {
-		visibility = *req.Visibility
-		if visibility < 0 || visibility > MaxVisibilityTimeout {
-			return 0, 0, 0, invalidParam(int64(visibility/time.Second), "VisibilityTimeout", "Must be >= 0 and <= 43200, if provided.")
-		}
-	}
-	wait = c.ReceiveWaitTime
-	if req.WaitTime != nil {
-		wait = *req.WaitTime
-		if wait < 0 || wait > MaxWaitTime {
-			return 0, 0, 0, invalidParam(int64(wait/time.Second), "WaitTimeSeconds", "Must be >= 0 and <= 20, if provided.")
-		}
-	}
-	return max, visibility, wait, nil
-}
-
 // ValidateVisibility checks a ChangeMessageVisibility timeout (0..12 h).
 func ValidateVisibility(d time.Duration) error {
 	if d < 0 || d > MaxVisibilityTimeout {

@@ -113,18 +113,13 @@ func hex4(b []byte) rune {
 }
 
 // decodeJSON decodes an action's JSON input into in, answering a malformed
-// body in the SQS error shape: the broker's own errors (message contents,
-// base64) as they are; a value of the wrong JSON type as a
+// body in the SQS error shape: a value of the wrong JSON type as a
 // SerializationException naming the parameter and the type it must have (as
-// SQS does); a body that is not JSON as InvalidParameterValue.
+// SQS does); a body that is not JSON (or bad base64) as InvalidParameterValue.
 func decodeJSON(body []byte, in any) error {
 	err := json.Unmarshal(body, in)
 	if err == nil {
 		return nil
-	}
-	var be *broker.Error
-	if errors.As(err, &be) {
-		return err
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {

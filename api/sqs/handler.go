@@ -106,10 +106,9 @@ const (
 type call struct {
 	ctx context.Context
 	// w is the response writer, which notes the status for the request log
-	// (sw); rw is the server's own, for http.MaxBytesReader.
+	// (&sw; sw.ResponseWriter is the server's own, for http.MaxBytesReader).
 	w         http.ResponseWriter
 	sw        statusWriter
-	rw        http.ResponseWriter
 	r         *http.Request
 	proto     protocol
 	action    string
@@ -184,7 +183,7 @@ func (h *Handler) logRequest(c *call, start time.Time) {
 // ServeHTTP dispatches on X-Amz-Target (JSON) or Action (query).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	c := &call{ctx: r.Context(), rw: w, r: r, requestID: broker.NewMessageID()}
+	c := &call{ctx: r.Context(), r: r, requestID: broker.NewMessageID()}
 	c.sw.ResponseWriter = w
 	c.w = &c.sw
 	defer h.logRequest(c, start)
@@ -217,7 +216,7 @@ func (h *Handler) readBody(c *call) ([]byte, error) {
 	if c.r.Body == nil {
 		return nil, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.rw, c.r.Body, h.cfg.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(c.sw.ResponseWriter, c.r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

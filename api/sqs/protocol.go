@@ -178,9 +178,13 @@ func (h *Handler) serveQuery(c *call) {
 // Namespace is the XML namespace of query-protocol replies.
 const Namespace = "http://queue.amazonaws.com/doc/2012-11-05/"
 
-func writeJSON(c *call, out any) {
+func writeJSON(c *call, out any) { writeJSONAs(c, "application/x-amz-json-1.0", out) }
+
+// writeJSONAs writes out as a 200 answer of content type ct (an AWS JSON
+// version: SQS speaks 1.0, STS answers in the version it was asked in).
+func writeJSONAs(c *call, ct string, out any) {
 	h := c.w.Header()
-	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("Content-Type", ct)
 	h.Set("X-Amzn-Requestid", c.requestID)
 	if out == nil {
 		// Actions without output answer 200 with an empty body, as SQS does.

@@ -1,10 +1,6 @@
 package sqs
 
 import (
-	"bytes"
-	"encoding/json"
-	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/sluicemq/sluice/broker"
@@ -24,8 +20,8 @@ import (
 const (
 	stsGetCallerIdentity = "GetCallerIdentity"
 	stsTargetPrefix      = "AWSSecurityTokenServiceV20110615."
-	// STSNamespace is the XML namespace of STS replies.
-	STSNamespace = "https://sts.amazonaws.com/doc/2011-06-15/"
+	// stsNamespace is the XML namespace of STS replies.
+	stsNamespace = "https://sts.amazonaws.com/doc/2011-06-15/"
 )
 
 // callerIdentity is GetCallerIdentity's result: the account's root user.
@@ -43,7 +39,7 @@ func (h *Handler) callerIdentity() callerIdentity {
 // serveSTSQuery answers Action=GetCallerIdentity in STS's XML.
 func (h *Handler) serveSTSQuery(c *call) {
 	out := h.callerIdentity()
-	writeXMLIn(c, STSNamespace, &out)
+	writeXMLIn(c, stsNamespace, &out)
 }
 
 // serveSTSJSON answers an STS operation in AWS JSON (only GetCallerIdentity
@@ -58,19 +54,10 @@ func (h *Handler) serveSTSJSON(c *call, op string) {
 		h.fail(c, err)
 		return
 	}
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(h.callerIdentity()); err != nil {
-		h.fail(c, internal(err))
-		return
-	}
 	ct := "application/x-amz-json-1.1"
 	if req, _, _ := strings.Cut(c.r.Header.Get("Content-Type"), ";"); strings.TrimSpace(req) == "application/x-amz-json-1.0" {
 		ct = "application/x-amz-json-1.0"
 	}
-	hd := c.w.Header()
-	hd.Set("Content-Type", ct)
-	hd.Set("X-Amzn-Requestid", c.requestID)
-	hd.Set("Content-Length", strconv.Itoa(buf.Len()))
-	c.w.WriteHeader(http.StatusOK)
-	_, _ = c.w.Write(buf.Bytes())
+	out := h.callerIdentity()
+	writeJSONAs(c, ct, &out)
 }

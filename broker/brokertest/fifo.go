@@ -298,12 +298,8 @@ func testFifoDeleteExpiredAndStale(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "10"})
 	e.fsend("q.fifo", "g", "1", "a1")
-	old := e.receiveMax("q.fifo", 1, 0)[0]
-	e.advance(10 * time.Second)
-	e.eventuallyStats("q.fifo", 1, 0, 0)
-	latest := e.receiveMax("q.fifo", 1, 0)[0]
-	e.advance(10 * time.Second)
-	e.eventuallyStats("q.fifo", 1, 0, 0)
+	old := e.leaseThenEnd("q.fifo")
+	latest := e.leaseThenEnd("q.fifo")
 	errs, err := e.b.Delete(e.ctx, "q.fifo", []broker.DeleteEntry{
 		{ID: "a", Receipt: latest.Receipt}, {ID: "b", Receipt: latest.Receipt}, {ID: "c", Receipt: old.Receipt}})
 	if err != nil {
@@ -317,13 +313,21 @@ func testFifoDeleteExpiredAndStale(t *testing.T, s suite) {
 	e.wantStats("q.fifo", 1, 0, 0)
 }
 
+// leaseThenEnd receives the one message of queue (visibility 10 s) and lets
+// its lease end; the message is visible again.
+func (e *env) leaseThenEnd(queue string) broker.Delivery {
+	e.t.Helper()
+	d := e.receiveMax(queue, 1, 0)[0]
+	e.advance(10 * time.Second)
+	e.eventuallyStats(queue, 1, 0, 0)
+	return d
+}
+
 func testFifoDeleteExpiredReceipt(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "10"})
 	e.fsend("q.fifo", "g", "1", "a1")
-	d := e.receiveMax("q.fifo", 1, 0)[0]
-	e.advance(10 * time.Second)
-	e.eventuallyStats("q.fifo", 1, 0, 0)
+	d := e.leaseThenEnd("q.fifo")
 	wantErr(t, "FIFO Delete with the receipt of an expired lease", e.deleteErr("q.fifo", d.Receipt), broker.ErrInvalidParameterValue)
 	e.wantStats("q.fifo", 1, 0, 0)
 	d2 := e.receiveMax("q.fifo", 1, 0)[0]
