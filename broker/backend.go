@@ -32,7 +32,8 @@ type Backend interface {
 	// name unchanged with created == false (the front compares its
 	// attributes).
 	CreateQueue(ctx context.Context, spec QueueSpec) (q Queue, created bool, err error)
-	// GetQueue returns a queue and its approximate counts.
+	// GetQueue returns a queue and its approximate counts (with the send
+	// time of its oldest message).
 	GetQueue(ctx context.Context, q QueueRef) (QueueInfo, error)
 	// ListQueues returns the queues of account whose names start with prefix
 	// and sort after `after` (bytewise), in name order, at most limit of them
@@ -57,22 +58,49 @@ type Backend interface {
 	PurgeQueue(ctx context.Context, q QueueRef, allow func(lastPurge, now time.Time) error) error
 
 	// Send stores messages. The backend reads the queue's settings and
-	// plans the send with PlanSend (per-entry failures are in the results).
+	// depth (QueueStats.Depth) and plans the send with PlanSend: per-entry
+	// failures are in the results; a send past MaxDepth is refused whole
+	// (*DepthError). Each message is stored with its plan's Priority and
+	// MaxAttempts.
 	Send(ctx context.Context, q QueueRef, entries []SendEntry) ([]SendResult, error)
 	// Receive leases up to the planned number of messages (PlanReceive,
 	// ClaimRoom). It waits up to the wait time for a first message and
 	// returns as soon as one is available. A cancelled ctx ends the wait
-	// with ctx.Err() and claims nothing. A message whose receive would
-	// exceed its queue's maxReceiveCount moves to the dead-letter queue
-	// instead of being returned.
+	// with ctx.Err() and claims nothing. Each delivery adds one to the
+	// message's ReceiveCount and Attempts and sets LastReceiveAt. A message
+	// whose receive would start an attempt past its limit
+	// (ShouldDeadLetterOnReceive) moves to the dead-letter queue instead of
+	// being returned. A lease that ended unsettled is planned with
+	// PlanLeaseExpiry when the backend finds it (it may dead-letter the
+	// message or make it back off). A paused queue (QueueConfig.Paused)
+	// delivers nothing: the receive waits as on an empty queue, and an
+	// UpdateQueue that resumes it wakes the waiting receives on every
+	// broker. On an at-most-once queue the claimed messages are deleted in
+	// the same atomic step, durably before the answer.
 	Receive(ctx context.Context, req ReceiveRequest) ([]Delivery, error)
 	// Delete deletes leased messages, one LeaseOutcome per receipt. A FIFO
 	// delete of a lease that ended is LeaseEnded (its group lock is gone);
-	// on a standard queue the latest lease deletes even after it ended.
+	// on a standard queue the latest lease deletes even after it ended,
+	// unless the message is backing off or snoozed (delayed after a
+	// failure): that receipt is LeaseStale.
 	Delete(ctx context.Context, q QueueRef, receipts []Receipt) ([]LeaseOutcome, error)
-	// ChangeVisibility sets leases' remaining time, counted from now; 0
-	// makes the message visible at once. A lease that ended is LeaseEnded.
+	// ChangeVisibility changes leases as PlanLeaseChange plans each one
+	// (extend, nack with backoff, snooze, dead-letter now), counted from
+	// now. A lease that ended is LeaseEnded; a receipt of a message that is
+	// backing off or snoozed is LeaseStale. A FateDeadLetter moves the
+	// message as a receive past its limit does (PlanDeadLetter), keeping
+	// the plan's reason.
 	ChangeVisibility(ctx context.Context, q QueueRef, changes []VisibilityChange) ([]LeaseOutcome, error)
+
+	// Browse returns a page of the queue's messages (visible, in flight and
+	// delayed) in send order (or newest first), without leasing them or
+	// changing any count; req.Filter (BrowseFilter.Match) selects them.
+	// Expired messages are not shown.
+	Browse(ctx context.Context, q QueueRef, req BrowseRequest) (BrowsePage, error)
+	// DeleteMessages deletes messages by id whatever their state (a lease
+	// on one ends; a FIFO group it held is free), one bool per id: whether
+	// it was there.
+	DeleteMessages(ctx context.Context, q QueueRef, ids []string) ([]bool, error)
 
 	// Close stops background work, syncs and releases the store. Idempotent.
 	Close() error
@@ -116,12 +144,38 @@ const (
 	LeaseEnded
 )
 
-// VisibilityChange is one ChangeVisibility entry: a decoded receipt and the
-// new remaining time (0..MaxVisibilityTimeout, checked by the front).
+// VisibilityChange is one ChangeVisibility entry: a decoded receipt and what
+// to do with its lease. The backend plans it with PlanLeaseChange against
+// the message as it finds it, inside its atomic step.
 type VisibilityChange struct {
 	Receipt Receipt
+	// Kind is what the consumer asks for (ChangeTimeout for SQS).
+	Kind LeaseChangeKind
+	// Timeout is the new remaining lease time (ChangeTimeout; 0..12 h,
+	// checked by the front; 0 is a nack) or the snooze (Snooze; 0 = release).
 	Timeout time.Duration
+	// Delay is a Nack's explicit delay before the message is visible again
+	// (nil: the queue's retry policy, or at once).
+	Delay *time.Duration
+	// Reason is a Nack's or DeadLetterNow's failure reason (at most
+	// MaxReasonBytes).
+	Reason string
 }
+
+// LeaseChangeKind is the kind of a VisibilityChange.
+type LeaseChangeKind uint8
+
+// The lease change kinds (PlanLeaseChange says what each does).
+const (
+	// ChangeTimeout is SQS's ChangeMessageVisibility and the native extend.
+	ChangeTimeout LeaseChangeKind = iota
+	// Nack is a failure, with an optional reason and delay.
+	Nack
+	// Snooze hands the message back for a while without counting an attempt.
+	Snooze
+	// DeadLetterNow moves the message to the dead-letter queue at once.
+	DeadLetterNow
+)
 
 // The optional capabilities of a backend, each its own interface so that the
 // core one never breaks.

@@ -39,6 +39,27 @@ type QueueConfig struct {
 	// Extra holds other accepted attributes that Sluice stores and returns
 	// without acting on them (the KMS and SSE settings).
 	Extra map[string]string
+
+	// The Sluice settings (sluice_attrs.go): beyond SQS, all off by default,
+	// so a queue without them behaves as an SQS queue.
+
+	// Retry, when set, delays a message after a failure (a nack without a
+	// delay, an expired lease) by an exponential backoff (Backoff).
+	Retry *RetryPolicy `json:",omitempty"`
+	// MaxDepth refuses sends that would take the queue's depth (visible +
+	// in flight + delayed) past it (AdmitSend); 0 = no limit.
+	MaxDepth int64 `json:",omitempty"`
+	// LowPriorityMaxDepth (<= MaxDepth when both are set) refuses sends
+	// holding a message of priority < 0 past it; 0 = no limit.
+	LowPriorityMaxDepth int64 `json:",omitempty"`
+	// Paused stops deliveries; everything else goes on.
+	Paused bool `json:",omitempty"`
+	// DeliveryMode is DeliveryAtLeastOnce ("", the default) or
+	// DeliveryAtMostOnce (a receive removes the message).
+	DeliveryMode string `json:",omitempty"`
+	// DeadLetterWebhook is a URL called when a message lands in this
+	// queue's dead-letter queue ("" = none).
+	DeadLetterWebhook string `json:",omitempty"`
 }
 
 // RedrivePolicy is the parsed RedrivePolicy attribute.
@@ -111,7 +132,7 @@ func IsQueueAttributeName(name string) bool {
 		AttrContentBasedDeduplication, AttrDeduplicationScope, AttrFifoThroughputLimit, AttrPolicy, "All":
 		return true
 	}
-	return readOnlyAttrs[name] || extraAttrs[name]
+	return readOnlyAttrs[name] || extraAttrs[name] || sluiceAttrs[name]
 }
 
 // ParseAttributes returns the config of a new queue named name with the given
@@ -151,6 +172,10 @@ func (c QueueConfig) clone() QueueConfig {
 	if c.Redrive != nil {
 		r := *c.Redrive
 		c.Redrive = &r
+	}
+	if c.Retry != nil {
+		r := *c.Retry
+		c.Retry = &r
 	}
 	return c
 }
@@ -212,6 +237,8 @@ func (c *QueueConfig) apply(attrs map[string]string, create bool) error {
 			c.ThroughputLimit = v
 		case extraAttrs[name]:
 			err = c.applyExtra(name, v) // sse.go
+		case sluiceAttrs[name]:
+			err = c.applySluice(name, v) // sluice_attrs.go
 		default:
 			return Errorf(ErrInvalidAttributeName, "Unknown Attribute %s.", name)
 		}
@@ -222,7 +249,7 @@ func (c *QueueConfig) apply(attrs map[string]string, create bool) error {
 	if c.Fifo && c.ThroughputLimit == "perMessageGroupId" && c.DedupScope != "messageGroup" {
 		return Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter FifoThroughputLimit. Reason: perMessageGroupId is allowed only when DeduplicationScope is messageGroup.")
 	}
-	return nil
+	return c.checkSluice()
 }
 
 func parseBool(name, v string) (bool, error) {
@@ -387,6 +414,7 @@ func (c QueueConfig) Attributes() map[string]string {
 	for k, v := range c.Extra {
 		m[k] = v
 	}
+	c.sluiceAttributes(m)
 	return m
 }
 

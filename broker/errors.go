@@ -53,8 +53,12 @@ var (
 	ErrUnsupportedOperation = errors.New("unsupported operation")
 	// ErrResourceNotFound: a move task or other non-queue resource that does not exist.
 	ErrResourceNotFound = errors.New("resource not found")
-	// ErrThrottled: backpressure; the queue is past its maximum depth.
+	// ErrThrottled: backpressure; the queue is past its maximum depth
+	// (*DepthError), or too many receives wait.
 	ErrThrottled = errors.New("request throttled")
+	// ErrConflict: a request that the queue's settings do not allow (a
+	// dead-letter-now on a queue without a dead-letter queue).
+	ErrConflict = errors.New("conflict with the queue's settings")
 	// ErrClosed: the backend is shutting down or closed.
 	ErrClosed = errors.New("broker is closed")
 )

@@ -17,9 +17,10 @@ import (
 // (QueueConfig's parsers are the one home of their names and ranges) and
 // answer *Error values wrapping the sentinels of errors.go.
 type Broker struct {
-	backend Backend
-	opts    Options
-	log     *slog.Logger
+	backend  Backend
+	opts     Options
+	log      *slog.Logger
+	refusals refusals // sends refused by backpressure, per queue and reason
 }
 
 // New returns the front over backend, which it owns from then on (Close
@@ -186,7 +187,11 @@ func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[
 // DeleteQueue deletes a queue: waiting receives end with ErrQueueDoesNotExist,
 // its receipts stop working, and its messages are reclaimed in the background.
 func (b *Broker) DeleteQueue(ctx context.Context, name string) error {
-	return b.backend.DeleteQueue(ctx, own(name))
+	if err := b.backend.DeleteQueue(ctx, own(name)); err != nil {
+		return err
+	}
+	b.refusals.forget(name)
+	return nil
 }
 
 // PurgeQueue deletes every message of the queue (ready, delayed and in
@@ -211,7 +216,12 @@ func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([
 	if err := ValidateSendBatch(entries); err != nil {
 		return nil, err
 	}
-	return b.backend.Send(ctx, own(queue), entries)
+	res, err := b.backend.Send(ctx, own(queue), entries)
+	var full *DepthError
+	if errors.As(err, &full) {
+		b.refusals.add(queue, full.Reason())
+	}
+	return res, err
 }
 
 // Receive leases up to req.MaxMessages messages, waiting up to the wait time
@@ -251,9 +261,11 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []DeleteEntry
 }
 
 // ChangeVisibility sets leases' remaining time, counted from now (0..12 h; 0
-// makes the message visible at once), and answers one error (or nil) per
-// entry: a stale receipt fails with ErrInvalidParameterValue, a lease that
-// ended with ErrMessageNotInflight.
+// is a nack: the message is visible at once, or after its queue's retry
+// policy's backoff, or dead-lettered when it used its last attempt; see
+// PlanLeaseChange), and answers one error (or nil) per entry: a stale
+// receipt fails with ErrInvalidParameterValue, a lease that ended (or any
+// receipt of an at-most-once queue) with ErrMessageNotInflight.
 func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []VisibilityEntry) ([]error, error) {
 	if err := ValidateBatch(entries, func(e VisibilityEntry) string { return e.ID }); err != nil {
 		return nil, err
@@ -278,8 +290,12 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 	if err != nil {
 		return nil, err
 	}
+	var cfg *QueueConfig
 	for j, o := range outcomes {
-		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, true)
+		errs[at[j]], err = b.leaseError(ctx, queue, o, entries[at[j]].Receipt, &cfg)
+		if err != nil {
+			return nil, err
+		}
 	}
 	return errs, nil
 }

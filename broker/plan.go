@@ -21,30 +21,49 @@ type SendPlan struct {
 	DedupKey string
 	// DedupID is the resolved FIFO dedup id (explicit or content-based).
 	DedupID string
+	// Priority and MaxAttempts are the message's Sluice options
+	// (ParseMessageOptions), stored with it.
+	Priority, MaxAttempts int
 }
 
-// PlanSend validates the entries of one send against the queue's settings
-// and resolves each one's delay, message id and FIFO dedup id and key. An
-// error concerns the whole call (a missing FIFO parameter: nothing is
-// stored); a failing entry has its own Err.
-func PlanSend(c QueueConfig, entries []SendEntry) ([]SendPlan, error) {
+// PlanSend validates the entries of one send to queue (its name, for the
+// refusal's text) against the queue's settings and its depth (QueueStats.Depth)
+// and resolves each one's delay, message id, Sluice options and FIFO dedup id
+// and key. An error concerns the whole call (a missing FIFO parameter, or
+// backpressure: a *DepthError; nothing is stored); a failing entry has its
+// own Err.
+func PlanSend(c QueueConfig, queue string, depth int64, entries []SendEntry) ([]SendPlan, error) {
 	if err := ValidateSendGroupParams(c, entries); err != nil {
 		return nil, err
 	}
 	plans := make([]SendPlan, len(entries))
+	n, low := 0, 0
 	for i := range entries {
 		e := &entries[i]
 		if err := ValidateSendEntry(c, e); err != nil {
 			plans[i].Err = err
 			continue
 		}
+		opts, err := ParseMessageOptions(c, e.Attributes)
+		if err != nil {
+			plans[i].Err = err
+			continue
+		}
 		p := &plans[i]
 		p.MessageID = NewMessageID()
 		p.Delay = MessageDelay(c, e)
+		p.Priority, p.MaxAttempts = opts.Priority, opts.MaxAttempts
 		if c.Fifo {
 			p.DedupID = DedupID(c, e)
 			p.DedupKey = DedupKey(c, e.GroupID, p.DedupID)
 		}
+		n++
+		if p.Priority < 0 {
+			low++
+		}
+	}
+	if err := AdmitSend(c, queue, depth, n, low); err != nil {
+		return nil, err
 	}
 	return plans, nil
 }
@@ -148,16 +167,11 @@ type DeadLetter struct {
 	SentAt time.Time
 }
 
-// ShouldDeadLetter reports whether a message received receiveCount times so
-// far moves to its queue's dead-letter queue instead of being received again.
-func ShouldDeadLetter(r *RedrivePolicy, receiveCount int) bool {
-	return r != nil && receiveCount >= r.MaxReceiveCount
-}
-
 // PlanDeadLetter applies the dead-letter rule to a message (its id and
 // SentAt) moving into a FIFO (dlqFifo) or standard dead-letter queue at now.
-// The message keeps its id, body, attributes, receive count and first
-// receive time, and records its source queue (Message.DeadLetterSource).
+// The message keeps its id, body, attributes, receive count, attempts, first
+// and last receive time and failure reason, and records its source queue
+// (Message.DeadLetterSource).
 func PlanDeadLetter(messageID string, sentAt time.Time, dlqFifo bool, now time.Time) DeadLetter {
 	if !dlqFifo {
 		return DeadLetter{SentAt: sentAt}

@@ -28,7 +28,7 @@ func TestPlanSendWholeCallErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			plans, err := PlanSend(tc.c, tc.entries)
+			plans, err := PlanSend(tc.c, "q", 0, tc.entries)
 			if !errors.Is(err, tc.want) || plans != nil {
 				t.Errorf("PlanSend = %v, %v; want nil, an error matching %v", plans, err, tc.want)
 			}
@@ -130,7 +130,7 @@ func TestPlanSend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			plans, err := PlanSend(tc.c, tc.entries)
+			plans, err := PlanSend(tc.c, "q", 0, tc.entries)
 			if err != nil {
 				t.Fatalf("PlanSend: %v", err)
 			}
@@ -176,7 +176,7 @@ func TestPlanSendMessageIDs(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for round := 0; round < 2; round++ {
-			plans, err := PlanSend(c, entries)
+			plans, err := PlanSend(c, "q", 0, entries)
 			if err != nil {
 				t.Fatalf("fifo=%v: PlanSend: %v", c.Fifo, err)
 			}
@@ -346,11 +346,14 @@ func TestDeadLetterRule(t *testing.T) {
 	}
 	r := &RedrivePolicy{MaxReceiveCount: 3}
 	for n, want := range map[int]bool{0: false, 2: false, 3: true, 4: true} {
-		if got := ShouldDeadLetter(r, n); got != want {
-			t.Errorf("ShouldDeadLetter(max 3, received %d) = %v, want %v", n, got, want)
+		if got := ShouldDeadLetterOnReceive(r, n, 0); got != want {
+			t.Errorf("ShouldDeadLetterOnReceive(max 3, attempts %d) = %v, want %v", n, got, want)
 		}
 	}
-	if ShouldDeadLetter(nil, 100) {
+	if !ShouldDeadLetterOnReceive(r, 1, 1) || ShouldDeadLetterOnReceive(r, 3, 5) {
+		t.Error("a message's own MaxAttempts does not override the queue's maxReceiveCount")
+	}
+	if ShouldDeadLetterOnReceive(nil, 100, 2) {
 		t.Error("a queue without a RedrivePolicy dead-letters")
 	}
 }

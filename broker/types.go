@@ -1,6 +1,9 @@
 package broker
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Limits of the SQS API that the broker enforces.
 const (
@@ -47,10 +50,11 @@ type SendEntry struct {
 	// SenderID is recorded as the SenderId system attribute.
 	SenderID string
 	// GroupID and DedupID are FIFO's MessageGroupId and MessageDeduplicationId.
+	// On a standard queue GroupID names the message's tenant (fair queues).
 	GroupID, DedupID string
-	// Priority orders ready messages within a standard queue: higher first.
-	// 0 is the default; the range is -100..100.
-	Priority int
+	// LongDelay lets Delay run past 15 minutes, up to the queue's retention
+	// period (the native API; standard queues only).
+	LongDelay bool
 }
 
 // SendResult is the outcome of one SendEntry. Err is set when this entry failed;
@@ -73,12 +77,24 @@ type Message struct {
 	GroupID          string
 	DedupID          string
 	SequenceNumber   string
-	Priority         int
+	// Priority is the message's Sluice.Priority (-100..100; 0 when unset).
+	Priority int
 	// ReceiveCount is how many times the message has been received (after this
 	// receive, for a Delivery). It keeps counting across a move to a dead-letter queue.
 	ReceiveCount int
-	// FirstReceiveAt is the time of the first receive (zero before it).
-	FirstReceiveAt time.Time
+	// Attempts is Sluice's attempts count: a receive adds one, a snooze takes
+	// it back (see retry.go). It keeps counting across a move to a
+	// dead-letter queue.
+	Attempts int
+	// MaxAttempts is the message's own Sluice.MaxAttempts (0: its queue's
+	// maxReceiveCount).
+	MaxAttempts int
+	// FirstReceiveAt is the time of the first receive (zero before it);
+	// LastReceiveAt the time of the latest.
+	FirstReceiveAt, LastReceiveAt time.Time
+	// FailureReason is the reason of its latest failure (a nack's reason,
+	// ReasonLeaseExpired, …; "" if it never failed).
+	FailureReason string
 	// DeadLetterSource is the name of the queue a dead-lettered message came from.
 	DeadLetterSource string
 }
@@ -160,11 +176,85 @@ type Queue struct {
 type QueueStats struct {
 	Visible  int64 // ready to be received
 	InFlight int64 // leased, not yet deleted or expired
-	Delayed  int64 // not yet visible because of a delay
+	Delayed  int64 // not yet visible because of a delay or a backoff
+	// OldestSentAt is when the oldest message of the queue was sent (zero
+	// when the queue is empty).
+	OldestSentAt time.Time
 }
+
+// Depth is what MaxDepth limits: visible + in flight + delayed.
+func (s QueueStats) Depth() int64 { return s.Visible + s.InFlight + s.Delayed }
 
 // QueueInfo is a queue with its counts.
 type QueueInfo struct {
 	Queue
 	Stats QueueStats
+}
+
+// MessageState is where a browsed message is.
+type MessageState string
+
+// The message states.
+const (
+	StateVisible  MessageState = "visible"
+	StateInFlight MessageState = "inflight"
+	StateDelayed  MessageState = "delayed"
+)
+
+// MaxBrowse is the most messages one Browse page holds; BrowseScanLimit the
+// most messages a backend examines for one page (a filter that matches
+// little returns a short page and a cursor to go on from).
+const (
+	MaxBrowse       = 100
+	BrowseScanLimit = 10000
+)
+
+// BrowseRequest asks for a page of a queue's messages, without leasing them.
+type BrowseRequest struct {
+	// Limit is 1..MaxBrowse (the front's default is 20).
+	Limit int
+	// Newest lists the newest messages first; the default is oldest first
+	// (send order).
+	Newest bool
+	// After is the cursor of the previous page's BrowsePage.Next ("" =
+	// from the start). Its form is the backend's own.
+	After string
+	// Filter keeps only the messages it matches.
+	Filter BrowseFilter
+}
+
+// BrowseFilter selects browsed messages; zero fields match everything.
+type BrowseFilter struct {
+	// Attribute and Value: the message has user attribute Attribute, and,
+	// when Value is not "", its string value equals Value.
+	Attribute, Value string
+	// Reason: the message's FailureReason contains Reason.
+	Reason string
+}
+
+// Match reports whether m passes the filter (the one home of the rule; every
+// backend calls it).
+func (f BrowseFilter) Match(m *Message) bool {
+	if f.Attribute != "" {
+		a, ok := m.Attributes[f.Attribute]
+		if !ok || (f.Value != "" && (a.IsBinary() || a.StringValue != f.Value)) {
+			return false
+		}
+	}
+	return f.Reason == "" || strings.Contains(m.FailureReason, f.Reason)
+}
+
+// BrowsedMessage is a message as Browse shows it: its content and where it is.
+type BrowsedMessage struct {
+	Message
+	State MessageState
+	// VisibleAt is when a delayed message becomes visible, or an in-flight
+	// message's lease ends (zero for a visible message).
+	VisibleAt time.Time
+}
+
+// BrowsePage is one page of Browse; Next is "" after the last page.
+type BrowsePage struct {
+	Messages []BrowsedMessage
+	Next     string
 }

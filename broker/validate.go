@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -122,15 +123,19 @@ func ValidateSendEntry(c QueueConfig, e *SendEntry) error {
 		return Errorf(ErrInvalidParameterValue, "One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", c.MaxMessageSize)
 	}
 	if e.Delay != nil {
-		if *e.Delay < 0 || *e.Delay > MaxDelay || *e.Delay%time.Second != 0 {
+		switch {
+		case e.LongDelay && !c.Fifo:
+			// The native API: any delivery time within the retention period.
+			if *e.Delay < 0 || *e.Delay >= c.Retention {
+				return invalidParam(int64(*e.Delay/time.Second), "DelaySeconds",
+					fmt.Sprintf("must be >= 0 and less than the queue's MessageRetentionPeriod (%d).", int64(c.Retention/time.Second)))
+			}
+		case *e.Delay < 0 || *e.Delay > MaxDelay || *e.Delay%time.Second != 0:
 			return invalidParam(int64(*e.Delay/time.Second), "DelaySeconds", "must be >= 0 and <= 900.")
 		}
 		if c.Fifo && *e.Delay != 0 {
 			return invalidParam(int64(*e.Delay/time.Second), "DelaySeconds", "The request include parameter that is not valid for this queue type.")
 		}
-	}
-	if e.Priority < -100 || e.Priority > 100 {
-		return invalidParam(e.Priority, "Priority", "must be between -100 and 100.")
 	}
 	return validateGroupFields(c, e)
 }

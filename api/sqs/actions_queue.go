@@ -140,6 +140,9 @@ func (h *Handler) getQueueAttributes(c *call, in *getQueueAttributesInput) (any,
 	for _, n := range in.AttributeNames {
 		if v, ok := attrs[n]; ok {
 			out.Attributes[n] = v
+		} else if broker.IsSluiceAttribute(n) {
+			// Asked for by name, an unset Sluice setting reads as its default.
+			out.Attributes[n] = broker.SluiceAttributeDefault(n)
 		}
 	}
 	return out, nil

@@ -55,6 +55,12 @@ func (stubBackend) Delete(_ context.Context, _ broker.QueueRef, rs []broker.Rece
 func (stubBackend) ChangeVisibility(_ context.Context, _ broker.QueueRef, cs []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
 	return make([]broker.LeaseOutcome, len(cs)), nil
 }
+func (stubBackend) Browse(context.Context, broker.QueueRef, broker.BrowseRequest) (broker.BrowsePage, error) {
+	return broker.BrowsePage{}, nil
+}
+func (stubBackend) DeleteMessages(_ context.Context, _ broker.QueueRef, ids []string) ([]bool, error) {
+	return make([]bool, len(ids)), nil
+}
 func (stubBackend) Close() error { return nil }
 
 var fuzzHandler = func() *Handler {

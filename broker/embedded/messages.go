@@ -22,8 +22,9 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		return nil, broker.QueueNotFoundError()
 	}
 	cfg := q.Config // read-only copy: the maps inside are never mutated in place
+	depth := int64(len(q.ready)) + q.inflight + q.delayed
 	b.mu.Unlock()
-	plans, err := broker.PlanSend(cfg, entries)
+	plans, err := broker.PlanSend(cfg, queueName.Name, depth, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		}
 		m := &msg{
 			key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
-			priority: e.Priority, size: broker.MessageSize(e.Body, e.Attributes),
+			priority: p.Priority, size: broker.MessageSize(e.Body, e.Attributes),
 			groupID: e.GroupID, dedupID: p.DedupID, pos: -1, agePos: -1,
 		}
 		if q.fifo != nil {

@@ -163,7 +163,7 @@ func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now in
 		_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
 		return false
 	}
-	if rp := q.Config.Redrive; broker.ShouldDeadLetter(rp, m.receiveCount) {
+	if rp := q.Config.Redrive; broker.ShouldDeadLetterOnReceive(rp, m.receiveCount, 0) {
 		if dlq := b.queues[broker.QueueRef{Account: q.Account, Name: rp.DeadLetterQueue}]; dlq != nil && dlq != q && b.moveLocked(q, dlq, m, batch, now) {
 			return false
 		}

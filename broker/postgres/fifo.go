@@ -103,7 +103,7 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 						SELECT $2, $6::"char", `+nowSQL+` + $7 * interval '1 microsecond', `+nowSQL+`, $8, d.seq, $4,
 							$9, $10, $11, $12, $13 FROM d)
 					SELECT seq FROM d`, b.tnow(), q.mid, key, mid, micros(broker.DedupWindow), state,
-					micros(q.cfg.Delay), e.Priority, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body).Scan(&seq)
+					micros(q.cfg.Delay), 0, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body).Scan(&seq)
 				if errors.Is(err, pgx.ErrNoRows) {
 					// A duplicate: the original's id and sequence number.
 					err = tx.QueryRow(ctx, `SELECT message_id::text, seq FROM dedup WHERE queue_id = $1 AND key = $2`,

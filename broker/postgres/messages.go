@@ -39,7 +39,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 	if err != nil {
 		return nil, err
 	}
-	plans, err := broker.PlanSend(q.cfg, entries)
+	plans, err := broker.PlanSend(q.cfg, queueName.Name, 0, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		if e.GroupID != "" {
 			group = e.GroupID
 		}
-		args = append(args, micros(delay), e.Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body, group)
+		args = append(args, micros(delay), plans[i].Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body, group)
 	}
 	if len(values) == 0 {
 		return results, nil

@@ -1,0 +1,251 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// The front's methods beyond SQS: consumer controls, browsing, deletes by id,
+// pause and resume, and stats. The native API calls them; SQS clients reach
+// what ChangeMessageVisibility expresses through ChangeVisibility.
+
+// LeaseEntry is one consumer control on a leased message (ChangeLeases).
+type LeaseEntry struct {
+	// ID is the batch entry id ("" for a single call).
+	ID      string
+	Receipt string
+	// Kind, Timeout, Delay and Reason are VisibilityChange's. Timeout is
+	// the new lease time for ChangeTimeout (0..12 h) and the snooze for
+	// Snooze (0..12 h); Delay a Nack's explicit delay (0..12 h).
+	Kind    LeaseChangeKind
+	Timeout time.Duration
+	Delay   *time.Duration
+	Reason  string
+}
+
+// ChangeLeases applies consumer controls (extend, nack, snooze, release,
+// dead-letter now) to leased messages and answers one error (or nil) per
+// entry, as ChangeVisibility does (a stale receipt: ErrInvalidParameterValue;
+// a lease that ended: ErrMessageNotInflight). A dead-letter-now on a queue
+// without a RedrivePolicy fails its entry with ErrConflict.
+func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []LeaseEntry) ([]error, error) {
+	if err := ValidateBatch(entries, func(e LeaseEntry) string { return e.ID }); err != nil {
+		return nil, err
+	}
+	var cfg *QueueConfig
+	config := func() (*QueueConfig, error) {
+		if cfg == nil {
+			q, err := b.backend.GetQueue(ctx, own(queue))
+			if err != nil {
+				return nil, err
+			}
+			cfg = &q.Config
+		}
+		return cfg, nil
+	}
+	errs := make([]error, len(entries))
+	var changes []VisibilityChange
+	var at []int
+	for i, e := range entries {
+		if err := validateLeaseEntry(&e); err != nil {
+			errs[i] = err
+			continue
+		}
+		if e.Kind == DeadLetterNow {
+			c, err := config()
+			if err != nil {
+				return nil, err
+			}
+			if c.Redrive == nil {
+				errs[i] = Errorf(ErrConflict, "Queue %s has no RedrivePolicy: there is no dead-letter queue to move the message to.", queue)
+				continue
+			}
+		}
+		r, err := DecodeReceipt(e.Receipt)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		changes = append(changes, VisibilityChange{Receipt: r, Kind: e.Kind, Timeout: e.Timeout, Delay: e.Delay, Reason: e.Reason})
+		at = append(at, i)
+	}
+	outcomes, err := b.backend.ChangeVisibility(ctx, own(queue), changes)
+	if err != nil {
+		return nil, err
+	}
+	for j, o := range outcomes {
+		errs[at[j]], err = b.leaseError(ctx, queue, o, entries[at[j]].Receipt, &cfg)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return errs, nil
+}
+
+// leaseError is LeaseError for a visibility change, but on an at-most-once
+// queue, where every received message is gone, a stale receipt answers
+// MessageNotInflight (the queue's settings are read only then, in *cfg).
+func (b *Broker) leaseError(ctx context.Context, queue string, o LeaseOutcome, handle string, cfg **QueueConfig) (error, error) {
+	if o == LeaseStale {
+		if *cfg == nil {
+			q, err := b.backend.GetQueue(ctx, own(queue))
+			if err != nil {
+				return nil, err
+			}
+			*cfg = &q.Config
+		}
+		if (*cfg).AtMostOnce() {
+			return LeaseError(LeaseEnded, handle, true), nil
+		}
+	}
+	return LeaseError(o, handle, true), nil
+}
+
+// validateLeaseEntry checks an entry's ranges and cuts its reason to
+// MaxReasonBytes.
+func validateLeaseEntry(e *LeaseEntry) error {
+	switch e.Kind {
+	case ChangeTimeout, Snooze:
+		if err := ValidateVisibility(e.Timeout); err != nil {
+			return err
+		}
+	case Nack:
+		if e.Delay != nil {
+			if err := ValidateVisibility(*e.Delay); err != nil {
+				return err
+			}
+		}
+	case DeadLetterNow:
+	default:
+		return invalidParam(e.Kind, "Kind", "unknown lease change.")
+	}
+	if !ValidBodyChars(e.Reason) {
+		return Errorf(ErrInvalidParameterValue, "The failure reason contains invalid characters. %s", validCharacters)
+	}
+	e.Reason = CutReason(e.Reason)
+	return nil
+}
+
+// CutReason cuts a failure reason to MaxReasonBytes at a UTF-8 boundary.
+func CutReason(s string) string {
+	if len(s) <= MaxReasonBytes {
+		return s
+	}
+	s = s[:MaxReasonBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// Browse returns a page of a queue's messages without leasing them
+// (BrowseRequest; Limit 0 means 20).
+func (b *Broker) Browse(ctx context.Context, queue string, req BrowseRequest) (BrowsePage, error) {
+	if req.Limit == 0 {
+		req.Limit = 20
+	}
+	if req.Limit < 1 || req.Limit > MaxBrowse {
+		return BrowsePage{}, invalidParam(req.Limit, "limit", "must be between 1 and 100.")
+	}
+	return b.backend.Browse(ctx, own(queue), req)
+}
+
+// MaxDeleteByID is the most message ids one DeleteMessages call takes.
+const MaxDeleteByID = 100
+
+// DeleteMessages deletes messages by id whatever their state (a dead letter
+// that will never be replayed, a message that must not run) and reports
+// which were there. Every call is logged (the audit line).
+func (b *Broker) DeleteMessages(ctx context.Context, queue string, ids []string) ([]bool, error) {
+	if len(ids) == 0 || len(ids) > MaxDeleteByID {
+		return nil, invalidParam(len(ids), "ids", "give 1 to 100 message ids.")
+	}
+	found, err := b.backend.DeleteMessages(ctx, own(queue), ids)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, f := range found {
+		if f {
+			n++
+		}
+	}
+	b.log.Info("messages deleted by id", "queue", queue, "asked", len(ids), "deleted", n, "audit", true)
+	return found, nil
+}
+
+// SetPaused pauses (true) or resumes (false) a queue's deliveries: the
+// Paused attribute.
+func (b *Broker) SetPaused(ctx context.Context, queue string, paused bool) error {
+	v := "false"
+	if paused {
+		v = "true"
+	}
+	return b.SetQueueAttributes(ctx, queue, map[string]string{AttrPaused: v})
+}
+
+// Stats is a queue's live view: its counts, oldest message, dead letters and
+// refused sends.
+type Stats struct {
+	QueueStats
+	// DeadLetters is the number of messages in the queue's dead-letter queue
+	// (-1 when it has none, or it is gone).
+	DeadLetters int64
+	// Refused counts the sends this broker refused since it started, by
+	// reason (DepthError.Reason).
+	Refused map[string]int64
+}
+
+// Stats returns a queue's stats.
+func (b *Broker) Stats(ctx context.Context, queue string) (QueueInfo, Stats, error) {
+	q, err := b.backend.GetQueue(ctx, own(queue))
+	if err != nil {
+		return QueueInfo{}, Stats{}, err
+	}
+	s := Stats{QueueStats: q.Stats, DeadLetters: -1, Refused: b.refusals.get(queue)}
+	if r := q.Config.Redrive; r != nil {
+		if d, err := b.backend.GetQueue(ctx, own(r.DeadLetterQueue)); err == nil {
+			s.DeadLetters = d.Stats.Depth()
+		} else if !errors.Is(err, ErrQueueDoesNotExist) {
+			return QueueInfo{}, Stats{}, err
+		}
+	}
+	return q, s, nil
+}
+
+// refusals counts refused sends per queue and reason.
+type refusals struct {
+	mu sync.Mutex
+	m  map[string]map[string]int64
+}
+
+func (r *refusals) add(queue, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]map[string]int64{}
+	}
+	if r.m[queue] == nil {
+		r.m[queue] = map[string]int64{}
+	}
+	r.m[queue][reason]++
+}
+
+func (r *refusals) get(queue string) map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int64{}
+	for k, v := range r.m[queue] {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *refusals) forget(queue string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, queue)
+}
