@@ -118,3 +118,65 @@ func (b *Broker) CancelMoveTask(ctx context.Context, source, id string) (MoveTas
 	t, err := mt.CancelMoveTask(ctx, own(source), id)
 	return t, sourceErr(err)
 }
+
+// ReplayRequest is a replay of dead letters (Broker.Replay).
+type ReplayRequest struct {
+	// IDs, when not empty, are the dead letters to replay (1..100); empty
+	// replays every one.
+	IDs []string
+	// Destination is the queue to replay into; "" sends each message back
+	// to the queue it was dead-lettered from.
+	Destination string
+	// Edit, when not nil, changes each replayed message (needs IDs).
+	Edit *MessageEdit
+	// MaxPerSecond caps the rate (0: the default).
+	MaxPerSecond int
+}
+
+// Replay starts a move task that replays dead letters from queue dlq (listed
+// by ListMoveTasks, rate-limited, with progress): all of them, or the chosen
+// ids, optionally with an edited body or attributes. A replayed message is
+// new (a new id, its attempts reset); its attributes (the correlation id
+// among them) travel with it unless edited. Logged as an audit line.
+func (b *Broker) Replay(ctx context.Context, dlq string, req ReplayRequest) (MoveTask, error) {
+	if len(req.IDs) > MaxDeleteByID {
+		return MoveTask{}, invalidParam(len(req.IDs), "ids", "give at most 100 message ids (or none, to replay every dead letter).")
+	}
+	if req.Edit != nil {
+		if len(req.IDs) == 0 {
+			return MoveTask{}, invalidParam("edit", "edit", "an edit-and-replay needs the ids of the messages it edits.")
+		}
+		if err := validateEdit(req.Edit); err != nil {
+			return MoveTask{}, err
+		}
+	}
+	if len(req.IDs) > 0 || req.Edit != nil {
+		if _, ok := b.backend.(SelectiveMover); !ok {
+			return MoveTask{}, Errorf(ErrUnsupportedOperation, "This broker's backend cannot replay chosen messages yet; replay the whole dead-letter queue.")
+		}
+	}
+	t, err := b.StartMoveTask(ctx, MoveTaskRequest{Source: dlq, Destination: req.Destination,
+		MaxPerSecond: req.MaxPerSecond, MessageIDs: req.IDs, Edit: req.Edit})
+	if err == nil {
+		b.log.Info("dead letters replayed", "queue", dlq, "ids", len(req.IDs), "edited", req.Edit != nil,
+			"destination", req.Destination, "task", t.ID, "audit", true)
+	}
+	return t, err
+}
+
+// validateEdit checks an edit's body and attributes as a send checks them
+// (the queue's size limit is checked when the message moves).
+func validateEdit(e *MessageEdit) error {
+	if e.Body != nil {
+		if *e.Body == "" {
+			return Errorf(ErrMissingParameter, "An edited body must not be empty.")
+		}
+		if !ValidBodyChars(*e.Body) {
+			return Errorf(ErrInvalidMessageContents, "Invalid characters found. %s", validCharacters)
+		}
+	}
+	if e.Attributes != nil {
+		return ValidateMessageAttributes(e.Attributes)
+	}
+	return nil
+}

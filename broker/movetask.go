@@ -63,6 +63,30 @@ type MoveTaskRequest struct {
 	// front checked (set by the front): a backend refuses the task when the
 	// live queue of that name is another one by then (deleted and re-created).
 	SourceID, DestinationID uint64
+	// MessageIDs, when not empty, limits the task to these messages of the
+	// source (a replay of chosen dead letters; Broker.Replay). Only a
+	// backend that is a SelectiveMover is given it.
+	MessageIDs []string
+	// Edit, when not nil, changes each moved message (an edit-and-replay).
+	// Only a backend that is a SelectiveMover is given it.
+	Edit *MessageEdit
+}
+
+// MessageEdit changes the content of replayed messages.
+type MessageEdit struct {
+	// Body, when not nil, replaces the body.
+	Body *string
+	// Attributes, when not nil, replace the user message attributes.
+	Attributes map[string]MessageAttribute
+}
+
+// SelectiveMover is a MoveTasker that honours MoveTaskRequest.MessageIDs
+// and Edit: the task moves only the chosen messages (in move order; ids not
+// in the source are skipped), each with the edit applied (a moved message is
+// new: a new id, its counts reset, as every move does).
+type SelectiveMover interface {
+	MoveTasker
+	SelectiveMoves()
 }
 
 // MoveTask is the state of one move task.
