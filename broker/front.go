@@ -41,6 +41,10 @@ func New(backend Backend, opts Options) (*Broker, error) {
 // (FailureNotifier, SyncCounter).
 func (b *Broker) Backend() Backend { return b.backend }
 
+// Clock returns the clock the front and its backend share (Options.Clock),
+// for an API that turns an instant into a delay or an age.
+func (b *Broker) Clock() Clock { return b.opts.Clock }
+
 // Close closes the backend: it stops the background duties, syncs and
 // releases the store. Idempotent.
 func (b *Broker) Close() error { return b.backend.Close() }

@@ -1,12 +1,14 @@
 // Package server runs Sluice's HTTP listener: it builds the http.Server that
 // bounds what a client can make the broker hold (header and body sizes,
 // read-header, read, write and idle timeouts, a cap on waiting receives), mounts
-// the SQS API, and shuts down in a documented order.
+// the native API under /v1/ and the SQS API on every other path, and shuts
+// down in a documented order.
 //
 // Shutdown order (Stop):
 //  1. stop accepting: the listener is closed, so no new connection arrives;
-//  2. drain: every waiting ReceiveMessage answers at once with an empty result
-//     (it claims nothing), and new receives on open connections answer empty;
+//  2. drain: every waiting receive (SQS's ReceiveMessage, the native API's
+//     receive) answers at once with an empty result (it claims nothing), and
+//     new receives on open connections answer empty;
 //  3. finish in-flight requests, up to the Stop context's deadline (default
 //     Config.ShutdownTimeout), then close whatever connections remain;
 //  4. the caller then closes the broker (which stops the backend's duties,
@@ -24,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
 )
@@ -35,7 +38,8 @@ type Config struct {
 	// picks a free port (see Server.Addr).
 	Addr string
 	// AccountID is the account in queue URLs and ARNs. Default "000000000000";
-	// 1..64 characters without "/".
+	// 1..64 characters without "/", and not "v1" (queue URLs would then lie
+	// under /v1/, the native API's paths).
 	AccountID string
 	// Region is the region in queue ARNs. Default "us-east-1"; not empty.
 	Region string
@@ -45,9 +49,9 @@ type Config struct {
 	// MaxHeaderBytes caps the request line and headers. Default 64 KiB;
 	// 4 KiB..1 MiB. Past it the client gets 431 Request Header Fields Too Large.
 	MaxHeaderBytes int
-	// MaxBodyBytes caps a request body. Default 3 MiB + 64 KiB: a 1 MiB batch
-	// after form encoding or JSON escaping (up to 3x). 1 MiB..64 MiB. Past it
-	// the client gets RequestEntityTooLarge (413) in its protocol's shape.
+	// MaxBodyBytes caps a request body, in both APIs. Default 3 MiB + 64 KiB:
+	// a 1 MiB batch after form encoding or JSON escaping (up to 3x). 1 MiB..64
+	// MiB. Past it the client gets 413 in its API's error shape.
 	MaxBodyBytes int64
 	// ReadHeaderTimeout bounds reading a request's headers. Default 10 s; 1 s..5 min.
 	ReadHeaderTimeout time.Duration
@@ -65,9 +69,10 @@ type Config struct {
 	// ShutdownTimeout is how long Stop waits for in-flight requests when its
 	// context has no deadline. Default 10 s; 0..10 min.
 	ShutdownTimeout time.Duration
-	// MaxWaitingReceives caps concurrent ReceiveMessage calls that may wait.
-	// Past it a long poll gets RequestThrottled (403), which the SDKs retry with
-	// backoff; short polls (WaitTimeSeconds=0) are still served. Default 10000; 1..1000000.
+	// MaxWaitingReceives caps concurrent ReceiveMessage calls that may wait,
+	// in each API. Past it a long poll gets RequestThrottled (403), which the
+	// SDKs retry with backoff (429 throttled on the native API); short polls
+	// (WaitTimeSeconds=0) are still served. Default 10000; 1..1000000.
 	MaxWaitingReceives int
 }
 
@@ -98,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.AccountID == "" || len(c.AccountID) > 64 {
 		return fmt.Errorf("server: AccountID %q must be 1..64 characters", c.AccountID)
+	}
+	if c.AccountID == "v1" {
+		return errors.New(`server: AccountID must not be "v1": queue URLs would lie under /v1/, where the native API is served`)
 	}
 	for _, r := range c.AccountID {
 		if r == '/' || r == '?' || r == '#' || r <= ' ' {
@@ -139,6 +147,7 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	sqs     *sqs.Handler
+	native  *native.Handler
 	http    *http.Server
 	// drain is cancelled by Stop to answer waiting receives at once.
 	drain       context.Context
@@ -177,8 +186,21 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 		MaxBodyBytes:       cfg.MaxBodyBytes,
 		MaxWaitingReceives: cfg.MaxWaitingReceives,
 	})
+	nativeHandler := native.New(b, native.Config{
+		AccountID:          cfg.AccountID,
+		Region:             cfg.Region,
+		Logger:             log,
+		Drain:              s.drain,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		MaxWaitingReceives: cfg.MaxWaitingReceives,
+	})
+	// The native API owns /v1/ and everything under it; every other path,
+	// /v1 itself included, is the SQS API's (an SQS queue path is
+	// /<account>/<queue>, and AccountID cannot be "v1").
+	mux.Handle("/v1/", nativeHandler)
+	mux.Handle("/v1", sqsHandler)
 	mux.Handle("/", sqsHandler)
-	s.sqs = sqsHandler
+	s.sqs, s.native = sqsHandler, nativeHandler
 	s.handler = mux
 	s.http = &http.Server{
 		Handler:           mux,
@@ -225,8 +247,9 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// WaitingReceives is the number of receives that may be waiting right now.
-func (s *Server) WaitingReceives() int { return s.sqs.WaitingReceives() }
+// WaitingReceives is the number of receives that may be waiting right now,
+// in both APIs.
+func (s *Server) WaitingReceives() int { return s.sqs.WaitingReceives() + s.native.WaitingReceives() }
 
 // Addr is the address the server listens on (nil before Start).
 func (s *Server) Addr() net.Addr {

@@ -1,0 +1,194 @@
+package native
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// The consumer controls on a leased message, each single ({"receipt": ...})
+// or batch ({"entries": [{"id", "receipt", ...}]}): ack (Broker.Delete),
+// nack, extend, snooze, release and dead-letter now (Broker.ChangeLeases).
+// A single control answers 204, or the entry's error; a batch answers each
+// entry's result in order.
+
+// controlFields are the fields a control may take; each control takes the
+// receipt and the ones its control lists.
+type controlFields struct {
+	Receipt           string  `json:"receipt"`
+	Reason            *string `json:"reason"`
+	DelaySeconds      *int64  `json:"delaySeconds"`
+	VisibilitySeconds *int64  `json:"visibilitySeconds"`
+}
+
+// controlEntry is one entry of a batch control.
+type controlEntry struct {
+	ID string `json:"id"`
+	controlFields
+}
+
+// controlRequest is the body of a control: a single one's fields, or entries.
+type controlRequest struct {
+	controlFields
+	Entries []controlEntry `json:"entries"`
+}
+
+// control is one consumer control: its name and what it does.
+type control struct {
+	name string
+	// takes are the fields besides receipt it takes; required those it
+	// needs.
+	takes, required []string
+	// kind is the lease change (ack: none; it deletes).
+	kind broker.LeaseChangeKind
+	ack  bool
+}
+
+var (
+	ackControl     = control{name: "ack", ack: true}
+	nackControl    = control{name: "nack", takes: []string{"reason", "delaySeconds"}, kind: broker.Nack}
+	extendControl  = control{name: "extend", takes: []string{"visibilitySeconds"}, required: []string{"visibilitySeconds"}, kind: broker.ChangeTimeout}
+	snoozeControl  = control{name: "snooze", takes: []string{"delaySeconds"}, required: []string{"delaySeconds"}, kind: broker.Snooze}
+	releaseControl = control{name: "release", kind: broker.Snooze}
+	deadLetterCtl  = control{name: "dead-letter", takes: []string{"reason"}, kind: broker.DeadLetterNow}
+)
+
+func (h *Handler) ack(c *call) (any, error)           { return h.control(c, ackControl) }
+func (h *Handler) nack(c *call) (any, error)          { return h.control(c, nackControl) }
+func (h *Handler) extend(c *call) (any, error)        { return h.control(c, extendControl) }
+func (h *Handler) snooze(c *call) (any, error)        { return h.control(c, snoozeControl) }
+func (h *Handler) release(c *call) (any, error)       { return h.control(c, releaseControl) }
+func (h *Handler) deadLetterNow(c *call) (any, error) { return h.control(c, deadLetterCtl) }
+
+// check refuses the fields the control does not take, and requires the ones
+// it needs; at names the entry in errors.
+func (ct control) check(at string, f *controlFields) error {
+	if f.Receipt == "" {
+		return errorf(broker.ErrMissingParameter, "Field %sreceipt is required.", at)
+	}
+	given := map[string]bool{"reason": f.Reason != nil, "delaySeconds": f.DelaySeconds != nil, "visibilitySeconds": f.VisibilitySeconds != nil}
+	for name, set := range given {
+		if set && !contains(ct.takes, name) {
+			return errorf(errUnknownField, "Unknown field %s%s: %s takes %s.", at, name, ct.name, ct.fieldsText())
+		}
+	}
+	for _, name := range ct.required {
+		if !given[name] {
+			return errorf(broker.ErrMissingParameter, "Field %s%s is required.", at, name)
+		}
+	}
+	return nil
+}
+
+func (ct control) fieldsText() string {
+	s := "receipt"
+	for _, f := range ct.takes {
+		s += ", " + f
+	}
+	return s
+}
+
+// leaseEntry converts one control's fields.
+func (ct control) leaseEntry(at, id string, f *controlFields) (broker.LeaseEntry, error) {
+	e := broker.LeaseEntry{ID: id, Receipt: f.Receipt, Kind: ct.kind}
+	if f.Reason != nil {
+		e.Reason = *f.Reason
+	}
+	switch ct.name {
+	case "nack":
+		d, err := seconds(at+"delaySeconds", f.DelaySeconds, 0, broker.MaxVisibilityTimeout)
+		if err != nil {
+			return e, err
+		}
+		e.Delay = d
+	case "extend":
+		// Extending to 0 would be a nack without a reason: nack says so.
+		d, err := seconds(at+"visibilitySeconds", f.VisibilitySeconds, time.Second, broker.MaxVisibilityTimeout)
+		if err != nil {
+			return e, err
+		}
+		e.Timeout = *d
+	case "snooze":
+		d, err := seconds(at+"delaySeconds", f.DelaySeconds, 0, broker.MaxVisibilityTimeout)
+		if err != nil {
+			return e, err
+		}
+		e.Timeout = *d
+	}
+	return e, nil
+}
+
+func (h *Handler) control(c *call, ct control) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
+	var in controlRequest
+	if err := h.decode(c, &in, false); err != nil {
+		return nil, err
+	}
+	single := in.Entries == nil
+	if single {
+		in.Entries = []controlEntry{{controlFields: in.controlFields}}
+	} else if in.controlFields != (controlFields{}) {
+		return nil, errorf(errBadRequest, "Give either one control's fields (receipt, ...) or entries, not both.")
+	}
+	if len(in.Entries) == 0 {
+		return nil, errorf(broker.ErrEmptyBatch, "Field entries must hold 1 to %d entries.", broker.MaxBatchEntries)
+	}
+	raw := make([]string, len(in.Entries))
+	for i, e := range in.Entries {
+		raw[i] = e.ID
+	}
+	ids, echo, err := entryIDs("entries", raw)
+	if err != nil {
+		return nil, err
+	}
+	if single {
+		ids[0] = "" // a plain call: the broker takes an entry with an id as a batch
+	}
+	// A batch's malformed entry fails the request (naming it), as a
+	// malformed body does; a well-formed entry the broker refuses fails
+	// only itself.
+	at := func(i int) string {
+		if single {
+			return ""
+		}
+		return fmt.Sprintf("entries[%d].", i)
+	}
+	for i := range in.Entries {
+		if err := ct.check(at(i), &in.Entries[i].controlFields); err != nil {
+			return nil, err
+		}
+	}
+	var errs []error
+	if ct.ack {
+		entries := make([]broker.DeleteEntry, len(in.Entries))
+		for i, e := range in.Entries {
+			entries[i] = broker.DeleteEntry{ID: ids[i], Receipt: e.Receipt}
+		}
+		errs, err = h.broker.Delete(c.ctx, c.queue, entries)
+	} else {
+		entries := make([]broker.LeaseEntry, len(in.Entries))
+		for i := range in.Entries {
+			if entries[i], err = ct.leaseEntry(at(i), ids[i], &in.Entries[i].controlFields); err != nil {
+				return nil, err
+			}
+		}
+		errs, err = h.broker.ChangeLeases(c.ctx, c.queue, entries)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) != len(in.Entries) {
+		return nil, fmt.Errorf("the broker answered %d results for %d entries", len(errs), len(in.Entries))
+	}
+	if single {
+		return nil, errs[0]
+	}
+	out := &batchResults{Results: make([]batchResult, len(errs))}
+	for i, e := range errs {
+		out.Results[i] = entryResult(ids[i], echo, e)
+	}
+	return out, nil
+}

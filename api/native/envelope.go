@@ -1,0 +1,259 @@
+package native
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// The message envelope: what a send takes and what a receive or a browse
+// answers. Its fields beyond SQS travel as message attributes (the package
+// comment), so a message reads the same from either protocol.
+
+// attribute is one user message attribute: {"type":"String|Number|Binary"
+// (with an optional ".label"), "value": ...}. A Binary value is base64; a
+// Number value may be given as a JSON number or a string, and is answered
+// as a string (exactly as sent).
+type attribute struct {
+	Type  string    `json:"type"`
+	Value attrValue `json:"value"`
+}
+
+// attrValue is an attribute's value as text: a JSON string, or the literal
+// of a JSON number.
+type attrValue string
+
+// UnmarshalJSON takes a string or a number.
+func (v *attrValue) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*v = attrValue(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return &fieldError{errorf(errBadRequest, "An attribute's value must be a string (or a number, for a Number attribute), not %s.", b)}
+	}
+	*v = attrValue(n)
+	return nil
+}
+
+// toBrokerAttrs converts envelope attributes ("" names the field in errors).
+func toBrokerAttrs(field string, in map[string]attribute) (map[string]broker.MessageAttribute, error) {
+	if in == nil {
+		return nil, nil
+	}
+	out := make(map[string]broker.MessageAttribute, len(in))
+	for name, a := range in {
+		ma := broker.MessageAttribute{DataType: a.Type}
+		if base, _, _ := strings.Cut(a.Type, "."); base == "Binary" {
+			b, err := base64.StdEncoding.DecodeString(string(a.Value))
+			if err != nil {
+				return nil, errorf(errBadRequest, "%s.%s is Binary: its value must be base64 (standard alphabet, padded).", field, name)
+			}
+			ma.BinaryValue = b
+		} else {
+			ma.StringValue = string(a.Value)
+		}
+		out[name] = ma
+	}
+	return out, nil
+}
+
+// fromBrokerAttrs converts a message's attributes for an answer, leaving
+// out the ones the envelope lifts into its own fields.
+func fromBrokerAttrs(in map[string]broker.MessageAttribute) map[string]attribute {
+	out := make(map[string]attribute, len(in))
+	for name, a := range in {
+		if lifted(name) {
+			continue
+		}
+		v := a.StringValue
+		if a.IsBinary() {
+			v = base64.StdEncoding.EncodeToString(a.BinaryValue)
+		}
+		out[name] = attribute{Type: a.DataType, Value: attrValue(v)}
+	}
+	return out
+}
+
+// lifted reports whether an attribute is answered as an envelope field.
+func lifted(name string) bool {
+	switch name {
+	case broker.MsgAttrPriority, broker.MsgAttrMaxAttempts, broker.MsgAttrCorrelationID, broker.MsgAttrTraceParent:
+		return true
+	}
+	return false
+}
+
+// envelope is a message to send.
+type envelope struct {
+	Body       *string              `json:"body"`
+	Attributes map[string]attribute `json:"attributes"`
+	// Priority is stored as Sluice.Priority (-100..100).
+	Priority *int `json:"priority"`
+	// MaxAttempts is stored as Sluice.MaxAttempts (1..1000; the queue needs
+	// a RedrivePolicy).
+	MaxAttempts *int `json:"maxAttempts"`
+	// CorrelationID is stored as Sluice.CorrelationId.
+	CorrelationID *string `json:"correlationId"`
+	// TraceContext is stored as the traceparent attribute (W3C).
+	TraceContext *string `json:"traceContext"`
+	// DelaySeconds and DeliverAt (at most one): when the message becomes
+	// visible; on a standard queue any time within its retention period.
+	DelaySeconds *int64     `json:"delaySeconds"`
+	DeliverAt    *time.Time `json:"deliverAt"`
+	GroupID      string     `json:"groupId"`
+	DedupID      string     `json:"dedupId"`
+}
+
+// batchEntry is one message of a batch send: an envelope and its entry id.
+type batchEntry struct {
+	ID string `json:"id"`
+	envelope
+}
+
+// toSendEntry converts an envelope; field names it in errors ("" for a
+// single send, "messages[2]" in a batch).
+func toSendEntry(field string, e *envelope, now time.Time) (broker.SendEntry, error) {
+	at := func(name string) string {
+		if field == "" {
+			return name
+		}
+		return field + "." + name
+	}
+	if e.Body == nil {
+		return broker.SendEntry{}, errorf(broker.ErrMissingParameter, "Field %s is required.", at("body"))
+	}
+	attrs, err := toBrokerAttrs(at("attributes"), e.Attributes)
+	if err != nil {
+		return broker.SendEntry{}, err
+	}
+	set := func(fieldName, attr, typ, value string) error {
+		if _, dup := attrs[attr]; dup {
+			return errorf(errBadRequest, "Give %s either as field %s or as attribute %s, not both.", fieldName, at(fieldName), attr)
+		}
+		if attrs == nil {
+			attrs = map[string]broker.MessageAttribute{}
+		}
+		attrs[attr] = broker.MessageAttribute{DataType: typ, StringValue: value}
+		return nil
+	}
+	if e.Priority != nil {
+		if err := set("priority", broker.MsgAttrPriority, "Number", strconv.Itoa(*e.Priority)); err != nil {
+			return broker.SendEntry{}, err
+		}
+	}
+	if e.MaxAttempts != nil {
+		if err := set("maxAttempts", broker.MsgAttrMaxAttempts, "Number", strconv.Itoa(*e.MaxAttempts)); err != nil {
+			return broker.SendEntry{}, err
+		}
+	}
+	if e.CorrelationID != nil {
+		if err := set("correlationId", broker.MsgAttrCorrelationID, "String", *e.CorrelationID); err != nil {
+			return broker.SendEntry{}, err
+		}
+	}
+	if e.TraceContext != nil {
+		if err := set("traceContext", broker.MsgAttrTraceParent, "String", *e.TraceContext); err != nil {
+			return broker.SendEntry{}, err
+		}
+	}
+	se := broker.SendEntry{Body: *e.Body, Attributes: attrs, GroupID: e.GroupID, DedupID: e.DedupID, LongDelay: true}
+	switch {
+	case e.DelaySeconds != nil && e.DeliverAt != nil:
+		return broker.SendEntry{}, errorf(errBadRequest, "Give at most one of %s and %s.", at("delaySeconds"), at("deliverAt"))
+	case e.DelaySeconds != nil:
+		if *e.DelaySeconds < 0 || *e.DelaySeconds > int64(broker.MaxRetention/time.Second) {
+			return broker.SendEntry{}, errorf(broker.ErrInvalidParameterValue, "Field %s must be from 0 to the queue's retention period in seconds, not %d.", at("delaySeconds"), *e.DelaySeconds)
+		}
+		d := time.Duration(*e.DelaySeconds) * time.Second
+		se.Delay = &d
+	case e.DeliverAt != nil:
+		// A time in the past is "now". A delay is kept to the second above
+		// (never early), as delays are in whole seconds elsewhere.
+		d := max(e.DeliverAt.Sub(now), 0)
+		if r := d % time.Second; r != 0 {
+			d += time.Second - r
+		}
+		se.Delay = &d
+	}
+	return se, nil
+}
+
+// message is a message in an answer: a delivery (with its receipt) or a
+// browsed message (with its state).
+type message struct {
+	ID         string               `json:"id"`
+	Body       string               `json:"body"`
+	Attributes map[string]attribute `json:"attributes"`
+	Priority   int                  `json:"priority"`
+	// Attempts is Sluice's attempts count, ReceiveCount SQS's
+	// ApproximateReceiveCount (see broker/retry.go).
+	Attempts     int `json:"attempts"`
+	ReceiveCount int `json:"receiveCount"`
+	// MaxAttempts is the message's attempt limit (its own, else its
+	// queue's maxReceiveCount); absent when there is none.
+	MaxAttempts      int        `json:"maxAttempts,omitempty"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	FirstReceivedAt  *time.Time `json:"firstReceivedAt,omitempty"`
+	LastReceivedAt   *time.Time `json:"lastReceivedAt,omitempty"`
+	CorrelationID    string     `json:"correlationId,omitempty"`
+	TraceContext     string     `json:"traceContext,omitempty"`
+	GroupID          string     `json:"groupId,omitempty"`
+	DedupID          string     `json:"dedupId,omitempty"`
+	SequenceNumber   string     `json:"sequenceNumber,omitempty"`
+	Receipt          string     `json:"receipt,omitempty"`
+	DeadLetterSource string     `json:"deadLetterSource,omitempty"`
+	FailureReason    string     `json:"failureReason,omitempty"`
+	// State and VisibleAt are a browsed message's.
+	State     string     `json:"state,omitempty"`
+	VisibleAt *time.Time `json:"visibleAt,omitempty"`
+}
+
+// toMessage converts a stored message; redrive is its queue's policy (for
+// the attempt limit; nil when the queue has none).
+func toMessage(m *broker.Message, redrive *broker.RedrivePolicy) message {
+	out := message{
+		ID: m.ID, Body: m.Body, Attributes: fromBrokerAttrs(m.Attributes),
+		Priority: m.Priority, Attempts: m.Attempts, ReceiveCount: m.ReceiveCount,
+		CreatedAt: m.SentAt.UTC(), GroupID: m.GroupID, DedupID: m.DedupID, SequenceNumber: m.SequenceNumber,
+		DeadLetterSource: m.DeadLetterSource, FailureReason: m.FailureReason,
+		CorrelationID: m.Attributes[broker.MsgAttrCorrelationID].StringValue,
+		TraceContext:  m.Attributes[broker.MsgAttrTraceParent].StringValue,
+	}
+	own := m.MaxAttempts
+	if own == 0 {
+		own = attrInt(m.Attributes[broker.MsgAttrMaxAttempts])
+	}
+	out.MaxAttempts = broker.MaxAttempts(redrive, own)
+	if out.Priority == 0 {
+		// The attribute is what was sent; Priority is what the backend
+		// derived from it (0 for messages stored before priorities).
+		out.Priority = attrInt(m.Attributes[broker.MsgAttrPriority])
+	}
+	if !m.FirstReceiveAt.IsZero() {
+		t := m.FirstReceiveAt.UTC()
+		out.FirstReceivedAt = &t
+	}
+	if !m.LastReceiveAt.IsZero() {
+		t := m.LastReceiveAt.UTC()
+		out.LastReceivedAt = &t
+	}
+	return out
+}
+
+// attrInt reads a Number attribute (0 when absent or not an integer).
+func attrInt(a broker.MessageAttribute) int {
+	n, _ := strconv.Atoi(strings.TrimSpace(a.StringValue))
+	return n
+}

@@ -1,0 +1,170 @@
+package native
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Errors the API itself raises (not the broker). They take part in the one
+// error table below like the broker's sentinels.
+var (
+	// errMalformed: a body that is not one JSON value (syntax, trailing
+	// data, invalid UTF-8, an unpaired surrogate escape).
+	errMalformed = errors.New("malformed JSON")
+	// errUnknownField: a JSON member, or a query parameter, the route does
+	// not take.
+	errUnknownField = errors.New("unknown field")
+	// errBadRequest: a member of the wrong JSON type, a value that does not
+	// parse (a time, base64), or fields that exclude each other.
+	errBadRequest = errors.New("invalid request")
+	// errTooLarge: a body past Config.MaxBodyBytes.
+	errTooLarge = errors.New("request entity too large")
+	// errNoSuchRoute: a path no route has.
+	errNoSuchRoute = errors.New("no such route")
+	// errMethodNotAllowed: a route asked with a method it does not take.
+	errMethodNotAllowed = errors.New("method not allowed")
+	// errMessageNotFound: a delete by id of a message the queue does not hold.
+	errMessageNotFound = errors.New("message not found")
+	// errInternal: anything unexpected (an error that is no broker sentinel).
+	errInternal = errors.New("internal error")
+)
+
+// errorKind is how one error shows on the wire.
+type errorKind struct {
+	code   string
+	status int
+}
+
+// Error codes that are not in the table, because errors.As rather than a
+// sentinel picks them.
+const codeQueueFull = "queue_full"
+
+// errorTable maps every broker sentinel, and the API's own errors, to its
+// code and HTTP status. It is the only place that decides them. openapi.json
+// lists the same codes (ErrorCode); a test checks that they agree.
+var errorTable = []struct {
+	err  error
+	kind errorKind
+}{
+	{broker.ErrQueueDoesNotExist, errorKind{"queue_not_found", http.StatusNotFound}},
+	{broker.ErrResourceNotFound, errorKind{"not_found", http.StatusNotFound}},
+	{errMessageNotFound, errorKind{"message_not_found", http.StatusNotFound}},
+	{errNoSuchRoute, errorKind{"no_such_route", http.StatusNotFound}},
+	{broker.ErrQueueExists, errorKind{"queue_exists", http.StatusConflict}},
+	{broker.ErrQueueDeletedRecently, errorKind{"queue_deleted_recently", http.StatusConflict}},
+	{broker.ErrConflict, errorKind{"conflict", http.StatusConflict}},
+	{broker.ErrPurgeInProgress, errorKind{"purge_in_progress", http.StatusConflict}},
+	// A lease that ended: the consumer lost the message to the queue.
+	{broker.ErrMessageNotInflight, errorKind{"message_not_in_flight", http.StatusConflict}},
+	// Backpressure: a full queue (a *broker.DepthError, answered
+	// queue_full), too many waiting receives, the in-flight cap. Each is
+	// 429 with Retry-After.
+	{broker.ErrThrottled, errorKind{"throttled", http.StatusTooManyRequests}},
+	{broker.ErrOverLimit, errorKind{"over_limit", http.StatusTooManyRequests}},
+	{broker.ErrReceiptHandleInvalid, errorKind{"invalid_receipt", http.StatusBadRequest}},
+	{broker.ErrInvalidParameterValue, errorKind{"invalid_parameter", http.StatusBadRequest}},
+	{broker.ErrMissingParameter, errorKind{"missing_parameter", http.StatusBadRequest}},
+	{broker.ErrInvalidAttributeName, errorKind{"invalid_attribute_name", http.StatusBadRequest}},
+	{broker.ErrInvalidAttributeValue, errorKind{"invalid_attribute_value", http.StatusBadRequest}},
+	{broker.ErrInvalidMessageContents, errorKind{"invalid_message_contents", http.StatusBadRequest}},
+	{broker.ErrEmptyBatch, errorKind{"empty_batch", http.StatusBadRequest}},
+	{broker.ErrTooManyEntries, errorKind{"too_many_entries", http.StatusBadRequest}},
+	{broker.ErrBatchIDsNotDistinct, errorKind{"batch_ids_not_distinct", http.StatusBadRequest}},
+	{broker.ErrInvalidBatchEntryID, errorKind{"invalid_batch_entry_id", http.StatusBadRequest}},
+	{broker.ErrBatchRequestTooLong, errorKind{"batch_too_long", http.StatusBadRequest}},
+	{errMalformed, errorKind{"malformed_json", http.StatusBadRequest}},
+	{errUnknownField, errorKind{"unknown_field", http.StatusBadRequest}},
+	{errBadRequest, errorKind{"invalid_request", http.StatusBadRequest}},
+	{errTooLarge, errorKind{"too_large", http.StatusRequestEntityTooLarge}},
+	{errMethodNotAllowed, errorKind{"method_not_allowed", http.StatusMethodNotAllowed}},
+	{broker.ErrUnsupportedOperation, errorKind{"unsupported", http.StatusNotImplemented}},
+	// 503: the broker is shutting down (or its store failed): retry, here
+	// later or on another broker.
+	{broker.ErrClosed, errorKind{"unavailable", http.StatusServiceUnavailable}},
+	{errInternal, errorKind{"internal", http.StatusInternalServerError}},
+}
+
+// kindOf returns the wire form of err; an error outside the table is
+// internal.
+func kindOf(err error) errorKind {
+	var full *broker.DepthError
+	if errors.As(err, &full) {
+		return errorKind{codeQueueFull, http.StatusTooManyRequests}
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.kind
+		}
+	}
+	return errorTable[len(errorTable)-1].kind
+}
+
+// wireMessage is the user-facing text of err; an internal error's is not
+// shown.
+func wireMessage(err error, k errorKind) string {
+	if k.status == http.StatusInternalServerError {
+		return "The broker met an internal error; it is logged. Please try again."
+	}
+	return broker.ErrorMessage(err)
+}
+
+// normalize maps context errors (the client went away, the broker is
+// draining) and body-size errors to table entries.
+func normalize(err error) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return errorf(errTooLarge, "The request body is larger than %d bytes.", mbe.Limit)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return errorf(broker.ErrClosed, "The request was cancelled.")
+	}
+	return err
+}
+
+// errorf is broker.Errorf: an error of kind with a message for the user.
+func errorf(kind error, format string, args ...any) error {
+	return broker.Errorf(kind, format, args...)
+}
+
+// errorBody is the JSON of an error answer, and of a failed batch entry.
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// errorOf is the wire form of err.
+func errorOf(err error) (errorBody, errorKind) {
+	err = normalize(err)
+	k := kindOf(err)
+	return errorBody{Code: k.code, Message: wireMessage(err, k)}, k
+}
+
+// writeError answers err. A 429 carries Retry-After: 1 (seconds).
+func (h *Handler) writeError(c *call, err error) {
+	c.err = err
+	body, k := errorOf(err)
+	if k.status == http.StatusTooManyRequests {
+		c.w.Header().Set("Retry-After", strconv.Itoa(1))
+	}
+	h.writeJSON(c, k.status, body)
+}
+
+// writeJSON answers v as JSON with the given status.
+func (h *Handler) writeJSON(c *call, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only a bug gets here (every answer is a plain struct).
+		c.err = err
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Code: "internal", Message: wireMessage(err, errorKind{status: status})})
+	}
+	c.w.Header().Set("Content-Type", "application/json")
+	c.w.Header().Set("X-Content-Type-Options", "nosniff")
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(append(b, '\n'))
+}

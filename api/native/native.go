@@ -1,0 +1,316 @@
+// Package native serves Sluice's own JSON API over HTTP under /v1/: queues
+// (create, list with stats, get, update settings, delete, purge, pause,
+// resume, stats), messages (send single and batch, receive with long
+// polling, the consumer controls ack, nack, extend, snooze, release and
+// dead-letter now, browse, delete by id) and dead letters (browse, replay,
+// edit-and-replay, delete). docs/api.md describes it for users, and
+// openapi.json (served at GET /v1/openapi.json) for machines; the tests check
+// both against the handlers.
+//
+// Like api/sqs, it decodes a request, calls the broker's front
+// (broker.Broker) and encodes the answer; it never calls a backend and never
+// decides queue semantics. Every error answer is {"code","message"} with the
+// status that one table (errors.go) gives the error.
+//
+// The message envelope's fields that SQS has no place for (priority,
+// maxAttempts, correlationId, traceContext) are stored as the message
+// attributes broker/msgopts.go names (Sluice.Priority, Sluice.MaxAttempts,
+// Sluice.CorrelationId, traceparent), so that SQS clients see them too; on
+// the way out they are lifted from the attributes back into the fields.
+package native
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Config configures a Handler.
+type Config struct {
+	// AccountID and Region make the queue ARNs of the answers (a queue's
+	// "arn", a RedrivePolicy's target). Defaults "000000000000" and
+	// "us-east-1", as api/sqs.
+	AccountID string
+	Region    string
+	// Logger receives one record per request: debug level (route, queue,
+	// status, duration), or error level with the cause for a 5xx answer.
+	// Nil discards.
+	Logger *slog.Logger
+	// Drain, when cancelled, makes every waiting receive answer at once with
+	// no messages (the first step of a graceful shutdown), and new receives
+	// answer at once. Nil: never.
+	Drain context.Context
+	// MaxBodyBytes caps a request body; past it the answer is 413 too_large.
+	// Default DefaultMaxBodyBytes: a 1 MiB batch, JSON-escaped (a character
+	// escaped as \uXXXX, or a surrogate pair, takes up to 3 times its UTF-8
+	// size; base64 binary attributes 4/3).
+	MaxBodyBytes int64
+	// MaxWaitingReceives caps the receives that may wait at once (a
+	// waitSeconds above 0, or the queue's default wait). Past it a receive
+	// that would wait is answered 429 throttled with Retry-After; one that
+	// asks for waitSeconds 0 is still served. Default
+	// DefaultMaxWaitingReceives.
+	MaxWaitingReceives int
+}
+
+// Defaults of Config.
+const (
+	DefaultAccountID          = "000000000000"
+	DefaultRegion             = "us-east-1"
+	DefaultMaxBodyBytes       = 3<<20 + 64<<10
+	DefaultMaxWaitingReceives = 10000
+)
+
+func (c Config) withDefaults() Config {
+	if c.AccountID == "" {
+		c.AccountID = DefaultAccountID
+	}
+	if c.Region == "" {
+		c.Region = DefaultRegion
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Drain == nil {
+		c.Drain = context.Background()
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxWaitingReceives <= 0 {
+		c.MaxWaitingReceives = DefaultMaxWaitingReceives
+	}
+	return c
+}
+
+// Handler is the native API as an http.Handler for the paths under /v1/.
+// Safe for concurrent use.
+type Handler struct {
+	broker *broker.Broker
+	cfg    Config
+	mux    *http.ServeMux
+	// waiting holds one token per receive that may wait.
+	waiting chan struct{}
+}
+
+// New returns a Handler serving b. Zero Config fields take their defaults.
+func New(b *broker.Broker, cfg Config) *Handler {
+	cfg = cfg.withDefaults()
+	h := &Handler{broker: b, cfg: cfg, mux: http.NewServeMux(), waiting: make(chan struct{}, cfg.MaxWaitingReceives)}
+	for _, rt := range routes {
+		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
+			h.serve(w, r, rt)
+		})
+	}
+	return h
+}
+
+// WaitingReceives is the number of receives holding a slot of the
+// waiting-receive cap right now (for metrics and tests).
+func (h *Handler) WaitingReceives() int { return len(h.waiting) }
+
+// route is one operation of the API: a method and a path pattern
+// (net/http's ServeMux syntax, which is also OpenAPI's path template syntax
+// for these paths) and the function that answers it.
+type route struct {
+	method, path string
+	handle       func(h *Handler, c *call) (any, error)
+}
+
+// routes is every operation of the API. openapi.json documents each one,
+// and the test TestOpenAPIMatchesRoutes checks that the two agree.
+var routes = []route{
+	{http.MethodGet, "/v1/openapi.json", (*Handler).openAPI},
+
+	{http.MethodGet, "/v1/queues", (*Handler).listQueues},
+	{http.MethodPost, "/v1/queues", (*Handler).createQueue},
+	{http.MethodGet, "/v1/queues/{queue}", (*Handler).getQueue},
+	{http.MethodPatch, "/v1/queues/{queue}", (*Handler).updateQueue},
+	{http.MethodDelete, "/v1/queues/{queue}", (*Handler).deleteQueue},
+	{http.MethodPost, "/v1/queues/{queue}/purge", (*Handler).purgeQueue},
+	{http.MethodPost, "/v1/queues/{queue}/pause", (*Handler).pauseQueue},
+	{http.MethodPost, "/v1/queues/{queue}/resume", (*Handler).resumeQueue},
+	{http.MethodGet, "/v1/queues/{queue}/stats", (*Handler).queueStats},
+
+	{http.MethodPost, "/v1/queues/{queue}/messages", (*Handler).sendMessage},
+	{http.MethodPost, "/v1/queues/{queue}/messages/batch", (*Handler).sendBatch},
+	{http.MethodGet, "/v1/queues/{queue}/messages", (*Handler).browseMessages},
+	{http.MethodDelete, "/v1/queues/{queue}/messages/{id}", (*Handler).deleteMessage},
+	{http.MethodPost, "/v1/queues/{queue}/messages/delete", (*Handler).deleteMessages},
+	{http.MethodPost, "/v1/queues/{queue}/receive", (*Handler).receive},
+
+	{http.MethodPost, "/v1/queues/{queue}/ack", (*Handler).ack},
+	{http.MethodPost, "/v1/queues/{queue}/nack", (*Handler).nack},
+	{http.MethodPost, "/v1/queues/{queue}/extend", (*Handler).extend},
+	{http.MethodPost, "/v1/queues/{queue}/snooze", (*Handler).snooze},
+	{http.MethodPost, "/v1/queues/{queue}/release", (*Handler).release},
+	{http.MethodPost, "/v1/queues/{queue}/dead-letter", (*Handler).deadLetterNow},
+
+	{http.MethodGet, "/v1/queues/{queue}/dead-letters", (*Handler).browseDeadLetters},
+	{http.MethodPost, "/v1/queues/{queue}/dead-letters/replay", (*Handler).replayDeadLetters},
+	{http.MethodPost, "/v1/queues/{queue}/dead-letters/delete", (*Handler).deleteDeadLetters},
+	{http.MethodGet, "/v1/queues/{queue}/dead-letters/replays", (*Handler).listReplays},
+}
+
+// served is the answer of a route that wrote its answer itself.
+type served struct{}
+
+// call is one request in flight.
+type call struct {
+	ctx context.Context
+	w   *statusWriter
+	r   *http.Request
+	// queue is the request's {queue} ("" on routes without one).
+	queue string
+	// status is the success status (0: 200 OK, or 204 for a nil answer).
+	status int
+	// err is the error the request was answered with, for the log.
+	err error
+}
+
+// ServeHTTP answers a request under /v1/. A path no route has is 404
+// no_such_route; a route asked with another method is 405
+// method_not_allowed with an Allow header.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern != "" {
+		h.mux.ServeHTTP(w, r)
+		return
+	}
+	// No route: the mux's own answer (404, 405 with Allow, or a redirect to
+	// the clean path) is recorded, and a 404 or 405 is rewritten as this
+	// API's error shape.
+	rec := &recorder{header: http.Header{}}
+	h.mux.ServeHTTP(rec, r)
+	start := time.Now()
+	c := &call{ctx: r.Context(), w: &statusWriter{ResponseWriter: w}, r: r}
+	defer h.logRequest(c, "", start)
+	switch rec.status {
+	case http.StatusNotFound:
+		h.writeError(c, errorf(errNoSuchRoute, "No route %s %s: see GET /v1/openapi.json for the routes.", r.Method, r.URL.Path))
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		h.writeError(c, errorf(errMethodNotAllowed, "Route %s does not take method %s; it takes %s.", r.URL.Path, r.Method, rec.header.Get("Allow")))
+	default:
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		c.w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body)
+	}
+}
+
+// serve runs one route: it answers the route's result as JSON (204 when
+// there is none) or its error.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	start := time.Now()
+	c := &call{ctx: r.Context(), w: &statusWriter{ResponseWriter: w}, r: r, queue: r.PathValue("queue")}
+	defer h.logRequest(c, rt.method+" "+rt.path, start)
+	defer func() {
+		// A bug in a handler must not take the connection down with a
+		// half-written answer and no log: it is an internal error.
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.cfg.Logger.Error("native API handler panicked", "route", rt.method+" "+rt.path, "panic", p)
+			if c.w.status == 0 {
+				h.writeError(c, errorf(errInternal, "panic: %v", p))
+			}
+		}
+	}()
+	out, err := rt.handle(h, c)
+	if err != nil {
+		h.writeError(c, err)
+		return
+	}
+	if _, ok := out.(served); ok {
+		return
+	}
+	status := c.status
+	if out == nil {
+		if status == 0 {
+			status = http.StatusNoContent
+		}
+		c.w.WriteHeader(status)
+		return
+	}
+	if status == 0 {
+		status = http.StatusOK
+	}
+	h.writeJSON(c, status, out)
+}
+
+// logRequest writes the request's log record: debug level, or error level
+// with the cause for a 5xx answer.
+func (h *Handler) logRequest(c *call, route string, start time.Time) {
+	status := c.w.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	if !h.cfg.Logger.Enabled(c.ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("api", "native"), slog.String("method", c.r.Method), slog.String("route", route),
+		slog.String("queue", c.queue), slog.Int("status", status), slog.Duration("duration", time.Since(start)),
+	}
+	if c.err != nil && status >= 500 {
+		attrs = append(attrs, slog.String("err", c.err.Error()))
+		h.cfg.Logger.LogAttrs(c.ctx, level, "request failed", attrs...)
+		return
+	}
+	h.cfg.Logger.LogAttrs(c.ctx, level, "request", attrs...)
+}
+
+// statusWriter notes the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the server's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// recorder keeps what the mux answers to a request no route matches.
+type recorder struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.body = append(r.body, b...)
+	return len(b), nil
+}

@@ -1,0 +1,275 @@
+package native
+
+import (
+	"errors"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// The queue routes: list, create, get, update, delete, purge, pause,
+// resume, stats.
+
+// sluiceAttributes are the Sluice queue attributes, answered with their
+// defaults when unset (broker.SluiceAttributeDefault).
+var sluiceAttributes = []string{
+	broker.AttrRetryPolicy, broker.AttrMaxDepth, broker.AttrLowPriorityMaxDepth,
+	broker.AttrPaused, broker.AttrDeliveryMode, broker.AttrDeadLetterWebhook,
+}
+
+// queueView is a queue with its settings and stats.
+type queueView struct {
+	Name string `json:"name"`
+	ARN  string `json:"arn"`
+	Fifo bool   `json:"fifo"`
+	// DeadLetterQueue is the RedrivePolicy's target ("" when none).
+	DeadLetterQueue string    `json:"deadLetterQueue,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+	ModifiedAt      time.Time `json:"modifiedAt"`
+	// Attributes are every settable attribute as SQS strings, the Sluice
+	// ones with their defaults when unset.
+	Attributes map[string]string `json:"attributes"`
+	Tags       map[string]string `json:"tags"`
+	Stats      stats             `json:"stats"`
+}
+
+// queueSummary is a queue in a list.
+type queueSummary struct {
+	Name   string `json:"name"`
+	Fifo   bool   `json:"fifo"`
+	Paused bool   `json:"paused"`
+	Stats  stats  `json:"stats"`
+}
+
+// stats is a queue's live view.
+type stats struct {
+	Visible  int64 `json:"visible"`
+	InFlight int64 `json:"inFlight"`
+	Delayed  int64 `json:"delayed"`
+	// Depth is what MaxDepth limits: visible + in flight + delayed.
+	Depth int64 `json:"depth"`
+	// OldestAgeSeconds is the age of the oldest message (0 when empty).
+	OldestAgeSeconds int64 `json:"oldestAgeSeconds"`
+	// DeadLetters counts the messages of the queue's dead-letter queue
+	// (null when it has none).
+	DeadLetters *int64 `json:"deadLetters"`
+	// Refused counts the sends this broker refused since it started, by
+	// reason (max_depth, low_priority_max_depth).
+	Refused map[string]int64 `json:"refused"`
+}
+
+func (h *Handler) arn(name string) string { return broker.ARN(h.cfg.Region, h.cfg.AccountID, name) }
+
+func (h *Handler) toStats(s broker.Stats) stats {
+	out := stats{
+		Visible: s.Visible, InFlight: s.InFlight, Delayed: s.Delayed, Depth: s.Depth(),
+		Refused: map[string]int64{"max_depth": 0, "low_priority_max_depth": 0},
+	}
+	if !s.OldestSentAt.IsZero() {
+		out.OldestAgeSeconds = max(int64(h.broker.Clock().Now().Sub(s.OldestSentAt)/time.Second), 0)
+	}
+	if s.DeadLetters >= 0 {
+		n := s.DeadLetters
+		out.DeadLetters = &n
+	}
+	for k, v := range s.Refused {
+		out.Refused[k] = v
+	}
+	return out
+}
+
+// view reads a queue and its stats.
+func (h *Handler) view(c *call, name string) (*queueView, error) {
+	q, s, err := h.broker.Stats(c.ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	attrs := q.Config.Attributes()
+	for _, a := range sluiceAttributes {
+		if _, ok := attrs[a]; !ok {
+			attrs[a] = broker.SluiceAttributeDefault(a)
+		}
+	}
+	v := &queueView{
+		Name: q.Name, ARN: h.arn(q.Name), Fifo: q.Config.Fifo,
+		CreatedAt: q.CreatedAt.UTC(), ModifiedAt: q.ModifiedAt.UTC(),
+		Attributes: attrs, Tags: q.Tags, Stats: h.toStats(s),
+	}
+	if v.Tags == nil {
+		v.Tags = map[string]string{}
+	}
+	if r := q.Config.Redrive; r != nil {
+		v.DeadLetterQueue = r.DeadLetterQueue
+	}
+	return v, nil
+}
+
+// The list's page size.
+const (
+	defaultListQueues = 100
+	maxListQueues     = 1000
+)
+
+// queueList is a page of queues; Next, when set, is the after= of the next
+// page.
+type queueList struct {
+	Queues []queueSummary `json:"queues"`
+	Next   string         `json:"next,omitempty"`
+}
+
+func (h *Handler) listQueues(c *call) (any, error) {
+	q, err := queryOf(c.r, "prefix", "limit", "after")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := q.int("limit", 1, maxListQueues, defaultListQueues)
+	if err != nil {
+		return nil, err
+	}
+	// One more than the page shows whether there is a next page.
+	queues, err := h.broker.ListQueues(c.ctx, q.get("prefix"), q.get("after"), limit+1)
+	if err != nil {
+		return nil, err
+	}
+	out := &queueList{Queues: []queueSummary{}}
+	if len(queues) > limit {
+		queues = queues[:limit]
+		out.Next = queues[limit-1].Name
+	}
+	for _, qu := range queues {
+		info, s, err := h.broker.Stats(c.ctx, qu.Name)
+		if errors.Is(err, broker.ErrQueueDoesNotExist) {
+			continue // deleted since the list was read
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.Queues = append(out.Queues, queueSummary{Name: info.Name, Fifo: info.Config.Fifo, Paused: info.Config.Paused, Stats: h.toStats(s)})
+	}
+	return out, nil
+}
+
+// createQueueRequest is the body of POST /v1/queues.
+type createQueueRequest struct {
+	Name       string            `json:"name"`
+	Attributes map[string]string `json:"attributes"`
+	Tags       map[string]string `json:"tags"`
+}
+
+func (h *Handler) createQueue(c *call) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
+	var in createQueueRequest
+	if err := h.decode(c, &in, false); err != nil {
+		return nil, err
+	}
+	if in.Name == "" {
+		return nil, errorf(broker.ErrMissingParameter, "Field name is required.")
+	}
+	c.queue = in.Name
+	if _, err := h.broker.CreateQueue(c.ctx, in.Name, in.Attributes, in.Tags); err != nil {
+		return nil, err
+	}
+	return h.view(c, in.Name)
+}
+
+func (h *Handler) getQueue(c *call) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
+	return h.view(c, c.queue)
+}
+
+// updateQueueRequest is the body of PATCH /v1/queues/{queue}.
+type updateQueueRequest struct {
+	Attributes map[string]string `json:"attributes"`
+}
+
+func (h *Handler) updateQueue(c *call) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
+	var in updateQueueRequest
+	if err := h.decode(c, &in, false); err != nil {
+		return nil, err
+	}
+	if len(in.Attributes) == 0 {
+		return nil, errorf(broker.ErrMissingParameter, "Field attributes is required: the attributes to change.")
+	}
+	if err := h.broker.SetQueueAttributes(c.ctx, c.queue, in.Attributes); err != nil {
+		return nil, err
+	}
+	return h.view(c, c.queue)
+}
+
+func (h *Handler) deleteQueue(c *call) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
+	return nil, h.broker.DeleteQueue(c.ctx, c.queue)
+}
+
+// noBody refuses a body on a route that takes none (an empty object is
+// accepted).
+func (h *Handler) noBody(c *call) error {
+	if _, err := queryOf(c.r); err != nil {
+		return err
+	}
+	var in struct{}
+	return h.decode(c, &in, true)
+}
+
+func (h *Handler) purgeQueue(c *call) (any, error) {
+	if err := h.noBody(c); err != nil {
+		return nil, err
+	}
+	return nil, h.broker.PurgeQueue(c.ctx, c.queue)
+}
+
+func (h *Handler) pauseQueue(c *call) (any, error)  { return h.setPaused(c, true) }
+func (h *Handler) resumeQueue(c *call) (any, error) { return h.setPaused(c, false) }
+
+func (h *Handler) setPaused(c *call, paused bool) (any, error) {
+	if err := h.noBody(c); err != nil {
+		return nil, err
+	}
+	if err := h.broker.SetPaused(c.ctx, c.queue, paused); err != nil {
+		return nil, err
+	}
+	return h.view(c, c.queue)
+}
+
+func (h *Handler) queueStats(c *call) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
+	_, s, err := h.broker.Stats(c.ctx, c.queue)
+	if err != nil {
+		return nil, err
+	}
+	return h.toStats(s), nil
+}
+
+// redriveOf returns a queue's RedrivePolicy (nil when none), for the
+// envelope's attempt limit.
+func (h *Handler) redriveOf(c *call, name string) (*broker.RedrivePolicy, error) {
+	q, err := h.broker.GetQueue(c.ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return q.Config.Redrive, nil
+}
+
+// deadLetterQueue returns the name of a queue's dead-letter queue: a queue
+// without a RedrivePolicy has none (409 conflict).
+func (h *Handler) deadLetterQueue(c *call) (string, error) {
+	r, err := h.redriveOf(c, c.queue)
+	if err != nil {
+		return "", err
+	}
+	if r == nil {
+		return "", errorf(broker.ErrConflict, "Queue %s has no RedrivePolicy: it has no dead-letter queue.", c.queue)
+	}
+	return r.DeadLetterQueue, nil
+}
