@@ -79,6 +79,7 @@ func groups() []group {
 		{"FIFO", fifoTests},
 		{"MoveTasks", moveTaskTests},
 		{"Tags", tagTests},
+		{"Retry", retryTests},
 	}
 }
 
