@@ -80,8 +80,8 @@ type queue struct {
 	ready    readyHeap // (priority desc, visibleAt, key)
 	timed    timedHeap // visibleAt
 	age      ageHeap   // sentAt: the retention sweeper's order
-	inflight int64 // stateInflight and stateDoomed
-	delayed  int64 // stateDelayed and stateBackoff
+	inflight int64     // stateInflight and stateDoomed
+	delayed  int64     // stateDelayed and stateBackoff
 	// doomed are the messages whose lease ended on their last attempt,
 	// waiting for flushDoomedLocked to move them to the dead-letter queue.
 	doomed []*msg
