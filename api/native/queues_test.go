@@ -115,7 +115,7 @@ func TestStats(t *testing.T) {
 	e.send("work", map[string]any{"body": "b", "delaySeconds": 60})
 	e.receiveOne("work")
 	s := e.stats("work")
-	want := map[string]float64{"visible": 0, "inFlight": 1, "delayed": 1, "depth": 2, "deadLetters": 0}
+	want := map[string]float64{"visible": 0, "inFlight": 1, "delayed": 1, "depth": 2, "oldestAgeSeconds": 90, "deadLetters": 0}
 	for k, v := range want {
 		if s[k] != v {
 			t.Errorf("stats %s = %v, want %v (%v)", k, s[k], v, s)

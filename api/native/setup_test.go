@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // epoch is where each test's fake clock starts.
@@ -183,6 +184,12 @@ func (e *env) wantCounts(queue string, visible, inFlight, delayed int) {
 	if s["visible"] != float64(visible) || s["inFlight"] != float64(inFlight) || s["delayed"] != float64(delayed) {
 		e.t.Fatalf("stats of %s: %v, want visible %d, inFlight %d, delayed %d", queue, s, visible, inFlight, delayed)
 	}
+}
+
+// eventually polls cond until it holds, for at most 10 s of real time.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, what, cond)
 }
 
 // objects reads a JSON array of objects.
