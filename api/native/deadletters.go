@@ -117,6 +117,9 @@ func (h *Handler) otherSources(c *call, dlq string) (string, error) {
 }
 
 func (h *Handler) deleteDeadLetters(c *call) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
 	dlq, err := h.deadLetterQueue(c)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,9 @@ type env struct {
 	clock *broker.FakeClock
 	h     *Handler
 	URL   string
+
+	mu      sync.Mutex
+	samples []sample // every answer, in order
 }
 
 func setup(t *testing.T, mod ...func(*Config)) *env {
@@ -48,14 +52,36 @@ func setup(t *testing.T, mod ...func(*Config)) *env {
 		m(&cfg)
 	}
 	h := New(front, cfg)
-	srv := httptest.NewServer(h)
+	e := &env{t: t, b: front, clock: clock, h: h}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pattern := h.mux.Handler(r)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		e.mu.Lock()
+		e.samples = append(e.samples, sample{route: pattern, status: rec.Code, body: rec.Body.Bytes()})
+		e.mu.Unlock()
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	}))
+	e.URL = srv.URL
 	t.Cleanup(func() {
 		srv.Close()
 		if err := front.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return &env{t: t, b: front, clock: clock, h: h, URL: srv.URL}
+	return e
+}
+
+// sample is one answer of the API, kept for TestOpenAPISamples.
+type sample struct {
+	// route is the answering route's pattern ("" for no route).
+	route  string
+	status int
+	body   []byte
 }
 
 // response is one answer.
