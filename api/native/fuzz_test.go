@@ -1,0 +1,179 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// stubBackend answers every call at once with canned results, so that the
+// fuzz target runs whole routes (decode, validate, call the front, encode)
+// without a store. It keeps the last entries sent, to check that message
+// contents reach the broker exactly as sent.
+type stubBackend struct {
+	mu   sync.Mutex
+	sent []broker.SendEntry
+}
+
+func stubQueue(name string) broker.Queue {
+	c := broker.DefaultQueueConfig(strings.HasSuffix(name, ".fifo"))
+	if name != "dlq" {
+		c.Redrive = &broker.RedrivePolicy{DeadLetterTargetARN: "arn:aws:sqs:us-east-1:000000000000:dlq", DeadLetterQueue: "dlq", MaxReceiveCount: 3}
+	}
+	return broker.Queue{ID: 1, Name: name, Config: c}
+}
+
+func (*stubBackend) CreateQueue(_ context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
+	return broker.Queue{Name: spec.Name, Config: spec.Config}, true, nil
+}
+func (*stubBackend) GetQueue(_ context.Context, q broker.QueueRef) (broker.QueueInfo, error) {
+	return broker.QueueInfo{Queue: stubQueue(q.Name), Stats: broker.QueueStats{Visible: 1, OldestSentAt: time.Unix(1, 0)}}, nil
+}
+func (*stubBackend) ListQueues(context.Context, string, string, string, int) ([]broker.Queue, error) {
+	return []broker.Queue{stubQueue("dlq"), stubQueue("q")}, nil
+}
+func (*stubBackend) UpdateQueue(_ context.Context, q broker.QueueRef, edit func(*broker.QueueUpdate) error) error {
+	return edit(&broker.QueueUpdate{Queue: q, Config: stubQueue(q.Name).Config})
+}
+func (*stubBackend) DeleteQueue(context.Context, broker.QueueRef) error { return nil }
+func (*stubBackend) PurgeQueue(context.Context, broker.QueueRef, func(time.Time, time.Time) error) error {
+	return nil
+}
+func (s *stubBackend) Send(_ context.Context, q broker.QueueRef, es []broker.SendEntry) ([]broker.SendResult, error) {
+	s.mu.Lock()
+	s.sent = append([]broker.SendEntry(nil), es...)
+	s.mu.Unlock()
+	plans, err := broker.PlanSend(stubQueue(q.Name).Config, q.Name, 0, es)
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]broker.SendResult, len(es))
+	for i, p := range plans {
+		rs[i] = broker.SendResult{ID: es[i].ID, MessageID: p.MessageID, Err: p.Err}
+	}
+	return rs, nil
+}
+func (*stubBackend) Receive(context.Context, broker.ReceiveRequest) ([]broker.Delivery, error) {
+	return []broker.Delivery{{Receipt: "r", Message: broker.Message{ID: "m", Body: "b\r", SentAt: time.Unix(1, 0),
+		Attributes: map[string]broker.MessageAttribute{
+			"a": {DataType: "Binary", BinaryValue: []byte{1}}, broker.MsgAttrPriority: {DataType: "Number", StringValue: "x"},
+		}}}}, nil
+}
+func (*stubBackend) Delete(_ context.Context, _ broker.QueueRef, rs []broker.Receipt) ([]broker.LeaseOutcome, error) {
+	return make([]broker.LeaseOutcome, len(rs)), nil
+}
+func (*stubBackend) ChangeVisibility(_ context.Context, _ broker.QueueRef, cs []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
+	out := make([]broker.LeaseOutcome, len(cs))
+	for i := range out {
+		out[i] = broker.LeaseOutcome(i % 4)
+	}
+	return out, nil
+}
+func (*stubBackend) Browse(context.Context, broker.QueueRef, broker.BrowseRequest) (broker.BrowsePage, error) {
+	return broker.BrowsePage{Messages: []broker.BrowsedMessage{{Message: broker.Message{ID: "m", DeadLetterSource: "q"}, State: broker.StateDelayed, VisibleAt: time.Unix(2, 0)}}, Next: "n"}, nil
+}
+func (*stubBackend) DeleteMessages(_ context.Context, _ broker.QueueRef, ids []string) ([]bool, error) {
+	return make([]bool, len(ids)), nil
+}
+func (*stubBackend) StartMoveTask(_ context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
+	return broker.MoveTask{ID: "t", Source: req.Source, Destination: req.Destination, Status: broker.MoveTaskRunning}, nil
+}
+func (*stubBackend) ListMoveTasks(context.Context, broker.QueueRef, int) ([]broker.MoveTask, error) {
+	return []broker.MoveTask{{ID: "t", Source: "dlq", Destination: "q", Status: broker.MoveTaskCompleted}}, nil
+}
+func (*stubBackend) CancelMoveTask(context.Context, broker.QueueRef, string) (broker.MoveTask, error) {
+	return broker.MoveTask{}, nil
+}
+func (*stubBackend) SelectiveMoves() {}
+func (*stubBackend) Close() error    { return nil }
+
+// FuzzNativeRequest throws bytes at the routes that decode a body or a
+// query: whatever comes, a route answers a 2xx or a 4xx with this API's
+// error shape (never a 5xx: with this backend only a bug gives one, a
+// panic among them), and message contents reach the broker as sent.
+func FuzzNativeRequest(f *testing.F) {
+	backend := &stubBackend{}
+	front, err := broker.New(backend, broker.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := New(front, Config{MaxBodyBytes: 64 << 10})
+	targets := []struct{ method, path string }{
+		{"POST", "/v1/queues/q/messages"},
+		{"POST", "/v1/queues/q/messages/batch"},
+		{"POST", "/v1/queues/q/receive"},
+		{"POST", "/v1/queues/q/nack"},
+		{"POST", "/v1/queues/q/extend"},
+		{"POST", "/v1/queues/q/ack"},
+		{"POST", "/v1/queues"},
+		{"PATCH", "/v1/queues/q"},
+		{"POST", "/v1/queues/q/dead-letters/replay"},
+		{"POST", "/v1/queues/q/messages/delete"},
+		{"GET", "/v1/queues/q/messages"},
+		{"GET", "/v1/queues"},
+	}
+	for i, s := range []string{
+		`{"body":"x","attributes":{"a":{"type":"Binary","value":"AAEC"},"n":{"type":"Number","value":1.5e3}},"priority":3,"deliverAt":"2030-01-01T00:00:00Z"}`,
+		`{"messages":[{"id":"a","body":"b"},{"id":"a","body":"\ud800"}]}`,
+		`{"max":10,"waitSeconds":0,"visibilitySeconds":99999999999999999999}`,
+		`{"entries":[{"receipt":"r","reason":"x","delaySeconds":-1},{"receipt":"s"}]}`,
+		`{"receipt":"AQIEAdXy63I","visibilitySeconds":5}`,
+		`{"receipt":"r","entries":[]}`,
+		`{"name":"q","attributes":{"VisibilityTimeout":"30"},"tags":{"k":"v"}}`,
+		`{"attributes":{"MaxDepth":"-1"}}`,
+		`{"ids":["m"],"body":"new","attributes":{"k":{"type":"String","value":"v"}},"maxPerSecond":1}`,
+		`{"ids":[]}`,
+		``,
+		`[]`,
+	} {
+		f.Add(uint8(i), "limit=5&order=newest&attribute=a&value=1", []byte(s))
+	}
+	f.Add(uint8(0), "", []byte("{\"body\":\"a\xffb\"}"))
+	f.Add(uint8(0), "x=%zz", []byte(`{"body":"\ud83d\ude00\\ud800"}`))
+	f.Add(uint8(10), "limit=0&cursor=&order=sideways", []byte(nil))
+	f.Fuzz(func(t *testing.T, route uint8, query string, body []byte) {
+		target := targets[int(route)%len(targets)]
+		req := httptest.NewRequest(target.method, "/", bytes.NewReader(body))
+		req.URL.Path, req.URL.RawQuery = target.path, query
+		rec := httptest.NewRecorder()
+		backend.mu.Lock()
+		backend.sent = nil
+		backend.mu.Unlock()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %s?%s %q: status %d: %s", target.method, target.path, query, body, rec.Code, rec.Body)
+		}
+		if rec.Code == http.StatusNoContent {
+			return
+		}
+		var answer map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
+			t.Fatalf("answer %d is not a JSON object: %s", rec.Code, rec.Body)
+		}
+		if rec.Code >= 400 && (answer["code"] == "" || answer["message"] == "") {
+			t.Fatalf("error answer without code or message: %s", rec.Body)
+		}
+		// Contents are refused or taken exactly: U+FFFD only if it was sent.
+		sentFFFD := bytes.Contains(body, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`))
+		backend.mu.Lock()
+		defer backend.mu.Unlock()
+		for _, e := range backend.sent {
+			if strings.Contains(e.Body, "\uFFFD") && !sentFFFD {
+				t.Fatalf("body %q holds U+FFFD that the request %q did not send", e.Body, body)
+			}
+			for k, a := range e.Attributes {
+				if strings.Contains(a.StringValue, "\uFFFD") && !sentFFFD {
+					t.Fatalf("attribute %s %q holds U+FFFD that the request %q did not send", k, a.StringValue, body)
+				}
+			}
+		}
+	})
+}
