@@ -108,6 +108,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"Addr", func(c *server.Config) { c.Addr = "nonsense" }},
 		{"AccountID", func(c *server.Config) { c.AccountID = "a/b" }},
+		{"AccountID", func(c *server.Config) { c.AccountID = "v1" }},
 		{"Region", func(c *server.Config) { c.Region = "" }},
 		{"MaxHeaderBytes", func(c *server.Config) { c.MaxHeaderBytes = 10 }},
 		{"MaxBodyBytes", func(c *server.Config) { c.MaxBodyBytes = 1000 }},
@@ -289,5 +290,80 @@ func TestWaitingReceiveCap(t *testing.T) {
 	}
 	if s := <-done; s != 200 {
 		t.Fatalf("waiter: %d", s)
+	}
+}
+
+// TestNativeAPIMounted: /v1/ is the native API, the same queues as SQS's;
+// every other path, /v1 itself included, is the SQS API's.
+func TestNativeAPIMounted(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	url := e.queue("both")
+	resp, err := http.Post(e.URL+"/v1/queues/both/messages", "application/json", strings.NewReader(`{"body":"native","priority":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("native send: %d %s", resp.StatusCode, b)
+	}
+	status, body, _ := e.call(nil, "ReceiveMessage", `{"QueueUrl":"`+url+`","MessageAttributeNames":["All"]}`)
+	if status != 200 || !strings.Contains(body, `"native"`) || !strings.Contains(body, `"Sluice.Priority"`) {
+		t.Fatalf("SQS receive of a native send: %d %s", status, body)
+	}
+	resp, err = http.Get(e.URL + "/v1/nothing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), `"no_such_route"`) {
+		t.Fatalf("unknown native route: %d %s", resp.StatusCode, b)
+	}
+	// /v1 without the slash is not the native API's (no redirect to /v1/).
+	status, body, _ = e.call(nil, "ListQueues", `{}`)
+	if status != 200 {
+		t.Fatalf("ListQueues: %d %s", status, body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1", strings.NewReader(`{}`))
+	req.Header.Set("X-Amz-Target", "AmazonSQS.ListQueues")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "QueueUrls") {
+		t.Fatalf("SQS on /v1: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestShutdownAnswersWaitingNativeReceive: the drain reaches the native
+// API's long polls too.
+func TestShutdownAnswersWaitingNativeReceive(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.queue("drain")
+	done := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(e.URL+"/v1/queues/drain/receive", "application/json", strings.NewReader(`{"waitSeconds":20}`))
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}()
+	testutil.Eventually(t, 10*time.Second, "the receive to wait", func() bool { return e.srv.WaitingReceives() == 1 })
+	go func() { _ = e.srv.Stop(context.Background()) }()
+	select {
+	case r := <-done:
+		if r != `200 {"messages":[]}` {
+			t.Fatalf("drained native receive: %s", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting native receive not answered at shutdown")
 	}
 }
