@@ -208,8 +208,17 @@ func testRedrivePolicySetAndRemove(t *testing.T, s suite) {
 		t.Fatalf("stored RedrivePolicy = %+v", r)
 	}
 	e.sendBody("src", "a")
+	// A nack on the last attempt dead-letters at once: fail the message
+	// under a limit of 2, then lower the limit to 1, so that it sits on src
+	// where the next receive would move it.
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 2)}); err != nil {
+		t.Fatal(err)
+	}
 	d := e.receiveOne("src")
 	e.mustChangeVis("src", d.Receipt, 0)
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)}); err != nil {
+		t.Fatal(err)
+	}
 	// Removing the policy: the message is returned again instead of moving.
 	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: ""}); err != nil {
 		t.Fatal(err)
@@ -251,6 +260,6 @@ func testRedriveAllowByQueue(t *testing.T, s suite) {
 	e.sendBody("src-ok", "a")
 	e.receiveOne("src-ok")
 	e.advance(5 * time.Second)
-	e.eventuallyStats("src-ok", 1, 0, 0)
+	e.eventuallyNotInFlight("src-ok")
 	e.moveToDLQ("src-ok", "dlq", 1)
 }
