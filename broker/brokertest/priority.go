@@ -138,8 +138,12 @@ func testSluiceAttrsCount(t *testing.T, s suite) {
 func testSluiceOptionRefusals(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	str := func(v string) broker.MessageAttribute { return broker.MessageAttribute{DataType: "String", StringValue: v} }
-	num := func(v string) broker.MessageAttribute { return broker.MessageAttribute{DataType: "Number", StringValue: v} }
+	str := func(v string) broker.MessageAttribute {
+		return broker.MessageAttribute{DataType: "String", StringValue: v}
+	}
+	num := func(v string) broker.MessageAttribute {
+		return broker.MessageAttribute{DataType: "Number", StringValue: v}
+	}
 	bad := []map[string]broker.MessageAttribute{
 		{"Sluice.Unknown": str("x")},
 		{"sluice.priority": num("1")},
