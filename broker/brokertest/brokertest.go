@@ -80,6 +80,11 @@ func groups() []group {
 		{"MoveTasks", moveTaskTests},
 		{"Tags", tagTests},
 		{"Retry", retryTests},
+		{"DeadLetters", deadLetterTests},
+		{"Consumer", consumerTests},
+		{"Depth", depthTests},
+		{"Pause", pauseTests},
+		{"AtMostOnce", atMostOnceTests},
 	}
 }
 
