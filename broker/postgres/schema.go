@@ -223,6 +223,12 @@ ALTER TABLE messages ADD COLUMN reason text;
 // connection for the whole run, so brokers starting at once migrate one after
 // the other and the later ones find nothing to do.
 func migrate(ctx context.Context, cc *pgx.ConnConfig, schema string, log *slog.Logger) error {
+	return migrateTo(ctx, cc, schema, log, len(migrations))
+}
+
+// migrateTo is migrate up to version (tests build schemas of earlier
+// versions with it). A schema newer than version is refused.
+func migrateTo(ctx context.Context, cc *pgx.ConnConfig, schema string, log *slog.Logger, version int) error {
 	conn, err := pgx.ConnectConfig(ctx, cc.Copy())
 	if err != nil {
 		return fmt.Errorf("postgres: connect: %w", err)
@@ -245,10 +251,10 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig, schema string, log *slog.L
 	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+ident+".migrations").Scan(&have); err != nil {
 		return fmt.Errorf("postgres: read schema version: %w", err)
 	}
-	if have > len(migrations) {
-		return fmt.Errorf("postgres: schema %s is at version %d, newer than this broker's %d: upgrade the broker", schema, have, len(migrations))
+	if have > version {
+		return fmt.Errorf("postgres: schema %s is at version %d, newer than this broker's %d: upgrade the broker", schema, have, version)
 	}
-	for v := have + 1; v <= len(migrations); v++ {
+	for v := have + 1; v <= version; v++ {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+ident); err != nil {
 				return err
