@@ -116,6 +116,7 @@ func testDepthLowPriority(t *testing.T, s suite) {
 func testDepthInvalidEntries(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", map[string]string{broker.AttrMaxDepth: "1"})
+	e.createQueue("q2", nil)
 	res, err := e.trySend("q",
 		broker.SendEntry{ID: "bad", Body: "x", Delay: dur(broker.MaxDelay + time.Second)},
 		broker.SendEntry{ID: "ok", Body: "ok"})
@@ -127,6 +128,19 @@ func testDepthInvalidEntries(t *testing.T, s suite) {
 		t.Fatalf("the valid entry: %v", res[1].Err)
 	}
 	e.wantStats("q", 1, 0, 0)
+	// A queue past a lowered MaxDepth: a send that stores nothing gets its
+	// entries' own errors, not a refusal.
+	e.send("q2", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"}, broker.SendEntry{Body: "c"})
+	if err := e.b.SetQueueAttributes(e.ctx, "q2", map[string]string{broker.AttrMaxDepth: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.trySend("q2", broker.SendEntry{ID: "bad", Body: "x", Delay: dur(broker.MaxDelay + time.Second)})
+	if err != nil {
+		t.Fatalf("a send of one invalid entry to a queue past its MaxDepth: %v, want the entry's own error", err)
+	}
+	wantErr(t, "the invalid entry", res[0].Err, broker.ErrInvalidParameterValue)
+	wantDepthError(t, "a valid send to a queue past its MaxDepth", e.sendErr("q2", broker.SendEntry{Body: "d"}), "q2", 3, 2, false)
+	e.wantRefused("q2", 1, 0)
 }
 
 // testDepthRaised: raising MaxDepth (or removing it) admits sends again.
