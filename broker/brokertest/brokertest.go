@@ -31,8 +31,9 @@
 // deadletter.go (the last attempt and its forensics), consumer.go (nack,
 // snooze, release, dead-letter now, extend), depth.go (MaxDepth), pause.go,
 // atmostonce.go, priority.go (Sluice.* message options), browse.go (Browse
-// and DeleteMessages) and longdelay.go (long delays and queue stats), with
-// their helpers in sluice.go.
+// and DeleteMessages), longdelay.go (long delays and queue stats) and
+// sluice_restart.go (that state across restarts), with their helpers in
+// sluice.go.
 package brokertest
 
 import (
@@ -95,6 +96,7 @@ func groups() []group {
 		{"Browse", browseTests},
 		{"LongDelay", longDelayTests},
 		{"Stats", statsTests},
+		{"SluiceRestart", sluiceRestartTests},
 	}
 }
 

@@ -106,9 +106,14 @@ func testDepthLowPriority(t *testing.T, s suite) {
 	e.wantStats("q", 4, 0, 0)
 	wantDepthError(t, "a normal send at MaxDepth", e.sendErr("q", broker.SendEntry{Body: "x"}), "q", 4, 4, false)
 	e.wantRefused("q", 1, 2)
-	// The refusal counts are per queue.
+	// The refusal counts are per queue, and a deleted queue's are forgotten.
 	e.createQueue("other", nil)
 	e.wantRefused("other", 0, 0)
+	if err := e.b.DeleteQueue(e.ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	e.createQueue("q", nil)
+	e.wantRefused("q", 0, 0)
 }
 
 // testDepthInvalidEntries: entries that fail on their own are not stored,
