@@ -295,6 +295,25 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 			var a leaseApply
 			var to *claimTo
 			var now time.Time
+			// deadLetterTo resolves the dead-letter queue once; a plan to
+			// move a message there becomes visible at `at` when there is
+			// none (any more).
+			deadLetterTo := func(p *broker.LeasePlan, at time.Time) error {
+				if p.Fate != broker.FateDeadLetter {
+					return nil
+				}
+				if to == nil {
+					t, err := b.claimTarget(ctx, tx, q)
+					if err != nil {
+						return err
+					}
+					to = &t
+				}
+				if to.dlq == nil {
+					p.Fate, p.At = broker.FateVisible, at
+				}
+				return nil
+			}
 			for _, c := range todo {
 				r, at, err := scanLease(tx.QueryRow(ctx, readLeaseSQL, b.tnow(), c.key, q.mid, c.lease))
 				switch {
@@ -306,6 +325,23 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 				case r.state == "d":
 					out[c.i] = broker.LeaseStale // backing off or snoozed: not this lease's any more
 					continue
+				case !r.live && r.state == "i" && hasPolicy(q.cfg):
+					// The lease ended and nobody planned it yet: plan it
+					// now, as a receive would. Backing off or moved: the
+					// receipt is stale; visible again: the lease ended.
+					now = at
+					p := broker.PlanLeaseExpiry(q.cfg, r.facts, r.visibleAt)
+					if err := deadLetterTo(&p, r.visibleAt); err != nil {
+						return err
+					}
+					out[c.i] = broker.LeaseStale
+					if p.Fate == broker.FateVisible {
+						out[c.i] = broker.LeaseEnded
+					}
+					r.attempt = nil
+					a.add(r, p)
+					res.groups = res.groups || q.cfg.Fifo // its group may be free
+					continue
 				case !r.live:
 					out[c.i] = broker.LeaseEnded
 					continue
@@ -313,18 +349,8 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 				now = at
 				out[c.i] = broker.LeaseApplied
 				p := broker.PlanLeaseChange(q.cfg, r.facts, changes[c.i], now)
-				if p.Fate == broker.FateDeadLetter {
-					if to == nil {
-						t, err := b.claimTarget(ctx, tx, q)
-						if err != nil {
-							return err
-						}
-						to = &t
-					}
-					if to.dlq == nil {
-						// No dead-letter queue (any more): visible again.
-						p.Fate, p.At = broker.FateVisible, now
-					}
+				if err := deadLetterTo(&p, now); err != nil {
+					return err
 				}
 				if p.Fate != broker.FateInFlight && q.cfg.Fifo {
 					res.groups = true

@@ -146,39 +146,63 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 	if len(keys) == 0 {
 		return out, nil
 	}
-	// An ended lease is planned first (broker.PlanLeaseExpiry), so that its
-	// receipt is stale once the message backs off or is dead-lettered,
-	// whenever the sweeper or a receive would have noticed the end.
-	if hasPolicy(q.cfg) {
-		moved, err := b.promote(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		b.deadLettered(ctx, q, moved)
-	}
 	// On a FIFO queue only a live lease deletes: an expired one has lost its
 	// group lock ($5). A message backing off or snoozed ('d') is not under
-	// the receipt's lease any more: stale. Deleting a leased message
+	// the receipt's lease any more: stale. On a standard queue with a policy
+	// ($7) an ended lease is not deleted by this statement: it is planned
+	// first (broker.PlanLeaseExpiry; below), since its message may be
+	// backing off or dead-lettered by now. Deleting a leased message
 	// invalidates the receive attempt that returned it.
 	sql := `WITH r (id, lease) AS (SELECT * FROM unnest($3::bigint[], $4::bigint[]) ORDER BY 1),
 		d AS (DELETE FROM messages m USING r WHERE m.id = r.id AND m.queue_id = $2 AND m.lease = r.lease
 			AND m.state <> 'd' AND (NOT $5 OR (m.state = 'i' AND m.visible_at > ` + nowSQL + `))
+			AND NOT ($7 AND m.state = 'i' AND m.visible_at <= ` + nowSQL + `)
 			RETURNING m.id, m.state, m.attempt),
 		inv AS (UPDATE attempts SET invalid = true
 			WHERE queue_id = $2 AND attempt_id IN (SELECT attempt FROM d WHERE attempt IS NOT NULL)),
 		cnt AS (` + countsFromStates("d", "$2", "$6") + `)
 		SELECT id FROM d`
-	var gone []int64
-	err = retry(func() error {
-		rows, err := b.pool.Query(ctx, sql, b.tnow(), q.mid, keys, leases, q.cfg.Fifo, shard())
-		if err != nil {
+	policy := hasPolicy(q.cfg)
+	del := func(keys, leases []int64) ([]int64, error) {
+		var gone []int64
+		err := retry(func() error {
+			rows, err := b.pool.Query(ctx, sql, b.tnow(), q.mid, keys, leases, q.cfg.Fifo, shard(), policy && !q.cfg.Fifo)
+			if err != nil {
+				return err
+			}
+			gone, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 			return err
+		})
+		if err != nil {
+			return nil, dbErr("delete", err)
 		}
-		gone, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+		return gone, nil
+	}
+	gone, err := del(keys, leases)
 	if err != nil {
-		return nil, dbErr("delete", err)
+		return nil, err
+	}
+	if policy && len(gone) < len(keys) {
+		// Some receipts may name ended leases: plan them (as a receive
+		// would), then delete what is still deletable.
+		moved, err := b.promote(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		b.deadLettered(ctx, q, moved)
+		if !q.cfg.Fifo {
+			var rk, rl []int64
+			for j, key := range keys {
+				if !slices.Contains(gone, key) {
+					rk, rl = append(rk, key), append(rl, leases[j])
+				}
+			}
+			more, err := del(rk, rl)
+			if err != nil {
+				return nil, err
+			}
+			gone = append(gone, more...)
+		}
 	}
 	for j, key := range keys {
 		if !slices.Contains(gone, key) {

@@ -20,9 +20,12 @@ const contendedRetry = 2 * time.Millisecond
 
 // Receive implements broker.Backend.
 //
-// One attempt is two statements, each its own short transaction: promote
-// (due delays and leases become ready; it also reads the in-flight count
-// for the cap) and claim. No transaction is open while the receive waits.
+// One attempt is a few statements, each its own short transaction: promote
+// (due delays and leases become ready; on a queue with a retry or redrive
+// policy ended leases are planned, see leases.go), the in-flight count for
+// the cap, and the claim. No transaction is open while the receive waits.
+// A paused queue is not attempted: the receive only waits, re-reading the
+// queue row at each wake-up (UpdateQueue wakes it on every broker).
 //
 // Waiting: the receive registers as a local waiter of its queue before its
 // first attempt (so no wake-up between an attempt and the wait is lost), then

@@ -59,7 +59,7 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 		if err != nil {
 			return broker.BrowsePage{}, dbErr("browse", err)
 		}
-		got := 0
+		got, cut := 0, false
 		for rows.Next() {
 			var state string
 			var visibleAt, now time.Time
@@ -70,7 +70,8 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 			}
 			got++
 			if len(page.Messages) >= limit {
-				continue // read past the page: not examined (the cursor stays before it)
+				cut = true // read past the page: not examined (the cursor stays before it)
+				continue
 			}
 			examined++
 			after = &id
@@ -89,7 +90,7 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 		if err := rows.Err(); err != nil {
 			return broker.BrowsePage{}, dbErr("browse", err)
 		}
-		if got < n {
+		if got < n && !cut {
 			return page, nil // the end of the queue: no next page
 		}
 	}

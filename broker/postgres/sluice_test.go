@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -182,5 +183,37 @@ func TestDepthCountsBackoff(t *testing.T) {
 	var de *broker.DepthError
 	if !errors.As(err, &de) || de.Depth != 2 || de.Limit != 2 {
 		t.Fatalf("send into a queue of depth 2 (MaxDepth 2): %v; want a DepthError of depth 2", err)
+	}
+}
+
+// TestSweeperDeadLettersExpiredLease: when the last attempt's lease ends,
+// the sweeper moves the message to the dead-letter queue without a receive
+// or GetQueue of its queue (only the DLQ is read).
+func TestSweeperDeadLettersExpiredLease(t *testing.T) {
+	t.Parallel()
+	a, _, clock := openPair(t, schemaFor(t), nil)
+	ctx := context.Background()
+	if _, err := a.CreateQueue(ctx, "dlq", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateQueue(ctx, "src", map[string]string{broker.AttrVisibilityTimeout: "10",
+		broker.AttrRedrivePolicy: fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`,
+			broker.ARN("us-east-1", "000000000000", "dlq"))}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(ctx, "src", []broker.SendEntry{{Body: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "src"}); err != nil || len(ds) != 1 {
+		t.Fatal(ds, err)
+	}
+	clock.Advance(10 * time.Second)
+	testutil.Eventually(t, 10*time.Second, "the dead letter in dlq", func() bool {
+		info, err := a.GetQueue(ctx, "dlq")
+		return err == nil && info.Stats.Visible == 1
+	})
+	page, err := a.Browse(ctx, "dlq", broker.BrowseRequest{})
+	if err != nil || len(page.Messages) != 1 || page.Messages[0].FailureReason != broker.ReasonLeaseExpired {
+		t.Fatalf("Browse(dlq) = %+v, %v; want the message with reason %q", page, err, broker.ReasonLeaseExpired)
 	}
 }
