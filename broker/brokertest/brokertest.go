@@ -79,6 +79,12 @@ func groups() []group {
 		{"FIFO", fifoTests},
 		{"MoveTasks", moveTaskTests},
 		{"Tags", tagTests},
+		{"Retry", retryTests},
+		{"DeadLetters", deadLetterTests},
+		{"Consumer", consumerTests},
+		{"Depth", depthTests},
+		{"Pause", pauseTests},
+		{"AtMostOnce", atMostOnceTests},
 	}
 }
 

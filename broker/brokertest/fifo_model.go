@@ -508,7 +508,7 @@ func (h *modelHistory) checkCounts(rt *rapid.T) {
 		if err != nil {
 			rt.Fatalf("GetQueue: %v", err)
 		}
-		if q.Stats == want {
+		if counts(q.Stats) == want {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -52,7 +52,7 @@ func (e *env) deadLetters(src, dlq string, bodies ...string) {
 	before := e.stats(dlq).Visible
 	e.receiveN(broker.ReceiveRequest{Queue: src}, len(bodies))
 	e.advance(time.Second)
-	e.eventuallyStats(src, int64(len(bodies)), 0, 0)
+	e.eventuallyNotInFlight(src)
 	e.moveToDLQ(src, dlq, before+int64(len(bodies)))
 }
 
@@ -279,7 +279,7 @@ func testMoveOnlyPresentAtStart(t *testing.T, s suite) {
 	e.sendBody("src", "late")
 	e.receiveOne("src")
 	e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
-	e.eventuallyStats("src", 1, 0, 0)
+	e.eventuallyNotInFlight("src")
 	e.moveToDLQ("src", "dlq", 1)
 	if got := e.task("dlq"); got.Moved != 2 || got.ToMove != 2 {
 		t.Fatalf("task = %+v", got)
@@ -363,7 +363,7 @@ func testMoveFifoHeldBlocksGroup(t *testing.T, s suite, rate int, restart bool) 
 		e.fsend("src.fifo", body[:1], body, body)
 		wantBodies(t, "receive from src.fifo", e.receiveMax("src.fifo", 1, 0), body)
 		e.advance(time.Second)
-		e.eventuallyStats("src.fifo", 1, 0, 0)
+		e.eventuallyNotInFlight("src.fifo")
 		e.moveToDLQ("src.fifo", "dlq.fifo", int64(i+1))
 		e.advance(time.Second)
 	}

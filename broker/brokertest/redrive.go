@@ -49,6 +49,14 @@ func (e *env) moveToDLQ(src, dlq string, wantVisible int64) {
 	}
 }
 
+// eventuallyNotInFlight waits (real time) until queue has no message in
+// flight: a lease that ended on the last attempt may leave the message
+// visible until a receive moves it, or move it to the DLQ at once.
+func (e *env) eventuallyNotInFlight(queue string) {
+	e.t.Helper()
+	eventually(e.t, queue+" has no message in flight", func() bool { return e.stats(queue).InFlight == 0 })
+}
+
 func testRedriveMove(t *testing.T, s suite, n int) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
@@ -74,8 +82,13 @@ func testRedriveMove(t *testing.T, s suite, n int) {
 		}
 		wantTime(t, fmt.Sprintf("receive %d FirstReceiveAt", i), d.FirstReceiveAt, firstAt)
 		e.advance(10 * time.Second) // the lease expires
-		e.eventuallyStats("src", 1, 0, 0)
+		if i < n {
+			e.eventuallyStats("src", 1, 0, 0)
+		}
 	}
+	// The last attempt's lease expired: the message moves to the DLQ when
+	// the backend notices (at the expiry, or at the next receive at the
+	// latest), never back to visible on src.
 	e.moveToDLQ("src", "dlq", 1)
 	e.wantStats("src", 0, 0, 0)
 	e.wantStats("dlq", 1, 0, 0)
@@ -195,8 +208,17 @@ func testRedrivePolicySetAndRemove(t *testing.T, s suite) {
 		t.Fatalf("stored RedrivePolicy = %+v", r)
 	}
 	e.sendBody("src", "a")
+	// A nack on the last attempt dead-letters at once: fail the message
+	// under a limit of 2, then lower the limit to 1, so that it sits on src
+	// where the next receive would move it.
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 2)}); err != nil {
+		t.Fatal(err)
+	}
 	d := e.receiveOne("src")
 	e.mustChangeVis("src", d.Receipt, 0)
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)}); err != nil {
+		t.Fatal(err)
+	}
 	// Removing the policy: the message is returned again instead of moving.
 	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: ""}); err != nil {
 		t.Fatal(err)
@@ -238,6 +260,6 @@ func testRedriveAllowByQueue(t *testing.T, s suite) {
 	e.sendBody("src-ok", "a")
 	e.receiveOne("src-ok")
 	e.advance(5 * time.Second)
-	e.eventuallyStats("src-ok", 1, 0, 0)
+	e.eventuallyNotInFlight("src-ok")
 	e.moveToDLQ("src-ok", "dlq", 1)
 }

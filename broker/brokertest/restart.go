@@ -79,7 +79,7 @@ func testRestartKeepsState(t *testing.T, s suite) {
 		t.Fatalf("after restart queue id %d visibility %v, want id %d visibility 1m", info.ID, info.Config.VisibilityTimeout, q.ID)
 	}
 	wantTime(t, "CreatedAt after restart", info.CreatedAt, q.CreatedAt)
-	if info.Stats != (broker.QueueStats{Visible: 1, InFlight: 3, Delayed: 1}) {
+	if counts(info.Stats) != (broker.QueueStats{Visible: 1, InFlight: 3, Delayed: 1}) {
 		t.Fatalf("counts after restart = %+v, want visible 1, in flight 3, delayed 1", info.Stats)
 	}
 	_, err := e.b.GetQueue(e.ctx, "gone")

@@ -106,20 +106,32 @@ func (r *queueRecord) encode() []byte {
 
 var errCorrupt = errors.New("embedded: corrupt record")
 
-// Metadata record format, version 1:
+// Metadata record format, version 2 (written since issue 8):
 //
-//	ver(1) state(1) visibleAt(varint ns) lease(uvarint) receiveCount(uvarint)
+//	ver(1)=2 state(1) visibleAt(varint ns) lease(uvarint) receiveCount(uvarint)
 //	firstReceiveAt(varint ns) sentAt(varint ns) priority(varint) seq(uvarint)
 //	size(uvarint) groupID(str) dedupID(str) deadLetterSource(str)
+//	attempts(uvarint) maxAttempts(uvarint) lastReceiveAt(varint ns)
+//	failureReason(str) messageID(str)
 //
 // where str is uvarint length + bytes. Times are wall-clock instants from the
 // injected clock (Unix nanoseconds), so a lease keeps its deadline across a
-// restart.
-const metaV1 = 1
+// restart. The message id is kept here (it is also in the body record) so that
+// the index knows it without reading bodies: the backoff's jitter is seeded
+// by it, and DeleteMessages finds messages by it.
+//
+// Version 1 is version 2's first thirteen fields; a version-1 record decodes
+// with attempts = receiveCount, maxAttempts 0, lastReceiveAt zero, no reason
+// and no message id (recover reads the id from the body and rewrites the
+// record as version 2).
+const (
+	metaV1 = 1
+	metaV2 = 2
+)
 
 func encodeMeta(m *msg) []byte {
-	b := make([]byte, 0, 48+len(m.groupID)+len(m.dedupID)+len(m.deadLetterSource))
-	b = append(b, metaV1, byte(m.state))
+	b := make([]byte, 0, 96+len(m.groupID)+len(m.dedupID)+len(m.deadLetterSource)+len(m.failureReason))
+	b = append(b, metaV2, byte(m.state))
 	b = binary.AppendVarint(b, m.visibleAt)
 	b = binary.AppendUvarint(b, m.lease)
 	b = binary.AppendUvarint(b, uint64(m.receiveCount))
@@ -131,15 +143,26 @@ func encodeMeta(m *msg) []byte {
 	b = appendStr(b, m.groupID)
 	b = appendStr(b, m.dedupID)
 	b = appendStr(b, m.deadLetterSource)
+	b = binary.AppendUvarint(b, uint64(m.attempts))
+	b = binary.AppendUvarint(b, uint64(m.maxAttempts))
+	b = binary.AppendVarint(b, m.lastReceiveAt)
+	b = appendStr(b, m.failureReason)
+	b = appendStr(b, m.id)
 	return b
 }
 
+// decodeMeta decodes a version-1 or version-2 metadata record.
 func decodeMeta(key uint64, b []byte) (*msg, error) {
-	if len(b) < 2 || b[0] != metaV1 {
+	if len(b) < 2 || (b[0] != metaV1 && b[0] != metaV2) {
 		return nil, errCorrupt
 	}
 	d := decoder{b: b[2:]}
 	m := &msg{key: key, state: msgState(b[1]), pos: -1, agePos: -1}
+	switch m.state {
+	case stateReady, stateDelayed, stateInflight, stateBackoff:
+	default:
+		return nil, errCorrupt
+	}
 	m.visibleAt = d.varint()
 	m.lease = d.uvarint()
 	m.receiveCount = int(d.uvarint())
@@ -151,6 +174,15 @@ func decodeMeta(key uint64, b []byte) (*msg, error) {
 	m.groupID = d.str()
 	m.dedupID = d.str()
 	m.deadLetterSource = d.str()
+	if b[0] == metaV1 {
+		m.attempts = m.receiveCount
+	} else {
+		m.attempts = int(d.uvarint())
+		m.maxAttempts = int(d.uvarint())
+		m.lastReceiveAt = d.varint()
+		m.failureReason = d.str()
+		m.id = d.str()
+	}
 	if d.err != nil {
 		return nil, d.err
 	}

@@ -104,6 +104,8 @@ type Backend struct {
 	sweepAt int64
 	// moves is the move-task state (movetask.go), guarded by mu.
 	moves *moveTasks
+	// dlLog logs the moves to dead-letter queues (rate-limited).
+	dlLog *broker.DeadLetterLog
 
 	// life admits the calls and owns the background work: the retention
 	// sweeper (sweeper.go), the move-task runner (movetask.go) and the
@@ -157,6 +159,7 @@ func Open(cfg Config) (*Backend, error) {
 		queues: map[broker.QueueRef]*queue{}, byID: map[uint64]*queue{},
 		life: broker.NewLifecycle(), failedOnce: make(chan struct{}),
 		reclaim: make(chan [2][]byte, 64),
+		dlLog:   &broker.DeadLetterLog{Log: opts.Logger, Clock: opts.Clock},
 	}
 	if err := b.recover(); err != nil {
 		_ = db.Close()

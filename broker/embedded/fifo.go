@@ -268,7 +268,9 @@ func messageOf(m *msg) broker.Message {
 	out := broker.Message{
 		SentAt: fromNanos(m.sentAt), GroupID: m.groupID, DedupID: m.dedupID,
 		Priority: m.priority, ReceiveCount: m.receiveCount,
-		FirstReceiveAt: fromNanos(m.firstReceiveAt), DeadLetterSource: m.deadLetterSource,
+		Attempts: m.attempts, MaxAttempts: m.maxAttempts,
+		FirstReceiveAt: fromNanos(m.firstReceiveAt), LastReceiveAt: fromNanos(m.lastReceiveAt),
+		FailureReason: m.failureReason, DeadLetterSource: m.deadLetterSource,
 	}
 	if m.seq != 0 {
 		out.SequenceNumber = broker.FormatSequenceNumber(m.seq)

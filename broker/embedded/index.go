@@ -8,14 +8,31 @@ import (
 )
 
 // msgState is where a message sits in its queue's schedule. It is also stored
-// in the metadata record: on restart a delayed or in-flight message whose
-// visibleAt has passed is ready.
+// in the metadata record (except stateDoomed): on restart a delayed or
+// backing-off message whose visibleAt has passed is ready, and an in-flight
+// one whose lease ended is planned as an expiry (broker.PlanLeaseExpiry).
 type msgState uint8
 
 const (
 	stateReady    msgState = 1 // in queue.ready, receivable now
 	stateDelayed  msgState = 2 // in queue.timed, not yet received, visible at visibleAt
 	stateInflight msgState = 3 // in queue.timed, leased until visibleAt
+	// stateBackoff: in queue.timed, delayed after a failure (a nack's
+	// backoff or delay, a snooze, an expired lease's backoff) until
+	// visibleAt. Counted as delayed; its receipt is stale; on a FIFO queue
+	// it holds its group (it stays the head of the group's pending list and
+	// is not ready, so the group is not receivable).
+	//
+	// A backoff after an expired lease is not written: the record keeps
+	// saying stateInflight with the lease's end, and recover plans the
+	// expiry again (broker.ExpiryVisibleAt computes the same instant).
+	stateBackoff msgState = 4
+	// stateDoomed (memory only): the lease ended on the message's last
+	// attempt; it waits in queue.doomed for its move to the dead-letter
+	// queue, which needs a write batch (flushDoomedLocked). Counted as in
+	// flight and holding its FIFO group until then; its record still says
+	// stateInflight, so a restart plans the expiry again.
+	stateDoomed msgState = 5
 )
 
 // msg is the in-memory index entry of one message: its metadata, never its
@@ -35,6 +52,13 @@ type msg struct {
 	dedupID        string
 	// deadLetterSource is the name of the queue the message was dead-lettered from.
 	deadLetterSource string
+	// id is the message id (also in the body record).
+	id string
+	// attempts is Sluice's attempts count (broker/retry.go); maxAttempts the
+	// message's own Sluice.MaxAttempts (0: the queue's maxReceiveCount).
+	attempts, maxAttempts int
+	lastReceiveAt         int64 // Unix ns; 0 = never received
+	failureReason         string
 
 	pos    int // index in queue.ready or queue.timed, -1 when in neither
 	agePos int // index in queue.age
@@ -45,9 +69,10 @@ type msg struct {
 // has run for the current time.
 //
 // Invariants:
-//   - every message of msgs is in exactly one of ready (stateReady) or timed
-//     (stateDelayed, stateInflight), and in age;
-//   - inflight + delayed == len(timed), Visible == len(ready);
+//   - every message of msgs is in exactly one of ready (stateReady), timed
+//     (stateDelayed, stateInflight, stateBackoff) or doomed (stateDoomed),
+//     and in age;
+//   - inflight + delayed == len(timed) + len(doomed), Visible == len(ready);
 //   - after promote(now), no entry of timed has visibleAt <= now.
 type queue struct {
 	queueRecord
@@ -55,8 +80,11 @@ type queue struct {
 	ready    readyHeap // (priority desc, visibleAt, key)
 	timed    timedHeap // visibleAt
 	age      ageHeap   // sentAt: the retention sweeper's order
-	inflight int64
-	delayed  int64
+	inflight int64     // stateInflight and stateDoomed
+	delayed  int64     // stateDelayed and stateBackoff
+	// doomed are the messages whose lease ended on their last attempt,
+	// waiting for flushDoomedLocked to move them to the dead-letter queue.
+	doomed []*msg
 	// fifo is the FIFO state (groups, dedup window, attempt cache; fifo.go),
 	// nil on standard queues. The index hooks below keep it in step.
 	fifo *fifoState
@@ -87,9 +115,21 @@ func (q *queue) info() broker.QueueInfo {
 	return broker.QueueInfo{
 		Queue: broker.Queue{ID: q.ID, Account: q.Account, Name: q.Name, Config: cfg, Tags: tags,
 			CreatedAt: q.CreatedAt, ModifiedAt: q.ModifiedAt},
-		Stats: broker.QueueStats{Visible: int64(len(q.ready)), InFlight: q.inflight, Delayed: q.delayed},
+		Stats: broker.QueueStats{Visible: int64(len(q.ready)), InFlight: q.inflight, Delayed: q.delayed,
+			OldestSentAt: q.oldestSentAt()},
 	}
 }
+
+// oldestSentAt is the SentAt of the queue's oldest message (zero if empty).
+func (q *queue) oldestSentAt() time.Time {
+	if len(q.age) == 0 {
+		return time.Time{}
+	}
+	return fromNanos(q.age[0].sentAt)
+}
+
+// depth is what MaxDepth limits: visible + in flight + delayed.
+func (q *queue) depth() int64 { return int64(len(q.ready)) + q.inflight + q.delayed }
 
 // notify wakes the waiting receives.
 func (q *queue) notify() {
@@ -124,10 +164,13 @@ func (q *queue) place(m *msg, now int64) {
 		q.notify()
 		return
 	}
-	if m.state == stateInflight {
+	switch m.state {
+	case stateInflight:
 		q.inflight++
 		q.fifoLeased(m, 1)
-	} else {
+	case stateBackoff:
+		q.delayed++
+	default:
 		m.state = stateDelayed
 		q.delayed++
 	}
@@ -147,9 +190,19 @@ func (q *queue) unplace(m *msg) {
 		m.pos = -1 // before fifoLeased, which checks whether groups are receivable
 		q.inflight--
 		q.fifoLeased(m, -1)
-	case stateDelayed:
+	case stateDelayed, stateBackoff:
 		heap.Remove(&q.timed, m.pos)
 		q.delayed--
+	case stateDoomed:
+		for i, d := range q.doomed {
+			if d == m {
+				q.doomed = append(q.doomed[:i], q.doomed[i+1:]...)
+				break
+			}
+		}
+		m.pos = -1
+		q.inflight--
+		q.fifoLeased(m, -1)
 	}
 	m.pos = -1
 }
@@ -168,31 +221,59 @@ func (q *queue) forget(m *msg) {
 	q.fifoDrop(m)
 }
 
-// promote moves the timed messages whose visibleAt has passed to ready: ended
-// delays and expired leases. It reports whether any moved.
+// promote applies what the clock says to the timed messages whose visibleAt
+// has passed: an ended delay or backoff makes its message ready; an expired
+// lease is planned with broker.PlanLeaseExpiry (from the lease's end, however
+// late this runs): ready, backing off (stateBackoff, holding its FIFO group),
+// or doomed (queue.doomed, for flushDoomedLocked). It reports whether any
+// message became ready.
 func (q *queue) promote(now int64) bool {
-	moved := false
+	moved, rearm := false, false
 	for len(q.timed) > 0 && q.timed[0].visibleAt <= now {
 		m := heap.Pop(&q.timed).(*msg)
-		wasInflight := m.state == stateInflight
-		if wasInflight {
-			q.inflight--
-		} else {
+		if m.state != stateInflight {
 			q.delayed--
-		}
-		m.state = stateReady
-		heap.Push(&q.ready, m)
-		if wasInflight {
-			q.fifoLeased(m, -1)
-		} else {
+			m.state = stateReady
+			heap.Push(&q.ready, m)
 			q.fifoReady(m)
+			moved = true
+			continue
 		}
+		// The lease ended unsettled at m.visibleAt.
+		plan := broker.PlanLeaseExpiry(q.Config, m.facts(), fromNanos(m.visibleAt))
+		if plan.SetReason {
+			m.failureReason = plan.Reason // written with the next change of the record
+		}
+		m.attempts = plan.Attempts
+		switch {
+		case plan.Fate == broker.FateDeadLetter:
+			m.state = stateDoomed // still counted in flight, the group still held
+			q.doomed = append(q.doomed, m)
+			continue
+		case plan.Fate == broker.FateDelayed && nanos(plan.At) > now:
+			m.state, m.visibleAt = stateBackoff, nanos(plan.At)
+			q.inflight--
+			q.delayed++
+			heap.Push(&q.timed, m)
+			q.fifoLeased(m, -1) // the head is not ready: the group stays held
+			rearm = true        // waiters re-arm their timers for the backoff's end
+			continue
+		}
+		q.inflight--
+		m.state, m.visibleAt = stateReady, nanos(plan.At)
+		heap.Push(&q.ready, m)
+		q.fifoLeased(m, -1)
 		moved = true
 	}
-	if moved {
+	if moved || rearm {
 		q.notify()
 	}
 	return moved
+}
+
+// facts is what the retry planners know of m.
+func (m *msg) facts() broker.LeaseFacts {
+	return broker.LeaseFacts{MessageID: m.id, Attempts: m.attempts, MaxAttempts: m.maxAttempts}
 }
 
 // expired reports whether m is past its queue's retention at now.

@@ -22,7 +22,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		return nil, broker.QueueNotFoundError()
 	}
 	cfg := q.Config // read-only copy: the maps inside are never mutated in place
-	depth := int64(len(q.ready)) + q.inflight + q.delayed
+	depth := q.depth()
 	b.mu.Unlock()
 	plans, err := broker.PlanSend(cfg, queueName.Name, depth, entries)
 	if err != nil {
@@ -45,6 +45,22 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		b.mu.Unlock()
 		_ = batch.Close()
 		return nil, broker.QueueNotFoundError()
+	}
+	// b.mu was dropped since PlanSend read the depth: admit the send again
+	// against the depth and limits of now, so that MaxDepth is exact.
+	n, low := 0, 0
+	for i := range plans {
+		if plans[i].Err == nil {
+			n++
+			if plans[i].Priority < 0 {
+				low++
+			}
+		}
+	}
+	if err := broker.AdmitSend(q.Config, queueName.Name, q.depth(), n, low); err != nil {
+		b.mu.Unlock()
+		_ = batch.Close()
+		return nil, err
 	}
 	now := b.now()
 	if q.fifo != nil {
@@ -69,6 +85,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 			key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
 			priority: p.Priority, size: broker.MessageSize(e.Body, e.Attributes),
 			groupID: e.GroupID, dedupID: p.DedupID, pos: -1, agePos: -1,
+			id: p.MessageID, maxAttempts: p.MaxAttempts,
 		}
 		if q.fifo != nil {
 			m.seq = m.key // keys are the queue's send order and never reused
@@ -94,13 +111,14 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 
 // lookupLease resolves a receipt of queue q to its message: LeaseOtherQueue
 // for a receipt of another queue, LeaseStale with m == nil when the message
-// is gone or was leased again, LeaseApplied with the message otherwise.
+// is gone, was leased again, or is delayed after a failure (backing off or
+// snoozed), LeaseApplied with the message otherwise.
 func lookupLease(q *queue, r broker.Receipt) (*msg, broker.LeaseOutcome) {
 	if r.QueueID != q.ID {
 		return nil, broker.LeaseOtherQueue
 	}
 	m := q.msgs[r.Key]
-	if m == nil || r.Lease == 0 || m.lease != r.Lease {
+	if m == nil || r.Lease == 0 || m.lease != r.Lease || m.state == stateBackoff {
 		return nil, broker.LeaseStale
 	}
 	return m, broker.LeaseApplied
@@ -112,9 +130,9 @@ func lookupLease(q *queue, r broker.Receipt) (*msg, broker.LeaseOutcome) {
 func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
 	out := make([]broker.LeaseOutcome, len(receipts))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
-		if q.fifo != nil {
-			q.promote(b.now()) // a FIFO lease that ended must be seen as ended
-		}
+		// A FIFO lease that ended must be seen as ended, and a lease that
+		// ended into a backoff (or a dead letter) as such.
+		b.promoteLocked(q, batch, b.now())
 		for i, r := range receipts {
 			m, o := lookupLease(q, r)
 			if m == nil {
@@ -146,7 +164,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 	out := make([]broker.LeaseOutcome, len(changes))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
 		now := b.now()
-		q.promote(now)
+		b.promoteLocked(q, batch, now)
 		for i, c := range changes {
 			m, o := lookupLease(q, c.Receipt)
 			switch {
@@ -157,12 +175,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 				out[i] = broker.LeaseEnded
 				continue
 			}
-			q.invalidateAttemptLocked(m, batch)
-			q.unplace(m)
-			m.state = stateInflight
-			m.visibleAt = now + int64(c.Timeout)
-			q.place(m, now) // timeout 0: ready at once, waiters woken
-			_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
+			b.changeLeaseLocked(q, m, c, batch, now)
 		}
 		return nil
 	})

@@ -406,7 +406,7 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 			t.blocked[g] = true
 		}
 	}
-	src.promote(now) // a lease that ended is held by no consumer: its message moves
+	b.promoteLocked(src, batch, now) // a lease that ended is held by no consumer: its message moves
 	walk := broker.MoveWalk{Source: src.Name, Destination: t.Destination, Blocked: t.blocked,
 		Live: func(name string) bool { return b.queues[broker.QueueRef{Account: src.Account, Name: name}] != nil }}
 	rate := t.task().MoveRate()
@@ -502,6 +502,7 @@ func (b *Backend) moveOutLocked(src, dst *queue, m *msg, batch *pebble.Batch, no
 	nm := &msg{
 		key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
 		priority: m.priority, size: m.size, groupID: m.groupID, pos: -1, agePos: -1,
+		id: id, maxAttempts: m.maxAttempts,
 	}
 	if dst.Config.Fifo {
 		nm.seq, nm.dedupID = nm.key, id

@@ -63,7 +63,7 @@ func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.Qu
 	if q == nil {
 		return broker.QueueInfo{}, broker.QueueNotFoundError()
 	}
-	q.promote(b.now())
+	b.promoteLocked(q, nil, b.now())
 	return q.info(), nil
 }
 
@@ -98,24 +98,25 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 // record under b.mu. The configuration handed to edit is a deep copy, so
 // that configurations handed out by info() never see a change in place.
 func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit func(u *broker.QueueUpdate) error) error {
-	retentionChanged := false
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
 		cfg, _ := broker.ApplyAttributes(q.Config, nil) // deep copy
 		u := broker.QueueUpdate{Queue: name, Config: cfg, Tags: copyTags(q.Tags)}
 		if err := edit(&u); err != nil {
 			return err
 		}
-		retentionChanged = u.Config.Retention != q.Config.Retention
 		q.Config, q.Tags = u.Config, copyTags(u.Tags)
 		if u.Modified {
 			q.ModifiedAt = b.clock.Now()
 		}
 		_ = batch.Set(queueKey(name), q.queueRecord.encode(), nil)
+		// Waiting receives look again under the new settings (a resumed
+		// queue delivers at once).
+		q.notify()
 		return nil
 	})
-	if retentionChanged {
-		b.sweeper.Kick()
-	}
+	// The retention, the redrive policy or the limits may have changed: the
+	// sweeper computes its deadlines again.
+	b.sweeper.Kick()
 	return err
 }
 
@@ -174,7 +175,7 @@ func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow fu
 		n = len(q.msgs)
 		q.msgs = map[uint64]*msg{}
 		q.ready, q.timed, q.age = nil, nil, nil
-		q.inflight, q.delayed = 0, 0
+		q.inflight, q.delayed, q.doomed = 0, 0, nil
 		if q.fifo != nil {
 			q.fifo = newFifoState() // the dedup window and attempt cache go too
 		}

@@ -45,7 +45,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			if err := b.syncEarlier(); err != nil {
 				return nil, err
 			}
-			return b.deliver(q.ID, claims), nil
+			return b.deliver(b.db, q.ID, claims), nil
 		}
 	}
 	for {
@@ -62,20 +62,30 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			return nil, ctx.Err()
 		}
 		now := b.now()
-		q.promote(now)
-		n, err := broker.ClaimRoom(q.Name, q.fifo != nil, plan.Max, q.inflight, req.InFlightCap)
-		if err != nil {
-			b.mu.Unlock()
-			return nil, err
-		}
 		batch := b.db.NewBatch()
+		b.promoteLocked(q, batch, now) // leases that ended on their last attempt move now
+		n := 0
+		if !q.Config.Paused { // a paused queue waits as an empty one
+			n, err = broker.ClaimRoom(q.Name, q.fifo != nil, plan.Max, q.inflight, req.InFlightCap)
+			if err != nil {
+				b.mu.Unlock()
+				_ = batch.Close()
+				return nil, err
+			}
+		}
 		var claims []claimed
+		var snap *pebble.Snapshot
 		switch {
 		case n == 0:
-			// A FIFO queue at its in-flight cap: the receive waits as on an
-			// empty queue (ClaimRoom).
+			// Paused, or a FIFO queue at its in-flight cap: the receive
+			// waits as on an empty queue (ClaimRoom).
 		case q.fifo == nil:
 			claims = b.claimLocked(q, batch, n, int64(plan.Visibility), now)
+			if len(claims) > 0 && q.Config.AtMostOnce() {
+				// The claimed messages are deleted in this batch: their
+				// bodies are read from a snapshot taken before it.
+				snap = b.db.NewSnapshot()
+			}
 		default:
 			claims = b.claimFifoLocked(q, batch, n, int64(plan.Visibility), now, plan.AttemptID)
 		}
@@ -83,10 +93,17 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			err := b.applyLocked(batch)
 			b.mu.Unlock()
 			if err := b.wait(batch, err); err != nil {
+				closeSnap(snap)
 				return nil, err
 			}
 			if len(claims) > 0 {
-				return b.deliver(q.ID, claims), nil
+				var r pebble.Reader = b.db
+				if snap != nil {
+					r = snap
+				}
+				out := b.deliver(r, q.ID, claims)
+				closeSnap(snap)
+				return out, nil
 			}
 			// Only dead-letter moves or expirations: look again.
 			b.mu.Lock()
@@ -129,7 +146,9 @@ type claimed struct {
 }
 
 // claimLocked leases up to n ready messages of q (b.mu held), writing their
-// new metadata into batch (see leaseLocked).
+// new metadata into batch (see leaseLocked). On an at-most-once queue the
+// claimed messages are deleted in batch instead (the caller reads their
+// bodies from a snapshot taken before batch is applied).
 func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int64) []claimed {
 	var out []claimed
 	var leased []*msg
@@ -139,8 +158,14 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 		if !b.leaseLocked(q, m, batch, vis, now) {
 			continue
 		}
-		leased = append(leased, m)
 		out = append(out, claimed{key: m.key, lease: m.lease, msg: messageOf(m)})
+		if q.Config.AtMostOnce() {
+			q.forget(m)
+			_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
+			_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+			continue
+		}
+		leased = append(leased, m)
 	}
 	// Placed only now, so that a lease of 0 s (visible at once) is not taken
 	// twice by this receive.
@@ -151,11 +176,11 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 }
 
 // leaseLocked takes m (ready, unplaced) for a receive (b.mu held): a message
-// past retention is deleted; one whose receive would exceed its queue's
-// maxReceiveCount moves to the dead-letter queue (when that exists); any
-// other gets a new lease version and is in flight until now+vis. The caller
-// places a leased m in the index once its claim is complete. It reports
-// whether m was leased.
+// past retention is deleted; one whose receive would start an attempt past
+// its limit (broker.ShouldDeadLetterOnReceive) moves to the dead-letter queue
+// (when that exists); any other gets a new lease version, one more receive
+// and attempt, and is in flight until now+vis. The caller places a leased m
+// in the index once its claim is complete. It reports whether m was leased.
 func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now int64) bool {
 	if q.expired(m, now) {
 		q.forget(m)
@@ -163,27 +188,44 @@ func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now in
 		_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
 		return false
 	}
-	if rp := q.Config.Redrive; broker.ShouldDeadLetterOnReceive(rp, m.receiveCount, 0) {
-		if dlq := b.queues[broker.QueueRef{Account: q.Account, Name: rp.DeadLetterQueue}]; dlq != nil && dlq != q && b.moveLocked(q, dlq, m, batch, now) {
+	if rp := q.Config.Redrive; broker.ShouldDeadLetterOnReceive(rp, m.attempts, m.maxAttempts) {
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, broker.ReasonMaxAttempts) {
 			return false
 		}
 	}
 	m.lease++
 	m.receiveCount++
+	m.attempts++
 	if m.firstReceiveAt == 0 {
 		m.firstReceiveAt = now
 	}
+	m.lastReceiveAt = now
 	m.state = stateInflight
 	m.visibleAt = now + vis
 	_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
+	b.noteLeaseLocked(q, m)
 	return true
 }
 
-// moveLocked moves m (unplaced) from q to its dead-letter queue dlq in batch:
-// same message id, body, attributes, SentAt, ReceiveCount and FirstReceiveAt,
-// a new key in dlq, DeadLetterSource set. It reports false (m untouched) if
-// the body cannot be read.
-func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int64) bool {
+// dlqLocked is q's live dead-letter queue, nil when q has no RedrivePolicy,
+// its dead-letter queue is gone, or it is q itself.
+func (b *Backend) dlqLocked(q *queue) *queue {
+	rp := q.Config.Redrive
+	if rp == nil {
+		return nil
+	}
+	if dlq := b.queues[broker.QueueRef{Account: q.Account, Name: rp.DeadLetterQueue}]; dlq != q {
+		return dlq
+	}
+	return nil
+}
+
+// moveLocked moves m (unplaced) from q to its dead-letter queue dlq in batch
+// (broker.PlanDeadLetter): same message id, body, attributes, SentAt, counts,
+// first and last receive time, the failure reason reason, a new key in dlq,
+// DeadLetterSource set; the move is logged (b.dlLog). It never asks dlq's
+// MaxDepth. It reports false (m untouched) if the body cannot be read.
+func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int64, reason string) bool {
 	body, closer, err := b.db.Get(msgKey(q.ID, kindBody, m.key))
 	if err != nil {
 		b.log.Error("dead-letter move: read body", "queue", q.Name, "key", m.key, "err", err)
@@ -194,6 +236,7 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	nm.state = stateReady
 	nm.visibleAt = now
 	nm.deadLetterSource = q.Name
+	nm.failureReason = reason
 	nm.pos, nm.agePos = -1, -1
 	deadLetter(&nm, body, dlq.fifo != nil, now)
 	_ = batch.Set(msgKey(dlq.ID, kindBody, nm.key), body, nil)
@@ -204,17 +247,17 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	q.forget(m)
 	dlq.add(&nm, now)
 	b.noteExpiryLocked(dlq, &nm) // it keeps its SentAt: it may expire soon under dlq's retention
-	b.log.Debug("message dead-lettered", "queue", q.Name, "dead_letter_queue", dlq.Name, "receive_count", m.receiveCount)
+	b.dlLog.Moved(nm.id, q.ref(), dlq.ref(), reason, nm.attempts)
 	return true
 }
 
 // deliver reads the bodies of the claimed messages (after their leases are
 // durable) and builds the deliveries. A body that is gone (the queue was
 // purged or deleted meanwhile) drops that message.
-func (b *Backend) deliver(qid uint64, claims []claimed) []broker.Delivery {
+func (b *Backend) deliver(r pebble.Reader, qid uint64, claims []claimed) []broker.Delivery {
 	out := make([]broker.Delivery, 0, len(claims))
 	for _, c := range claims {
-		v, closer, err := b.db.Get(msgKey(qid, kindBody, c.key))
+		v, closer, err := r.Get(msgKey(qid, kindBody, c.key))
 		if err != nil {
 			if !errors.Is(err, pebble.ErrNotFound) {
 				b.log.Error("receive: read body", "key", c.key, "err", err)
@@ -247,4 +290,10 @@ func (b *Backend) syncEarlier() error {
 	err := b.applyLocked(batch)
 	b.mu.Unlock()
 	return b.wait(batch, err)
+}
+
+func closeSnap(s *pebble.Snapshot) {
+	if s != nil {
+		_ = s.Close()
+	}
 }

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sluicemq/sluice/broker"
 )
 
 // recover rebuilds the in-memory index from the store: the counters, the
@@ -51,6 +54,8 @@ func (b *Backend) recover() error {
 
 	now := b.now()
 	total := 0
+	upgrade := b.db.NewBatch() // version-1 metadata records rewritten as version 2
+	defer upgrade.Close()
 	for _, q := range b.queues {
 		lo, hi := kindRange(q.ID, kindMeta)
 		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -60,12 +65,20 @@ func (b *Backend) recover() error {
 		for it.First(); it.Valid(); it.Next() {
 			k := it.Key()
 			key := u64(k[len(k)-8:])
-			m, err := decodeMeta(key, it.Value())
+			v := it.Value()
+			m, err := decodeMeta(key, v)
+			if err == nil && v[0] == metaV1 {
+				err = b.upgradeMeta(q, m, upgrade)
+			}
 			if err != nil {
 				_ = it.Close()
 				return fmt.Errorf("embedded: message %d of queue %s: %w", key, q.Name, err)
 			}
-			q.add(m, now)
+			// Indexed as stored (every timed message in timed), then
+			// promoted below: a lease that ended while the broker was down
+			// is planned as any expiry (PlanLeaseExpiry from its end), so a
+			// backoff ends at the instant it would have without the restart.
+			q.add(m, math.MinInt64)
 			if key >= b.nextKey {
 				b.nextKey = key + 1
 			}
@@ -74,6 +87,7 @@ func (b *Backend) recover() error {
 		if err := it.Close(); err != nil {
 			return err
 		}
+		q.promote(now) // doomed messages are moved by the sweeper's first step
 		if q.fifo != nil {
 			if err := b.recoverFifo(q, now); err != nil {
 				return fmt.Errorf("embedded: FIFO state of queue %s: %w", q.Name, err)
@@ -81,6 +95,11 @@ func (b *Backend) recover() error {
 		}
 	}
 
+	if !upgrade.Empty() {
+		if err := upgrade.Commit(pebble.Sync); err != nil {
+			return err
+		}
+	}
 	// Reserve a block of keys durably before handing any out.
 	b.keyCeiling = b.nextKey + keyBlock
 	if err := b.db.Set(keyKeyCeiling, u64Bytes(b.keyCeiling), pebble.Sync); err != nil {
@@ -100,4 +119,21 @@ func (b *Backend) getU64(key []byte) (uint64, error) {
 	}
 	defer c.Close()
 	return u64(v), nil
+}
+
+// upgradeMeta fills in the message id of m, decoded from a version-1
+// metadata record, from its body record, and writes m as version 2 in batch.
+func (b *Backend) upgradeMeta(q *queue, m *msg, batch *pebble.Batch) error {
+	v, closer, err := b.db.Get(msgKey(q.ID, kindBody, m.key))
+	if err != nil {
+		return fmt.Errorf("read body to upgrade metadata: %w", err)
+	}
+	var body broker.Message
+	err = decodeBody(v, &body)
+	_ = closer.Close()
+	if err != nil {
+		return err
+	}
+	m.id = body.ID
+	return batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
 }

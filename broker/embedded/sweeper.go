@@ -23,10 +23,12 @@ func (b *Backend) noteExpiryLocked(q *queue, m *msg) {
 }
 
 // sweepStep is the retention sweeper's step (b.sweeper, a broker.Duty): it
-// deletes messages whose SentAt + the queue's Retention has passed, whatever
-// their state (ready, in flight, delayed, dead-lettered), sweepBudget at a
-// time, and asks to run again at the next expiry. All state it touches is
-// under Backend.mu.
+// moves the messages whose lease ended on their last attempt to their
+// dead-letter queue (retry.go), deletes messages whose SentAt + the queue's
+// Retention has passed, whatever their state (ready, in flight, delayed,
+// dead-lettered), sweepBudget at a time, and asks to run again at the next
+// expiry or lease end that may dead-letter. All state it touches is under
+// Backend.mu.
 func (b *Backend) sweepStep(context.Context) (time.Time, error) {
 	next, more := b.sweepOnce()
 	switch {
@@ -38,8 +40,8 @@ func (b *Backend) sweepStep(context.Context) (time.Time, error) {
 	return fromNanos(next), nil
 }
 
-// sweepOnce deletes up to sweepBudget expired messages in one synced batch.
-// It returns the next expiry (Unix ns, 0 if none) and whether more are due.
+// sweepOnce moves and deletes up to sweepBudget messages in one synced batch.
+// It returns its next deadline (Unix ns, 0 if none) and whether more are due.
 func (b *Backend) sweepOnce() (next int64, more bool) {
 	b.mu.Lock()
 	if b.refusal() != nil {
@@ -50,6 +52,18 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 	batch := b.db.NewBatch()
 	n := 0
 	for _, q := range b.queues {
+		// Leases that ended on their last attempt: their messages move to
+		// the dead-letter queue now, even when no one calls.
+		if q.Config.Redrive != nil || len(q.doomed) > 0 {
+			q.promote(now)
+			if len(q.doomed) > 0 {
+				k := b.flushDoomedLocked(q, batch, now, max(sweepBudget-n, 0))
+				n += k
+				if len(q.doomed) > 0 {
+					more = true
+				}
+			}
+		}
 		for len(q.age) > 0 && q.expired(q.age[0], now) {
 			if n >= sweepBudget {
 				more = true
@@ -64,6 +78,11 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 		if exp, ok := q.nextExpiry(); ok && (next == 0 || exp < next) {
 			next = exp
 		}
+		// The next lease end that may dead-letter a message (an earlier
+		// delay's end, at worst, makes a spare step).
+		if t, ok := q.nextTimed(); ok && q.Config.Redrive != nil && q.inflight > 0 && (next == 0 || t < next) {
+			next = t
+		}
 	}
 	b.sweepAt = next
 	err := b.applyLocked(batch)
@@ -71,7 +90,7 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 	if err := b.wait(batch, err); err != nil {
 		b.log.Error("retention sweep failed", "err", err)
 	} else if n > 0 {
-		b.log.Debug("retention sweep", "deleted", n)
+		b.log.Debug("retention sweep", "handled", n)
 	}
 	return next, more
 }

@@ -1,0 +1,147 @@
+package brokertest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// The backpressure tests: MaxDepth and LowPriorityMaxDepth refuse a send
+// that would pass them, whole, as throttling (*broker.DepthError); every
+// state counts in the depth; refusals are counted per reason.
+var depthTests = []testCase{
+	{"RefusesWholeSend", testDepthRefusesWhole},
+	{"CountsEveryState", testDepthCountsEveryState},
+	{"LowPriority", testDepthLowPriority},
+	{"InvalidEntriesDoNotCount", testDepthInvalidEntries},
+	{"RaisedLimitAdmits", testDepthRaised},
+}
+
+// wantDepthError checks a refused send's error.
+func wantDepthError(t testing.TB, what string, err error, queue string, depth, limit int64, low bool) {
+	t.Helper()
+	if !errors.Is(err, broker.ErrThrottled) {
+		t.Fatalf("%s: error = %v, want one matching ErrThrottled", what, err)
+	}
+	var de *broker.DepthError
+	if !errors.As(err, &de) {
+		t.Fatalf("%s: error %v (%T) is not a *broker.DepthError", what, err, err)
+	}
+	if de.Queue != queue || de.Depth != depth || de.Limit != limit || de.LowPriority != low {
+		t.Fatalf("%s: DepthError %+v, want queue %s depth %d limit %d low priority %v", what, *de, queue, depth, limit, low)
+	}
+}
+
+// wantRefused checks the front's refusal counts of queue.
+func (e *env) wantRefused(queue string, maxDepth, lowPriority int64) {
+	e.t.Helper()
+	_, st, err := e.b.Stats(e.ctx, queue)
+	if err != nil {
+		e.t.Fatalf("Stats(%s): %v", queue, err)
+	}
+	if st.Refused["max_depth"] != maxDepth || st.Refused["low_priority_max_depth"] != lowPriority {
+		e.t.Fatalf("Stats(%s).Refused = %v, want max_depth %d, low_priority_max_depth %d", queue, st.Refused, maxDepth, lowPriority)
+	}
+}
+
+func testDepthRefusesWhole(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{broker.AttrMaxDepth: "3"})
+	e.send("q", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"})
+	_, err := e.trySend("q", broker.SendEntry{ID: "c", Body: "c"}, broker.SendEntry{ID: "d", Body: "d"})
+	wantDepthError(t, "a batch of 2 at depth 2 of 3", err, "q", 2, 3, false)
+	e.wantStats("q", 2, 0, 0)
+	e.sendBody("q", "c")
+	e.wantStats("q", 3, 0, 0)
+	wantDepthError(t, "a plain send at depth 3 of 3", e.plainSendErr("q", broker.SendEntry{Body: "e"}), "q", 3, 3, false)
+	e.wantStats("q", 3, 0, 0)
+	e.wantRefused("q", 2, 0)
+	if got := bodies(e.receiveN(broker.ReceiveRequest{Queue: "q"}, 3)); got[0] != "a" || got[1] != "b" || got[2] != "c" {
+		t.Fatalf("the queue holds %v, want a b c (nothing of the refused sends)", got)
+	}
+	e.receiveNone("q")
+}
+
+// testDepthCountsEveryState: depth is visible + in flight + delayed, a
+// backing-off message included; a delete makes room.
+func testDepthCountsEveryState(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{
+		broker.AttrMaxDepth:    "3",
+		broker.AttrRetryPolicy: retryPolicy(60, 300, broker.JitterNone),
+	})
+	e.sendBody("q", "inflight")
+	inflight := e.receiveOne("q")
+	e.send("q", broker.SendEntry{Body: "delayed", Delay: dur(time.Minute)})
+	e.sendBody("q", "visible")
+	e.wantStats("q", 1, 1, 1)
+	wantDepthError(t, "a send at depth 3 (visible, in flight, delayed)", e.sendErr("q", broker.SendEntry{Body: "x"}), "q", 3, 3, false)
+	e.mustDelete("q", inflight.Receipt)
+	e.sendBody("q", "after-delete")
+	e.wantStats("q", 2, 0, 1)
+	// A backing-off message still counts.
+	d := e.receiveOne("q")
+	e.mustChangeVis("q", d.Receipt, 0)
+	e.wantStats("q", 1, 0, 2)
+	wantDepthError(t, "a send at depth 3 with a message backing off", e.sendErr("q", broker.SendEntry{Body: "x"}), "q", 3, 3, false)
+	e.wantRefused("q", 2, 0)
+}
+
+// testDepthLowPriority: from LowPriorityMaxDepth on, a send holding a
+// message of priority below 0 is refused whole; others go on to MaxDepth.
+func testDepthLowPriority(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{broker.AttrMaxDepth: "4", broker.AttrLowPriorityMaxDepth: "2"})
+	e.send("q", withPriority("low1", -1))
+	low := withPriority("low2", -50)
+	low.ID = "l"
+	_, err := e.trySend("q", broker.SendEntry{ID: "n", Body: "normal"}, low)
+	wantDepthError(t, "a batch with a low-priority message past LowPriorityMaxDepth", err, "q", 1, 2, true)
+	e.wantStats("q", 1, 0, 0)
+	e.send("q", withPriority("low2", -1)) // depth 2: at the low limit, allowed
+	wantDepthError(t, "a low-priority send at LowPriorityMaxDepth", e.sendErr("q", withPriority("low3", -1)), "q", 2, 2, true)
+	e.send("q", withPriority("zero", 0), withPriority("high", 5)) // priority 0 is not low
+	e.wantStats("q", 4, 0, 0)
+	wantDepthError(t, "a normal send at MaxDepth", e.sendErr("q", broker.SendEntry{Body: "x"}), "q", 4, 4, false)
+	e.wantRefused("q", 1, 2)
+	// The refusal counts are per queue.
+	e.createQueue("other", nil)
+	e.wantRefused("other", 0, 0)
+}
+
+// testDepthInvalidEntries: entries that fail on their own are not stored,
+// so they do not count against the depth.
+func testDepthInvalidEntries(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{broker.AttrMaxDepth: "1"})
+	res, err := e.trySend("q",
+		broker.SendEntry{ID: "bad", Body: "x", Delay: dur(broker.MaxDelay + time.Second)},
+		broker.SendEntry{ID: "ok", Body: "ok"})
+	if err != nil {
+		t.Fatalf("a batch of one invalid and one valid entry at depth 0 of 1: %v", err)
+	}
+	wantErr(t, "the invalid entry", res[0].Err, broker.ErrInvalidParameterValue)
+	if res[1].Err != nil {
+		t.Fatalf("the valid entry: %v", res[1].Err)
+	}
+	e.wantStats("q", 1, 0, 0)
+}
+
+// testDepthRaised: raising MaxDepth (or removing it) admits sends again.
+func testDepthRaised(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{broker.AttrMaxDepth: "1"})
+	e.sendBody("q", "a")
+	wantDepthError(t, "a send at MaxDepth 1", e.sendErr("q", broker.SendEntry{Body: "b"}), "q", 1, 1, false)
+	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrMaxDepth: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	e.sendBody("q", "b")
+	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrMaxDepth: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	e.send("q", broker.SendEntry{Body: "c"}, broker.SendEntry{Body: "d"})
+	e.wantStats("q", 4, 0, 0)
+}

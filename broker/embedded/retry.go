@@ -1,0 +1,110 @@
+package embedded
+
+import (
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Failures, backoff and dead-lettering of the embedded backend: where the
+// pure planners of broker/retry.go are applied.
+//
+//   - A receive adds one to a message's receive count and attempts
+//     (leaseLocked); a receive that would start an attempt past the limit
+//     moves the message instead (broker.ShouldDeadLetterOnReceive).
+//   - A lease that ends unsettled is planned by promote with
+//     broker.PlanLeaseExpiry when the clock passes its end: visible,
+//     backing off (stateBackoff; not written, see stateBackoff), or doomed
+//     (stateDoomed): moved to the dead-letter queue by the next holder of a
+//     write batch for the queue (promoteLocked: a receive, a delete, a
+//     visibility change, a move-task step) or by the sweeper, which wakes
+//     for the lease ends of messages on their last attempt (noteLeaseLocked).
+//   - ChangeVisibility plans each change with broker.PlanLeaseChange
+//     (changeLeaseLocked).
+
+// promoteLocked brings q up to now (promote) and, with batch, moves the
+// doomed messages to the dead-letter queue in it; without one (a read), it
+// leaves them to the sweeper, which it kicks. b.mu must be held.
+func (b *Backend) promoteLocked(q *queue, batch *pebble.Batch, now int64) {
+	q.promote(now)
+	if len(q.doomed) == 0 {
+		return
+	}
+	if batch == nil {
+		b.sweeper.Kick()
+		return
+	}
+	b.flushDoomedLocked(q, batch, now, -1)
+}
+
+// flushDoomedLocked moves up to limit (< 0: all) of q's doomed messages to
+// its dead-letter queue in batch, with their reason (ReasonLeaseExpired).
+// When the dead-letter queue is gone (or the body cannot be read), the
+// message is left visible instead. It returns how many it handled. b.mu
+// must be held.
+func (b *Backend) flushDoomedLocked(q *queue, batch *pebble.Batch, now int64, limit int) int {
+	n := 0
+	for len(q.doomed) > 0 && (limit < 0 || n < limit) {
+		m := q.doomed[0]
+		q.unplace(m)
+		n++
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, m.failureReason) {
+			continue
+		}
+		// Visible from its lease's end (m.visibleAt), as PlanLeaseExpiry
+		// would have made it without a dead-letter queue.
+		m.state = stateReady
+		q.place(m, now)
+	}
+	return n
+}
+
+// noteLeaseLocked makes the sweeper wake when m's new lease ends, if that
+// end would dead-letter it (its last attempt), so that the move is prompt
+// even when no one calls. b.mu must be held.
+func (b *Backend) noteLeaseLocked(q *queue, m *msg) {
+	if limit := broker.MaxAttempts(q.Config.Redrive, m.maxAttempts); limit > 0 && m.attempts >= limit {
+		b.noteDeadlineLocked(m.visibleAt)
+	}
+}
+
+// noteDeadlineLocked kicks the sweeper when at is before its deadline.
+// b.mu must be held.
+func (b *Backend) noteDeadlineLocked(at int64) {
+	if b.sweepAt == 0 || at < b.sweepAt {
+		b.sweepAt = at
+		b.sweeper.Kick()
+	}
+}
+
+// changeLeaseLocked applies one planned visibility change to m, a message of
+// q in flight under the receipt's lease, in batch (b.mu held).
+func (b *Backend) changeLeaseLocked(q *queue, m *msg, c broker.VisibilityChange, batch *pebble.Batch, now int64) {
+	q.invalidateAttemptLocked(m, batch)
+	plan := broker.PlanLeaseChange(q.Config, m.facts(), c, fromNanos(now))
+	m.attempts = plan.Attempts
+	if plan.SetReason {
+		m.failureReason = plan.Reason
+	}
+	q.unplace(m)
+	switch plan.Fate {
+	case broker.FateInFlight:
+		m.state, m.visibleAt = stateInflight, nanos(plan.At)
+		q.place(m, now)
+		b.noteLeaseLocked(q, m)
+	case broker.FateDelayed:
+		m.state, m.visibleAt = stateBackoff, nanos(plan.At)
+		q.place(m, now)
+	case broker.FateDeadLetter:
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, plan.Reason) {
+			return // moveLocked wrote the records
+		}
+		// No dead-letter queue to move it to: visible at once.
+		m.state, m.visibleAt = stateReady, now
+		q.place(m, now)
+	default: // FateVisible
+		m.state, m.visibleAt = stateReady, nanos(plan.At)
+		q.place(m, now)
+	}
+	_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
+}
