@@ -51,7 +51,9 @@ async function main() {
         seen.push([out.response?.statusCode ?? 200, null]);
         return out;
       } catch (e) {
-        seen.push([e.$metadata?.httpStatusCode, e.name]);
+        // Only answered attempts: a lost connection is retried as such.
+        if (e.$metadata?.httpStatusCode === undefined) throw e;
+        seen.push([e.$metadata.httpStatusCode, e.name]);
         if (e.$metadata?.httpStatusCode === 403 && seen.length === 1) {
           const got = (await consumer.send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 5 }))).Messages ?? [];
           check(got.length === 1 && got[0].Body === "first", "the consumer received the message that fills the queue");
@@ -67,7 +69,7 @@ async function main() {
 
   const out = await producer.send(new SendMessageCommand({ QueueUrl, MessageBody: "second" }));
   check(typeof out.MessageId === "string", "the send to the full queue succeeded after retries");
-  check(out.$metadata.attempts === 2, `$metadata.attempts = ${out.$metadata.attempts}`);
+  check(out.$metadata.attempts >= 2, `$metadata.attempts = ${out.$metadata.attempts}`);
   check(seen.length === 2 && seen[0][0] === 403 && seen[0][1] === "RequestThrottled" && seen[1][0] === 200,
     `attempts: ${JSON.stringify(seen)}`);
 

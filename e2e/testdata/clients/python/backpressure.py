@@ -39,11 +39,12 @@ def main():
     url = producer.create_queue(QueueName=queue, Attributes={"MaxDepth": "1"})["QueueUrl"]
     producer.send_message(QueueUrl=url, MessageBody="first")
 
-    seen = []  # (status, error code) of each SendMessage attempt
+    seen = []  # (status, error code) of each SendMessage attempt answered
 
-    def on_needs_retry(response=None, attempts=None, **_):
+    def on_needs_retry(response=None, attempts=None, caught_exception=None, **_):
         if response is None:
-            seen.append((None, "no response"))
+            # A connection error (no answer): botocore retries it as such.
+            print("note: attempt", attempts, "got no answer:", caught_exception)
             return None
         http, parsed = response
         code = parsed.get("Error", {}).get("Code")
@@ -59,7 +60,7 @@ def main():
     producer.meta.events.register("needs-retry.sqs.SendMessage", on_needs_retry)
     out = producer.send_message(QueueUrl=url, MessageBody="second")
     check("MessageId" in out, "the send to the full queue succeeded after retries")
-    check(out["ResponseMetadata"]["RetryAttempts"] == 1, "RetryAttempts = %d" % out["ResponseMetadata"]["RetryAttempts"])
+    check(out["ResponseMetadata"]["RetryAttempts"] >= 1, "RetryAttempts = %d" % out["ResponseMetadata"]["RetryAttempts"])
     check(len(seen) == 2 and seen[0] == (403, "RequestThrottled") and seen[1][0] == 200,
           "attempts: %r" % (seen,))
 
