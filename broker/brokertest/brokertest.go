@@ -26,7 +26,14 @@
 // cap), longpoll.go (waiting receives and receive parameters), retention.go,
 // redrive.go (dead-letter queues), batch.go, restart.go, concurrency.go,
 // lifecycle.go, fifo.go, movetask.go (message move tasks) and tags.go
-// (tags and policy statements).
+// (tags and policy statements). The Sluice settings beyond SQS (issue 8)
+// have their own: retry.go (attempts and the RetryPolicy's backoff),
+// deadletter.go (the last attempt and its forensics), consumer.go (nack,
+// snooze, release, dead-letter now, extend), depth.go (MaxDepth), pause.go,
+// atmostonce.go, priority.go (Sluice.* message options), browse.go (Browse
+// and DeleteMessages), longdelay.go (long delays and queue stats) and
+// sluice_restart.go (that state across restarts), with their helpers in
+// sluice.go.
 package brokertest
 
 import (
@@ -85,6 +92,11 @@ func groups() []group {
 		{"Depth", depthTests},
 		{"Pause", pauseTests},
 		{"AtMostOnce", atMostOnceTests},
+		{"MessageOptions", priorityTests},
+		{"Browse", browseTests},
+		{"LongDelay", longDelayTests},
+		{"Stats", statsTests},
+		{"SluiceRestart", sluiceRestartTests},
 	}
 }
 

@@ -106,9 +106,14 @@ func testDepthLowPriority(t *testing.T, s suite) {
 	e.wantStats("q", 4, 0, 0)
 	wantDepthError(t, "a normal send at MaxDepth", e.sendErr("q", broker.SendEntry{Body: "x"}), "q", 4, 4, false)
 	e.wantRefused("q", 1, 2)
-	// The refusal counts are per queue.
+	// The refusal counts are per queue, and a deleted queue's are forgotten.
 	e.createQueue("other", nil)
 	e.wantRefused("other", 0, 0)
+	if err := e.b.DeleteQueue(e.ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	e.createQueue("q", nil)
+	e.wantRefused("q", 0, 0)
 }
 
 // testDepthInvalidEntries: entries that fail on their own are not stored,
@@ -116,6 +121,7 @@ func testDepthLowPriority(t *testing.T, s suite) {
 func testDepthInvalidEntries(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", map[string]string{broker.AttrMaxDepth: "1"})
+	e.createQueue("q2", nil)
 	res, err := e.trySend("q",
 		broker.SendEntry{ID: "bad", Body: "x", Delay: dur(broker.MaxDelay + time.Second)},
 		broker.SendEntry{ID: "ok", Body: "ok"})
@@ -127,6 +133,19 @@ func testDepthInvalidEntries(t *testing.T, s suite) {
 		t.Fatalf("the valid entry: %v", res[1].Err)
 	}
 	e.wantStats("q", 1, 0, 0)
+	// A queue past a lowered MaxDepth: a send that stores nothing gets its
+	// entries' own errors, not a refusal.
+	e.send("q2", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"}, broker.SendEntry{Body: "c"})
+	if err := e.b.SetQueueAttributes(e.ctx, "q2", map[string]string{broker.AttrMaxDepth: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.trySend("q2", broker.SendEntry{ID: "bad", Body: "x", Delay: dur(broker.MaxDelay + time.Second)})
+	if err != nil {
+		t.Fatalf("a send of one invalid entry to a queue past its MaxDepth: %v, want the entry's own error", err)
+	}
+	wantErr(t, "the invalid entry", res[0].Err, broker.ErrInvalidParameterValue)
+	wantDepthError(t, "a valid send to a queue past its MaxDepth", e.sendErr("q2", broker.SendEntry{Body: "d"}), "q2", 3, 2, false)
+	e.wantRefused("q2", 1, 0)
 }
 
 // testDepthRaised: raising MaxDepth (or removing it) admits sends again.

@@ -279,7 +279,7 @@ func testMoveOnlyPresentAtStart(t *testing.T, s suite) {
 	e.sendBody("src", "late")
 	e.receiveOne("src")
 	e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
-	e.eventuallyStats("src", 1, 0, 0)
+	e.eventuallyNotInFlight("src")
 	e.moveToDLQ("src", "dlq", 1)
 	if got := e.task("dlq"); got.Moved != 2 || got.ToMove != 2 {
 		t.Fatalf("task = %+v", got)

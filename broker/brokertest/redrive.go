@@ -200,6 +200,13 @@ func testRedrivePolicySetAndRemove(t *testing.T, s suite) {
 		err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: bad})
 		wantErr(t, "RedrivePolicy "+bad, err, broker.ErrInvalidAttributeValue)
 	}
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	e.sendBody("src", "a")
+	d := e.receiveOne("src")
+	e.mustChangeVis("src", d.Receipt, 0) // attempt 1 of 2 failed: visible again
+	// Lowering maxReceiveCount to 1 dooms the message at its next receive…
 	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -207,10 +214,7 @@ func testRedrivePolicySetAndRemove(t *testing.T, s suite) {
 	if r == nil || r.DeadLetterQueue != "dlq" || r.MaxReceiveCount != 1 {
 		t.Fatalf("stored RedrivePolicy = %+v", r)
 	}
-	e.sendBody("src", "a")
-	d := e.receiveOne("src")
-	e.mustChangeVis("src", d.Receipt, 0)
-	// Removing the policy: the message is returned again instead of moving.
+	// …but removing the policy: the message is returned again instead of moving.
 	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: ""}); err != nil {
 		t.Fatal(err)
 	}
@@ -251,6 +255,6 @@ func testRedriveAllowByQueue(t *testing.T, s suite) {
 	e.sendBody("src-ok", "a")
 	e.receiveOne("src-ok")
 	e.advance(5 * time.Second)
-	e.eventuallyStats("src-ok", 1, 0, 0)
+	e.eventuallyNotInFlight("src-ok")
 	e.moveToDLQ("src-ok", "dlq", 1)
 }

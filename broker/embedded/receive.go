@@ -68,8 +68,13 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		if !q.Config.Paused { // a paused queue waits as an empty one
 			n, err = broker.ClaimRoom(q.Name, q.fifo != nil, plan.Max, q.inflight, req.InFlightCap)
 			if err != nil {
+				// The dead-letter moves already made in the index must
+				// still be written.
+				applyErr := b.applyLocked(batch)
 				b.mu.Unlock()
-				_ = batch.Close()
+				if werr := b.wait(batch, applyErr); werr != nil {
+					return nil, werr
+				}
 				return nil, err
 			}
 		}

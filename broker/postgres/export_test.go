@@ -1,6 +1,11 @@
 package postgres
 
-import "context"
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // SweepOnce runs one sweep of b's sweeper now (retention, expired dedup and
 // attempt rows, deleted queues, empty FIFO group rows).
@@ -14,4 +19,14 @@ func (b *Backend) SweepOnce(ctx context.Context) error {
 // Set it before b serves any call.
 func (b *Backend) SetAfterFifoCandidates(f func(groups []string)) {
 	b.afterFifoCandidates = f
+}
+
+// MigrateTo creates schema at url and migrates it up to version only (a
+// schema as an older broker left it).
+func MigrateTo(ctx context.Context, url, schema string, version int) error {
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	return migrateTo(ctx, cc, schema, slog.New(slog.DiscardHandler), version)
 }

@@ -99,11 +99,11 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 						RETURNING seq),
 					m AS (
 						INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, seq, message_id,
-							group_id, dedup_id, sender_id, attrs, body)
+							group_id, dedup_id, sender_id, attrs, body, max_attempts)
 						SELECT $2, $6::"char", `+nowSQL+` + $7 * interval '1 microsecond', `+nowSQL+`, $8, d.seq, $4,
-							$9, $10, $11, $12, $13 FROM d)
+							$9, $10, $11, $12, $13, $14 FROM d)
 					SELECT seq FROM d`, b.tnow(), q.mid, key, mid, micros(broker.DedupWindow), state,
-					micros(q.cfg.Delay), 0, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body).Scan(&seq)
+					micros(q.cfg.Delay), p.Priority, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body, p.MaxAttempts).Scan(&seq)
 				if errors.Is(err, pgx.ErrNoRows) {
 					// A duplicate: the original's id and sequence number.
 					err = tx.QueryRow(ctx, `SELECT message_id::text, seq FROM dedup WHERE queue_id = $1 AND key = $2`,
@@ -163,26 +163,28 @@ FOR UPDATE OF g SKIP LOCKED`
 // fifoHeadSQL reads the first 10 messages of group $2 of queue $1, in
 // sequence order. In-flight messages are always among them (see "Group
 // lock" above), so they show whether the group is locked.
-const fifoHeadSQL = `SELECT id, state::text, receive_count FROM messages
+const fifoHeadSQL = `SELECT id, state::text, coalesce(attempts, receive_count), max_attempts FROM messages
 	WHERE queue_id = $1 AND group_id = $2 AND seq IS NOT NULL ORDER BY seq LIMIT 10`
 
 // fifoGroupRun returns the ids of up to max consecutive ready messages at the
 // head of group g of queue qid, or none when a message of the group is in
-// flight (the group is locked) or its head is not ready; moves tells whether
-// one of them has been received maxRC times (the claim moves it to the
-// dead-letter queue). The caller holds the group's row lock, so no claim can
+// flight (the group is locked) or its head is not ready (delayed: a message
+// backing off after a failure, or snoozed, keeps holding its group); moves
+// tells whether one of them used its attempts (the claim moves it to the
+// dead-letter queue, claimTo.deadLetters). The caller holds the group's row lock, so no claim can
 // lease a message of the group after this statement's snapshot: what it
 // sees in flight stays locked, and what it sees ready can only be deleted
 // (or moved) before the claim.
-func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, maxRC int64) (run []int64, moves bool, err error) {
+func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, to claimTo) (run []int64, moves bool, err error) {
 	rows, err := tx.Query(ctx, fifoHeadSQL, qid, g)
 	if err != nil {
 		return nil, false, err
 	}
-	var id, rc int64
+	var id int64
+	var attempts, maxAttempts int
 	var state string
 	ended, locked := false, false
-	_, err = pgx.ForEachRow(rows, []any{&id, &state, &rc}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &state, &attempts, &maxAttempts}, func() error {
 		switch {
 		case state == "i":
 			locked = true
@@ -190,7 +192,7 @@ func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, 
 			ended = true
 		case !ended && len(run) < max:
 			run = append(run, id)
-			moves = moves || rc >= maxRC
+			moves = moves || to.deadLetters(attempts, maxAttempts)
 		default:
 			ended = true
 		}
@@ -208,15 +210,15 @@ func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, 
 // then the next group), and claims them with claimSQL. With attemptID set, a
 // non-empty result is recorded in the receive-attempt cache in the same
 // transaction.
-func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Duration, attemptID string) ([]broker.Delivery, int64, error) {
-	to, err := b.claimTarget(ctx, q)
+func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Duration, attemptID string) ([]broker.Delivery, []movedLetter, error) {
+	to, err := b.claimTarget(ctx, b.pool, q)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	var out []broker.Delivery
-	var moved int64
+	var moved []movedLetter
 	err = retry(func() error {
-		out, moved = nil, 0
+		out, moved = nil, nil
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, fifoCandidatesSQL, q.mid, n)
 			if err != nil {
@@ -241,12 +243,12 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 				if len(ids) >= n {
 					break
 				}
-				run, moves, err := fifoGroupRun(ctx, tx, q.mid, g, n-len(ids), to.maxRC)
+				run, moves, err := fifoGroupRun(ctx, tx, q.mid, g, n-len(ids), to)
 				if err != nil {
 					return err
 				}
 				ids = append(ids, run...)
-				if moves && to.dlqFifo {
+				if moves && to.dlq.cfg.Fifo {
 					dlqGroups = append(dlqGroups, g)
 				}
 			}
@@ -260,7 +262,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 			// own upsert of them comes after its nextval).
 			if len(dlqGroups) > 0 {
 				slices.Sort(dlqGroups)
-				if _, err := tx.Exec(ctx, lockGroupsSQL, to.dlq, dlqGroups); err != nil {
+				if _, err := tx.Exec(ctx, lockGroupsSQL, to.dlq.mid, dlqGroups); err != nil {
 					return err
 				}
 			}
@@ -283,7 +285,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 		})
 	})
 	if err != nil {
-		return nil, 0, dbErr("receive", err)
+		return nil, nil, dbErr("receive", err)
 	}
 	return out, moved, nil
 }

@@ -106,9 +106,11 @@ func TestFifoRedriveSeqAfterGroupLock(t *testing.T) {
 	if _, err := a.CreateQueue(ctx, "dlq.fifo", fifo, nil); err != nil {
 		t.Fatal(err)
 	}
+	redrive := func(n int) string {
+		return fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, broker.ARN("us-east-1", "000000000000", "dlq.fifo"), n)
+	}
 	src := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true",
-		broker.AttrRedrivePolicy: fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`,
-			broker.ARN("us-east-1", "000000000000", "dlq.fifo"))}
+		broker.AttrRedrivePolicy: redrive(2)}
 	if _, err := a.CreateQueue(ctx, "src.fifo", src, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,16 @@ func TestFifoRedriveSeqAfterGroupLock(t *testing.T) {
 	if err != nil || len(ds) != 1 {
 		t.Fatal(ds, err)
 	}
-	clock.Advance(2 * time.Second) // the lease ends: the next receive moves m
+	// A nack leaves m visible (its first of two attempts); lowering
+	// maxReceiveCount to 1 then makes the next receive move it (a failed
+	// last attempt is moved by the failure itself: not the claim's path).
+	if errs, err := a.ChangeVisibility(ctx, "src.fifo", []broker.VisibilityEntry{{ID: "1", Receipt: ds[0].Receipt}}); err != nil || errs[0] != nil {
+		t.Fatal(errs, err)
+	}
+	if err := a.SetQueueAttributes(ctx, "src.fifo", map[string]string{broker.AttrRedrivePolicy: redrive(1)}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
 
 	url := requirePostgres(t)
 	other, err := pgx.Connect(ctx, url)

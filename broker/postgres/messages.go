@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,7 +38,16 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 	if err != nil {
 		return nil, err
 	}
-	plans, err := broker.PlanSend(q.cfg, queueName.Name, 0, entries)
+	var depth int64
+	if q.cfg.MaxDepth > 0 || q.cfg.LowPriorityMaxDepth > 0 {
+		// The depth as of this read: concurrent sends (on any broker) read
+		// the same one, so the limit may be passed by the batches in flight
+		// at once (docs/postgres.md).
+		if depth, err = b.depth(ctx, q.mid); err != nil {
+			return nil, err
+		}
+	}
+	plans, err := broker.PlanSend(q.cfg, queueName.Name, depth, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -69,24 +77,24 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 			minDelay = delay
 		}
 		n := len(args)
-		// (delay µs, priority, message id, sender, attrs, body, group)
-		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text)",
-			n+1, n+2, n+3, n+4, n+5, n+6, n+7))
+		// (delay µs, priority, message id, sender, attrs, body, group, max attempts)
+		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text, $%d::integer)",
+			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8))
 		var group any
 		if e.GroupID != "" {
 			group = e.GroupID
 		}
-		args = append(args, micros(delay), plans[i].Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body, group)
+		args = append(args, micros(delay), plans[i].Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body, group, plans[i].MaxAttempts)
 	}
 	if len(values) == 0 {
 		return results, nil
 	}
-	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body, group_id) AS (VALUES ` + strings.Join(values, ", ") + `),
+	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts) AS (VALUES ` + strings.Join(values, ", ") + `),
 		ins AS (
-			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id)
+			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts)
 			SELECT $2, CASE WHEN delay > 0 THEN 'd' ELSE 'r' END::"char",
 				` + nowSQL + ` + delay * interval '1 microsecond', ` + nowSQL + `,
-				priority, message_id, sender_id, attrs, body, group_id
+				priority, message_id, sender_id, attrs, body, group_id, max_attempts
 			FROM v RETURNING state)
 		INSERT INTO counts AS c (queue_id, shard, ready, delayed)
 		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins
@@ -139,27 +147,62 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 		return out, nil
 	}
 	// On a FIFO queue only a live lease deletes: an expired one has lost its
-	// group lock ($5). Deleting a leased message invalidates the receive
-	// attempt that returned it.
+	// group lock ($5). A message backing off or snoozed ('d') is not under
+	// the receipt's lease any more: stale. On a standard queue with a policy
+	// ($7) an ended lease is not deleted by this statement: it is planned
+	// first (broker.PlanLeaseExpiry; below), since its message may be
+	// backing off or dead-lettered by now. Deleting a leased message
+	// invalidates the receive attempt that returned it.
 	sql := `WITH r (id, lease) AS (SELECT * FROM unnest($3::bigint[], $4::bigint[]) ORDER BY 1),
 		d AS (DELETE FROM messages m USING r WHERE m.id = r.id AND m.queue_id = $2 AND m.lease = r.lease
-			AND (NOT $5 OR (m.state = 'i' AND m.visible_at > ` + nowSQL + `))
+			AND m.state <> 'd' AND (NOT $5 OR (m.state = 'i' AND m.visible_at > ` + nowSQL + `))
+			AND NOT ($7 AND m.state = 'i' AND m.visible_at <= ` + nowSQL + `)
 			RETURNING m.id, m.state, m.attempt),
 		inv AS (UPDATE attempts SET invalid = true
 			WHERE queue_id = $2 AND attempt_id IN (SELECT attempt FROM d WHERE attempt IS NOT NULL)),
 		cnt AS (` + countsFromStates("d", "$2", "$6") + `)
 		SELECT id FROM d`
-	var gone []int64
-	err = retry(func() error {
-		rows, err := b.pool.Query(ctx, sql, b.tnow(), q.mid, keys, leases, q.cfg.Fifo, shard())
-		if err != nil {
+	policy := hasPolicy(q.cfg)
+	del := func(keys, leases []int64) ([]int64, error) {
+		var gone []int64
+		err := retry(func() error {
+			rows, err := b.pool.Query(ctx, sql, b.tnow(), q.mid, keys, leases, q.cfg.Fifo, shard(), policy && !q.cfg.Fifo)
+			if err != nil {
+				return err
+			}
+			gone, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 			return err
+		})
+		if err != nil {
+			return nil, dbErr("delete", err)
 		}
-		gone, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+		return gone, nil
+	}
+	gone, err := del(keys, leases)
 	if err != nil {
-		return nil, dbErr("delete", err)
+		return nil, err
+	}
+	if policy && len(gone) < len(keys) {
+		// Some receipts may name ended leases: plan them (as a receive
+		// would), then delete what is still deletable.
+		moved, err := b.promote(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		b.deadLettered(ctx, q, moved)
+		if !q.cfg.Fifo {
+			var rk, rl []int64
+			for j, key := range keys {
+				if !slices.Contains(gone, key) {
+					rk, rl = append(rk, key), append(rl, leases[j])
+				}
+			}
+			more, err := del(rk, rl)
+			if err != nil {
+				return nil, err
+			}
+			gone = append(gone, more...)
+		}
 	}
 	for j, key := range keys {
 		if !slices.Contains(gone, key) {
@@ -175,7 +218,7 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 		err := retry(func() error {
 			rows, err := b.pool.Query(ctx, `SELECT DISTINCT m.id, m.lease FROM messages m
 				JOIN unnest($2::bigint[], $3::bigint[]) r (id, lease) ON m.id = r.id AND m.lease = r.lease
-				WHERE m.queue_id = $1`, q.mid, keys, leases)
+				WHERE m.queue_id = $1 AND m.state <> 'd'`, q.mid, keys, leases)
 			if err != nil {
 				return err
 			}
@@ -197,91 +240,14 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 	return out, nil
 }
 
-// ChangeVisibility implements broker.Backend. Each entry is one conditional
-// UPDATE that names the lease version and requires a live lease; the entries
-// that match nothing are then classified (stale receipt or ended lease).
-func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRef, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
-	if err := b.enter(ctx); err != nil {
-		return nil, err
+// depth is queue mid's depth (broker.QueueStats.Depth): the sum of its
+// counters, every stored message whatever its state.
+func (b *Backend) depth(ctx context.Context, mid int64) (int64, error) {
+	var d int64
+	if err := b.pool.QueryRow(ctx, `SELECT coalesce(sum(ready + inflight + delayed), 0) FROM counts WHERE queue_id = $1`, mid).Scan(&d); err != nil {
+		return 0, dbErr("read depth", err)
 	}
-	defer b.life.Done()
-	q, err := b.getQueue(ctx, b.pool, queueName)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]broker.LeaseOutcome, len(changes))
-	type change struct {
-		i          int
-		key, lease int64
-		timeout    time.Duration
-	}
-	var todo []change
-	for i, c := range changes {
-		key, lease, o, ok := leaseOf(q.id, c.Receipt)
-		out[i] = o
-		if ok {
-			todo = append(todo, change{i, key, lease, c.Timeout})
-		}
-	}
-	if len(todo) == 0 {
-		return out, nil
-	}
-	// A timeout of 0 makes the message ready at once (visible_at = now, its
-	// place in the ready order); any other keeps it in flight.
-	const upd = `UPDATE messages SET visible_at = ` + nowSQL + ` + $5 * interval '1 microsecond',
-			state = CASE WHEN $5 = 0 THEN 'r' ELSE 'i' END::"char"
-		WHERE id = $2 AND queue_id = $3 AND lease = $4 AND state = 'i' AND visible_at > ` + nowSQL + `
-		RETURNING (SELECT attempt FROM messages WHERE id = $2)`
-	const classify = `SELECT true FROM messages WHERE id = $1 AND queue_id = $2 AND lease = $3`
-	earliest := time.Time{}
-	err = retry(func() error {
-		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			nacked := int64(0)
-			for _, c := range todo {
-				out[c.i] = broker.LeaseApplied
-				var attempt *string
-				err := tx.QueryRow(ctx, upd, b.tnow(), c.key, q.mid, c.lease, micros(c.timeout)).Scan(&attempt)
-				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-					return err
-				}
-				if err == nil {
-					if attempt != nil {
-						if _, err := tx.Exec(ctx, "UPDATE attempts SET invalid = true WHERE queue_id = $1 AND attempt_id = $2", q.mid, *attempt); err != nil {
-							return err
-						}
-					}
-					if c.timeout == 0 {
-						nacked++
-					}
-					if at := b.clock.Now().Add(c.timeout); earliest.IsZero() || at.Before(earliest) {
-						earliest = at
-					}
-					continue
-				}
-				var latest bool
-				err = tx.QueryRow(ctx, classify, c.key, q.mid, c.lease).Scan(&latest)
-				switch {
-				case errors.Is(err, pgx.ErrNoRows):
-					out[c.i] = broker.LeaseStale
-				case err != nil:
-					return err
-				default:
-					out[c.i] = broker.LeaseEnded
-				}
-			}
-			if nacked > 0 {
-				return addCounts(ctx, tx, q.mid, nacked, -nacked, 0)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, dbErr("change visibility", err)
-	}
-	if !earliest.IsZero() {
-		b.changed(q.id, earliest, false)
-	}
-	return out, nil
+	return d, nil
 }
 
 // addCounts adds deltas to one counter shard of queue qid (last in its
@@ -298,29 +264,38 @@ func addCounts(ctx context.Context, tx pgx.Tx, qid, ready, inflight, delayed int
 // next receive or GetQueue).
 const promoteLimit = 10000
 
-// promote makes queue qid's delayed and in-flight messages whose visible_at
-// has passed ready, in one statement that also moves them between counters.
-// Rows locked by another transaction are skipped (it is changing them). It
-// returns how many in-flight messages it promoted.
-func (b *Backend) promote(ctx context.Context, qid int64) (int64, error) {
-	var fromInflight int64
+// promote makes queue q's delayed and in-flight messages whose visible_at
+// has passed ready, in one statement that also moves them between counters;
+// an in-flight message so promoted failed by its lease's end (reason
+// broker.ReasonLeaseExpired; broker.PlanLeaseExpiry's FateVisible). On a
+// queue with a RetryPolicy or RedrivePolicy that statement promotes only
+// the delayed messages, and the ended leases are planned one by one
+// (expireLeases). Rows locked by another transaction are skipped (it is
+// changing them). It returns the messages moved to the dead-letter queue.
+func (b *Backend) promote(ctx context.Context, q queueRow) ([]movedLetter, error) {
+	policy := hasPolicy(q.cfg)
 	err := retry(func() error {
-		return b.pool.QueryRow(ctx, `
+		_, err := b.pool.Exec(ctx, `
 		WITH due AS (
 			SELECT id, state FROM messages
-			WHERE queue_id = $2 AND state <> 'r' AND visible_at <= `+nowSQL+`
+			WHERE queue_id = $2 AND state <> 'r' AND visible_at <= `+nowSQL+` AND (NOT $5 OR state = 'd')
 			ORDER BY visible_at LIMIT $4 FOR UPDATE SKIP LOCKED),
-		up AS (UPDATE messages m SET state = 'r' FROM due WHERE m.id = due.id RETURNING due.state AS old),
-		cnt AS (
-			INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
-			SELECT $2, $3, count(*), -count(*) FILTER (WHERE old = 'i'), -count(*) FILTER (WHERE old = 'd')
-			FROM up HAVING count(*) > 0
-			ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
-				inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed)
-		SELECT count(*) FILTER (WHERE old = 'i') FROM up`, b.tnow(), qid, shard(), promoteLimit).Scan(&fromInflight)
+		up AS (UPDATE messages m SET state = 'r', reason = CASE WHEN due.state = 'i' THEN $6 ELSE m.reason END
+			FROM due WHERE m.id = due.id RETURNING due.state AS old)
+		INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
+		SELECT $2, $3, count(*), -count(*) FILTER (WHERE old = 'i'), -count(*) FILTER (WHERE old = 'd')
+		FROM up HAVING count(*) > 0
+		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
+			inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed`,
+			b.tnow(), q.mid, shard(), promoteLimit, policy, broker.ReasonLeaseExpired)
+		return err
 	})
 	if err != nil {
-		return 0, dbErr("promote", err)
+		return nil, dbErr("promote", err)
 	}
-	return fromInflight, nil
+	if !policy {
+		return nil, nil
+	}
+	moved, _, err := b.expireLeases(ctx, q)
+	return moved, err
 }

@@ -175,6 +175,8 @@ type Backend struct {
 
 	waiters  waiters
 	notifier *notifier
+	// dlLog logs the moves to dead-letter queues (rate-limited).
+	dlLog *broker.DeadLetterLog
 
 	mu sync.Mutex
 	// life admits the calls and owns the background work: the listener,
@@ -236,6 +238,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		life: broker.NewLifecycle(),
 	}
 	_, b.testClock = cfg.Clock.(broker.OffsetClock)
+	b.dlLog = &broker.DeadLetterLog{Log: b.log, Clock: b.clock}
 	b.waiters.init()
 	b.notifier = newNotifier(b, pcfg.ConnConfig)
 	b.sweeper = broker.Duty{Name: "sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}

@@ -130,14 +130,23 @@ func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.Qu
 	if err != nil {
 		return broker.QueueInfo{}, err
 	}
-	if _, err := b.promote(ctx, q.mid); err != nil {
+	moved, err := b.promote(ctx, q)
+	if err != nil {
 		return broker.QueueInfo{}, err
 	}
+	b.deadLettered(ctx, q, moved)
 	info := broker.QueueInfo{Queue: q.queue()}
-	err = b.pool.QueryRow(ctx, `SELECT coalesce(sum(ready), 0), coalesce(sum(inflight), 0), coalesce(sum(delayed), 0)
-		FROM counts WHERE queue_id = $1`, q.mid).Scan(&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed)
+	// OldestSentAt: the first live entry of messages_age (messages past
+	// retention wait for the sweeper and are not counted as oldest).
+	var oldest *time.Time
+	err = b.pool.QueryRow(ctx, `SELECT coalesce(sum(ready), 0), coalesce(sum(inflight), 0), coalesce(sum(delayed), 0),
+			(SELECT min(sent_at) FROM messages WHERE queue_id = $2 AND sent_at > `+nowSQL+` - $3 * interval '1 microsecond')
+		FROM counts WHERE queue_id = $2`, b.tnow(), q.mid, micros(q.cfg.Retention)).Scan(&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed, &oldest)
 	if err != nil {
 		return broker.QueueInfo{}, dbErr("read counts", err)
+	}
+	if oldest != nil {
+		info.Stats.OldestSentAt = *oldest
 	}
 	return info, nil
 }
@@ -181,7 +190,7 @@ func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit fu
 		return err
 	}
 	defer b.life.Done()
-	retentionChanged := false
+	retentionChanged, qid := false, int64(0)
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", name.Account, name.Name))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -194,7 +203,7 @@ func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit fu
 		if err := edit(&u); err != nil {
 			return err
 		}
-		retentionChanged = u.Config.Retention != q.cfg.Retention
+		retentionChanged, qid = u.Config.Retention != q.cfg.Retention, q.id
 		if u.Tags == nil {
 			u.Tags = map[string]string{}
 		}
@@ -210,6 +219,12 @@ func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit fu
 	}
 	if retentionChanged {
 		b.sweeper.Kick()
+	}
+	// Waiting receives on every broker re-read the queue row: a resumed
+	// queue (Paused) delivers at once, and other settings apply to the
+	// next look.
+	if qid != 0 {
+		b.changed(qid, time.Time{}, true)
 	}
 	return nil
 }

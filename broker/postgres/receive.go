@@ -20,9 +20,12 @@ const contendedRetry = 2 * time.Millisecond
 
 // Receive implements broker.Backend.
 //
-// One attempt is two statements, each its own short transaction: promote
-// (due delays and leases become ready; it also reads the in-flight count
-// for the cap) and claim. No transaction is open while the receive waits.
+// One attempt is a few statements, each its own short transaction: promote
+// (due delays and leases become ready; on a queue with a retry or redrive
+// policy ended leases are planned, see leases.go), the in-flight count for
+// the cap, and the claim. No transaction is open while the receive waits.
+// A paused queue is not attempted: the receive only waits, re-reading the
+// queue row at each wake-up (UpdateQueue wakes it on every broker).
 //
 // Waiting: the receive registers as a local waiter of its queue before its
 // first attempt (so no wake-up between an attempt and the wait is lost), then
@@ -69,53 +72,40 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		inflight, err := b.promoteForReceive(ctx, q.mid)
-		if err != nil {
-			return nil, err
-		}
-		n, err := broker.ClaimRoom(q.name, q.cfg.Fifo, plan.Max, inflight, req.InFlightCap)
-		if err != nil {
-			return nil, err
-		}
-		// The claim is not cancelled with ctx: once sent it either commits
-		// and its messages are returned, or fails; a cancel mid-statement
-		// would leave it unknown whether leases were taken.
 		var ds []broker.Delivery
-		var moved int64
-		switch {
-		case n == 0:
-			// A FIFO queue at its in-flight cap: the receive waits as on an
-			// empty queue (ClaimRoom).
-		case !q.cfg.Fifo:
-			var to claimTo
-			if to, err = b.claimTarget(ctx, q); err == nil {
-				ds, moved, err = b.claim(context.WithoutCancel(ctx), b.pool, q, to, n, vis, nil, "")
+		var moved []movedLetter
+		if !q.cfg.Paused {
+			// A paused queue delivers nothing: the receive waits as on an
+			// empty queue, and is woken when an UpdateQueue resumes it.
+			if ds, moved, err = b.attempt(ctx, q, req, plan, attemptID); err != nil {
+				return nil, err
 			}
-		default:
-			ds, moved, err = b.claimFifo(context.WithoutCancel(ctx), q, n, vis, attemptID)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if moved > 0 && q.cfg.Redrive != nil {
-			if dlq, err := b.getQueue(ctx, b.pool, broker.QueueRef{Account: q.account, Name: q.cfg.Redrive.DeadLetterQueue}); err == nil {
-				b.changed(dlq.id, time.Time{}, false)
-			}
-			b.sweeper.Kick() // a dead letter may expire sooner under its new queue's retention
+		if len(moved) > 0 {
+			b.deadLettered(ctx, q, moved)
 		}
 		if len(ds) > 0 {
-			b.changed(q.id, b.clock.Now().Add(vis), false)
+			due := b.clock.Now().Add(vis)
+			b.changed(q.id, due, false)
+			if hasPolicy(q.cfg) {
+				b.noteDeadline(due) // the sweeper applies the lease's expiry (expire.go)
+			}
 			return ds, nil
 		}
-		if moved > 0 {
+		if len(moved) > 0 {
 			continue // the moved messages made room: look again at once
 		}
 		now := b.clock.Now()
 		if !now.Before(deadline) {
 			return nil, nil
 		}
-		wakeAt, real, err := b.nextWake(ctx, q, now, deadline)
-		if err != nil {
+		var wakeAt time.Time
+		var real time.Duration
+		if q.cfg.Paused {
+			if wakeAt = now.Add(b.cfg.PollInterval); deadline.Before(wakeAt) {
+				wakeAt = deadline
+			}
+		} else if wakeAt, real, err = b.nextWake(ctx, q, now, deadline); err != nil {
 			return nil, err
 		}
 		var fire <-chan time.Time
@@ -188,19 +178,52 @@ func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.T
 	return wakeAt, 0, nil
 }
 
-// promoteForReceive promotes the queue's due messages and returns its
-// in-flight count after the promotion (for the in-flight cap).
-func (b *Backend) promoteForReceive(ctx context.Context, qid int64) (int64, error) {
-	fromInflight, err := b.promote(ctx, qid)
-	if err != nil {
-		return 0, err
+// attempt is one look of a receive at queue q: it promotes the queue's due
+// messages (and plans its ended leases), then claims up to plan.Max of them
+// under the in-flight cap. It returns the deliveries and the messages moved
+// to the dead-letter queue instead.
+func (b *Backend) attempt(ctx context.Context, q queueRow, req broker.ReceiveRequest, plan broker.ReceivePlan, attemptID string) ([]broker.Delivery, []movedLetter, error) {
+	if _, err := b.promote(ctx, q); err != nil {
+		return nil, nil, err
 	}
 	var inflight int64
-	if err := b.pool.QueryRow(ctx, "SELECT coalesce(sum(inflight), 0) FROM counts WHERE queue_id = $1", qid).Scan(&inflight); err != nil {
-		return 0, dbErr("read counts", err)
+	if err := b.pool.QueryRow(ctx, "SELECT coalesce(sum(inflight), 0) FROM counts WHERE queue_id = $1", q.mid).Scan(&inflight); err != nil {
+		return nil, nil, dbErr("read counts", err)
 	}
-	_ = fromInflight // already subtracted by the committed promotion
-	return inflight, nil
+	n, err := broker.ClaimRoom(q.name, q.cfg.Fifo, plan.Max, inflight, req.InFlightCap)
+	if err != nil || n == 0 {
+		// n == 0: a FIFO queue at its in-flight cap waits as on an empty
+		// queue (ClaimRoom).
+		return nil, nil, err
+	}
+	// The claim is not cancelled with ctx: once sent it either commits
+	// and its messages are returned, or fails; a cancel mid-statement
+	// would leave it unknown whether leases were taken.
+	if q.cfg.Fifo {
+		return b.claimFifo(context.WithoutCancel(ctx), q, n, plan.Visibility, attemptID)
+	}
+	to, err := b.claimTarget(ctx, b.pool, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.claim(context.WithoutCancel(ctx), b.pool, q, to, n, plan.Visibility, nil, "")
+}
+
+// deadLettered is the work after a commit that moved messages of queue q to
+// its dead-letter queue: the log lines, the DLQ's waiters, the sweeper (a
+// dead letter may expire sooner under its new queue's retention).
+func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLetter) {
+	if len(moved) == 0 || q.cfg.Redrive == nil {
+		return
+	}
+	dlqRef := broker.QueueRef{Account: q.account, Name: q.cfg.Redrive.DeadLetterQueue}
+	for _, m := range moved {
+		b.dlLog.Moved(m.id, broker.QueueRef{Account: q.account, Name: q.name}, dlqRef, m.reason, m.attempts)
+	}
+	if dlq, err := b.getQueue(ctx, b.pool, dlqRef); err == nil {
+		b.changed(dlq.id, time.Time{}, false)
+	}
+	b.sweeper.Kick()
 }
 
 // claimSQL leases up to @limit ready messages of queue @queue (its mid) in
@@ -211,34 +234,57 @@ func (b *Backend) promoteForReceive(ctx context.Context, qid int64) (int64, erro
 //     broker's claim, a delete); on a FIFO queue the rows @ids chosen under
 //     the group locks (claimFifo), in that order;
 //   - exp deletes those past retention (@retention µs after sent_at);
-//   - red moves those whose receive would exceed maxReceiveCount
-//     (@max_receives; broker.ShouldDeadLetter, spelled in SQL, with the
-//     fields of broker.PlanDeadLetter) to the dead-letter queue @dlq (NULL: none), ready
-//     there, named after @source; into a FIFO dead-letter queue (@dlq_fifo)
-//     with a new sequence number, its message id as dedup id and a new SentAt
-//     (as SQS resets a FIFO dead letter's enqueue time), and a group row
-//     there (locked: created again if the sweeper is pruning it, see
-//     lockGroupsSQL; claimFifo has locked it already, before this statement
-//     takes the sequence number);
+//   - red moves to the dead-letter queue @dlq (NULL: none) those whose
+//     receive would start an attempt past their limit: toDLQ below is
+//     broker.ShouldDeadLetterOnReceive spelled in SQL (the message's own
+//     max_attempts when > 0, else the queue's maxReceiveCount @max_receives,
+//     against its attempts), with the fields of broker.PlanDeadLetter: ready
+//     there, named after @source, with the reason @reason_max; into a FIFO
+//     dead-letter queue (@dlq_fifo) with a new sequence number, its message
+//     id as dedup id and a new SentAt (as SQS resets a FIFO dead letter's
+//     enqueue time), and a group row there (locked: created again if the
+//     sweeper is pruning it, see lockGroupsSQL; claimFifo has locked it
+//     already, before this statement takes the sequence number);
 //   - up leases the rest until now + @visibility µs, bumping the lease
-//     version (the receipts' compare-and-set token) and the receive count,
-//     and records the receive attempt @attempt (FIFO; NULL otherwise);
+//     version (the receipts' compare-and-set token), the receive count and
+//     the attempts, setting the last receive time, and records the receive
+//     attempt @attempt (FIFO; NULL otherwise). On an at-most-once queue
+//     (atMostOnce) it deletes them instead and returns them as the receive
+//     leaves them: the delivery is the message's end, committed with the
+//     claim;
 //   - cnt moves them between counters (shard @shard): every claimed row
 //     leaves ready; the leased ones enter in flight, the moved ones enter
 //     the DLQ's ready.
 //
 // @now is the statement's instant (see nowSQL). The final SELECT has one row
-// even when nothing was leased (id -1), to report how many were moved.
-func claimSQL(fifo bool) string {
+// even when nothing was leased (id -1); every row carries the message ids
+// and attempts of the moved messages (for the dead-letter log).
+func claimSQL(fifo, atMostOnce bool) string {
 	const now = "coalesce(@now::timestamptz, now())"
 	const live = "c.sent_at > " + now + " - @retention * interval '1 microsecond'"
-	const toDLQ = "@dlq::bigint IS NOT NULL AND c.receive_count >= @max_receives"
-	c := `SELECT id, priority, visible_at, receive_count, sent_at FROM messages
+	const toDLQ = "@dlq::bigint IS NOT NULL AND coalesce(c.attempts, c.receive_count) >= " +
+		"CASE WHEN c.max_attempts > 0 THEN c.max_attempts ELSE @max_receives END"
+	const cols = "id, priority, visible_at, receive_count, attempts, max_attempts, sent_at"
+	c := `SELECT ` + cols + ` FROM messages
 	WHERE queue_id = @queue AND state = 'r'
 	ORDER BY priority DESC, visible_at, id LIMIT @limit FOR UPDATE SKIP LOCKED`
 	if fifo {
-		c = `SELECT id, priority, visible_at, receive_count, sent_at FROM messages
+		c = `SELECT ` + cols + ` FROM messages
 	WHERE id = ANY(@ids::bigint[]) AND queue_id = @queue AND state = 'r' LIMIT @limit FOR UPDATE`
+	}
+	up := `UPDATE messages m SET state = 'i', lease = m.lease + 1, receive_count = m.receive_count + 1,
+		attempts = coalesce(m.attempts, m.receive_count) + 1, last_receive_at = ` + now + `,
+		first_receive_at = coalesce(m.first_receive_at, ` + now + `),
+		visible_at = ` + now + ` + @visibility * interval '1 microsecond', attempt = @attempt
+	FROM c
+	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
+	RETURNING ` + msgCols("m")
+	inflight := "(SELECT count(*) FROM up)"
+	if atMostOnce {
+		up = `DELETE FROM messages m USING c
+	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
+	RETURNING ` + receivedCols("m", now)
+		inflight = "0"
 	}
 	return `
 WITH c AS (` + c + `),
@@ -247,74 +293,92 @@ exp AS (
 	WHERE m.id = c.id AND NOT (` + live + `) RETURNING m.id),
 red AS (
 	UPDATE messages m SET queue_id = @dlq, visible_at = ` + now + `, dl_source = @source, attempt = NULL,
+		reason = @reason_max,
 		seq = CASE WHEN @dlq_fifo THEN nextval('fifo_seq') ELSE m.seq END,
 		dedup_id = CASE WHEN @dlq_fifo THEN m.message_id::text ELSE m.dedup_id END,
 		sent_at = CASE WHEN @dlq_fifo THEN ` + now + ` ELSE m.sent_at END
 	FROM c
-	WHERE m.id = c.id AND ` + toDLQ + ` AND ` + live + ` RETURNING m.id, m.group_id),
+	WHERE m.id = c.id AND ` + toDLQ + ` AND ` + live + `
+	RETURNING m.id, m.group_id, m.message_id, coalesce(m.attempts, m.receive_count) AS attempts),
 grp AS (
 	INSERT INTO groups (queue_id, group_id) SELECT DISTINCT @dlq::bigint, group_id FROM red
 	WHERE @dlq_fifo AND group_id IS NOT NULL ORDER BY 2
 	ON CONFLICT (queue_id, group_id) DO UPDATE SET group_id = excluded.group_id WHERE false),
 up AS (
-	UPDATE messages m SET state = 'i', lease = m.lease + 1, receive_count = m.receive_count + 1,
-		first_receive_at = coalesce(m.first_receive_at, ` + now + `),
-		visible_at = ` + now + ` + @visibility * interval '1 microsecond', attempt = @attempt
-	FROM c
-	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
-	RETURNING ` + msgCols("m") + `),
+	` + up + `),
 cnt AS (
 	INSERT INTO counts AS k (queue_id, shard, ready, inflight, delayed)
 	SELECT q, @shard, r, i, 0 FROM (VALUES
-		(@queue::bigint, -(SELECT count(*) FROM c), (SELECT count(*) FROM up)),
+		(@queue::bigint, -(SELECT count(*) FROM c), ` + inflight + `),
 		(@dlq::bigint, (SELECT count(*) FROM red), 0)) v (q, r, i)
 	WHERE q IS NOT NULL AND (r <> 0 OR i <> 0) ORDER BY q
 	ON CONFLICT (queue_id, shard) DO UPDATE SET ready = k.ready + excluded.ready,
 		inflight = k.inflight + excluded.inflight)
-SELECT s.moved, coalesce(u.id, -1), coalesce(u.lease, 0), coalesce(u.receive_count, 0), u.first_receive_at,
+SELECT s.moved, s.moved_attempts, coalesce(u.id, -1), coalesce(u.lease, 0), coalesce(u.receive_count, 0), u.first_receive_at,
 	coalesce(u.sent_at, 'epoch'), coalesce(u.priority, 0), u.seq, coalesce(u.message_id, ''),
 	coalesce(u.group_id, ''), coalesce(u.dedup_id, ''), coalesce(u.dl_source, ''), coalesce(u.sender_id, ''),
-	u.attrs, coalesce(u.body, '')
-FROM (SELECT (SELECT count(*) FROM red) AS moved) s
+	u.attrs, coalesce(u.body, ''), coalesce(u.attempts, 0), coalesce(u.max_attempts, 0), u.last_receive_at,
+	coalesce(u.reason, '')
+FROM (SELECT (SELECT coalesce(array_agg(message_id::text ORDER BY id), '{}') FROM red) AS moved,
+	(SELECT coalesce(array_agg(attempts ORDER BY id), '{}') FROM red) AS moved_attempts) s
 LEFT JOIN (SELECT up.*, c.priority AS cp, c.visible_at AS cv FROM up JOIN c USING (id)) u ON true
 ORDER BY array_position(@ids::bigint[], u.id), u.cp DESC, u.cv, u.id`
 }
 
 var (
-	claimStandardSQL = claimSQL(false)
-	claimFifoSQL     = claimSQL(true)
+	claimStandardSQL   = claimSQL(false, false)
+	claimAtMostOnceSQL = claimSQL(false, true)
+	claimFifoSQL       = claimSQL(true, false)
 )
 
 // msgCols are the columns of a delivery, in scanDelivery's order, of the
-// messages row alias t.
+// messages row alias t. attempts reads as receive_count on rows stored
+// before it was kept (migration 6).
 func msgCols(t string) string {
 	return t + ".id, " + t + ".lease, " + t + ".receive_count, " + t + ".first_receive_at, " + t + ".sent_at, " +
 		t + ".priority, " + t + ".seq, " + t + ".message_id::text AS message_id, coalesce(" + t + ".group_id, '') AS group_id, " +
 		"coalesce(" + t + ".dedup_id, '') AS dedup_id, coalesce(" + t + ".dl_source, '') AS dl_source, " +
-		t + ".sender_id, " + t + ".attrs, " + t + ".body"
+		t + ".sender_id, " + t + ".attrs, " + t + ".body, coalesce(" + t + ".attempts, " + t + ".receive_count) AS attempts, " +
+		t + ".max_attempts, " + t + ".last_receive_at, coalesce(" + t + ".reason, '') AS reason"
+}
+
+// receivedCols are msgCols as a receive at now leaves the row (the columns
+// the claim's UPDATE sets, computed from the old row): for an at-most-once
+// claim, which deletes the row and returns it as received.
+func receivedCols(t, now string) string {
+	return t + ".id, " + t + ".lease + 1 AS lease, " + t + ".receive_count + 1 AS receive_count, " +
+		"coalesce(" + t + ".first_receive_at, " + now + ") AS first_receive_at, " + t + ".sent_at, " +
+		t + ".priority, " + t + ".seq, " + t + ".message_id::text AS message_id, coalesce(" + t + ".group_id, '') AS group_id, " +
+		"coalesce(" + t + ".dedup_id, '') AS dedup_id, coalesce(" + t + ".dl_source, '') AS dl_source, " +
+		t + ".sender_id, " + t + ".attrs, " + t + ".body, coalesce(" + t + ".attempts, " + t + ".receive_count) + 1 AS attempts, " +
+		t + ".max_attempts, " + now + " AS last_receive_at, coalesce(" + t + ".reason, '') AS reason"
 }
 
 // scanDelivery reads the msgCols of one row into a delivery of queue q
 // (the receipt is left to the caller); id is the message key.
 func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q queueRow) (id, lease int64, d broker.Delivery, err error) {
 	var (
-		rc                int
-		firstAt           *time.Time
-		sentAt            time.Time
-		prio              int
-		seq               *int64
-		attrs             []byte
-		group, dedup, src string
+		rc, attempts, maxAttempts int
+		firstAt, lastAt           *time.Time
+		sentAt                    time.Time
+		prio                      int
+		seq                       *int64
+		attrs                     []byte
+		group, dedup, src         string
 	)
 	dest := append(prefix, &id, &lease, &rc, &firstAt, &sentAt, &prio, &seq, &d.ID,
-		&group, &dedup, &src, &d.SenderID, &attrs, &d.Body)
+		&group, &dedup, &src, &d.SenderID, &attrs, &d.Body, &attempts, &maxAttempts, &lastAt, &d.FailureReason)
 	if err := scan(dest...); err != nil {
 		return 0, 0, d, err
 	}
 	d.ReceiveCount, d.SentAt, d.Priority = rc, sentAt, prio
+	d.Attempts, d.MaxAttempts = attempts, maxAttempts
 	d.GroupID, d.DedupID, d.DeadLetterSource = group, dedup, src
 	if firstAt != nil {
 		d.FirstReceiveAt = *firstAt
+	}
+	if lastAt != nil {
+		d.LastReceiveAt = *lastAt
 	}
 	if seq != nil {
 		d.SequenceNumber = broker.FormatSequenceNumber(uint64(*seq))
@@ -329,59 +393,99 @@ func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q que
 	return id, lease, d, nil
 }
 
-// claimTo is where a claim moves messages past their maxReceiveCount: the
-// dead-letter queue's mid (nil: none), whether it is FIFO, and the limit.
+// claimTo is where a claim of a queue moves messages past their attempts:
+// the dead-letter queue (dlq nil: none, or it is gone) and its redrive policy.
 type claimTo struct {
-	dlq     any
-	dlqFifo bool
-	maxRC   int64
+	dlq     *queueRow
+	redrive *broker.RedrivePolicy
+}
+
+// dlqMid is the claim's @dlq: the dead-letter queue's mid, or SQL NULL.
+func (to claimTo) dlqMid() any {
+	if to.dlq == nil {
+		return nil
+	}
+	return to.dlq.mid
+}
+
+// maxReceives is the claim's @max_receives (no limit without a DLQ).
+func (to claimTo) maxReceives() int64 {
+	if to.redrive == nil {
+		return math.MaxInt32
+	}
+	return int64(to.redrive.MaxReceiveCount)
+}
+
+// deadLetters reports whether a ready message with the given attempts and
+// own limit moves to the dead-letter queue on its next receive.
+func (to claimTo) deadLetters(attempts, maxAttempts int) bool {
+	return to.dlq != nil && broker.ShouldDeadLetterOnReceive(to.redrive, attempts, maxAttempts)
 }
 
 // claimTarget is where a claim of queue q moves messages past their
-// maxReceiveCount.
-func (b *Backend) claimTarget(ctx context.Context, q queueRow) (claimTo, error) {
+// attempts (read on db: the pool, or a transaction).
+func (b *Backend) claimTarget(ctx context.Context, db querier, q queueRow) (claimTo, error) {
 	if rp := q.cfg.Redrive; rp != nil {
-		d, err := b.getQueue(ctx, b.pool, broker.QueueRef{Account: q.account, Name: rp.DeadLetterQueue})
+		d, err := b.getQueue(ctx, db, broker.QueueRef{Account: q.account, Name: rp.DeadLetterQueue})
 		if err == nil && d.id != q.id {
-			return claimTo{d.mid, d.cfg.Fifo, int64(rp.MaxReceiveCount)}, nil
+			return claimTo{dlq: &d, redrive: rp}, nil
 		}
 		if err != nil && !errors.Is(err, broker.ErrQueueDoesNotExist) {
 			return claimTo{}, err
 		}
 	}
-	return claimTo{maxRC: int64(math.MaxInt32)}, nil
+	return claimTo{}, nil
+}
+
+// movedLetter is a message a claim moved to the dead-letter queue (for the
+// dead-letter log).
+type movedLetter struct {
+	id       string
+	attempts int
+	reason   string
 }
 
 // claim runs claimSQL for queue q on db (the pool, or a FIFO claim's
 // transaction) and builds the deliveries, in receive order; to is
 // claimTarget's answer for q. ids and attemptID are the FIFO claim's rows
 // and receive attempt (nil, "" on standard queues).
-func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo, n int, vis time.Duration, ids []int64, attemptID string) ([]broker.Delivery, int64, error) {
+func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo, n int, vis time.Duration, ids []int64, attemptID string) ([]broker.Delivery, []movedLetter, error) {
 	var err error
 	sql, idArg, attempt := claimStandardSQL, any(nil), any(nil)
-	if q.cfg.Fifo {
+	switch {
+	case q.cfg.Fifo:
 		sql, idArg = claimFifoSQL, ids
+	case q.cfg.AtMostOnce():
+		sql = claimAtMostOnceSQL
 	}
 	if attemptID != "" {
 		attempt = attemptID
 	}
 	var out []broker.Delivery
-	var moved int64
+	var moved []movedLetter
 	run := func() error {
-		out, moved = nil, 0
+		out, moved = nil, nil
 		rows, err := db.Query(ctx, sql, pgx.NamedArgs{
 			"now": b.tnow(), "queue": q.mid, "limit": n, "retention": micros(q.cfg.Retention),
-			"dlq": to.dlq, "source": q.name, "max_receives": to.maxRC, "visibility": micros(vis),
-			"shard": shard(), "ids": idArg, "dlq_fifo": to.dlqFifo, "attempt": attempt,
+			"dlq": to.dlqMid(), "source": q.name, "max_receives": to.maxReceives(), "visibility": micros(vis),
+			"shard": shard(), "ids": idArg, "dlq_fifo": to.dlq != nil && to.dlq.cfg.Fifo, "attempt": attempt,
+			"reason_max": broker.ReasonMaxAttempts,
 		})
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		var movedIDs []string
+		var movedAttempts []int32
 		for rows.Next() {
-			id, lease, d, err := b.scanDelivery(rows.Scan, []any{&moved}, q)
+			id, lease, d, err := b.scanDelivery(rows.Scan, []any{&movedIDs, &movedAttempts}, q)
 			if err != nil {
 				return err
+			}
+			if moved == nil {
+				for i, m := range movedIDs {
+					moved = append(moved, movedLetter{m, int(movedAttempts[i]), broker.ReasonMaxAttempts})
+				}
 			}
 			if id < 0 {
 				continue
@@ -397,7 +501,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 		err = retry(run)
 	}
 	if err != nil {
-		return nil, 0, dbErr("receive", err)
+		return nil, nil, dbErr("receive", err)
 	}
 	return out, moved, nil
 }

@@ -14,11 +14,13 @@ import (
 // Table design (see docs/postgres.md for the reasoning):
 //
 //   - messages: one row per message, body included (TOASTed when large).
-//     state is 'r' ready, 'd' delayed or 'i' in flight; visible_at is, for a
-//     ready message, the instant it became visible (the ready order) and,
-//     otherwise, when the delay or lease ends. A delayed or in-flight message
-//     whose visible_at has passed is promoted to ready by the next receive or
-//     GetQueue of its queue.
+//     state is 'r' ready, 'd' delayed (a delay, a backoff after a failure, a
+//     snooze) or 'i' in flight; visible_at is, for a ready message, the
+//     instant it became visible (the ready order) and, otherwise, when the
+//     delay or lease ends. A delayed or in-flight message whose visible_at
+//     has passed is promoted to ready by the next receive or GetQueue of its
+//     queue; on a queue with a RetryPolicy or RedrivePolicy an ended lease
+//     is planned instead (broker.PlanLeaseExpiry, see expire.go).
 //   - messages_ready is partial (state = 'r') and in receive order, so a
 //     receive reads the first live entries of one index range; leased and
 //     delayed messages are not in it. messages_timed (state <> 'r') serves
@@ -199,6 +201,21 @@ ALTER TABLE move_tasks ADD COLUMN account text COLLATE "C" NOT NULL DEFAULT '';
 DROP INDEX move_tasks_by_name;
 CREATE INDEX move_tasks_by_name ON move_tasks (account, source);
 `,
+	// 6: attempts and failures (issue 8, broker/retry.go). attempts is
+	// Sluice's attempts count (a receive adds one, a snooze takes it back);
+	// NULL, as on every row stored before this migration, reads as
+	// receive_count (the two are equal without snoozes), so no row is
+	// rewritten: readers say coalesce(attempts, receive_count), writers store
+	// it. max_attempts is the message's own Sluice.MaxAttempts (0: its
+	// queue's maxReceiveCount); last_receive_at the time of its latest
+	// receive; reason the reason of its latest failure. ADD COLUMN with a
+	// constant default (or none) changes only the catalog: no table rewrite.
+	`
+ALTER TABLE messages ADD COLUMN attempts integer;
+ALTER TABLE messages ADD COLUMN max_attempts integer NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN last_receive_at timestamptz;
+ALTER TABLE messages ADD COLUMN reason text;
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a
@@ -206,6 +223,12 @@ CREATE INDEX move_tasks_by_name ON move_tasks (account, source);
 // connection for the whole run, so brokers starting at once migrate one after
 // the other and the later ones find nothing to do.
 func migrate(ctx context.Context, cc *pgx.ConnConfig, schema string, log *slog.Logger) error {
+	return migrateTo(ctx, cc, schema, log, len(migrations))
+}
+
+// migrateTo is migrate up to version (tests build schemas of earlier
+// versions with it). A schema newer than version is refused.
+func migrateTo(ctx context.Context, cc *pgx.ConnConfig, schema string, log *slog.Logger, version int) error {
 	conn, err := pgx.ConnectConfig(ctx, cc.Copy())
 	if err != nil {
 		return fmt.Errorf("postgres: connect: %w", err)
@@ -228,10 +251,10 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig, schema string, log *slog.L
 	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+ident+".migrations").Scan(&have); err != nil {
 		return fmt.Errorf("postgres: read schema version: %w", err)
 	}
-	if have > len(migrations) {
-		return fmt.Errorf("postgres: schema %s is at version %d, newer than this broker's %d: upgrade the broker", schema, have, len(migrations))
+	if have > version {
+		return fmt.Errorf("postgres: schema %s is at version %d, newer than this broker's %d: upgrade the broker", schema, have, version)
 	}
-	for v := have + 1; v <= len(migrations); v++ {
+	for v := have + 1; v <= version; v++ {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+ident); err != nil {
 				return err

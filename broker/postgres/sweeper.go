@@ -33,9 +33,11 @@ func (b *Backend) noteExpiry(q queueRow) {
 
 // sweepStep is the sweeper's step (b.sweeper, a broker.Duty): it deletes
 // messages past their queue's retention, whatever their state, and the
-// messages of deleted queues, in bounded statements, at once again while
-// more is due, else at the next expiry (at most sweepIdle: other brokers may
-// have lowered a retention period or deleted a queue). Every broker runs
+// messages of deleted queues, and applies the ended leases of queues with a
+// retry or redrive policy (sweepLeases), in bounded statements, at once
+// again while more is due, else at the next expiry or lease end (at most
+// sweepIdle: other brokers may have lowered a retention period, deleted a
+// queue or leased a message). Every broker runs
 // one; SKIP LOCKED keeps them from waiting on each other.
 func (b *Backend) sweepStep(ctx context.Context) (time.Time, error) {
 	next, more, err := b.sweepOnce(ctx)
@@ -101,6 +103,10 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 		SELECT 1`, b.tnow(), sweepBudget); err != nil {
 		return -1, false, dbErr("expire dedup window", err)
 	}
+	leasesMore, err := b.sweepLeases(ctx)
+	if err != nil {
+		return -1, false, err
+	}
 	pruned, err := b.pruneGroups(ctx)
 	if err != nil {
 		return -1, false, err
@@ -118,11 +124,68 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	if err != nil {
 		return -1, false, dbErr("next expiry", err)
 	}
-	next = -1
-	if dueIn != nil {
-		next = max(time.Duration(*dueIn)*time.Microsecond, 0)
+	// The next lease end of a queue with a policy (see sweepLeases).
+	var leaseIn *int64
+	err = b.pool.QueryRow(ctx, `
+		SELECT (extract(epoch FROM min(m.visible_at) - `+nowSQL+`) * 1000000)::bigint
+		FROM queues q CROSS JOIN LATERAL (SELECT visible_at FROM messages
+			WHERE queue_id = q.mid AND state = 'i' ORDER BY visible_at LIMIT 1) m
+		WHERE NOT q.deleted AND `+policySQL, b.tnow()).Scan(&leaseIn)
+	if err != nil {
+		return -1, false, dbErr("next lease end", err)
 	}
-	return next, expired > 0 || reclaimed || pruned >= sweepBudget, nil
+	next = -1
+	for _, in := range []*int64{dueIn, leaseIn} {
+		if in != nil {
+			if d := max(time.Duration(*in)*time.Microsecond, 0); next < 0 || d < next {
+				next = d
+			}
+		}
+	}
+	return next, expired > 0 || reclaimed || pruned >= sweepBudget || leasesMore, nil
+}
+
+// policySQL selects the queues (alias q) whose ended leases are planned in
+// Go (hasPolicy): a RetryPolicy or a RedrivePolicy in their settings.
+const policySQL = `(jsonb_typeof(q.config->'Retry') = 'object' OR jsonb_typeof(q.config->'Redrive') = 'object')`
+
+// sweepLeasesQueues bounds the queues one sweep plans ended leases of.
+const sweepLeasesQueues = 100
+
+// sweepLeases applies the ended leases of queues with a policy
+// (expireLeases), so that a message whose last attempt ended moves to the
+// dead-letter queue, and a failed one starts its backoff, without waiting
+// for a receive or GetQueue of its queue. It reports whether more is due.
+func (b *Backend) sweepLeases(ctx context.Context) (bool, error) {
+	rows, err := b.pool.Query(ctx, `SELECT `+queueCols+` FROM queues q
+		WHERE NOT q.deleted AND `+policySQL+` AND EXISTS (SELECT 1 FROM messages m
+			WHERE m.queue_id = q.mid AND m.state = 'i' AND m.visible_at <= `+nowSQL+`)
+		ORDER BY q.id LIMIT $2`, b.tnow(), sweepLeasesQueues)
+	if err != nil {
+		return false, dbErr("sweep leases", err)
+	}
+	var queues []queueRow
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			rows.Close()
+			return false, dbErr("sweep leases", err)
+		}
+		queues = append(queues, q)
+	}
+	if err := rows.Err(); err != nil {
+		return false, dbErr("sweep leases", err)
+	}
+	more := len(queues) == sweepLeasesQueues
+	for _, q := range queues {
+		moved, full, err := b.expireLeases(ctx, q)
+		if err != nil {
+			return false, err
+		}
+		b.deadLettered(ctx, q, moved)
+		more = more || full
+	}
+	return more, nil
 }
 
 // pruneGroups deletes up to sweepBudget FIFO group rows whose group has no

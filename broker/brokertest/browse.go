@@ -1,0 +1,296 @@
+package brokertest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// The browse tests: Browse pages through a queue without leasing anything,
+// oldest or newest first, filtered by attribute or failure reason, showing
+// each message's state and attempts; DeleteMessages deletes by id in any
+// state.
+var browseTests = []testCase{
+	{"PagesOldestAndNewestFirst", testBrowsePages},
+	{"StatesAndAttempts", testBrowseStates},
+	{"DoesNotLease", testBrowseDoesNotLease},
+	{"FilterByAttribute", testBrowseFilterAttribute},
+	{"FilterByReason", testBrowseFilterReason},
+	{"Refusals", testBrowseRefusals},
+	{"DeleteMessagesAnyState", testDeleteMessages},
+	{"DeleteMessagesFreesFifoGroup", testDeleteMessagesFifo},
+}
+
+// sendSpaced sends bodies one clock second apart, each with a "kind"
+// attribute "even" or "odd" by its index, and returns their ids.
+func (e *env) sendSpaced(queue string, bodies ...string) []string {
+	e.t.Helper()
+	var ids []string
+	for i, b := range bodies {
+		kind := "even"
+		if i%2 == 1 {
+			kind = "odd"
+		}
+		res := e.send(queue, broker.SendEntry{Body: b, Attributes: map[string]broker.MessageAttribute{"kind": {DataType: "String", StringValue: kind}}})
+		ids = append(ids, res[0].MessageID)
+		e.advance(time.Second)
+	}
+	return ids
+}
+
+func testBrowsePages(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	want := []string{"m0", "m1", "m2", "m3", "m4"}
+	e.sendSpaced("q", want...)
+	for _, limit := range []int{1, 2, 5, 100} {
+		got := browsedBodies(e.browseAll("q", broker.BrowseRequest{Limit: limit}))
+		if !slices.Equal(got, want) {
+			t.Fatalf("Browse oldest first, %d a page: %v, want %v", limit, got, want)
+		}
+		got = browsedBodies(e.browseAll("q", broker.BrowseRequest{Limit: limit, Newest: true}))
+		rev := slices.Clone(want)
+		slices.Reverse(rev)
+		if !slices.Equal(got, rev) {
+			t.Fatalf("Browse newest first, %d a page: %v, want %v", limit, got, rev)
+		}
+	}
+	// The first page of two, then the rest from its cursor.
+	p, err := e.b.Browse(e.ctx, "q", broker.BrowseRequest{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := browsedBodies(p.Messages); !slices.Equal(got, want[:2]) || p.Next == "" {
+		t.Fatalf("first page %v next %q, want %v and a cursor", got, p.Next, want[:2])
+	}
+	// A message sent after the first page shows on a later one.
+	e.sendBody("q", "m5")
+	rest := browsedBodies(e.browseAll("q", broker.BrowseRequest{Limit: 2, After: p.Next}))
+	if !slices.Equal(rest, []string{"m2", "m3", "m4", "m5"}) {
+		t.Fatalf("the pages after the first: %v, want m2 m3 m4 m5", rest)
+	}
+	// An empty queue has one empty page.
+	e.createQueue("empty", nil)
+	if p, err := e.b.Browse(e.ctx, "empty", broker.BrowseRequest{}); err != nil || len(p.Messages) != 0 || p.Next != "" {
+		t.Fatalf("Browse of an empty queue = %d messages, next %q, err %v", len(p.Messages), p.Next, err)
+	}
+}
+
+// testBrowseStates: each message's state, VisibleAt, attempts and receive
+// count, content included.
+func testBrowseStates(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{
+		broker.AttrVisibilityTimeout: "60",
+		broker.AttrRetryPolicy:       retryPolicy(30, 300, broker.JitterNone),
+	})
+	t0 := e.clock.Now()
+	entry := broker.SendEntry{Body: "visible", Attributes: sampleAttributes(), SystemAttributes: sampleSystemAttributes(), SenderID: "AIDAEXAMPLE"}
+	visible := e.send("q", entry)[0]
+	inflight := e.sendBody("q", "inflight")
+	nacked := e.sendBody("q", "nacked")
+	ds := e.receiveN(broker.ReceiveRequest{Queue: "q", MaxMessages: 2}, 3) // leases all three
+	for _, d := range ds {
+		switch d.Body {
+		case "visible":
+			e.snooze("q", d.Receipt, 0)
+		case "nacked":
+			e.nack("q", d.Receipt, "boom", nil) // backs off 30 s
+		}
+	}
+	delayed := e.send("q", broker.SendEntry{Body: "delayed", Delay: dur(10 * time.Second)})[0]
+	e.wantStats("q", 1, 1, 2)
+
+	ms := e.browseAll("q", broker.BrowseRequest{})
+	if got := browsedBodies(ms); !slices.Equal(got, []string{"visible", "inflight", "nacked", "delayed"}) {
+		t.Fatalf("Browse shows %v, want visible inflight nacked delayed (send order)", got)
+	}
+	want := map[string]struct {
+		id                     string
+		state                  broker.MessageState
+		visibleAt              time.Time
+		attempts, receiveCount int
+		reason                 string
+	}{
+		"visible":  {visible.MessageID, broker.StateVisible, time.Time{}, 0, 1, ""},
+		"inflight": {inflight.MessageID, broker.StateInFlight, t0.Add(60 * time.Second), 1, 1, ""},
+		"nacked":   {nacked.MessageID, broker.StateDelayed, t0.Add(30 * time.Second), 1, 1, "boom"},
+		"delayed":  {delayed.MessageID, broker.StateDelayed, t0.Add(10 * time.Second), 0, 0, ""},
+	}
+	for _, m := range ms {
+		w := want[m.Body]
+		if m.ID != w.id || m.State != w.state || m.Attempts != w.attempts || m.ReceiveCount != w.receiveCount || m.FailureReason != w.reason {
+			t.Fatalf("browsed %q: id %s state %q attempts %d receive count %d reason %q; want %s %q %d %d %q",
+				m.Body, m.ID, m.State, m.Attempts, m.ReceiveCount, m.FailureReason, w.id, w.state, w.attempts, w.receiveCount, w.reason)
+		}
+		if w.visibleAt.IsZero() != m.VisibleAt.IsZero() || !w.visibleAt.IsZero() && !sameInstant(m.VisibleAt, w.visibleAt) {
+			t.Fatalf("browsed %q: VisibleAt %v, want %v", m.Body, m.VisibleAt, w.visibleAt)
+		}
+		wantTime(t, "browsed SentAt of "+m.Body, m.SentAt, t0)
+	}
+	v := ms[0]
+	if !sameAttrs(v.Attributes, entry.Attributes) || v.SenderID != entry.SenderID ||
+		v.SystemAttributes["AWSTraceHeader"].StringValue != traceHeader {
+		t.Fatalf("browsed content %+v, want what was sent", v.Message)
+	}
+}
+
+// testBrowseDoesNotLease: browsing changes no count and leases nothing.
+func testBrowseDoesNotLease(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.sendSpaced("q", "a", "b")
+	held := e.receiveN(broker.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
+	for i := 0; i < 3; i++ {
+		e.browseAll("q", broker.BrowseRequest{Limit: 1})
+	}
+	e.wantStats("q", 1, 1, 0)
+	d := e.receiveOne("q")
+	wantCounts(t, "the message browsed three times", d, 1, 1)
+	e.mustDelete("q", held.Receipt) // the held lease is untouched
+	e.mustDelete("q", d.Receipt)
+	e.wantStats("q", 0, 0, 0)
+}
+
+func testBrowseFilterAttribute(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.sendSpaced("q", "m0", "m1", "m2", "m3", "m4")
+	e.send("q", broker.SendEntry{Body: "bin", Attributes: map[string]broker.MessageAttribute{"kind": {DataType: "Binary", BinaryValue: []byte("even")}}})
+	e.sendBody("q", "none")
+	for _, c := range []struct {
+		f    broker.BrowseFilter
+		want []string
+	}{
+		{broker.BrowseFilter{Attribute: "kind"}, []string{"m0", "m1", "m2", "m3", "m4", "bin"}},
+		{broker.BrowseFilter{Attribute: "kind", Value: "even"}, []string{"m0", "m2", "m4"}},
+		{broker.BrowseFilter{Attribute: "kind", Value: "odd"}, []string{"m1", "m3"}},
+		{broker.BrowseFilter{Attribute: "kind", Value: "neither"}, nil},
+		{broker.BrowseFilter{Attribute: "other"}, nil},
+	} {
+		for _, limit := range []int{1, 100} {
+			got := browsedBodies(e.browseAll("q", broker.BrowseRequest{Limit: limit, Filter: c.f}))
+			if !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
+				t.Fatalf("Browse with %+v, %d a page: %v, want %v", c.f, limit, got, c.want)
+			}
+		}
+	}
+}
+
+// testBrowseFilterReason: the reason filter finds failed messages, in a
+// DLQ as in their own queue.
+func testBrowseFilterReason(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("q", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.send("q", broker.SendEntry{Body: "json"}, broker.SendEntry{Body: "db"}, broker.SendEntry{Body: "ok"})
+	for _, d := range e.receiveN(broker.ReceiveRequest{Queue: "q"}, 3) {
+		switch d.Body {
+		case "json":
+			e.nack("q", d.Receipt, "bad json at byte 7", nil)
+		case "db":
+			e.mustChangeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.DeadLetterNow, Reason: "timeout talking to the db"})
+		}
+	}
+	for _, c := range []struct {
+		reason string
+		want   []string
+	}{
+		{"json", []string{"json"}},
+		{"db", []string{"db"}},
+		{"t", []string{"json", "db"}},
+		{"nothing like it", nil},
+	} {
+		// json and db were sent together: their order in the DLQ is free.
+		got := sortedCopy(browsedBodies(e.browseAll("dlq", broker.BrowseRequest{Filter: broker.BrowseFilter{Reason: c.reason}})))
+		if strings.Join(got, ",") != strings.Join(sortedCopy(c.want), ",") {
+			t.Fatalf("Browse dlq by reason %q: %v, want %v", c.reason, got, c.want)
+		}
+	}
+	if got := browsedBodies(e.browseAll("q", broker.BrowseRequest{Filter: broker.BrowseFilter{Reason: "json"}})); len(got) != 0 {
+		t.Fatalf("Browse q by reason: %v, want nothing (the failed messages moved)", got)
+	}
+}
+
+func testBrowseRefusals(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	for _, limit := range []int{-1, broker.MaxBrowse + 1} {
+		_, err := e.b.Browse(e.ctx, "q", broker.BrowseRequest{Limit: limit})
+		wantErr(t, fmt.Sprintf("Browse limit %d", limit), err, broker.ErrInvalidParameterValue)
+	}
+	_, err := e.b.Browse(e.ctx, "nope", broker.BrowseRequest{})
+	wantErr(t, "Browse of a missing queue", err, broker.ErrQueueDoesNotExist)
+	_, err = e.b.DeleteMessages(e.ctx, "nope", []string{"x"})
+	wantErr(t, "DeleteMessages of a missing queue", err, broker.ErrQueueDoesNotExist)
+	_, err = e.b.DeleteMessages(e.ctx, "q", nil)
+	wantErr(t, "DeleteMessages of no ids", err, broker.ErrInvalidParameterValue)
+}
+
+// testDeleteMessages: DeleteMessages deletes visible, in-flight, delayed
+// and backing-off messages by id and says which were there; a deleted
+// in-flight message's receipt is stale.
+func testDeleteMessages(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{broker.AttrRetryPolicy: retryPolicy(60, 300, broker.JitterNone)})
+	ids := map[string]string{}
+	for _, b := range []string{"inflight", "backoff"} {
+		ids[b] = e.sendBody("q", b).MessageID
+	}
+	var inflight broker.Delivery
+	for _, d := range e.receiveN(broker.ReceiveRequest{Queue: "q"}, 2) {
+		if d.Body == "backoff" {
+			e.mustChangeVis("q", d.Receipt, 0)
+		} else {
+			inflight = d
+		}
+	}
+	ids["visible"] = e.sendBody("q", "visible").MessageID
+	ids["delayed"] = e.send("q", broker.SendEntry{Body: "delayed", Delay: dur(time.Minute)})[0].MessageID
+	ids["kept"] = e.sendBody("q", "kept").MessageID
+	e.wantStats("q", 2, 1, 2)
+	ask := []string{ids["inflight"], ids["backoff"], "00000000-0000-4000-8000-000000000000", ids["visible"], ids["delayed"]}
+	found, err := e.b.DeleteMessages(e.ctx, "q", ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(found, []bool{true, true, false, true, true}) {
+		t.Fatalf("DeleteMessages found %v, want [true true false true true]", found)
+	}
+	e.wantStats("q", 1, 0, 0)
+	wantErr(t, "ChangeVisibility of a message deleted by id", e.changeVisErr("q", inflight.Receipt, time.Minute), broker.ErrInvalidParameterValue)
+	if err := e.deleteErr("q", inflight.Receipt); err != nil {
+		t.Fatalf("Delete with the receipt of a message deleted by id: %v, want success without effect", err)
+	}
+	again, err := e.b.DeleteMessages(e.ctx, "q", []string{ids["visible"]})
+	if err != nil || !slices.Equal(again, []bool{false}) {
+		t.Fatalf("a second DeleteMessages = %v, %v; want [false]", again, err)
+	}
+	e.advance(2 * time.Minute)
+	if d := e.receiveOne("q"); d.Body != "kept" {
+		t.Fatalf("received %q, want kept", d.Body)
+	}
+	e.receiveNone("q")
+}
+
+// testDeleteMessagesFifo: deleting a leased FIFO message by id frees its
+// group.
+func testDeleteMessagesFifo(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.fifoQueue("q.fifo", nil)
+	a := e.fsend("q.fifo", "g", "1", "a")
+	e.fsend("q.fifo", "g", "2", "b")
+	wantBodies(t, "first receive", e.receiveMax("q.fifo", 1, 0), "a")
+	if ds := e.receiveMax("q.fifo", 10, 0); len(ds) != 0 {
+		t.Fatalf("group g is leased, yet a receive gave %v", bodies(ds))
+	}
+	found, err := e.b.DeleteMessages(e.ctx, "q.fifo", []string{a.MessageID})
+	if err != nil || !slices.Equal(found, []bool{true}) {
+		t.Fatalf("DeleteMessages = %v, %v", found, err)
+	}
+	wantBodies(t, "the group after its head was deleted by id", e.receiveMax("q.fifo", 10, 0), "b")
+}

@@ -1,0 +1,482 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// Lease changes and lease ends planned in Go (broker/retry.go).
+//
+// A visibility change (extend, nack, snooze, dead-letter now) and, on a
+// queue with a RetryPolicy or RedrivePolicy, the end of a lease, are planned
+// by the pure planners of package broker (PlanLeaseChange, PlanLeaseExpiry)
+// on the message row as it is found under its row lock (FOR UPDATE, or FOR
+// UPDATE SKIP LOCKED for the expiries a receive, GetQueue or the sweeper
+// look for), and applied in the same transaction:
+//
+//   - FateInFlight: the lease ends at At (state 'i').
+//   - FateVisible: ready at At (state 'r'; At is the ready order).
+//   - FateDelayed: backing off or snoozed until At (state 'd', counted as
+//     delayed). Its receipt is stale (Delete, ChangeVisibility). On a FIFO
+//     queue it keeps holding its group: a group whose head is not ready is
+//     not a candidate, and a run of ready messages ends at the first one
+//     that is not (fifoCandidatesSQL, fifoGroupRun).
+//   - FateDeadLetter: moved to the queue's dead-letter queue now, as a
+//     receive past the limit moves it (moveToDLQ); with no dead-letter queue
+//     (or it is gone) the message is made visible instead.
+//
+// Queues without either policy keep the fast path: an ended lease is
+// promoted to ready in SQL (promote), which is PlanLeaseExpiry's answer for
+// them (FateVisible at the lease's end).
+
+// expireBatch bounds the ended leases one expireLeases transaction plans.
+const expireBatch = 500
+
+// hasPolicy reports whether an ended lease of a queue with settings c is
+// planned in Go (expireLeases) rather than promoted in SQL.
+func hasPolicy(c broker.QueueConfig) bool { return c.Retry != nil || c.Redrive != nil }
+
+// noteDeadline makes the sweeper run by at, when that is sooner than its
+// current deadline: a lease of a queue with a policy ends then, and its
+// expiry (a dead letter, a backoff) must be applied without waiting for a
+// receive.
+func (b *Backend) noteDeadline(at time.Time) {
+	b.mu.Lock()
+	kick := b.sweepAt.IsZero() || at.Before(b.sweepAt)
+	if kick {
+		b.sweepAt = at
+	}
+	b.mu.Unlock()
+	if kick {
+		b.sweeper.Kick()
+	}
+}
+
+// leaseRow is a message row as a lease plan needs it.
+type leaseRow struct {
+	id        int64
+	state     string
+	live      bool // in flight under a lease that has not ended
+	visibleAt time.Time
+	facts     broker.LeaseFacts
+	sentAt    time.Time
+	seq       *int64
+	attempt   *string // the FIFO receive attempt that returned it
+}
+
+// leaseApply collects the planned changes of one transaction's messages
+// (one queue) and applies them together: updates in place, then the moves to
+// the dead-letter queue, then the counters (last, in mid order).
+type leaseApply struct {
+	ids      []int64
+	states   []string
+	at       []time.Time
+	attempts []int32
+	reasons  []*string // nil: keep the reason
+	dead     []deadLetter
+	attempt  []string // FIFO receive attempts to invalidate
+	// src counter deltas; earliest is the earliest instant a message becomes
+	// visible or a lease ends (for wake-ups).
+	ready, inflight, delayed int64
+	earliest                 time.Time
+}
+
+// deadLetter is a message planned to move to the dead-letter queue.
+type deadLetter struct {
+	id        int64
+	messageID string
+	sentAt    time.Time
+	seq       *int64
+	attempts  int
+	reason    string
+}
+
+// add records plan p for row r, which is in flight (state 'i').
+func (a *leaseApply) add(r leaseRow, p broker.LeasePlan) {
+	var reason *string
+	if p.SetReason {
+		reason = &p.Reason
+	}
+	if r.attempt != nil {
+		a.attempt = append(a.attempt, *r.attempt)
+	}
+	if p.Fate == broker.FateDeadLetter {
+		a.dead = append(a.dead, deadLetter{r.id, r.facts.MessageID, r.sentAt, r.seq, p.Attempts, p.Reason})
+		a.inflight--
+		return
+	}
+	state := "i"
+	switch p.Fate {
+	case broker.FateVisible:
+		state = "r"
+		a.inflight--
+		a.ready++
+	case broker.FateDelayed:
+		state = "d"
+		a.inflight--
+		a.delayed++
+	}
+	a.ids, a.states, a.at = append(a.ids, r.id), append(a.states, state), append(a.at, p.At)
+	a.attempts, a.reasons = append(a.attempts, int32(p.Attempts)), append(a.reasons, reason)
+	if a.earliest.IsZero() || p.At.Before(a.earliest) {
+		a.earliest = p.At
+	}
+}
+
+// apply writes the collected changes of queue q's messages in tx; to is
+// where dead letters go (its dlq is set whenever a.dead is not empty). now
+// is the transaction's instant.
+func (b *Backend) apply(ctx context.Context, tx pgx.Tx, q queueRow, to claimTo, a *leaseApply, now time.Time) error {
+	if len(a.ids) > 0 {
+		if _, err := tx.Exec(ctx, `UPDATE messages m SET state = u.state::"char", visible_at = u.at,
+				attempts = u.attempts, reason = coalesce(u.reason, m.reason)
+			FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::integer[], $5::text[]) u (id, state, at, attempts, reason)
+			WHERE m.id = u.id`, a.ids, a.states, a.at, a.attempts, a.reasons); err != nil {
+			return err
+		}
+	}
+	if len(a.attempt) > 0 {
+		if _, err := tx.Exec(ctx, "UPDATE attempts SET invalid = true WHERE queue_id = $1 AND attempt_id = ANY($2::text[])",
+			q.mid, a.attempt); err != nil {
+			return err
+		}
+	}
+	if len(a.dead) > 0 {
+		if err := b.moveToDLQ(ctx, tx, q, *to.dlq, a.dead, now); err != nil {
+			return err
+		}
+	}
+	type delta struct {
+		mid                      int64
+		ready, inflight, delayed int64
+	}
+	deltas := []delta{{q.mid, a.ready, a.inflight, a.delayed}}
+	if len(a.dead) > 0 {
+		deltas = append(deltas, delta{mid: to.dlq.mid, ready: int64(len(a.dead))})
+	}
+	slices.SortFunc(deltas, func(x, y delta) int { return compareInt64(x.mid, y.mid) })
+	for _, d := range deltas {
+		if d.ready == 0 && d.inflight == 0 && d.delayed == 0 {
+			continue
+		}
+		if err := addCounts(ctx, tx, d.mid, d.ready, d.inflight, d.delayed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func compareInt64(x, y int64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// moveToDLQ moves in-flight messages of queue src (locked by the caller) to
+// its dead-letter queue dlq, ready there at now, as the claim's dead-letter
+// move does (claimSQL's red), with broker.PlanDeadLetter's fields: on a FIFO
+// dead-letter queue a new sequence number (taken under the group rows'
+// locks, in the source's order), its message id as dedup id and SentAt now.
+// Each keeps its body, attributes, counts, receive times and max attempts;
+// attempts and reason are the plan's.
+func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, dead []deadLetter, now time.Time) error {
+	slices.SortFunc(dead, func(x, y deadLetter) int {
+		if x.seq != nil && y.seq != nil && *x.seq != *y.seq {
+			return compareInt64(*x.seq, *y.seq)
+		}
+		return compareInt64(x.id, y.id)
+	})
+	n := len(dead)
+	ids, newSeq := make([]int64, n), make([]bool, n)
+	dedup, sent := make([]*string, n), make([]time.Time, n)
+	attempts, reasons := make([]int32, n), make([]string, n)
+	for i, d := range dead {
+		p := broker.PlanDeadLetter(d.messageID, d.sentAt, dlq.cfg.Fifo, now)
+		ids[i], newSeq[i], sent[i] = d.id, p.NewSequence, p.SentAt
+		if p.DedupID != "" {
+			dedup[i] = &p.DedupID
+		}
+		attempts[i], reasons[i] = int32(d.attempts), d.reason
+	}
+	if dlq.cfg.Fifo {
+		rows, err := tx.Query(ctx, `SELECT DISTINCT group_id FROM messages WHERE id = ANY($1::bigint[]) AND group_id IS NOT NULL ORDER BY 1`, ids)
+		if err != nil {
+			return err
+		}
+		groups, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if len(groups) > 0 {
+			if _, err := tx.Exec(ctx, lockGroupsSQL, dlq.mid, groups); err != nil {
+				return err
+			}
+		}
+	}
+	// Volatile expressions (nextval) in the select list are evaluated after
+	// the ORDER BY, so sequence numbers follow the source order.
+	_, err := tx.Exec(ctx, `UPDATE messages m SET queue_id = $1, state = 'r', visible_at = $2, dl_source = $3,
+			attempt = NULL, seq = coalesce(u.seq, m.seq), dedup_id = coalesce(u.dedup, m.dedup_id),
+			sent_at = u.sent_at, attempts = u.attempts, reason = u.reason
+		FROM (SELECT id, dedup, sent_at, attempts, reason, CASE WHEN newseq THEN nextval('fifo_seq') END AS seq
+			FROM unnest($4::bigint[], $5::boolean[], $6::text[], $7::timestamptz[], $8::integer[], $9::text[])
+				WITH ORDINALITY AS x (id, newseq, dedup, sent_at, attempts, reason, ord)
+			ORDER BY ord) u
+		WHERE m.id = u.id`, dlq.mid, now, src.name, ids, newSeq, dedup, sent, attempts, reasons)
+	return err
+}
+
+// readLease reads, under its row lock, the message of queue q that a
+// receipt names (row id key, lease version lease); ok is false when none.
+const readLeaseSQL = `SELECT id, state::text, state = 'i' AND visible_at > ` + nowSQL + `, visible_at,
+		message_id::text, coalesce(attempts, receive_count), max_attempts, sent_at, seq, attempt, ` + nowSQL + `
+	FROM messages WHERE id = $2 AND queue_id = $3 AND lease = $4 FOR UPDATE`
+
+func scanLease(row pgx.Row) (r leaseRow, now time.Time, err error) {
+	err = row.Scan(&r.id, &r.state, &r.live, &r.visibleAt, &r.facts.MessageID, &r.facts.Attempts,
+		&r.facts.MaxAttempts, &r.sentAt, &r.seq, &r.attempt, &now)
+	return r, now, err
+}
+
+// leaseResult is what a committed lease transaction did, for the work after
+// the commit; it is rebuilt when the transaction is retried.
+type leaseResult struct {
+	moved    []movedLetter
+	earliest time.Time
+	groups   bool // a FIFO message left in flight (its group may be free)
+}
+
+// ChangeVisibility implements broker.Backend: one transaction that locks
+// each receipt's message (in row order), classifies the receipt (a message
+// gone or backing off: stale; a lease that ended: ended), plans the change
+// with broker.PlanLeaseChange and applies the plans (leaseApply).
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRef, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
+	if err := b.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer b.life.Done()
+	q, err := b.getQueue(ctx, b.pool, queueName)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]broker.LeaseOutcome, len(changes))
+	type change struct {
+		i          int
+		key, lease int64
+	}
+	var todo []change
+	for i, c := range changes {
+		key, lease, o, ok := leaseOf(q.id, c.Receipt)
+		out[i] = o
+		if ok {
+			todo = append(todo, change{i, key, lease})
+		}
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	// Row locks in id order: two batches touching the same messages never
+	// wait on each other in a cycle.
+	slices.SortStableFunc(todo, func(x, y change) int { return compareInt64(x.key, y.key) })
+	var res leaseResult
+	err = retry(func() error {
+		res = leaseResult{}
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			var a leaseApply
+			var to *claimTo
+			var now time.Time
+			// deadLetterTo resolves the dead-letter queue once; a plan to
+			// move a message there becomes visible at `at` when there is
+			// none (any more).
+			deadLetterTo := func(p *broker.LeasePlan, at time.Time) error {
+				if p.Fate != broker.FateDeadLetter {
+					return nil
+				}
+				if to == nil {
+					t, err := b.claimTarget(ctx, tx, q)
+					if err != nil {
+						return err
+					}
+					to = &t
+				}
+				if to.dlq == nil {
+					p.Fate, p.At = broker.FateVisible, at
+				}
+				return nil
+			}
+			for _, c := range todo {
+				r, at, err := scanLease(tx.QueryRow(ctx, readLeaseSQL, b.tnow(), c.key, q.mid, c.lease))
+				switch {
+				case errors.Is(err, pgx.ErrNoRows):
+					out[c.i] = broker.LeaseStale
+					continue
+				case err != nil:
+					return err
+				case r.state == "d":
+					out[c.i] = broker.LeaseStale // backing off or snoozed: not this lease's any more
+					continue
+				case !r.live && r.state == "i" && hasPolicy(q.cfg):
+					// The lease ended and nobody planned it yet: plan it
+					// now, as a receive would. Backing off or moved: the
+					// receipt is stale; visible again: the lease ended.
+					now = at
+					p := broker.PlanLeaseExpiry(q.cfg, r.facts, r.visibleAt)
+					if err := deadLetterTo(&p, r.visibleAt); err != nil {
+						return err
+					}
+					out[c.i] = broker.LeaseStale
+					if p.Fate == broker.FateVisible {
+						out[c.i] = broker.LeaseEnded
+					}
+					r.attempt = nil
+					a.add(r, p)
+					res.groups = res.groups || q.cfg.Fifo // its group may be free
+					continue
+				case !r.live:
+					out[c.i] = broker.LeaseEnded
+					continue
+				}
+				now = at
+				out[c.i] = broker.LeaseApplied
+				p := broker.PlanLeaseChange(q.cfg, r.facts, changes[c.i], now)
+				if err := deadLetterTo(&p, now); err != nil {
+					return err
+				}
+				if p.Fate != broker.FateInFlight && q.cfg.Fifo {
+					res.groups = true
+				}
+				a.add(r, p)
+			}
+			if len(a.ids) == 0 && len(a.dead) == 0 {
+				return nil
+			}
+			var target claimTo
+			if to != nil {
+				target = *to
+			}
+			if err := b.apply(ctx, tx, q, target, &a, now); err != nil {
+				return err
+			}
+			res.earliest = a.earliest
+			for _, d := range a.dead {
+				res.moved = append(res.moved, movedLetter{d.messageID, d.attempts, d.reason})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, txErr("change visibility", err)
+	}
+	b.afterLeases(ctx, q, res)
+	return out, nil
+}
+
+// afterLeases is the work after a committed lease transaction of queue q:
+// the dead-letter log and wake-ups, the local and remote waiters of q, and
+// the sweeper's deadline for the leases that now end sooner.
+func (b *Backend) afterLeases(ctx context.Context, q queueRow, res leaseResult) {
+	b.deadLettered(ctx, q, res.moved)
+	switch {
+	case res.groups:
+		b.changed(q.id, time.Time{}, false)
+	case !res.earliest.IsZero():
+		b.changed(q.id, res.earliest, false)
+	}
+	if hasPolicy(q.cfg) && !res.earliest.IsZero() {
+		b.noteDeadline(res.earliest)
+	}
+}
+
+// expireLeases plans the ended leases of queue q (a queue with a policy)
+// with broker.PlanLeaseExpiry, at most expireBatch of them, skipping rows
+// other transactions hold, and applies the plans in one transaction. It
+// returns the messages moved to the dead-letter queue and whether more
+// leases may have ended (a full batch).
+func (b *Backend) expireLeases(ctx context.Context, q queueRow) ([]movedLetter, bool, error) {
+	var due bool
+	if err := b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages
+		WHERE queue_id = $2 AND state = 'i' AND visible_at <= `+nowSQL+`)`, b.tnow(), q.mid).Scan(&due); err != nil {
+		return nil, false, dbErr("expire leases", err)
+	}
+	if !due {
+		return nil, false, nil
+	}
+	var res leaseResult
+	var full bool
+	err := retry(func() error {
+		res, full = leaseResult{}, false
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT id, state::text, false, visible_at, message_id::text,
+					coalesce(attempts, receive_count), max_attempts, sent_at, seq, attempt, `+nowSQL+`
+				FROM messages WHERE queue_id = $2 AND state = 'i' AND visible_at <= `+nowSQL+`
+				ORDER BY visible_at LIMIT $3 FOR UPDATE SKIP LOCKED`, b.tnow(), q.mid, expireBatch)
+			if err != nil {
+				return err
+			}
+			var ended []leaseRow
+			var now time.Time
+			for rows.Next() {
+				r, at, err := scanLease(rows)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				ended, now = append(ended, r), at
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			full = len(ended) == expireBatch
+			var a leaseApply
+			var to claimTo
+			resolved := false
+			for _, r := range ended {
+				r.attempt = nil // replayAttempt checks the lease itself
+				p := broker.PlanLeaseExpiry(q.cfg, r.facts, r.visibleAt)
+				if p.Fate == broker.FateDeadLetter {
+					if !resolved {
+						if to, err = b.claimTarget(ctx, tx, q); err != nil {
+							return err
+						}
+						resolved = true
+					}
+					if to.dlq == nil {
+						p.Fate = broker.FateVisible // no dead-letter queue (any more)
+					}
+				}
+				a.add(r, p)
+			}
+			if len(ended) == 0 {
+				return nil
+			}
+			if err := b.apply(ctx, tx, q, to, &a, now); err != nil {
+				return err
+			}
+			res.earliest = a.earliest
+			res.groups = q.cfg.Fifo
+			for _, d := range a.dead {
+				res.moved = append(res.moved, movedLetter{d.messageID, d.attempts, d.reason})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, false, txErr("expire leases", err)
+	}
+	// The caller logs the moves (deadLettered); the waiters learn of the
+	// messages made visible or delayed.
+	if !res.earliest.IsZero() || res.groups {
+		b.changed(q.id, time.Time{}, false)
+	}
+	return res.moved, full, nil
+}

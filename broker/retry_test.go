@@ -1,0 +1,366 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestBackoffNone(t *testing.T) {
+	t.Parallel()
+	// The seed's table: 2 s, 4 s, 8 s … capped at 5 minutes.
+	p := RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: JitterNone}
+	want := []time.Duration{2, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300}
+	for attempts, w := range want { // attempts 0 backs off as 1
+		for _, seed := range []uint64{0, 1, 1 << 63} {
+			if got := Backoff(p, attempts, seed); got != w*time.Second {
+				t.Errorf("Backoff(2..300 none, attempts %d, seed %d) = %v, want %v", attempts, seed, got, w*time.Second)
+			}
+		}
+	}
+	// Far past the cap the doubling stops (no overflow).
+	for _, attempts := range []int{64, 1000, 1 << 30} {
+		if got := Backoff(p, attempts, 7); got != 300*time.Second {
+			t.Errorf("Backoff(attempts %d) = %v, want the cap", attempts, got)
+		}
+	}
+	// The largest policy.
+	big := RetryPolicy{Base: MaxRetrySeconds * time.Second, Max: MaxRetrySeconds * time.Second, Jitter: JitterNone}
+	if got := Backoff(big, 1000, 0); got != MaxRetrySeconds*time.Second {
+		t.Errorf("Backoff(43200..43200) = %v", got)
+	}
+	// base == max: always max.
+	flat := RetryPolicy{Base: 5 * time.Second, Max: 5 * time.Second, Jitter: JitterNone}
+	for attempts := 1; attempts < 5; attempts++ {
+		if got := Backoff(flat, attempts, 0); got != 5*time.Second {
+			t.Errorf("Backoff(5..5, attempts %d) = %v", attempts, got)
+		}
+	}
+}
+
+func TestBackoffJitterBounds(t *testing.T) {
+	t.Parallel()
+	for _, jitter := range []string{JitterFull, JitterEqual} {
+		p := RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: jitter}
+		for attempts := 1; attempts <= 12; attempts++ {
+			d := Backoff(RetryPolicy{Base: p.Base, Max: p.Max, Jitter: JitterNone}, attempts, 0)
+			lo := time.Duration(0)
+			if jitter == JitterEqual {
+				lo = d / 2
+			}
+			seen := map[time.Duration]bool{}
+			var min, max time.Duration = d, 0
+			for i := 0; i < 500; i++ {
+				id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+				got := Backoff(p, attempts, JitterSeed(id, attempts))
+				if got < lo || got > d {
+					t.Fatalf("Backoff(%s, attempts %d) = %v, outside [%v, %v]", jitter, attempts, got, lo, d)
+				}
+				seen[got] = true
+				if got < min {
+					min = got
+				}
+				if got > max {
+					max = got
+				}
+			}
+			// 500 draws spread over the range: distinct, and reaching both
+			// ends' neighbourhoods (the lowest and highest tenth).
+			if len(seen) < 490 {
+				t.Errorf("%s, attempts %d: only %d distinct backoffs of 500 messages", jitter, attempts, len(seen))
+			}
+			tenth := (d - lo) / 10
+			if min > lo+tenth || max < d-tenth {
+				t.Errorf("%s, attempts %d: backoffs span [%v, %v], want near [%v, %v]", jitter, attempts, min, max, lo, d)
+			}
+		}
+	}
+}
+
+func TestBackoffDeterministic(t *testing.T) {
+	t.Parallel()
+	p := RetryPolicy{Base: time.Second, Max: time.Hour, Jitter: JitterFull}
+	id := "0b1c2d3e-0000-4000-8000-000000000000"
+	for attempts := 1; attempts < 10; attempts++ {
+		a := Backoff(p, attempts, JitterSeed(id, attempts))
+		b := Backoff(p, attempts, JitterSeed(id, attempts))
+		if a != b {
+			t.Fatalf("same message and attempt: %v then %v", a, b)
+		}
+	}
+	if JitterSeed(id, 1) == JitterSeed(id, 2) {
+		t.Error("two attempts of a message draw the same seed")
+	}
+	if JitterSeed(id, 1) == JitterSeed("1b1c2d3e-0000-4000-8000-000000000000", 1) {
+		t.Error("two messages draw the same seed")
+	}
+	// Messages failing together spread out: 100 messages, one attempt.
+	seen := map[time.Duration]bool{}
+	for i := 0; i < 100; i++ {
+		seen[Backoff(p, 1, JitterSeed(fmt.Sprintf("m-%d", i), 1))] = true
+	}
+	if len(seen) < 95 {
+		t.Errorf("100 messages failing together back off by only %d distinct delays", len(seen))
+	}
+	// A zero-length range (the jitter of a zero backoff) is 0.
+	if got := uniform(12345, 0); got != 0 {
+		t.Errorf("uniform(seed, 0) = %d", got)
+	}
+	for seed := uint64(0); seed < 1000; seed++ {
+		if got := uniform(seed, 7); got >= 7 {
+			t.Fatalf("uniform(%d, 7) = %d", seed, got)
+		}
+	}
+}
+
+func TestMaxAttempts(t *testing.T) {
+	t.Parallel()
+	r := &RedrivePolicy{MaxReceiveCount: 4}
+	for _, c := range []struct {
+		r         *RedrivePolicy
+		own, want int
+	}{
+		{nil, 0, 0}, {nil, 3, 0}, {r, 0, 4}, {r, 2, 2}, {r, 9, 9},
+	} {
+		if got := MaxAttempts(c.r, c.own); got != c.want {
+			t.Errorf("MaxAttempts(%v, %d) = %d, want %d", c.r, c.own, got, c.want)
+		}
+	}
+}
+
+func TestPlanLeaseChange(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+	id := "0b1c2d3e-0000-4000-8000-000000000000"
+	redrive := &RedrivePolicy{DeadLetterQueue: "dlq", MaxReceiveCount: 3}
+	retry := &RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: JitterNone}
+	full := &RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: JitterFull}
+	plain, withRetry, withBoth := QueueConfig{}, QueueConfig{Retry: retry}, QueueConfig{Redrive: redrive, Retry: retry}
+	d := func(x time.Duration) *time.Duration { return &x }
+	fullDelay := Backoff(*full, 2, JitterSeed(id, 2))
+	for _, c := range []struct {
+		name string
+		c    QueueConfig
+		m    LeaseFacts
+		ch   VisibilityChange
+		want LeasePlan
+	}{
+		{"extend", withBoth, LeaseFacts{id, 3, 0}, VisibilityChange{Kind: ChangeTimeout, Timeout: 40 * time.Second},
+			LeasePlan{Fate: FateInFlight, At: now.Add(40 * time.Second), Attempts: 3}},
+		{"extend at the limit is not a failure", withBoth, LeaseFacts{id, 9, 0}, VisibilityChange{Kind: ChangeTimeout, Timeout: time.Second},
+			LeasePlan{Fate: FateInFlight, At: now.Add(time.Second), Attempts: 9}},
+		{"nack to visible, no policy", plain, LeaseFacts{id, 1, 0}, VisibilityChange{Kind: ChangeTimeout},
+			LeasePlan{Fate: FateVisible, At: now, Attempts: 1, Reason: ReasonNack, SetReason: true}},
+		{"nack backs off, attempts 1", withRetry, LeaseFacts{id, 1, 0}, VisibilityChange{Kind: ChangeTimeout},
+			LeasePlan{Fate: FateDelayed, At: now.Add(2 * time.Second), Attempts: 1, Reason: ReasonNack, SetReason: true}},
+		{"native nack backs off, attempts 4", withRetry, LeaseFacts{id, 4, 0}, VisibilityChange{Kind: Nack, Reason: "boom"},
+			LeasePlan{Fate: FateDelayed, At: now.Add(16 * time.Second), Attempts: 4, Reason: "boom", SetReason: true}},
+		{"nack with jitter", QueueConfig{Retry: full}, LeaseFacts{id, 2, 0}, VisibilityChange{Kind: Nack},
+			LeasePlan{Fate: FateDelayed, At: now.Add(fullDelay), Attempts: 2, Reason: ReasonNack, SetReason: true}},
+		{"nack with a delay beats the backoff", withRetry, LeaseFacts{id, 1, 0}, VisibilityChange{Kind: Nack, Delay: d(7 * time.Second), Reason: "later"},
+			LeasePlan{Fate: FateDelayed, At: now.Add(7 * time.Second), Attempts: 1, Reason: "later", SetReason: true}},
+		{"nack with a delay of 0 is visible at once", withRetry, LeaseFacts{id, 1, 0}, VisibilityChange{Kind: Nack, Delay: d(0)},
+			LeasePlan{Fate: FateVisible, At: now, Attempts: 1, Reason: ReasonNack, SetReason: true}},
+		{"ChangeTimeout ignores Delay", withRetry, LeaseFacts{id, 1, 0}, VisibilityChange{Kind: ChangeTimeout, Delay: d(7 * time.Second)},
+			LeasePlan{Fate: FateDelayed, At: now.Add(2 * time.Second), Attempts: 1, Reason: ReasonNack, SetReason: true}},
+		{"last attempt's nack dead-letters", withBoth, LeaseFacts{id, 3, 0}, VisibilityChange{Kind: ChangeTimeout},
+			LeasePlan{Fate: FateDeadLetter, At: now, Attempts: 3, Reason: ReasonNack, SetReason: true}},
+		{"past the limit dead-letters too", withBoth, LeaseFacts{id, 5, 0}, VisibilityChange{Kind: Nack, Reason: "x", Delay: d(time.Minute)},
+			LeasePlan{Fate: FateDeadLetter, At: now, Attempts: 5, Reason: "x", SetReason: true}},
+		{"below the limit backs off", withBoth, LeaseFacts{id, 2, 0}, VisibilityChange{Kind: ChangeTimeout},
+			LeasePlan{Fate: FateDelayed, At: now.Add(4 * time.Second), Attempts: 2, Reason: ReasonNack, SetReason: true}},
+		{"own MaxAttempts lower", withBoth, LeaseFacts{id, 1, 1}, VisibilityChange{Kind: Nack},
+			LeasePlan{Fate: FateDeadLetter, At: now, Attempts: 1, Reason: ReasonNack, SetReason: true}},
+		{"own MaxAttempts higher", withBoth, LeaseFacts{id, 3, 5}, VisibilityChange{Kind: Nack},
+			LeasePlan{Fate: FateDelayed, At: now.Add(8 * time.Second), Attempts: 3, Reason: ReasonNack, SetReason: true}},
+		{"own MaxAttempts without a RedrivePolicy means nothing", withRetry, LeaseFacts{id, 3, 1}, VisibilityChange{Kind: Nack},
+			LeasePlan{Fate: FateDelayed, At: now.Add(8 * time.Second), Attempts: 3, Reason: ReasonNack, SetReason: true}},
+		{"snooze gives the attempt back", withBoth, LeaseFacts{id, 3, 0}, VisibilityChange{Kind: Snooze, Timeout: 30 * time.Second},
+			LeasePlan{Fate: FateDelayed, At: now.Add(30 * time.Second), Attempts: 2}},
+		{"release", withBoth, LeaseFacts{id, 1, 0}, VisibilityChange{Kind: Snooze, Reason: "ignored"},
+			LeasePlan{Fate: FateVisible, At: now, Attempts: 0}},
+		{"snooze of a message never counted stays at 0", plain, LeaseFacts{id, 0, 0}, VisibilityChange{Kind: Snooze, Timeout: time.Second},
+			LeasePlan{Fate: FateDelayed, At: now.Add(time.Second), Attempts: 0}},
+		{"dead-letter now", withBoth, LeaseFacts{id, 1, 0}, VisibilityChange{Kind: DeadLetterNow, Reason: "poison"},
+			LeasePlan{Fate: FateDeadLetter, At: now, Attempts: 1, Reason: "poison", SetReason: true}},
+		{"dead-letter now without a reason", withBoth, LeaseFacts{id, 1, 0}, VisibilityChange{Kind: DeadLetterNow},
+			LeasePlan{Fate: FateDeadLetter, At: now, Attempts: 1, Reason: ReasonNack, SetReason: true}},
+	} {
+		if got := PlanLeaseChange(c.c, c.m, c.ch, now); got != c.want {
+			t.Errorf("%s: PlanLeaseChange = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestPlanLeaseExpiry(t *testing.T) {
+	t.Parallel()
+	expired := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+	id := "0b1c2d3e-0000-4000-8000-000000000000"
+	redrive := &RedrivePolicy{DeadLetterQueue: "dlq", MaxReceiveCount: 2}
+	retry := &RetryPolicy{Base: 10 * time.Second, Max: 15 * time.Second, Jitter: JitterNone}
+	equal := &RetryPolicy{Base: 10 * time.Second, Max: 15 * time.Second, Jitter: JitterEqual}
+	reason := func(p LeasePlan) LeasePlan { p.Reason, p.SetReason = ReasonLeaseExpired, true; return p }
+	for _, c := range []struct {
+		name string
+		c    QueueConfig
+		m    LeaseFacts
+		want LeasePlan
+	}{
+		{"no policy: visible from the expiry", QueueConfig{}, LeaseFacts{id, 1, 0}, reason(LeasePlan{Fate: FateVisible, At: expired, Attempts: 1})},
+		{"redrive, attempts left", QueueConfig{Redrive: redrive}, LeaseFacts{id, 1, 0}, reason(LeasePlan{Fate: FateVisible, At: expired, Attempts: 1})},
+		{"backs off from the expiry", QueueConfig{Retry: retry}, LeaseFacts{id, 1, 0}, reason(LeasePlan{Fate: FateDelayed, At: expired.Add(10 * time.Second), Attempts: 1})},
+		{"backoff capped", QueueConfig{Retry: retry}, LeaseFacts{id, 3, 0}, reason(LeasePlan{Fate: FateDelayed, At: expired.Add(15 * time.Second), Attempts: 3})},
+		{"jittered", QueueConfig{Retry: equal}, LeaseFacts{id, 2, 0},
+			reason(LeasePlan{Fate: FateDelayed, At: expired.Add(Backoff(*equal, 2, JitterSeed(id, 2))), Attempts: 2})},
+		{"last attempt dead-letters", QueueConfig{Redrive: redrive, Retry: retry}, LeaseFacts{id, 2, 0}, reason(LeasePlan{Fate: FateDeadLetter, At: expired, Attempts: 2})},
+		{"own MaxAttempts", QueueConfig{Redrive: redrive}, LeaseFacts{id, 1, 1}, reason(LeasePlan{Fate: FateDeadLetter, At: expired, Attempts: 1})},
+		{"own MaxAttempts higher", QueueConfig{Redrive: redrive}, LeaseFacts{id, 2, 3}, reason(LeasePlan{Fate: FateVisible, At: expired, Attempts: 2})},
+	} {
+		got := PlanLeaseExpiry(c.c, c.m, expired)
+		if got != c.want {
+			t.Errorf("%s: PlanLeaseExpiry = %+v, want %+v", c.name, got, c.want)
+		}
+		// ExpiryVisibleAt computes the same instant without the plan.
+		if got.Fate != FateDeadLetter {
+			if at := ExpiryVisibleAt(c.c, id, c.m.Attempts, expired); !at.Equal(got.At) {
+				t.Errorf("%s: ExpiryVisibleAt = %v, PlanLeaseExpiry says %v", c.name, at, got.At)
+			}
+		}
+	}
+}
+
+func TestShouldDeadLetterOnReceive(t *testing.T) {
+	t.Parallel()
+	r := &RedrivePolicy{MaxReceiveCount: 2}
+	for _, c := range []struct {
+		r                *RedrivePolicy
+		attempts, ownMax int
+		want             bool
+	}{
+		{nil, 50, 0, false}, {nil, 50, 1, false},
+		{r, 0, 0, false}, {r, 1, 0, false}, {r, 2, 0, true}, {r, 3, 0, true},
+		{r, 2, 3, false}, {r, 3, 3, true}, {r, 1, 1, true},
+	} {
+		if got := ShouldDeadLetterOnReceive(c.r, c.attempts, c.ownMax); got != c.want {
+			t.Errorf("ShouldDeadLetterOnReceive(%v, %d, %d) = %v, want %v", c.r, c.attempts, c.ownMax, got, c.want)
+		}
+	}
+}
+
+// recordHandler is a slog.Handler that keeps the records it is given.
+type recordHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
+
+func (h *recordHandler) all() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]slog.Record(nil), h.records...)
+}
+
+func recordAttrs(r slog.Record) map[string]string {
+	m := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.String()
+		return true
+	})
+	return m
+}
+
+func TestDeadLetterLog(t *testing.T) {
+	t.Parallel()
+	h := &recordHandler{}
+	clock := NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	l := &DeadLetterLog{Log: slog.New(h), Clock: clock, Interval: time.Second, Burst: 3}
+	src, dlq := QueueRef{Name: "src"}, QueueRef{Account: "123456789012", Name: "dlq"}
+	for i := 0; i < 5; i++ {
+		l.Moved(fmt.Sprintf("m%d", i), src, dlq, "boom", i+1)
+	}
+	recs := h.all()
+	if len(recs) != 3 {
+		t.Fatalf("5 moves in one interval with Burst 3 logged %d lines, want 3", len(recs))
+	}
+	r := recs[0]
+	if r.Level != slog.LevelWarn {
+		t.Errorf("level %v, want warn", r.Level)
+	}
+	a := recordAttrs(r)
+	want := map[string]string{"message_id": "m0", "queue": "src", "dead_letter_queue": "123456789012/dlq", "reason": "boom", "attempts": "1"}
+	for k, v := range want {
+		if a[k] != v {
+			t.Errorf("attribute %s = %q, want %q (all: %v)", k, a[k], v, a)
+		}
+	}
+	if _, ok := a["not_logged_before"]; ok {
+		t.Errorf("the first line reports dropped lines: %v", a)
+	}
+	// Still in the interval: dropped.
+	clock.Advance(999 * time.Millisecond)
+	l.Moved("m5", src, dlq, "boom", 1)
+	if n := len(h.all()); n != 3 {
+		t.Fatalf("a move before the interval ended was logged (%d lines)", n)
+	}
+	// A new interval: the next line reports the 3 dropped ones.
+	clock.Advance(time.Millisecond)
+	l.Moved("m6", src, dlq, "boom", 1)
+	recs = h.all()
+	if len(recs) != 4 {
+		t.Fatalf("the first move of a new interval: %d lines, want 4", len(recs))
+	}
+	if a := recordAttrs(recs[3]); a["message_id"] != "m6" || a["not_logged_before"] != "3" {
+		t.Errorf("the new interval's first line: %v, want message m6 and not_logged_before 3", a)
+	}
+	l.Moved("m7", src, dlq, "boom", 1)
+	if a := recordAttrs(h.all()[4]); a["not_logged_before"] != "" {
+		t.Errorf("the count of dropped lines was reported twice: %v", a)
+	}
+	// The defaults: 10 lines an interval.
+	clock2 := NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	h2 := &recordHandler{}
+	l2 := &DeadLetterLog{Log: slog.New(h2), Clock: clock2}
+	for i := 0; i < 25; i++ {
+		l2.Moved("m", src, dlq, "r", 1)
+	}
+	if n := len(h2.all()); n != 10 {
+		t.Errorf("the default burst logged %d of 25 moves in one interval, want 10", n)
+	}
+	// Nil and logger-less logs are no-ops.
+	var nilLog *DeadLetterLog
+	nilLog.Moved("m", src, dlq, "r", 1)
+	(&DeadLetterLog{}).Moved("m", src, dlq, "r", 1)
+}
+
+func TestDeadLetterLogConcurrent(t *testing.T) {
+	t.Parallel()
+	h := &recordHandler{}
+	clock := NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	l := &DeadLetterLog{Log: slog.New(h), Clock: clock, Burst: 5}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				l.Moved("m", QueueRef{Name: "src"}, QueueRef{Name: "dlq"}, "r", 1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(h.all()); n != 5 {
+		t.Fatalf("800 concurrent moves in one interval logged %d lines, want the burst of 5", n)
+	}
+}
