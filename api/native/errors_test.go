@@ -56,8 +56,8 @@ func TestBadRequests(t *testing.T) {
 	e.ok(201, "POST", "/v1/queues/q/messages", `{"body":"\ud83d\ude00 \\ud800"}`)
 }
 
-// TestErrorTable checks the table: every sentinel of the broker has a row,
-// and the statuses of the issue's rules.
+// TestErrorTable checks the table: the statuses the issue names (404, 409,
+// 429 for a full queue, 503, 500 without its cause) and no code twice.
 func TestErrorTable(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
