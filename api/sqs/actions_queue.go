@@ -132,16 +132,16 @@ func (h *Handler) getQueueAttributes(c *call, in *getQueueAttributesInput) (any,
 		return out, nil
 	}
 	attrs := broker.QueueAttributes(info, h.arn(info.Name))
+	out.Attributes = stringMap{}
 	if all {
 		out.Attributes = attrs
-		return out, nil
 	}
-	out.Attributes = stringMap{}
 	for _, n := range in.AttributeNames {
 		if v, ok := attrs[n]; ok {
 			out.Attributes[n] = v
 		} else if broker.IsSluiceAttribute(n) {
-			// Asked for by name, an unset Sluice setting reads as its default.
+			// Asked for by name (with All or not), an unset Sluice setting
+			// reads as its default; All alone includes only the set ones.
 			out.Attributes[n] = broker.SluiceAttributeDefault(n)
 		}
 	}

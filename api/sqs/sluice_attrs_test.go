@@ -105,6 +105,11 @@ func TestSluiceAttributesJSON(t *testing.T) {
 			t.Errorf("%s by name on a plain queue = %q (present %v), want %q", n, v, ok, sluiceDefaults[n])
 		}
 	}
+	// All with a Sluice name: the SQS ones, and that one with its default.
+	allPaused := get(plain, "All", "Paused")
+	if len(allPaused) != 13 || allPaused["Paused"] != "false" {
+		t.Errorf("All and Paused on a plain queue: %d attributes, Paused %q; want the 12 SQS ones and Paused=false", len(allPaused), allPaused["Paused"])
+	}
 	// Asking for the defaults at creation is asking for the queue as it is.
 	if again := e.queue("plain", map[string]string{"MaxDepth": "0", "Paused": "false", "DeliveryMode": "at-least-once", "RetryPolicy": ""}); again != plain {
 		t.Fatalf("re-create with the defaults answered %s", again)
