@@ -40,12 +40,13 @@ const (
 type msg struct {
 	key            uint64 // unique across the store and never reused (the key ceiling)
 	state          msgState
-	visibleAt      int64  // Unix ns: for ready messages when they became visible (ordering)
+	visibleAt      int64  // Unix ns: for ready messages when they became visible
 	lease          uint64 // lease version, bumped by every receive; 0 = never received
 	receiveCount   int
 	firstReceiveAt int64 // Unix ns; 0 = never received
 	sentAt         int64 // Unix ns; retention counts from it
 	priority       int
+	turn           uint64 // fair-queue turn (fair.go; memory only); 0 on FIFO queues
 	seq            uint64 // FIFO sequence number (0 on standard queues)
 	size           int    // body + attribute bytes (MessageSize)
 	groupID        string
@@ -73,11 +74,13 @@ type msg struct {
 //     (stateDelayed, stateInflight, stateBackoff) or doomed (stateDoomed),
 //     and in age;
 //   - inflight + delayed == len(timed) + len(doomed), Visible == len(ready);
-//   - after promote(now), no entry of timed has visibleAt <= now.
+//   - after promote(now), no entry of timed has visibleAt <= now;
+//   - on a standard queue, every message of msgs is counted once in
+//     fair[priority].tenants[its tenant].live, and no entry counts 0.
 type queue struct {
 	queueRecord
 	msgs     map[uint64]*msg
-	ready    readyHeap // (priority desc, visibleAt, key)
+	ready    readyHeap // (priority desc, turn, key)
 	timed    timedHeap // visibleAt
 	age      ageHeap   // sentAt: the retention sweeper's order
 	inflight int64     // stateInflight and stateDoomed
@@ -88,6 +91,9 @@ type queue struct {
 	// fifo is the FIFO state (groups, dedup window, attempt cache; fifo.go),
 	// nil on standard queues. The index hooks below keep it in step.
 	fifo *fifoState
+	// fair is the fair-queue state by priority level (fair.go), nil on FIFO
+	// queues. The index hooks keep it in step.
+	fair map[int]*fairLevel
 
 	// wake is closed (and replaced) to wake the receives waiting on this
 	// queue: a message became ready, the earliest timed deadline moved
@@ -99,7 +105,7 @@ type queue struct {
 }
 
 func newQueue(rec queueRecord) *queue {
-	q := &queue{queueRecord: rec, msgs: map[uint64]*msg{}, wake: make(chan struct{})}
+	q := &queue{queueRecord: rec, msgs: map[uint64]*msg{}, wake: make(chan struct{}), fair: newFairState(rec.Config)}
 	if rec.Config.Fifo {
 		q.fifo = newFifoState()
 	}
@@ -147,11 +153,13 @@ func (q *queue) nextTimed() (int64, bool) {
 	return q.timed[0].visibleAt, true
 }
 
-// add indexes a new message according to its state and visibleAt.
+// add indexes a new message according to its state and visibleAt, and
+// gives it its fair-queue turn.
 func (q *queue) add(m *msg, now int64) {
 	q.msgs[m.key] = m
 	heap.Push(&q.age, m)
 	q.fifoInsert(m)
+	q.fairInsert(m)
 	q.place(m, now)
 }
 
@@ -219,6 +227,7 @@ func (q *queue) forget(m *msg) {
 	m.agePos = -1
 	delete(q.msgs, m.key)
 	q.fifoDrop(m)
+	q.fairDrop(m)
 }
 
 // promote applies what the clock says to the timed messages whose visibleAt
@@ -298,8 +307,10 @@ func fromNanos(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
-// readyHeap orders ready messages by priority (higher first), then the
-// instant they became visible, then key (send order).
+// readyHeap orders ready messages by priority (higher first), then
+// fair-queue turn (lower first), then key (send order). On a FIFO queue
+// every turn is 0, and receives go by group (fifo.go's avail), not by this
+// order.
 type readyHeap []*msg
 
 func (h readyHeap) Len() int { return len(h) }
@@ -308,8 +319,8 @@ func (h readyHeap) Less(i, j int) bool {
 	if a.priority != b.priority {
 		return a.priority > b.priority
 	}
-	if a.visibleAt != b.visibleAt {
-		return a.visibleAt < b.visibleAt
+	if a.turn != b.turn {
+		return a.turn < b.turn
 	}
 	return a.key < b.key
 }

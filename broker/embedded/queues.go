@@ -179,6 +179,7 @@ func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow fu
 		if q.fifo != nil {
 			q.fifo = newFifoState() // the dedup window and attempt cache go too
 		}
+		q.fair = newFairState(q.Config)
 		// Metadata, bodies, dedup and attempt records; not the queue record.
 		lo, _ = kindRange(q.ID, kindMeta)
 		_, hi = kindRange(q.ID, kindAttempt)

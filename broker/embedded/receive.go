@@ -163,6 +163,7 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 		if !b.leaseLocked(q, m, batch, vis, now) {
 			continue
 		}
+		q.fairClaimed(m)
 		out = append(out, claimed{key: m.key, lease: m.lease, msg: messageOf(m)})
 		if q.Config.AtMostOnce() {
 			q.forget(m)

@@ -78,6 +78,8 @@ func (b *Backend) recover() error {
 			// promoted below: a lease that ended while the broker was down
 			// is planned as any expiry (PlanLeaseExpiry from its end), so a
 			// backoff ends at the instant it would have without the restart.
+			// Added in key (send) order: the fair-queue turns start again
+			// from 1 and keep each tenant's order (fair.go).
 			q.add(m, math.MinInt64)
 			if key >= b.nextKey {
 				b.nextKey = key + 1
