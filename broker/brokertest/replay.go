@@ -81,6 +81,21 @@ func (e *env) replay(dlq string, req broker.ReplayRequest) broker.MoveTask {
 	return t
 }
 
+// taskStays checks, for a short real time (quiet), that the latest task of
+// source stays RUNNING with moved messages moved.
+func (e *env) taskStays(source string, moved int64) {
+	e.t.Helper()
+	for end := time.Now().Add(quiet); ; {
+		if got := e.task(source); got.Moved != moved || got.Status != broker.MoveTaskRunning {
+			e.t.Fatalf("task of %s = %+v, want RUNNING with %d moved", source, got, moved)
+		}
+		if time.Now().After(end) {
+			return
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
 // correlated is a message with a correlation id and another attribute.
 func correlated(body, cid string) broker.SendEntry {
 	return broker.SendEntry{Body: body, Attributes: map[string]broker.MessageAttribute{
@@ -113,7 +128,9 @@ func attr(m broker.Message, name string) string { return m.Attributes[name].Stri
 func testReplayAll(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.movers()
-	old := e.deadLetterEntries("src-a", "dlq", correlated("a1", "c-a1"), correlated("a2", "c-a2"))
+	capped := correlated("a2", "c-a2") // with its own Sluice.MaxAttempts, which travels too
+	capped.Attributes[broker.MsgAttrMaxAttempts] = broker.MessageAttribute{DataType: "Number", StringValue: "1"}
+	old := e.deadLetterEntries("src-a", "dlq", correlated("a1", "c-a1"), capped)
 	old = append(old, e.deadLetterEntries("src-b", "dlq", correlated("b1", "c-b1"))...)
 	if old[0].Attempts != 1 || old[0].ReceiveCount != 1 {
 		t.Fatalf("a dead letter has Attempts %d ReceiveCount %d, want 1 and 1", old[0].Attempts, old[0].ReceiveCount)
@@ -136,6 +153,9 @@ func testReplayAll(t *testing.T, s suite) {
 			wantReplayed(t, m, old...)
 			if attr(m.Message, broker.MsgAttrCorrelationID) != "c-"+m.Body || attr(m.Message, "kind") != "order" {
 				t.Errorf("replayed %q has attributes %v; they travel with it", m.Body, m.Attributes)
+			}
+			if want := map[bool]int{true: 1}[m.Body == "a2"]; m.MaxAttempts != want {
+				t.Errorf("replayed %q has MaxAttempts %d, want %d (its Sluice.MaxAttempts)", m.Body, m.MaxAttempts, want)
 			}
 		}
 	}
@@ -196,32 +216,37 @@ func testReplayEdit(t *testing.T, s suite) {
 		t.Fatalf("body-edited message has attributes %v, want its own (correlation id c0)", got[0].Attributes)
 	}
 
+	// Back to its source (which has a RedrivePolicy, so Sluice.MaxAttempts
+	// is valid there), with new attributes; a plain message waits there.
+	e.sendBody("src", "plain")
+	e.advance(time.Second)
 	attrs := map[string]broker.MessageAttribute{
 		broker.MsgAttrCorrelationID: {DataType: "String", StringValue: "c1-retry"},
 		broker.MsgAttrPriority:      {DataType: "Number", StringValue: "7"},
+		broker.MsgAttrMaxAttempts:   {DataType: "Number", StringValue: "4"},
 	}
-	e.replay("dlq", broker.ReplayRequest{Destination: "dest", IDs: []string{old[1].ID}, Edit: &broker.MessageEdit{Attributes: attrs}})
+	e.replay("dlq", broker.ReplayRequest{IDs: []string{old[1].ID}, Edit: &broker.MessageEdit{Attributes: attrs}})
 	if done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute); done.Moved != 1 {
 		t.Fatalf("edit-and-replay of the attributes = %+v", done)
 	}
 	e.wantStats("dlq", 0, 0, 0)
 	var edited broker.BrowsedMessage
-	for _, m := range e.browseAll("dest", broker.BrowseRequest{}) {
+	for _, m := range e.browseAll("src", broker.BrowseRequest{}) {
 		if m.Body == "keep me" {
 			edited = m
 		}
 	}
 	if edited.ID == "" {
-		t.Fatal("the attribute-edited message is not in dest")
+		t.Fatal("the attribute-edited message is not back in src")
 	}
 	wantReplayed(t, edited, old...)
-	if len(edited.Attributes) != 2 || attr(edited.Message, broker.MsgAttrCorrelationID) != "c1-retry" || edited.Priority != 7 {
-		t.Fatalf("attribute-edited message: attributes %v priority %d, want the edited ones (priority 7)", edited.Attributes, edited.Priority)
+	if len(edited.Attributes) != 3 || attr(edited.Message, broker.MsgAttrCorrelationID) != "c1-retry" || edited.Priority != 7 || edited.MaxAttempts != 4 {
+		t.Fatalf("attribute-edited message: attributes %v priority %d max attempts %d, want the edited ones (7, 4)",
+			edited.Attributes, edited.Priority, edited.MaxAttempts)
 	}
-	// The edited priority is its priority: it is served before the other.
-	d := e.receiveOne("dest")
-	if d.Body != "keep me" {
-		t.Fatalf("dest served %q first, want the priority-7 message", d.Body)
+	// The edited priority is its priority: it is served before the older one.
+	if d := e.receiveOne("src"); d.Body != "keep me" {
+		t.Fatalf("src served %q first, want the priority-7 message", d.Body)
 	}
 }
 
@@ -291,18 +316,16 @@ func testReplayWaitsForRoom(t *testing.T, s suite) {
 	e.createQueue("dlq", map[string]string{broker.AttrMaxDepth: "1"})
 	e.deadLetterEntries("src", "dlq", correlated("m0", "c0"), correlated("m1", "c1"), correlated("m2", "c2"))
 	e.replay("dlq", broker.ReplayRequest{Destination: "dest"})
-	for range 5 {
+	for range 3 {
 		e.advance(time.Second)
-		if got := e.task("dlq"); got.Moved != 0 || got.Status != broker.MoveTaskRunning {
-			t.Fatalf("replay into a full queue = %+v, want RUNNING with nothing moved", got)
-		}
+		e.taskStays("dlq", 0)
 	}
 	e.wantStats("dest", 2, 0, 0)
 	e.mustDelete("dest", e.receiveOne("dest").Receipt)
 	e.advanceUntil(100*time.Millisecond, 5*time.Second, "one replayed into the room made", func() bool { return e.task("dlq").Moved == 1 })
-	e.advance(3 * time.Second)
-	if got := e.task("dlq"); got.Moved != 1 || got.Status != broker.MoveTaskRunning {
-		t.Fatalf("replay after room for one = %+v, want Moved 1, RUNNING", got)
+	for range 3 {
+		e.advance(time.Second)
+		e.taskStays("dlq", 1)
 	}
 	e.wantStats("dest", 2, 0, 0)
 	for _, d := range e.receiveN(broker.ReceiveRequest{Queue: "dest", MaxMessages: 2}, 2) {
