@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -251,11 +252,12 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 }
 
 // chosenKeys returns the keys of src's messages whose ids are among ids, in
-// key order (ids not in src are left out).
+// key order (ids not in src are left out). Ids compare as UUIDs do, in any
+// case (message ids are stored in lower case), as on PostgreSQL.
 func chosenKeys(src *queue, ids []string) []uint64 {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		want[id] = true
+		want[strings.ToLower(id)] = true
 	}
 	var keys []uint64
 	for k, m := range src.msgs {
