@@ -82,8 +82,12 @@ type MessageEdit struct {
 
 // SelectiveMover is a MoveTasker that honours MoveTaskRequest.MessageIDs
 // and Edit: the task moves only the chosen messages (in move order; ids not
-// in the source are skipped), each with the edit applied (a moved message is
-// new: a new id, its counts reset, as every move does).
+// in the source when the task starts are skipped, and ToMove counts the
+// others), each with the edit applied (ApplyEdit; a moved message is new: a
+// new id, its counts reset, as every move does). The chosen messages and the
+// edit are kept with the task, durably: a restart resumes the same
+// selection. An edited message that does not fit its destination stays in
+// the source and is counted in Skipped (see ApplyEdit).
 type SelectiveMover interface {
 	MoveTasker
 	SelectiveMoves()
@@ -102,6 +106,10 @@ type MoveTask struct {
 	// Moved counts the messages moved so far; ToMove the messages the source
 	// held when the task started (approximate, as in SQS).
 	Moved, ToMove int64
+	// Skipped counts the messages an edit-and-replay left in the source
+	// because their edited form does not fit their destination (ApplyEdit);
+	// they are not counted in Moved.
+	Skipped int64
 	// FailureReason says why a FAILED task failed (MoveTaskFailureNoQueue).
 	FailureReason string
 	StartedAt     time.Time
@@ -129,6 +137,10 @@ type MoveTask struct {
 //     durable write: a message is never lost, nor moved twice.
 //   - The rate is MaxPerSecond (DefaultMoveRate if 0) on the backend's Clock,
 //     so a FakeClock drives it; progress (Moved) is visible while it runs.
+//   - A move into a full queue waits (MoveWalk.Depth): a step moves what
+//     its destination's MaxDepth (or LowPriorityMaxDepth) admits, possibly
+//     nothing, and the task, still RUNNING, tries again MoveWaitRetry later.
+//     Dead-lettering never waits.
 //   - When a queue the task writes to (or its source) no longer exists, the
 //     task ends FAILED with FailureReason MoveTaskFailureNoQueue; a message
 //     without DeadLetterSource, with no Destination given, fails it the same way.
@@ -277,6 +289,10 @@ func MoveChunk(rate int) int {
 	return max(1, min(100, rate/10))
 }
 
+// MoveWaitRetry is how long a move task whose next message's destination is
+// full (MoveWait) waits before its next step.
+const MoveWaitRetry = time.Second
+
 // MoveItem is one message of a move task's source as a step of the task
 // sees it, under the backend's lock or in its transaction.
 type MoveItem struct {
@@ -289,6 +305,9 @@ type MoveItem struct {
 	Held bool
 	// DeadLetterSource is the queue the message was dead-lettered from.
 	DeadLetterSource string
+	// Low: the moved message will be of priority below 0 (EditedPriority),
+	// which LowPriorityMaxDepth limits.
+	Low bool
 }
 
 // MoveAction is what a step does with one MoveItem.
@@ -307,6 +326,10 @@ const (
 	// MoveFail: the message has no live target: end the task FAILED with
 	// MoveTaskFailureNoQueue after the messages moved before it.
 	MoveFail
+	// MoveWait: the message's target is full (AdmitSend refuses one more):
+	// end this step before it; the message and every later one stay for a
+	// later step, MoveWaitRetry from now, so the move order holds.
+	MoveWait
 )
 
 // MoveWalk is the rule of a move step, shared by every backend: it decides,
@@ -322,6 +345,10 @@ type MoveWalk struct {
 	// Live reports whether a live queue of the given name exists (only
 	// asked for a message's DeadLetterSource when Destination is "").
 	Live func(name string) bool
+	// Depth, when not nil, gives a target's settings and its depth
+	// (QueueStats.Depth) counting the messages this step already moved
+	// there; a MoveOut that AdmitSend would refuse becomes MoveWait.
+	Depth func(target string) (QueueConfig, int64)
 }
 
 // Next decides what happens to it and, for MoveOut, names the target queue.
@@ -340,9 +367,72 @@ func (w *MoveWalk) Next(it MoveItem) (MoveAction, string) {
 		}
 		return MoveHold, ""
 	case w.Destination != "":
-		return MoveOut, w.Destination
+		return w.admit(it, w.Destination)
 	case it.DeadLetterSource == "" || it.DeadLetterSource == w.Source || w.Live == nil || !w.Live(it.DeadLetterSource):
 		return MoveFail, ""
 	}
-	return MoveOut, it.DeadLetterSource
+	return w.admit(it, it.DeadLetterSource)
+}
+
+// admit is the backpressure check of a MoveOut to target.
+func (w *MoveWalk) admit(it MoveItem, target string) (MoveAction, string) {
+	if w.Depth != nil {
+		c, depth := w.Depth(target)
+		low := 0
+		if it.Low {
+			low = 1
+		}
+		if AdmitSend(c, target, depth, 1, low) != nil {
+			return MoveWait, target
+		}
+	}
+	return MoveOut, target
+}
+
+// ApplyEdit is what an edit-and-replay (MoveTaskRequest.Edit) makes of one
+// moved message bound for a queue with settings c: its body and attributes
+// with e applied, and its Sluice options (MessageOptions: the ones it had,
+// opts, unless its attributes are replaced, when they are read from the new
+// ones). A nil e changes nothing and checks nothing, as a plain move. An
+// edited message larger than c's MaximumMessageSize, or whose new Sluice.*
+// attributes c refuses (Sluice.MaxAttempts without a RedrivePolicy), gives
+// an error: the message is not moved; it stays in the source and the task
+// counts it in MoveTask.Skipped (it goes on with the other messages).
+func ApplyEdit(e *MessageEdit, c QueueConfig, body string, attrs map[string]MessageAttribute, opts MessageOptions) (string, map[string]MessageAttribute, MessageOptions, error) {
+	if e == nil {
+		return body, attrs, opts, nil
+	}
+	if e.Body != nil {
+		body = *e.Body
+	}
+	if e.Attributes != nil {
+		attrs = e.Attributes
+		var err error
+		if opts, err = ParseMessageOptions(c, attrs); err != nil {
+			return "", nil, MessageOptions{}, err
+		}
+	}
+	if size := MessageSize(body, attrs); c.MaxMessageSize > 0 && size > c.MaxMessageSize {
+		return "", nil, MessageOptions{}, Errorf(ErrInvalidParameterValue, "The edited message is %d bytes; its destination's MaximumMessageSize is %d.", size, c.MaxMessageSize)
+	}
+	return body, attrs, opts, nil
+}
+
+// EditedPriority is the priority a message of priority old has after the
+// edit e: the edited attributes' Sluice.Priority (0 without one), or old
+// when e does not replace the attributes. An invalid value reads as old (the
+// message is skipped anyway: ApplyEdit refuses it).
+func EditedPriority(e *MessageEdit, old int) int {
+	if e == nil || e.Attributes == nil {
+		return old
+	}
+	a, ok := e.Attributes[MsgAttrPriority]
+	if !ok {
+		return 0
+	}
+	n, err := optInt(MsgAttrPriority, a, MinPriority, MaxPriority)
+	if err != nil {
+		return old
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"maps"
+	"reflect"
 	"testing"
 )
 
@@ -147,5 +148,82 @@ func TestMoveWalkNext(t *testing.T) {
 				t.Errorf("Blocked = %v, want %v", w.Blocked, tc.wantBlocked)
 			}
 		})
+	}
+}
+
+func TestMoveWalkWaitsForRoom(t *testing.T) {
+	t.Parallel()
+	cfgs := map[string]QueueConfig{
+		"full": {MaxDepth: 2},
+		"low":  {MaxDepth: 10, LowPriorityMaxDepth: 2},
+		"free": {},
+	}
+	depth := map[string]int64{"full": 1, "low": 1, "free": 1000}
+	w := MoveWalk{Source: "dlq", Live: func(string) bool { return true },
+		Depth: func(target string) (QueueConfig, int64) { return cfgs[target], depth[target] }}
+	next := func(it MoveItem, want MoveAction) {
+		t.Helper()
+		action, target := w.Next(it)
+		wantTarget := it.DeadLetterSource
+		if want == MoveSkip {
+			wantTarget = ""
+		}
+		if action != want || target != wantTarget {
+			t.Fatalf("Next(%+v) = (%d, %q), want (%d, %q)", it, action, target, want, wantTarget)
+		}
+		if action == MoveOut {
+			depth[target]++ // what the backend's Depth reports after the move
+		}
+	}
+	next(MoveItem{DeadLetterSource: "full"}, MoveOut)
+	next(MoveItem{DeadLetterSource: "full"}, MoveWait)
+	next(MoveItem{DeadLetterSource: "free"}, MoveOut)
+	next(MoveItem{DeadLetterSource: "low", Low: true}, MoveOut)
+	next(MoveItem{DeadLetterSource: "low", Low: true}, MoveWait)
+	next(MoveItem{DeadLetterSource: "low"}, MoveOut)
+	// Held, gone and blocked items are decided before any depth.
+	next(MoveItem{DeadLetterSource: "full", Gone: true}, MoveSkip)
+
+	fixed := MoveWalk{Source: "dlq", Destination: "d",
+		Depth: func(string) (QueueConfig, int64) { return QueueConfig{MaxDepth: 1}, 1 }}
+	if action, target := fixed.Next(MoveItem{}); action != MoveWait || target != "d" {
+		t.Fatalf("fixed destination at MaxDepth: Next = (%d, %q), want MoveWait to d", action, target)
+	}
+}
+
+func TestApplyEdit(t *testing.T) {
+	t.Parallel()
+	attrs := map[string]MessageAttribute{"k": {DataType: "String", StringValue: "v"}}
+	opts := MessageOptions{Priority: 5, MaxAttempts: 3}
+	c := QueueConfig{MaxMessageSize: 1024}
+	if b, a, o, err := ApplyEdit(nil, c, "body", attrs, opts); err != nil || b != "body" || !reflect.DeepEqual(a, attrs) || o != opts {
+		t.Fatalf("nil edit = %q %v %+v %v", b, a, o, err)
+	}
+	body := "new"
+	b, a, o, err := ApplyEdit(&MessageEdit{Body: &body}, c, "body", attrs, opts)
+	if err != nil || b != "new" || !reflect.DeepEqual(a, attrs) || o != opts {
+		t.Fatalf("body edit = %q %v %+v %v", b, a, o, err)
+	}
+	na := map[string]MessageAttribute{MsgAttrPriority: {DataType: "Number", StringValue: "-7"}}
+	b, a, o, err = ApplyEdit(&MessageEdit{Attributes: na}, c, "body", attrs, opts)
+	if err != nil || b != "body" || !reflect.DeepEqual(a, na) || o != (MessageOptions{Priority: -7}) {
+		t.Fatalf("attribute edit = %q %v %+v %v", b, a, o, err)
+	}
+	if p := EditedPriority(&MessageEdit{Attributes: na}, 5); p != -7 {
+		t.Fatalf("EditedPriority = %d, want -7", p)
+	}
+	if p := EditedPriority(&MessageEdit{Attributes: attrs}, 5); p != 0 {
+		t.Fatalf("EditedPriority without Sluice.Priority = %d, want 0", p)
+	}
+	if p := EditedPriority(&MessageEdit{Body: &body}, 5); p != 5 {
+		t.Fatalf("EditedPriority of a body edit = %d, want 5", p)
+	}
+	big := string(make([]byte, 1025))
+	if _, _, _, err := ApplyEdit(&MessageEdit{Body: &big}, c, "body", nil, opts); err == nil {
+		t.Fatal("an edited body past MaximumMessageSize was accepted")
+	}
+	ma := map[string]MessageAttribute{MsgAttrMaxAttempts: {DataType: "Number", StringValue: "2"}}
+	if _, _, _, err := ApplyEdit(&MessageEdit{Attributes: ma}, c, "body", nil, opts); err == nil {
+		t.Fatal("Sluice.MaxAttempts on a queue without RedrivePolicy was accepted")
 	}
 }

@@ -98,6 +98,7 @@ func groups() []group {
 		{"Stats", statsTests},
 		{"SluiceRestart", sluiceRestartTests},
 		{"Fair", fairTests},
+		{"Replay", replayTests},
 	}
 }
 

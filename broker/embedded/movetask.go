@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -35,6 +38,12 @@ import (
 // the remainder. A key whose message is gone (deleted, expired) or in flight
 // is passed over: a message that a consumer holds stays where it is.
 //
+// A replay of chosen messages (broker.SelectiveMover) stores their keys in
+// the record (Selective, Keys: at most broker.MaxDeleteByID of them, found
+// by message id when the task starts), and the list is made of those keys
+// only; an edit-and-replay stores its broker.MessageEdit there too. So a
+// restart resumes the same selection with the same edit.
+//
 // On a FIFO source, passing over a message in flight blocks its group for
 // the rest of the task (moveTaskRecord.Blocked): every later message of the
 // group stays in the source too, behind it, so that the destination never
@@ -55,8 +64,11 @@ import (
 // (moveTick) steps every due task and returns the earliest due time; a start
 // or a cancel kicks it. After a step that moved n messages, the task is due again
 // broker.MovePace(n, rate) later on the injected clock, so a FakeClock drives
-// it. All task state is guarded by Backend.mu; the loop holds no state of its
-// own but its timer.
+// it. A step that stops before a message whose destination is full
+// (broker.MoveWait: the destination's depth, which counts the messages the
+// step already moved there, is at its MaxDepth) leaves the cursor on it, and
+// the task is due again broker.MoveWaitRetry later. All task state is
+// guarded by Backend.mu; the loop holds no state of its own but its timer.
 
 // pfxMoveTask prefixes the move task records (see codec.go for the others).
 const pfxMoveTask byte = 0x04
@@ -91,6 +103,14 @@ type moveTaskRecord struct {
 	// in flight: it moves no later message of them (see "Which messages a
 	// task moves"). Stored, so that a resumed task keeps them blocked.
 	Blocked []string `json:"blocked,omitempty"`
+	// Selective: the task moves only the messages of Keys (a replay of
+	// chosen messages), not every one below Watermark.
+	Selective bool     `json:"selective,omitempty"`
+	Keys      []uint64 `json:"keys,omitempty"`
+	// Edit is applied to each moved message (an edit-and-replay).
+	Edit *broker.MessageEdit `json:"edit,omitempty"`
+	// Skipped counts the edited messages that did not fit their destination.
+	Skipped int64 `json:"skipped,omitempty"`
 }
 
 // sourceRef is the task's source queue.
@@ -109,7 +129,7 @@ func (r *moveTaskRecord) encode() []byte {
 func (r *moveTaskRecord) task() broker.MoveTask {
 	return broker.MoveTask{
 		ID: r.ID, Source: r.Source, Destination: r.Destination, MaxPerSecond: r.MaxPerSecond,
-		Status: r.Status, Moved: r.Moved, ToMove: r.ToMove, FailureReason: r.FailureReason,
+		Status: r.Status, Moved: r.Moved, ToMove: r.ToMove, Skipped: r.Skipped, FailureReason: r.FailureReason,
 		StartedAt: r.StartedAt,
 	}
 }
@@ -130,7 +150,10 @@ type moveTasks struct {
 	nextSeq  uint64
 }
 
-var _ broker.MoveTasker = (*Backend)(nil)
+var _ broker.SelectiveMover = (*Backend)(nil)
+
+// SelectiveMoves implements broker.SelectiveMover.
+func (*Backend) SelectiveMoves() {}
 
 // recoverMoveTasks loads the task records (Open, before any goroutine). A
 // RUNNING task resumes where it stopped; a CANCELLING one is CANCELLED.
@@ -208,6 +231,11 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	b.moves.nextSeq++
 	rec.Watermark = b.nextKey
 	rec.ToMove = int64(len(src.msgs))
+	if len(req.MessageIDs) > 0 {
+		rec.Selective, rec.Keys = true, chosenKeys(src, req.MessageIDs)
+		rec.ToMove = int64(len(rec.Keys))
+	}
+	rec.Edit = req.Edit
 	t := &moveTask{moveTaskRecord: rec, due: b.now()}
 	b.moves.bySource[src.ref()] = append(tasks, t)
 	_ = batch.Set(moveTaskKey(rec.Seq), rec.encode(), nil)
@@ -221,6 +249,24 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	b.log.Info("move task started", "queue", rec.Source, "task_id", rec.ID, "destination", rec.Destination,
 		"rate", rec.MaxPerSecond, "to_move", rec.ToMove)
 	return out, nil
+}
+
+// chosenKeys returns the keys of src's messages whose ids are among ids, in
+// key order (ids not in src are left out). Ids compare as UUIDs do, in any
+// case (message ids are stored in lower case), as on PostgreSQL.
+func chosenKeys(src *queue, ids []string) []uint64 {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[strings.ToLower(id)] = true
+	}
+	var keys []uint64
+	for k, m := range src.msgs {
+		if want[m.id] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // liveTasksLocked returns the tasks of the queue src (by name), dropping from
@@ -399,6 +445,9 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 	}
 	if t.cands == nil {
 		t.cands = moveCandidates(src, t.Watermark)
+		if t.Selective {
+			t.cands = slices.DeleteFunc(t.cands, func(k uint64) bool { _, ok := slices.BinarySearch(t.Keys, k); return !ok })
+		}
 	}
 	if t.blocked == nil {
 		t.blocked = make(map[string]bool, len(t.Blocked))
@@ -407,27 +456,38 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 		}
 	}
 	b.promoteLocked(src, batch, now) // a lease that ended is held by no consumer: its message moves
+	target := func(name string) *queue {
+		if dst != nil && dst.Name == name {
+			return dst
+		}
+		return b.queues[broker.QueueRef{Account: src.Account, Name: name}]
+	}
 	walk := broker.MoveWalk{Source: src.Name, Destination: t.Destination, Blocked: t.blocked,
-		Live: func(name string) bool { return b.queues[broker.QueueRef{Account: src.Account, Name: name}] != nil }}
+		Live: func(name string) bool { return target(name) != nil },
+		// The live depth: it counts what this step moved there already.
+		Depth: func(name string) (broker.QueueConfig, int64) { q := target(name); return q.Config, q.depth() }}
 	rate := t.task().MoveRate()
 	n := broker.MoveChunk(rate)
-	moved := 0
-	for moved < n && t.cursor < len(t.cands) {
+	moved, waiting := 0, false
+	for moved < n && t.cursor < len(t.cands) && !waiting {
 		m := src.msgs[t.cands[t.cursor]]
 		it := broker.MoveItem{Gone: m == nil}
 		if m != nil {
 			it = broker.MoveItem{Gone: src.expired(m, now), Held: m.state == stateInflight,
-				DeadLetterSource: m.deadLetterSource}
+				DeadLetterSource: m.deadLetterSource, Low: broker.EditedPriority(t.Edit, m.priority) < 0}
 			if src.fifo != nil { // a standard queue's group ids order nothing
 				it.Group = m.groupID
 			}
 		}
-		action, target := walk.Next(it)
+		action, to := walk.Next(it)
 		switch action {
 		case broker.MoveFail:
 			t.Moved += int64(moved)
 			fail()
 			return
+		case broker.MoveWait:
+			waiting = true // the cursor stays on m
+			continue
 		case broker.MoveHold:
 			if it.Group != "" {
 				t.Blocked = append(t.Blocked, it.Group)
@@ -437,25 +497,36 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 		if action != broker.MoveOut {
 			continue
 		}
-		dst := dst
-		if dst == nil || dst.Name != target {
-			dst = b.queues[broker.QueueRef{Account: src.Account, Name: target}]
-		}
-		if err := b.moveOutLocked(src, dst, m, batch, now); err != nil {
+		var skip *editSkip
+		switch err := b.moveOutLocked(src, target(to), m, t.Edit, batch, now); {
+		case errors.As(err, &skip):
+			// The edited message does not fit its destination: it stays.
+			t.Skipped++
+			b.log.Warn("move task: edited message does not fit its destination; left in the source",
+				"queue", src.Name, "task_id", t.ID, "message_id", m.id, "destination", to, "err", skip.error)
+		case err != nil:
 			// Its body cannot be read: it stays in the source, uncounted.
 			b.log.Error("move task: message not moved", "queue", src.Name, "key", m.key, "err", err)
-			continue
+		default:
+			moved++
 		}
-		moved++
 	}
 	t.Moved += int64(moved)
-	if t.cursor >= len(t.cands) {
+	if !waiting && t.cursor >= len(t.cands) {
 		t.Status = broker.MoveTaskCompleted
 		t.cands, t.blocked, t.Blocked = nil, nil, nil
 		return
 	}
-	t.due = now + int64(broker.MovePace(moved, rate))
+	pace := broker.MovePace(moved, rate)
+	if waiting {
+		pace = max(pace, broker.MoveWaitRetry)
+	}
+	t.due = now + int64(pace)
 }
+
+// editSkip is moveOutLocked's answer for a message whose edited form does
+// not fit its destination (broker.ApplyEdit).
+type editSkip struct{ error }
 
 // moveCandidates returns the keys of src's messages below watermark, oldest
 // (SentAt, then key) first.
@@ -480,11 +551,14 @@ func moveCandidates(src *queue, watermark uint64) []uint64 {
 }
 
 // moveOutLocked moves m (not in flight) from src to dst in batch as a new
-// message: new key and message id, SentAt now, receive count 0, dst's
-// DelaySeconds; body, attributes, system attributes, sender, priority and
-// group kept. On a FIFO destination its sequence number is its new key and
-// its dedup id its new message id (it is not deduplicated).
-func (b *Backend) moveOutLocked(src, dst *queue, m *msg, batch *pebble.Batch, now int64) error {
+// message: new key and message id, SentAt now, receive and attempt counts 0,
+// dst's DelaySeconds; body, attributes, system attributes, sender, priority,
+// Sluice.MaxAttempts and group kept, the body and attributes (and with them
+// the options) as edit changes them (broker.ApplyEdit; an *editSkip error
+// when the result does not fit dst: nothing is written). On a FIFO
+// destination its sequence number is its new key and its dedup id its new
+// message id (it is not deduplicated).
+func (b *Backend) moveOutLocked(src, dst *queue, m *msg, edit *broker.MessageEdit, batch *pebble.Batch, now int64) error {
 	v, closer, err := b.db.Get(msgKey(src.ID, kindBody, m.key))
 	if err != nil {
 		return err
@@ -495,14 +569,23 @@ func (b *Backend) moveOutLocked(src, dst *queue, m *msg, batch *pebble.Batch, no
 	if err != nil {
 		return err
 	}
+	text, attrs, opts, err := broker.ApplyEdit(edit, dst.Config, old.Body, old.Attributes,
+		broker.MessageOptions{Priority: m.priority, MaxAttempts: m.maxAttempts})
+	if err != nil {
+		return &editSkip{err}
+	}
+	size := m.size
+	if edit != nil {
+		size = broker.MessageSize(text, attrs)
+	}
 	id := broker.NewMessageID()
 	body := encodeBody(id, &broker.SendEntry{
-		Body: old.Body, Attributes: old.Attributes, SystemAttributes: old.SystemAttributes, SenderID: old.SenderID,
+		Body: text, Attributes: attrs, SystemAttributes: old.SystemAttributes, SenderID: old.SenderID,
 	})
 	nm := &msg{
 		key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
-		priority: m.priority, size: m.size, groupID: m.groupID, pos: -1, agePos: -1,
-		id: id, maxAttempts: m.maxAttempts,
+		priority: opts.Priority, size: size, groupID: m.groupID, pos: -1, agePos: -1,
+		id: id, maxAttempts: opts.MaxAttempts,
 	}
 	if dst.Config.Fifo {
 		nm.seq, nm.dedupID = nm.key, id

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -22,6 +24,7 @@ type stepTask struct {
 	destID   *int64
 	rate     int
 	status   string
+	edit     *broker.MessageEdit // an edit-and-replay's edit; nil: none
 }
 
 // stepOutcome is what a committed step did, for the work after the commit
@@ -32,6 +35,7 @@ type stepOutcome struct {
 	at      time.Time
 	task    stepTask
 	moved   int64
+	skipped int64                 // edited messages that did not fit (broker.ApplyEdit)
 	ended   broker.MoveTaskStatus // "" while the task still runs
 	failure string
 	targets []queueRow // the queues that received messages
@@ -43,15 +47,28 @@ type movePlan struct {
 	ids    []int64  // source message row ids
 	mids   []string // their new message ids
 	groups []string // FIFO groups, sorted and distinct
+	// The new messages' options, and for an edit their body (nil: the old
+	// one) and attrs column (edited false: the old one).
+	priority, maxAttempts []int32
+	bodies                []*string
+	attrs                 [][]byte
+	edited                []bool
 }
 
 // stepMsg is a locked source message as a step sees it.
 type stepMsg struct {
-	state    string
-	dlSource string
-	group    *string
-	held     bool // in flight under a live lease
-	expired  bool // past the source's retention: the sweeper's
+	state       string
+	dlSource    string
+	group       *string
+	held        bool // in flight under a live lease
+	expired     bool // past the source's retention: the sweeper's
+	priority    int
+	maxAttempts int
+	messageID   string
+	// body and attrs are read for an edit only: attrs always (the system
+	// attributes stay), body when the edit keeps it (its size counts).
+	body  *string
+	attrs []byte
 }
 
 // moveStep claims one due task (of any broker) and takes one step of it in
@@ -91,14 +108,21 @@ func (b *Backend) moveStep(ctx context.Context) (bool, time.Time, error) {
 // or every due one is being stepped by another transaction.
 func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bool, error) {
 	t := &o.task
-	err := tx.QueryRow(ctx, `SELECT seq, id, source_id, source, dest_id, rate, status FROM move_tasks
+	var edit []byte
+	err := tx.QueryRow(ctx, `SELECT seq, id, source_id, source, dest_id, rate, status, edit FROM move_tasks
 		WHERE `+activeSQL+` AND due_at <= `+nowSQL+` ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED`, b.tnowAt(o.at)).
-		Scan(&t.seq, &t.id, &t.sourceID, &t.source, &t.destID, &t.rate, &t.status)
+		Scan(&t.seq, &t.id, &t.sourceID, &t.source, &t.destID, &t.rate, &t.status, &edit)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	if edit != nil {
+		t.edit = new(broker.MessageEdit)
+		if err := json.Unmarshal(edit, t.edit); err != nil {
+			return true, fmt.Errorf("move task %s: edit: %w", t.id, err)
+		}
 	}
 	if t.status == string(broker.MoveTaskCancelling) {
 		return true, b.endMoveTask(ctx, tx, o, broker.MoveTaskCancelled, "")
@@ -112,7 +136,7 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 		return true, fail()
 	}
 	rate := broker.MoveTask{MaxPerSecond: t.rate}.MoveRate()
-	items, lastSent, err := stepItems(ctx, tx, t.seq, broker.MoveChunk(rate))
+	items, sentAt, err := stepItems(ctx, tx, t.seq, broker.MoveChunk(rate))
 	if err != nil {
 		return true, err
 	}
@@ -123,18 +147,26 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 	if err != nil {
 		return true, err
 	}
-	msgs, err := b.lockStepMessages(ctx, tx, src, items)
+	msgs, err := b.lockStepMessages(ctx, tx, src, items, t.edit)
 	if err != nil {
 		return true, err
 	}
-	p := planStep(src, dst, t.destID != nil, byName, items, msgs)
+	depths, err := targetDepths(ctx, tx, dst, t.destID != nil, byName)
+	if err != nil {
+		return true, err
+	}
+	p := planStep(src, dst, t.destID != nil, byName, depths, t.edit, items, msgs)
 	if err := b.applyStep(ctx, tx, o, p); err != nil {
 		return true, err
+	}
+	for _, sk := range p.skipped {
+		b.log.Warn("move task: edited message does not fit its destination; left in the source",
+			"queue", src.name, "task_id", t.id, "message_id", sk.id, "destination", sk.target, "err", sk.err)
 	}
 	if p.failed {
 		err = fail() // after the messages before the failing one moved
 	} else {
-		err = b.advanceTask(ctx, tx, o, src, p, items, lastSent, rate)
+		err = b.advanceTask(ctx, tx, o, src, p, items, sentAt, rate)
 	}
 	if err != nil {
 		return true, err
@@ -166,19 +198,55 @@ func stepQueues(ctx context.Context, tx pgx.Tx, t *stepTask) (src, dst queueRow,
 }
 
 // stepItems is step 2: the next chunk (at most n) of the task's items,
-// oldest first, and the sent_at of the last one.
-func stepItems(ctx context.Context, tx pgx.Tx, task int64, n int) (items []int64, lastSent time.Time, err error) {
+// oldest first, and their sent_at.
+func stepItems(ctx context.Context, tx pgx.Tx, task int64, n int) (items []int64, sentAt []time.Time, err error) {
 	rows, err := tx.Query(ctx, `SELECT msg, sent_at FROM move_task_items WHERE task = $1
 		ORDER BY sent_at, msg LIMIT $2`, task, n)
 	if err != nil {
-		return nil, lastSent, err
+		return nil, nil, err
 	}
 	var id int64
-	_, err = pgx.ForEachRow(rows, []any{&id, &lastSent}, func() error {
-		items = append(items, id)
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error {
+		items, sentAt = append(items, id), append(sentAt, at)
 		return nil
 	})
-	return items, lastSent, err
+	return items, sentAt, err
+}
+
+// targetDepths reads the depth (broker.QueueStats.Depth, from the counters)
+// of the step's targets that have a MaxDepth or LowPriorityMaxDepth, by
+// mid: the others admit any move. Like a send's, the read is of the
+// committed counters, so brokers moving and sending at once may overshoot
+// the limit by what they add together (docs/postgres.md).
+func targetDepths(ctx context.Context, tx pgx.Tx, dst queueRow, fixed bool, byName map[string]queueRow) (map[int64]int64, error) {
+	var mids []int64
+	limited := func(q queueRow) {
+		if q.cfg.MaxDepth > 0 || q.cfg.LowPriorityMaxDepth > 0 {
+			mids = append(mids, q.mid)
+		}
+	}
+	if fixed {
+		limited(dst)
+	}
+	for _, q := range byName {
+		limited(q)
+	}
+	depths := map[int64]int64{}
+	if len(mids) == 0 {
+		return depths, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT queue_id, sum(ready + inflight + delayed)::bigint FROM counts
+		WHERE queue_id = ANY($1::bigint[]) GROUP BY queue_id`, mids)
+	if err != nil {
+		return nil, err
+	}
+	var mid, d int64
+	_, err = pgx.ForEachRow(rows, []any{&mid, &d}, func() error {
+		depths[mid] = d
+		return nil
+	})
+	return depths, err
 }
 
 // stepTargets locks, when the task has no destination, the queues its items
@@ -200,18 +268,20 @@ func stepTargets(ctx context.Context, tx pgx.Tx, t *stepTask, src queueRow, item
 // lockStepMessages is step 3: it locks the items' messages. FOR UPDATE waits
 // for a receive holding a row and re-checks it: a message leased meanwhile
 // shows as held.
-func (b *Backend) lockStepMessages(ctx context.Context, tx pgx.Tx, src queueRow, items []int64) (map[int64]stepMsg, error) {
+func (b *Backend) lockStepMessages(ctx context.Context, tx pgx.Tx, src queueRow, items []int64, edit *broker.MessageEdit) (map[int64]stepMsg, error) {
 	rows, err := tx.Query(ctx, `SELECT id, state::text, coalesce(dl_source, ''), group_id,
-			state = 'i' AND visible_at > `+nowSQL+`, sent_at <= `+nowSQL+` - $4 * interval '1 microsecond'
+			state = 'i' AND visible_at > `+nowSQL+`, sent_at <= `+nowSQL+` - $4 * interval '1 microsecond',
+			priority, max_attempts, message_id::text, CASE WHEN $5 THEN body END, CASE WHEN $6 THEN attrs END
 		FROM messages WHERE id = ANY($2::bigint[]) AND queue_id = $3 ORDER BY id FOR UPDATE`,
-		b.tnow(), items, src.mid, micros(src.cfg.Retention))
+		b.tnow(), items, src.mid, micros(src.cfg.Retention), edit != nil && edit.Body == nil, edit != nil)
 	if err != nil {
 		return nil, err
 	}
 	msgs := map[int64]stepMsg{}
 	var id int64
 	var m stepMsg
-	_, err = pgx.ForEachRow(rows, []any{&id, &m.state, &m.dlSource, &m.group, &m.held, &m.expired}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &m.state, &m.dlSource, &m.group, &m.held, &m.expired,
+		&m.priority, &m.maxAttempts, &m.messageID, &m.body, &m.attrs}, func() error {
 		msgs[id] = m
 		return nil
 	})
@@ -226,26 +296,60 @@ type stepPlan struct {
 	srcReady, srcInflight, srcDelayed int64
 	blocked                           []string // FIFO groups held by a consumer
 	failed                            bool     // a message had no live target
+	// handled is how many items (a prefix) the step decided: all of them,
+	// unless a full target stopped it (waiting).
+	handled int
+	waiting bool
+	skipped []skippedMsg // edited messages that do not fit their target
+}
+
+// skippedMsg is an edited message a step left in the source (broker.ApplyEdit).
+type skippedMsg struct {
+	id, target string
+	err        error
 }
 
 // planStep walks the items in move order (broker.MoveWalk): a message
 // without a live destination fails the task after the ones before it moved;
 // a message held by a consumer blocks its FIFO group (in this chunk, and in
-// later ones: advanceTask drops their items). fixed tells whether the task
-// has a destination (dst).
-func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, items []int64, msgs map[int64]stepMsg) stepPlan {
-	walk := broker.MoveWalk{Source: src.name, Live: func(name string) bool { _, ok := byName[name]; return ok }}
+// later ones: advanceTask drops their items); a message whose destination is
+// full ends the walk (its item and the later ones stay). fixed tells whether
+// the task has a destination (dst); depths are the targets' depths before
+// the step (targetDepths), by mid; edit is the task's edit (nil: none).
+func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, depths map[int64]int64,
+	edit *broker.MessageEdit, items []int64, msgs map[int64]stepMsg) stepPlan {
+	p := stepPlan{plans: map[int64]*movePlan{}}
+	target := func(name string) queueRow {
+		if fixed {
+			return dst
+		}
+		return byName[name]
+	}
+	walk := broker.MoveWalk{Source: src.name, Live: func(name string) bool { _, ok := byName[name]; return ok },
+		Depth: func(name string) (broker.QueueConfig, int64) {
+			to := target(name)
+			d := depths[to.mid]
+			if mp := p.plans[to.id]; mp != nil {
+				d += int64(len(mp.ids)) // what this step moves there already
+			}
+			return to.cfg, d
+		}}
 	if fixed {
 		walk.Destination = dst.name
 	}
-	p := stepPlan{plans: map[int64]*movePlan{}}
-	for _, id := range items {
+	for i, id := range items {
 		m, ok := msgs[id]
-		it := broker.MoveItem{Gone: !ok || m.expired, Held: m.held, DeadLetterSource: m.dlSource}
+		it := broker.MoveItem{Gone: !ok || m.expired, Held: m.held, DeadLetterSource: m.dlSource,
+			Low: broker.EditedPriority(edit, m.priority) < 0}
 		if m.group != nil && src.cfg.Fifo { // a standard queue's group ids order nothing
 			it.Group = *m.group
 		}
-		action, target := walk.Next(it)
+		action, name := walk.Next(it)
+		if action == broker.MoveWait {
+			p.waiting = true
+			return p
+		}
+		p.handled = i + 1
 		switch action {
 		case broker.MoveHold:
 			if it.Group != "" {
@@ -258,9 +362,11 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, items [
 		case broker.MoveSkip:
 			continue
 		}
-		to := dst
-		if !fixed {
-			to = byName[target]
+		to := target(name)
+		moved, err := newContent(edit, to.cfg, m)
+		if err != nil {
+			p.skipped = append(p.skipped, skippedMsg{id: m.messageID, target: to.name, err: err})
+			continue
 		}
 		mp := p.plans[to.id]
 		if mp == nil {
@@ -272,6 +378,11 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, items [
 		if m.group != nil {
 			mp.groups = append(mp.groups, *m.group)
 		}
+		mp.priority = append(mp.priority, int32(moved.opts.Priority))
+		mp.maxAttempts = append(mp.maxAttempts, int32(moved.opts.MaxAttempts))
+		mp.bodies = append(mp.bodies, moved.body)
+		mp.attrs = append(mp.attrs, moved.attrs)
+		mp.edited = append(mp.edited, edit != nil)
 		p.movedIDs = append(p.movedIDs, id)
 		switch m.state {
 		case "r":
@@ -283,6 +394,39 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, items [
 		}
 	}
 	return p
+}
+
+// movedContent is what a moved message becomes (newContent).
+type movedContent struct {
+	opts  broker.MessageOptions
+	body  *string // nil: the old body
+	attrs []byte  // the attrs column, for an edit only
+}
+
+// newContent applies the task's edit to m bound for a queue with settings
+// c (broker.ApplyEdit); without an edit the message keeps its content and
+// options.
+func newContent(edit *broker.MessageEdit, c broker.QueueConfig, m stepMsg) (movedContent, error) {
+	opts := broker.MessageOptions{Priority: m.priority, MaxAttempts: m.maxAttempts}
+	if edit == nil {
+		return movedContent{opts: opts}, nil
+	}
+	var old storedAttrs
+	if m.attrs != nil {
+		if err := json.Unmarshal(m.attrs, &old); err != nil {
+			return movedContent{}, fmt.Errorf("stored attributes: %w", err)
+		}
+	}
+	var body string
+	if m.body != nil {
+		body = *m.body
+	}
+	body, attrs, opts, err := broker.ApplyEdit(edit, c, body, old.A, opts)
+	if err != nil {
+		return movedContent{}, err
+	}
+	return movedContent{opts: opts, body: &body,
+		attrs: encodeAttrs(&broker.SendEntry{Attributes: attrs, SystemAttributes: old.S})}, nil
 }
 
 // applyStep is step 4: the new messages (targets in id order) and the
@@ -304,20 +448,23 @@ func (b *Backend) applyStep(ctx context.Context, tx pgx.Tx, o *stepOutcome, p st
 			return err
 		}
 	}
-	o.moved = int64(len(p.movedIDs))
+	o.moved, o.skipped = int64(len(p.movedIDs)), int64(len(p.skipped))
 	return nil
 }
 
 // advanceTask records the task's progress after a step that did not fail:
-// the chunk's items are handled (a range of the primary key, up to the last
-// one read), the later items of a blocked group are dropped (they stay in
-// the source, behind the message that stayed), and the task ends or is
-// paced.
-func (b *Backend) advanceTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, src queueRow, p stepPlan, items []int64, lastSent time.Time, rate int) error {
+// the handled items are deleted (a range of the primary key, up to the last
+// one handled: every one read unless a full target stopped the walk), the
+// later items of a blocked group are dropped (they stay in the source,
+// behind the message that stayed), and the task ends or is paced (waiting
+// for room: broker.MoveWaitRetry at least).
+func (b *Backend) advanceTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, src queueRow, p stepPlan, items []int64, sentAt []time.Time, rate int) error {
 	t := &o.task
-	if _, err := tx.Exec(ctx, `DELETE FROM move_task_items WHERE task = $1 AND (sent_at, msg) <= ($2, $3)`,
-		t.seq, lastSent, items[len(items)-1]); err != nil {
-		return err
+	if h := p.handled; h > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM move_task_items WHERE task = $1 AND (sent_at, msg) <= ($2, $3)`,
+			t.seq, sentAt[h-1], items[h-1]); err != nil {
+			return err
+		}
 	}
 	if len(p.blocked) > 0 {
 		if _, err := tx.Exec(ctx, `DELETE FROM move_task_items i USING messages m
@@ -337,10 +484,16 @@ func (b *Backend) advanceTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, sr
 	// ran: a step that starts late (a busy broker, a clock that moved on)
 	// does not push the whole schedule back. GREATEST keeps a task that fell
 	// far behind (all brokers were down) from bursting: it resumes at its
-	// rate from now.
-	_, err := tx.Exec(ctx, `UPDATE move_tasks SET moved = moved + $2,
-		due_at = greatest(due_at + $3 * interval '1 microsecond', `+nowSQL+`)
-		WHERE seq = $4`, b.tnowAt(o.at), o.moved, micros(broker.MovePace(len(p.movedIDs), rate)), t.seq)
+	// rate from now. A task waiting for room tries again MoveWaitRetry
+	// from now.
+	pace := broker.MovePace(len(p.movedIDs), rate)
+	if p.waiting {
+		pace = max(pace, broker.MoveWaitRetry)
+	}
+	_, err := tx.Exec(ctx, `UPDATE move_tasks SET moved = moved + $2, skipped = skipped + $5,
+		due_at = CASE WHEN $6 THEN `+nowSQL+` + $3 * interval '1 microsecond'
+			ELSE greatest(due_at + $3 * interval '1 microsecond', `+nowSQL+`) END
+		WHERE seq = $4`, b.tnowAt(o.at), o.moved, micros(pace), t.seq, o.skipped, p.waiting)
 	return err
 }
 
@@ -414,14 +567,17 @@ func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error
 	// the ORDER BY, so sequence numbers follow u.ord.
 	_, err := tx.Exec(ctx, `
 		INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, seq, message_id,
-			group_id, dedup_id, sender_id, attrs, body)
-		SELECT $2, $3::"char", `+nowSQL+` + $4 * interval '1 microsecond', `+nowSQL+`, m.priority,
+			group_id, dedup_id, sender_id, attrs, body, max_attempts)
+		SELECT $2, $3::"char", `+nowSQL+` + $4 * interval '1 microsecond', `+nowSQL+`, u.priority,
 			CASE WHEN $5 THEN nextval('fifo_seq') END, u.mid::uuid,
-			m.group_id, CASE WHEN $5 THEN u.mid END, m.sender_id, m.attrs, m.body
-		FROM unnest($6::bigint[], $7::text[]) WITH ORDINALITY AS u (id, mid, ord)
+			m.group_id, CASE WHEN $5 THEN u.mid END, m.sender_id,
+			CASE WHEN u.edited THEN u.attrs ELSE m.attrs END, coalesce(u.body, m.body), u.max_attempts
+		FROM unnest($6::bigint[], $7::text[], $8::smallint[], $9::integer[], $10::text[], $11::bytea[], $12::boolean[])
+			WITH ORDINALITY AS u (id, mid, priority, max_attempts, body, attrs, edited, ord)
 		JOIN messages m ON m.id = u.id
 		ORDER BY u.ord`,
-		b.tnow(), p.target.mid, state, micros(p.target.cfg.Delay), fifo, p.ids, p.mids)
+		b.tnow(), p.target.mid, state, micros(p.target.cfg.Delay), fifo, p.ids, p.mids,
+		p.priority, p.maxAttempts, p.bodies, p.attrs, p.edited)
 	return err
 }
 
@@ -429,8 +585,8 @@ func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error
 // and deletes its remaining items.
 func (b *Backend) endMoveTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, status broker.MoveTaskStatus, failure string) error {
 	o.ended, o.failure = status, failure
-	if _, err := tx.Exec(ctx, "UPDATE move_tasks SET status = $2, failure = $3, moved = moved + $4 WHERE seq = $1",
-		o.task.seq, string(status), failure, o.moved); err != nil {
+	if _, err := tx.Exec(ctx, "UPDATE move_tasks SET status = $2, failure = $3, moved = moved + $4, skipped = skipped + $5 WHERE seq = $1",
+		o.task.seq, string(status), failure, o.moved, o.skipped); err != nil {
 		return err
 	}
 	_, err := tx.Exec(ctx, "DELETE FROM move_task_items WHERE task = $1", o.task.seq)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -34,7 +35,10 @@ import (
 // The items are the task's remaining work, in move order (sent_at, id).
 // A step deletes the items it handled in the same transaction that moves
 // their messages, so after a crash or a restart the items are still exactly
-// the remainder. An item whose message is gone (deleted, expired, moved on
+// the remainder. A replay of chosen messages (broker.SelectiveMover) copies
+// only theirs (matched by message id); an edit-and-replay keeps its
+// broker.MessageEdit in move_tasks.edit (migration 8). So a restart, or
+// another broker, resumes the same selection with the same edit. An item whose message is gone (deleted, expired, moved on
 // by its own RedrivePolicy) or in flight (a live lease) is dropped without
 // moving it: a message a consumer holds stays where it is. On a FIFO source
 // such a held message blocks its group for the rest of the task: the step
@@ -57,8 +61,13 @@ import (
 //     (new message id, SentAt now, receive count 0, the destination's
 //     DelaySeconds; body, attributes, sender, priority and group kept; on a
 //     FIFO destination a new sequence number, taken under the group rows'
-//     locks as sends take theirs, and its message id as dedup id) and
-//     deleted from the source;
+//     locks as sends take theirs, and its message id as dedup id; the
+//     task's edit applied, broker.ApplyEdit, and a message whose edited form
+//     does not fit its destination left in the source and counted as
+//     skipped) and deleted from the source. A message whose destination is
+//     full (broker.MoveWait: the depth read in the step plus what the step
+//     already moved there is at its MaxDepth) ends the walk: it and the
+//     items after it stay for a step broker.MoveWaitRetry later;
 //  4. the handled items are deleted, the task's moved count and due_at
 //     (now + broker.MovePace(moved, rate)) or final status are written;
 //  5. the counters of the source and destinations are updated, last, in
@@ -95,19 +104,22 @@ var activeSQL = func() string {
 	return "status IN (" + strings.Join(q, ", ") + ")"
 }()
 
-const moveTaskCols = "id, source, destination, rate, status, moved, to_move, failure, started_at"
+const moveTaskCols = "id, source, destination, rate, status, moved, to_move, failure, started_at, skipped"
 
 // scanMoveTask reads the moveTaskCols of row, then the extra columns.
 func scanMoveTask(row pgx.Row, extra ...any) (broker.MoveTask, error) {
 	var t broker.MoveTask
 	var status string
 	err := row.Scan(append([]any{&t.ID, &t.Source, &t.Destination, &t.MaxPerSecond, &status, &t.Moved, &t.ToMove,
-		&t.FailureReason, &t.StartedAt}, extra...)...)
+		&t.FailureReason, &t.StartedAt, &t.Skipped}, extra...)...)
 	t.Status = broker.MoveTaskStatus(status)
 	return t, err
 }
 
-var _ broker.MoveTasker = (*Backend)(nil)
+var _ broker.SelectiveMover = (*Backend)(nil)
+
+// SelectiveMoves implements broker.SelectiveMover.
+func (*Backend) SelectiveMoves() {}
 
 // txErr passes broker errors and context errors through and wraps the rest.
 func txErr(op string, err error) error {
@@ -164,18 +176,31 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 			src.id, broker.MaxListMoveTasks-1); err != nil {
 			return err
 		}
+		var edit []byte // SQL NULL: no edit
+		if req.Edit != nil {
+			if edit, err = json.Marshal(req.Edit); err != nil {
+				return err
+			}
+		}
 		var seq int64
 		out, err = scanMoveTask(tx.QueryRow(ctx, `INSERT INTO move_tasks
-			(id, source_id, account, source, dest_id, destination, rate, status, started_at, due_at)
-			VALUES ($2, $3, $4, $5, $6, $7, $8, 'RUNNING', `+nowSQL+`, `+nowSQL+`)
+			(id, source_id, account, source, dest_id, destination, rate, status, started_at, due_at, edit)
+			VALUES ($2, $3, $4, $5, $6, $7, $8, 'RUNNING', `+nowSQL+`, `+nowSQL+`, $9)
 			RETURNING `+moveTaskCols+`, seq`, b.tnow(), broker.NewMessageID(), src.id, src.account, src.name, destID,
-			req.Destination, req.MaxPerSecond), &seq)
+			req.Destination, req.MaxPerSecond, edit), &seq)
 		if err != nil {
 			return err
 		}
-		// The messages present now are the task's (see the top of the file).
+		// The messages present now are the task's (see the top of the
+		// file): all of them, or the chosen ones (ids as the uuid type
+		// prints them: lower case).
+		var chosen []string // SQL NULL: every message
+		for _, id := range req.MessageIDs {
+			chosen = append(chosen, strings.ToLower(id))
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO move_task_items (task, sent_at, msg)
-			SELECT $1, sent_at, id FROM messages WHERE queue_id = $2`, seq, src.mid)
+			SELECT $1, sent_at, id FROM messages WHERE queue_id = $2
+			AND ($3::text[] IS NULL OR message_id::text = ANY($3::text[]))`, seq, src.mid, chosen)
 		if err != nil {
 			return err
 		}
