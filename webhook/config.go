@@ -148,7 +148,7 @@ func (l *HostList) add(h string) error {
 	host, port, err := net.SplitHostPort(h)
 	if err != nil {
 		// No port: "host", "[v6]" or a bare v6 address.
-		host, port = h, ""
+		port = ""
 		if strings.HasPrefix(h, "[") != strings.HasSuffix(h, "]") {
 			return bad("not a host")
 		}
