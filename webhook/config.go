@@ -87,8 +87,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first field out of its allowed range.
+// Validate reports the first field out of its allowed range (a zero field
+// stands for its default).
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	if len(c.Secret) < MinSecretBytes {
 		return fmt.Errorf("webhook: Secret must be at least %d bytes (got %d); generate one with `openssl rand -hex 32`", MinSecretBytes, len(c.Secret))
 	}
