@@ -1,6 +1,10 @@
 package brokertest
 
 import (
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +85,7 @@ func (e *env) events() []broker.DeadLetterEvent {
 			e.t.Fatalf("Browse the outbox: %v", err)
 		}
 		for _, m := range p.Messages {
+			wantEventForm(e.t, m.Body)
 			ev, err := broker.ParseDeadLetterEvent(m.Body)
 			if err != nil {
 				e.t.Fatalf("outbox message %s: %v (body %q)", m.ID, err, m.Body)
@@ -100,6 +105,30 @@ func (e *env) events() []broker.DeadLetterEvent {
 		e.t.Fatalf("outbox counts %+v (depth %d), but it holds %d events", q.Stats, got, len(out))
 	}
 	return out
+}
+
+// eventAt is the form of an event's "at" (broker.EventTimeFormat).
+var eventAt = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)
+
+// wantEventForm checks an outbox body's wire form, which every backend
+// writes alike: exactly the event's seven keys, "at" in EventTimeFormat.
+func wantEventForm(t testing.TB, body string) {
+	t.Helper()
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
+		t.Fatalf("outbox body %q: %v", body, err)
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if got := strings.Join(keys, ","); got != "at,attempts,deadLetterQueue,messageId,queue,reason,receiveCount" {
+		t.Fatalf("outbox body %s has the keys %s", body, got)
+	}
+	if at, _ := raw["at"].(string); !eventAt.MatchString(at) {
+		t.Fatalf("outbox body %s: at %q is not in %s", body, raw["at"], broker.EventTimeFormat)
+	}
 }
 
 // wantEvent checks the one event of the outbox.
