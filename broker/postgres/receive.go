@@ -211,8 +211,8 @@ func (b *Backend) attempt(ctx context.Context, q queueRow, req broker.ReceiveReq
 
 // deadLettered is the work after a commit that moved messages of queue q to
 // its dead-letter queue: the log lines, the DLQ's (and the webhook outbox's)
-// waiters, the sweeper (a
-// dead letter may expire sooner under its new queue's retention).
+// waiters, the sweeper (a dead letter may expire sooner under its new
+// queue's retention).
 func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLetter) {
 	if len(moved) == 0 || q.cfg.Redrive == nil {
 		return
