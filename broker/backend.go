@@ -218,6 +218,13 @@ type Options struct {
 	// StrictPurge enforces AWS's one purge per queue per 60 s. The front
 	// applies it. Default off.
 	StrictPurge bool
+	// WebhookHosts are the hosts a DeadLetterWebhook may call. The front
+	// asks it when a CreateQueue or SetQueueAttributes sets the attribute,
+	// and refuses the URL (InvalidAttributeValue) when its host is not
+	// allowed. Default nil: dead-letter webhooks are off, and every URL is
+	// refused (an operator turns them on with a secret and allowed hosts;
+	// see package webhook, whose *HostList implements it).
+	WebhookHosts WebhookHosts
 }
 
 // WithDefaults returns o with zero fields set to their defaults.

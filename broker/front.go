@@ -70,6 +70,9 @@ func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[s
 	if err := ValidateTags(name, tags); err != nil {
 		return Queue{}, err
 	}
+	if err := b.checkWebhook(cfg.DeadLetterWebhook); err != nil {
+		return Queue{}, err
+	}
 	checked := false
 	if cfg.Redrive != nil {
 		// An existing queue is compared, not checked: its own policy was
@@ -163,6 +166,16 @@ func (b *Broker) ListQueues(ctx context.Context, prefix, after string, limit int
 // SetQueueAttributes changes the given attributes (ApplyAttributes rules; a
 // RedrivePolicy is checked as CreateQueue checks it).
 func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
+	if raw := attrs[AttrDeadLetterWebhook]; raw != "" {
+		// The URL's form is ApplyAttributes' to refuse; its host is the
+		// operator's.
+		if _, err := parseWebhook(raw); err != nil {
+			return err
+		}
+		if err := b.checkWebhook(raw); err != nil {
+			return err
+		}
+	}
 	if raw, ok := attrs[AttrRedrivePolicy]; ok {
 		q, err := b.backend.GetQueue(ctx, own(name))
 		if err != nil {

@@ -11,7 +11,10 @@
 //     new receives on open connections answer empty;
 //  3. finish in-flight requests, up to the Stop context's deadline (default
 //     Config.ShutdownTimeout), then close whatever connections remain;
-//  4. the caller then closes the broker (which stops the backend's duties,
+//  4. stop the dead-letter webhook dispatcher, when there is one
+//     (Config.Webhooks): a call in progress is cut and its events are
+//     delivered again later;
+//  5. the caller then closes the broker (which stops the backend's duties,
 //     syncs and closes the store). The server never closes the broker: it
 //     does not own it.
 package server
@@ -29,6 +32,7 @@ import (
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/webhook"
 )
 
 // Config configures a Server. Use DefaultConfig and change fields; Validate
@@ -74,6 +78,14 @@ type Config struct {
 	// SDKs retry with backoff (429 throttled on the native API); short polls
 	// (WaitTimeSeconds=0) are still served. Default 10000; 1..1000000.
 	MaxWaitingReceives int
+
+	// Webhooks, when not nil, runs a dead-letter webhook dispatcher over the
+	// broker (package webhook): Start starts it, Stop stops it. Default nil
+	// (webhooks off). The broker's Options.WebhookHosts should hold the same
+	// hosts (webhook.ParseHosts(Webhooks.AllowedHosts...)), so that the front
+	// refuses the URLs the dispatcher would not call. A nil Logger logs with
+	// the server's Logger.
+	Webhooks *webhook.Config
 }
 
 // DefaultConfig returns the default configuration.
@@ -115,6 +127,11 @@ func (c Config) Validate() error {
 	if c.Region == "" {
 		return errors.New("server: Region must not be empty (e.g. us-east-1)")
 	}
+	if c.Webhooks != nil {
+		if err := c.Webhooks.Validate(); err != nil {
+			return fmt.Errorf("server: Webhooks: %w", err)
+		}
+	}
 	checks := []struct {
 		name      string
 		v, lo, hi int64
@@ -149,6 +166,7 @@ type Server struct {
 	sqs     *sqs.Handler
 	native  *native.Handler
 	http    *http.Server
+	hooks   *webhook.Dispatcher // nil: webhooks off
 	// drain is cancelled by Stop to answer waiting receives at once.
 	drain       context.Context
 	cancelDrain context.CancelFunc
@@ -176,6 +194,17 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, broker: b, log: log, stopDone: make(chan struct{})}
+	if cfg.Webhooks != nil {
+		wc := *cfg.Webhooks
+		if wc.Logger == nil {
+			wc.Logger = log
+		}
+		d, err := webhook.New(wc, b)
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		s.hooks = d
+	}
 	s.drain, s.cancelDrain = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	sqsHandler := sqs.New(b, sqs.Config{
@@ -218,9 +247,10 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 // or for httptest). Its receives still drain on Stop.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Start listens on Config.Addr and serves in a goroutine the Server owns.
-// It returns once the listener is open, so Addr is valid. Starting a started
-// server does nothing; starting a stopped one is an error.
+// Start listens on Config.Addr and serves in a goroutine the Server owns,
+// and starts the webhook dispatcher (Config.Webhooks). It returns once the
+// listener is open, so Addr is valid. Starting a started server does
+// nothing; starting a stopped one is an error.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -234,6 +264,12 @@ func (s *Server) Start(ctx context.Context) error {
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w (is another process using the address? pick another with --addr)", s.cfg.Addr, err)
+	}
+	if s.hooks != nil {
+		if err := s.hooks.Start(ctx); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("server: %w", err)
+		}
 	}
 	s.ln = ln
 	s.started = true
@@ -302,6 +338,13 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	if serr := <-s.serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) && !errors.Is(serr, net.ErrClosed) {
 		s.log.Error("serve ended with an error", "err", serr)
+	}
+	// 4. Stop the webhook dispatcher (before the caller closes the broker).
+	if s.hooks != nil {
+		if herr := s.hooks.Stop(ctx); herr != nil {
+			s.log.Warn("the webhook dispatcher did not stop by the shutdown deadline", "err", herr)
+			err = errors.Join(err, herr)
+		}
 	}
 	s.stopErr = err
 	return err

@@ -41,7 +41,8 @@ func setup(t *testing.T, mod ...func(*server.Config)) *env {
 	for _, m := range mod {
 		m(&cfg)
 	}
-	front, err := broker.New(backend, broker.Options{Logger: log})
+	// The Sluice attribute tests set a DeadLetterWebhook on this host.
+	front, err := broker.New(backend, broker.Options{Logger: log, WebhookHosts: exampleHooks{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,3 +143,8 @@ func wrapped(t *testing.T, wrap func(broker.Backend) broker.Backend, cfg sqs.Con
 		HTTPClient:  &http.Client{Timeout: 10 * time.Second},
 	}), srv.URL
 }
+
+// exampleHooks allows dead-letter webhooks to hooks.example.com (https).
+type exampleHooks struct{}
+
+func (exampleHooks) Allowed(host string) bool { return host == "hooks.example.com:443" }

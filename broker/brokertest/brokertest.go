@@ -31,9 +31,9 @@
 // deadletter.go (the last attempt and its forensics), consumer.go (nack,
 // snooze, release, dead-letter now, extend), depth.go (MaxDepth), pause.go,
 // atmostonce.go, priority.go (Sluice.* message options), browse.go (Browse
-// and DeleteMessages), longdelay.go (long delays and queue stats) and
-// sluice_restart.go (that state across restarts), with their helpers in
-// sluice.go.
+// and DeleteMessages), longdelay.go (long delays and queue stats),
+// sluice_restart.go (that state across restarts) and webhook.go (the
+// dead-letter webhooks' outbox events), with their helpers in sluice.go.
 package brokertest
 
 import (
@@ -99,6 +99,7 @@ func groups() []group {
 		{"SluiceRestart", sluiceRestartTests},
 		{"Fair", fairTests},
 		{"Replay", replayTests},
+		{"Webhooks", webhookTests},
 	}
 }
 

@@ -229,7 +229,8 @@ func (b *Backend) dlqLocked(q *queue) *queue {
 // moveLocked moves m (unplaced) from q to its dead-letter queue dlq in batch
 // (broker.PlanDeadLetter): same message id, body, attributes, SentAt, counts,
 // first and last receive time, the failure reason reason, a new key in dlq,
-// DeadLetterSource set; the move is logged (b.dlLog). It never asks dlq's
+// DeadLetterSource set; the move is logged (b.dlLog), and its webhook event
+// written in batch when q has a DeadLetterWebhook. It never asks dlq's
 // MaxDepth. It reports false (m untouched) if the body cannot be read.
 func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int64, reason string) bool {
 	body, closer, err := b.db.Get(msgKey(q.ID, kindBody, m.key))
@@ -254,6 +255,7 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	dlq.add(&nm, now)
 	b.noteExpiryLocked(dlq, &nm) // it keeps its SentAt: it may expire soon under dlq's retention
 	b.dlLog.Moved(nm.id, q.ref(), dlq.ref(), reason, nm.attempts)
+	b.webhookEventLocked(q, dlq, &nm, reason, batch, now)
 	return true
 }
 

@@ -130,8 +130,8 @@ func (a *leaseApply) add(r leaseRow, p broker.LeasePlan) {
 }
 
 // apply writes the collected changes of queue q's messages in tx; to is
-// where dead letters go (its dlq is set whenever a.dead is not empty). now
-// is the transaction's instant.
+// where dead letters go (its dlq is set whenever a.dead is not empty), and
+// their webhook events (to.hook). now is the transaction's instant.
 func (b *Backend) apply(ctx context.Context, tx pgx.Tx, q queueRow, to claimTo, a *leaseApply, now time.Time) error {
 	if len(a.ids) > 0 {
 		if _, err := tx.Exec(ctx, `UPDATE messages m SET state = u.state::"char", visible_at = u.at,
@@ -147,8 +147,13 @@ func (b *Backend) apply(ctx context.Context, tx pgx.Tx, q queueRow, to claimTo, 
 			return err
 		}
 	}
+	var events int64 // webhook events written into the outbox (to.hook)
 	if len(a.dead) > 0 {
 		if err := b.moveToDLQ(ctx, tx, q, *to.dlq, a.dead, now); err != nil {
+			return err
+		}
+		var err error
+		if events, err = b.insertWebhookEvents(ctx, tx, q, to, a.dead, now); err != nil {
 			return err
 		}
 	}
@@ -159,6 +164,9 @@ func (b *Backend) apply(ctx context.Context, tx pgx.Tx, q queueRow, to claimTo, 
 	deltas := []delta{{q.mid, a.ready, a.inflight, a.delayed}}
 	if len(a.dead) > 0 {
 		deltas = append(deltas, delta{mid: to.dlq.mid, ready: int64(len(a.dead))})
+	}
+	if events > 0 {
+		deltas = append(deltas, delta{mid: to.hook.mid, ready: events})
 	}
 	slices.SortFunc(deltas, func(x, y delta) int { return compareInt64(x.mid, y.mid) })
 	for _, d := range deltas {

@@ -210,8 +210,9 @@ func (b *Backend) attempt(ctx context.Context, q queueRow, req broker.ReceiveReq
 }
 
 // deadLettered is the work after a commit that moved messages of queue q to
-// its dead-letter queue: the log lines, the DLQ's waiters, the sweeper (a
-// dead letter may expire sooner under its new queue's retention).
+// its dead-letter queue: the log lines, the DLQ's (and the webhook outbox's)
+// waiters, the sweeper (a dead letter may expire sooner under its new
+// queue's retention).
 func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLetter) {
 	if len(moved) == 0 || q.cfg.Redrive == nil {
 		return
@@ -223,6 +224,7 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 	if dlq, err := b.getQueue(ctx, b.pool, dlqRef); err == nil {
 		b.changed(dlq.id, time.Time{}, false)
 	}
+	b.webhookWake(ctx, q)
 	b.sweeper.Kick()
 }
 
@@ -252,9 +254,13 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     (atMostOnce) it deletes them instead and returns them as the receive
 //     leaves them: the delivery is the message's end, committed with the
 //     claim;
+//   - hook writes one dead-letter event per moved message into the webhook
+//     outbox @hook (NULL: the source has no DeadLetterWebhook, or there is
+//     no outbox): broker.WebhookEvent's body spelled in SQL (its fields,
+//     "at" in broker.EventTimeFormat), so the event commits with the move;
 //   - cnt moves them between counters (shard @shard): every claimed row
 //     leaves ready; the leased ones enter in flight, the moved ones enter
-//     the DLQ's ready.
+//     the DLQ's ready, the events the outbox's ready.
 //
 // @now is the statement's instant (see nowSQL). The final SELECT has one row
 // even when nothing was leased (id -1); every row carries the message ids
@@ -299,7 +305,13 @@ red AS (
 		sent_at = CASE WHEN @dlq_fifo THEN ` + now + ` ELSE m.sent_at END
 	FROM c
 	WHERE m.id = c.id AND ` + toDLQ + ` AND ` + live + `
-	RETURNING m.id, m.group_id, m.message_id, coalesce(m.attempts, m.receive_count) AS attempts),
+	RETURNING m.id, m.group_id, m.message_id, coalesce(m.attempts, m.receive_count) AS attempts, m.receive_count),
+hook AS (
+	INSERT INTO messages (queue_id, state, visible_at, sent_at, message_id, body)
+	SELECT @hook::bigint, 'r', ` + now + `, ` + now + `, gen_random_uuid(), ` + webhookEventJSON("@source::text",
+		"@dlq_name::text", "red.message_id::text", "@reason_max::text", "red.attempts", "red.receive_count", now) + `
+	FROM red WHERE @hook::bigint IS NOT NULL ORDER BY red.id
+	RETURNING 1),
 grp AS (
 	INSERT INTO groups (queue_id, group_id) SELECT DISTINCT @dlq::bigint, group_id FROM red
 	WHERE @dlq_fifo AND group_id IS NOT NULL ORDER BY 2
@@ -310,7 +322,8 @@ cnt AS (
 	INSERT INTO counts AS k (queue_id, shard, ready, inflight, delayed)
 	SELECT q, @shard, r, i, 0 FROM (VALUES
 		(@queue::bigint, -(SELECT count(*) FROM c), ` + inflight + `),
-		(@dlq::bigint, (SELECT count(*) FROM red), 0)) v (q, r, i)
+		(@dlq::bigint, (SELECT count(*) FROM red), 0),
+		(@hook::bigint, (SELECT count(*) FROM hook), 0)) v (q, r, i)
 	WHERE q IS NOT NULL AND (r <> 0 OR i <> 0) ORDER BY q
 	ON CONFLICT (queue_id, shard) DO UPDATE SET ready = k.ready + excluded.ready,
 		inflight = k.inflight + excluded.inflight)
@@ -394,10 +407,29 @@ func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q que
 }
 
 // claimTo is where a claim of a queue moves messages past their attempts:
-// the dead-letter queue (dlq nil: none, or it is gone) and its redrive policy.
+// the dead-letter queue (dlq nil: none, or it is gone) and its redrive
+// policy; hook is the webhook outbox that gets an event per move (nil: the
+// queue has no DeadLetterWebhook, or there is no outbox).
 type claimTo struct {
 	dlq     *queueRow
 	redrive *broker.RedrivePolicy
+	hook    *queueRow
+}
+
+// hookMid is the claim's @hook: the outbox's mid, or SQL NULL.
+func (to claimTo) hookMid() any {
+	if to.hook == nil {
+		return nil
+	}
+	return to.hook.mid
+}
+
+// dlqName is the claim's @dlq_name (for the webhook events).
+func (to claimTo) dlqName() string {
+	if to.dlq == nil {
+		return ""
+	}
+	return to.dlq.name
 }
 
 // dlqMid is the claim's @dlq: the dead-letter queue's mid, or SQL NULL.
@@ -428,7 +460,8 @@ func (b *Backend) claimTarget(ctx context.Context, db querier, q queueRow) (clai
 	if rp := q.cfg.Redrive; rp != nil {
 		d, err := b.getQueue(ctx, db, broker.QueueRef{Account: q.account, Name: rp.DeadLetterQueue})
 		if err == nil && d.id != q.id {
-			return claimTo{dlq: &d, redrive: rp}, nil
+			to := claimTo{dlq: &d, redrive: rp}
+			return to, b.hookTarget(ctx, db, q, &to)
 		}
 		if err != nil && !errors.Is(err, broker.ErrQueueDoesNotExist) {
 			return claimTo{}, err
@@ -469,7 +502,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 			"now": b.tnow(), "queue": q.mid, "limit": n, "retention": micros(q.cfg.Retention),
 			"dlq": to.dlqMid(), "source": q.name, "max_receives": to.maxReceives(), "visibility": micros(vis),
 			"shard": shard(), "ids": idArg, "dlq_fifo": to.dlq != nil && to.dlq.cfg.Fifo, "attempt": attempt,
-			"reason_max": broker.ReasonMaxAttempts,
+			"reason_max": broker.ReasonMaxAttempts, "hook": to.hookMid(), "dlq_name": to.dlqName(),
 		})
 		if err != nil {
 			return err

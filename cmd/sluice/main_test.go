@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluicemq/sluice/internal/testutil"
+	"github.com/sluicemq/sluice/webhook"
 )
 
 // sluiceBin is this command, built once per test run.
@@ -341,4 +342,49 @@ func notReached(err error) bool {
 		}
 	}
 	return false
+}
+
+func TestWebhookFlags(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"SLUICE_WEBHOOK_SECRET": "env-secret-0123456789", "SLUICE_WEBHOOK_ALLOW_HOSTS": "a.example.com, b.example.com:8443"}
+	getenv := func(k string) string { return env[k] }
+	f, err := parseServeFlags(nil, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc := f.webhooks()
+	if wc == nil || wc.Secret != "env-secret-0123456789" || strings.Join(wc.AllowedHosts, "|") != "a.example.com, b.example.com:8443" {
+		t.Fatalf("from env: %+v", wc)
+	}
+	// Flags replace the environment's hosts; repeated and comma-separated.
+	f, err = parseServeFlags([]string{"--webhook-secret", "flag-secret-0123456789", "--webhook-allow-host", "c.example.com",
+		"--webhook-allow-host", "d.example.com,e.example.com:9000"}, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc = f.webhooks()
+	hosts, err := webhook.ParseHosts(wc.AllowedHosts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wc.Secret != "flag-secret-0123456789" || !hosts.Allowed("c.example.com:443") || !hosts.Allowed("d.example.com:80") ||
+		!hosts.Allowed("e.example.com:9000") || hosts.Allowed("a.example.com:443") {
+		t.Fatalf("flags over env: %+v", wc)
+	}
+	// Off without a secret.
+	if f, err := parseServeFlags(nil, func(string) string { return "" }, io.Discard); err != nil || f.webhooks() != nil {
+		t.Fatalf("no secret: %+v, %v", f.webhooks(), err)
+	}
+	for _, args := range [][]string{
+		{"--webhook-allow-host", "a.example.com"},                                         // hosts without a secret
+		{"--webhook-secret", "short"},                                                     // too short
+		{"--webhook-secret", "long-enough-secret-42", "--webhook-allow-host", "http://x"}, // not a host
+	} {
+		if _, err := parseServeFlags(args, func(string) string { return "" }, io.Discard); err == nil {
+			t.Errorf("parseServeFlags(%q) accepted", args)
+		}
+		if code := run(context.Background(), append([]string{"serve"}, args...), func(string) string { return "" }, io.Discard, io.Discard); code != 2 {
+			t.Errorf("serve %q: exit %d, want 2", args, code)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/server"
+	"github.com/sluicemq/sluice/webhook"
 )
 
 // serveFlags are the settings of `sluice serve`. Each has an environment
@@ -26,6 +27,28 @@ type serveFlags struct {
 	maxInFlight                 int
 	shutdownTimeout             time.Duration
 	logLevel                    string
+	// webhookSecret turns dead-letter webhooks on; webhookHosts are the
+	// hosts they may call (package webhook).
+	webhookSecret string
+	webhookHosts  hostsFlag
+}
+
+// hostsFlag is --webhook-allow-host: repeatable, each value a host or a
+// comma-separated list of hosts. Values from the environment are replaced,
+// not extended, by the first one given on the command line.
+type hostsFlag struct {
+	hosts   []string
+	fromEnv bool
+}
+
+func (h *hostsFlag) String() string { return strings.Join(h.hosts, ",") }
+
+func (h *hostsFlag) Set(v string) error {
+	if h.fromEnv {
+		h.hosts, h.fromEnv = nil, false
+	}
+	h.hosts = append(h.hosts, v)
+	return nil
 }
 
 func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (serveFlags, error) {
@@ -65,6 +88,13 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	}
 	fs.IntVar(&f.maxInFlight, "max-inflight", inflightDef, "leased messages per queue before receives get OverLimit (env SLUICE_MAX_INFLIGHT)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", def.ShutdownTimeout, "how long a shutdown waits for requests in flight")
+	str(&f.webhookSecret, "webhook-secret", "SLUICE_WEBHOOK_SECRET", "",
+		"the key that signs dead-letter webhook calls (HMAC-SHA256, at least 16 bytes); without it, webhooks are off. Prefer the variable: a flag shows in ps")
+	if v := env("SLUICE_WEBHOOK_ALLOW_HOSTS"); v != "" {
+		f.webhookHosts = hostsFlag{hosts: []string{v}, fromEnv: true}
+	}
+	fs.Var(&f.webhookHosts, "webhook-allow-host",
+		"a host dead-letter webhooks may call: host (ports 80 and 443) or host:port; repeat it or give a comma-separated list (env SLUICE_WEBHOOK_ALLOW_HOSTS)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -80,7 +110,25 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	if f.data == "" {
 		return f, errors.New("--data must name a directory")
 	}
+	if f.webhookSecret == "" && len(f.webhookHosts.hosts) > 0 {
+		return f, errors.New("--webhook-allow-host needs --webhook-secret (or SLUICE_WEBHOOK_SECRET): webhook calls are always signed")
+	}
+	if f.webhookSecret != "" {
+		if err := f.webhooks().Validate(); err != nil {
+			return f, fmt.Errorf("--webhook-secret / --webhook-allow-host: %v", err)
+		}
+	}
 	return f, nil
+}
+
+// webhooks is the dispatcher's configuration (nil: webhooks off).
+func (f serveFlags) webhooks() *webhook.Config {
+	if f.webhookSecret == "" {
+		return nil
+	}
+	c := webhook.DefaultConfig()
+	c.Secret, c.AllowedHosts = f.webhookSecret, f.webhookHosts.hosts
+	return &c
 }
 
 func newLogger(level string, w io.Writer) (*slog.Logger, error) {
@@ -120,6 +168,17 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	}
 
 	opts := broker.Options{Logger: log, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge}
+	if wc := f.webhooks(); wc != nil {
+		// The front refuses a DeadLetterWebhook of another host; the
+		// dispatcher (started by the server) calls only these.
+		hosts, _ := webhook.ParseHosts(wc.AllowedHosts...) // parseServeFlags validated them
+		opts.WebhookHosts = hosts
+		wc.Logger = log
+		cfg.Webhooks = wc
+		if hosts.Len() == 0 {
+			log.Warn("dead-letter webhooks have a secret but no allowed host: every DeadLetterWebhook is refused (add --webhook-allow-host)")
+		}
+	}
 	var backend broker.Backend
 	if f.store != "" {
 		pcfg := postgres.DefaultConfig()
