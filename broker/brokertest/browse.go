@@ -23,6 +23,7 @@ var browseTests = []testCase{
 	{"Refusals", testBrowseRefusals},
 	{"DeleteMessagesAnyState", testDeleteMessages},
 	{"DeleteMessagesFreesFifoGroup", testDeleteMessagesFifo},
+	{"DeleteMessagesIDsAnyCaseAndRepeated", testDeleteMessagesIDForms},
 }
 
 // sendSpaced sends bodies one clock second apart, each with a "kind"
@@ -293,4 +294,26 @@ func testDeleteMessagesFifo(t *testing.T, s suite) {
 		t.Fatalf("DeleteMessages = %v, %v", found, err)
 	}
 	wantBodies(t, "the group after its head was deleted by id", e.receiveMax("q.fifo", 10, 0), "b")
+}
+
+// testDeleteMessagesIDForms: message ids are UUIDs and compare as such, in
+// any case (as a replay of chosen ids compares them); an id asked for twice
+// is answered true at both places when the message was there.
+func testDeleteMessagesIDForms(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	a := e.sendBody("q", "a").MessageID
+	b := e.sendBody("q", "b").MessageID
+	e.sendBody("q", "kept")
+	found, err := e.b.DeleteMessages(e.ctx, "q", []string{strings.ToUpper(a), b, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(found, []bool{true, true, true}) {
+		t.Fatalf("DeleteMessages([upper(a), b, b]) found %v, want [true true true]", found)
+	}
+	e.wantStats("q", 1, 0, 0)
+	if d := e.receiveOne("q"); d.Body != "kept" {
+		t.Fatalf("received %q, want kept", d.Body)
+	}
 }

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -146,16 +147,20 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 func (b *Backend) DeleteMessages(ctx context.Context, name broker.QueueRef, ids []string) ([]bool, error) {
 	found := make([]bool, len(ids))
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
-		want := make(map[string]int, len(ids))
+		// Ids compare as UUIDs do, in any case (message ids are stored in
+		// lower case), as on PostgreSQL; an id asked for twice is found at
+		// both places.
+		want := make(map[string][]int, len(ids))
 		for i, id := range ids {
-			if _, dup := want[id]; !dup {
-				want[id] = i
-			}
+			id = strings.ToLower(id)
+			want[id] = append(want[id], i)
 		}
 		var hit []*msg
 		for _, m := range q.msgs {
-			if i, ok := want[m.id]; ok && !found[i] {
-				found[i] = true
+			if at, ok := want[m.id]; ok {
+				for _, i := range at {
+					found[i] = true
+				}
 				hit = append(hit, m)
 			}
 		}
