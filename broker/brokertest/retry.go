@@ -22,6 +22,7 @@ var retryTests = []testCase{
 	{"ExplicitNackDelayHonoured", testExplicitNackDelay},
 	{"FifoBackoffHoldsGroup", testFifoBackoffHoldsGroup},
 	{"BackoffCountsAsDelayedNotInFlight", testBackoffNotAgainstInFlightCap},
+	{"ZeroSecondLeaseExpires", testZeroSecondLease},
 }
 
 // testAttemptsVsReceiveCount: a receive adds one to both counts, a snooze
@@ -360,4 +361,41 @@ func testBackoffNotAgainstInFlightCap(t *testing.T, s suite) {
 	e.wantStats("q", 0, 1, 1)
 	_, err := e.receive(broker.ReceiveRequest{Queue: "q", WaitTime: dur(0)})
 	wantErr(t, "a receive past the in-flight cap", err, broker.ErrOverLimit)
+}
+
+// testZeroSecondLease: a receive with a visibility timeout of 0 gives a
+// lease that ends at once, and its end is an expiry like any other: the
+// message backs off under the RetryPolicy from that instant, with the
+// reason "lease expired"; on its last attempt it moves to the DLQ.
+func testZeroSecondLease(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("q", map[string]string{
+		broker.AttrRetryPolicy:   retryPolicy(10, 300, broker.JitterNone),
+		broker.AttrRedrivePolicy: redrivePolicy("dlq", 2),
+	})
+	res := e.sendBody("q", "a")
+	zero := func() {
+		t.Helper()
+		ds, err := e.receive(broker.ReceiveRequest{Queue: "q", Visibility: dur(0), WaitTime: dur(0)})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("a receive with visibility 0 = %d messages, %v; want 1", len(ds), err)
+		}
+	}
+	zero()
+	e.eventuallyStats("q", 0, 0, 1)
+	e.receiveNone("q")
+	e.advance(9 * time.Second)
+	e.receiveNone("q")
+	e.advance(time.Second)
+	d := e.receiveN(broker.ReceiveRequest{Queue: "q", Visibility: dur(0)}, 1)[0]
+	wantCounts(t, "after the backoff of a 0 s lease", d, 2, 2)
+	if d.FailureReason != broker.ReasonLeaseExpired {
+		t.Fatalf("FailureReason after a 0 s lease = %q, want %q", d.FailureReason, broker.ReasonLeaseExpired)
+	}
+	// That was the last attempt: its 0 s lease ends, the message moves.
+	e.moveToDLQ("q", "dlq", 1)
+	if m := e.browsed("dlq", res.MessageID); m.FailureReason != broker.ReasonLeaseExpired || m.Attempts != 2 {
+		t.Fatalf("dead letter reason %q attempts %d, want %q, 2", m.FailureReason, m.Attempts, broker.ReasonLeaseExpired)
+	}
 }

@@ -163,9 +163,13 @@ func (q *queue) add(m *msg, now int64) {
 	q.place(m, now)
 }
 
-// place puts a message that is in no schedule heap into ready or timed.
+// place puts a message that is in no schedule heap into ready or timed. An
+// in-flight message whose lease already ended (a receive with a visibility
+// timeout of 0) goes to timed all the same: its end is an expiry, which
+// promote plans (broker.PlanLeaseExpiry: a backoff, a dead letter, the
+// reason), not a plain return to ready.
 func (q *queue) place(m *msg, now int64) {
-	if m.state == stateReady || m.visibleAt <= now {
+	if m.state == stateReady || (m.visibleAt <= now && m.state != stateInflight) {
 		m.state = stateReady
 		heap.Push(&q.ready, m)
 		q.fifoReady(m)

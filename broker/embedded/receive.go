@@ -86,13 +86,17 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			// waits as on an empty queue (ClaimRoom).
 		case q.fifo == nil:
 			claims = b.claimLocked(q, batch, n, int64(plan.Visibility), now)
-			if len(claims) > 0 && q.Config.AtMostOnce() {
-				// The claimed messages are deleted in this batch: their
-				// bodies are read from a snapshot taken before it.
-				snap = b.db.NewSnapshot()
-			}
 		default:
 			claims = b.claimFifoLocked(q, batch, n, int64(plan.Visibility), now, plan.AttemptID)
+		}
+		if len(claims) > 0 {
+			// The bodies are read after the sync, without the lock, from a
+			// snapshot taken now: by then the claimed messages may be gone
+			// from the queue (at-most-once deletes them in this batch; a
+			// lease that ends at once, or during a long sync, on the last
+			// attempt is moved to the dead-letter queue by the next holder
+			// of the lock), yet this receive delivers what it leased.
+			snap = b.db.NewSnapshot()
 		}
 		if !batch.Empty() {
 			err := b.applyLocked(batch)
@@ -102,11 +106,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 				return nil, err
 			}
 			if len(claims) > 0 {
-				var r pebble.Reader = b.db
-				if snap != nil {
-					r = snap
-				}
-				out := b.deliver(r, q.ID, claims)
+				out := b.deliver(snap, q.ID, claims)
 				closeSnap(snap)
 				return out, nil
 			}
