@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -167,12 +168,13 @@ func (b *Broker) DeleteMessages(ctx context.Context, queue string, ids []string)
 	if err != nil {
 		return nil, err
 	}
-	n := 0
-	for _, f := range found {
+	deleted := map[string]bool{} // a repeated id counts once
+	for i, f := range found {
 		if f {
-			n++
+			deleted[strings.ToLower(ids[i])] = true
 		}
 	}
+	n := len(deleted)
 	b.log.Info("messages deleted by id", "queue", queue, "asked", len(ids), "deleted", n, "audit", true)
 	return found, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 )
@@ -393,7 +394,8 @@ func (w *MoveWalk) admit(it MoveItem, target string) (MoveAction, string) {
 // moved message bound for a queue with settings c: its body and attributes
 // with e applied, and its Sluice options (MessageOptions: the ones it had,
 // opts, unless its attributes are replaced, when they are read from the new
-// ones). A nil e changes nothing and checks nothing, as a plain move. An
+// ones; a Sluice.CorrelationId the new ones do not name is kept). A nil e
+// changes nothing and checks nothing, as a plain move. An
 // edited message larger than c's MaximumMessageSize, or whose new Sluice.*
 // attributes c refuses (Sluice.MaxAttempts without a RedrivePolicy), gives
 // an error: the message is not moved; it stays in the source and the task
@@ -406,7 +408,14 @@ func ApplyEdit(e *MessageEdit, c QueueConfig, body string, attrs map[string]Mess
 		body = *e.Body
 	}
 	if e.Attributes != nil {
+		// A replayed message keeps its correlation id: an edit that does
+		// not name one carries the original's over.
+		cid, had := attrs[MsgAttrCorrelationID]
 		attrs = e.Attributes
+		if _, named := attrs[MsgAttrCorrelationID]; had && !named {
+			attrs = maps.Clone(attrs)
+			attrs[MsgAttrCorrelationID] = cid
+		}
 		var err error
 		if opts, err = ParseMessageOptions(c, attrs); err != nil {
 			return "", nil, MessageOptions{}, err

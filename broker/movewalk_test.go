@@ -209,6 +209,15 @@ func TestApplyEdit(t *testing.T) {
 	if err != nil || b != "body" || !reflect.DeepEqual(a, na) || o != (MessageOptions{Priority: -7}) {
 		t.Fatalf("attribute edit = %q %v %+v %v", b, a, o, err)
 	}
+	// The correlation id travels unless the new attributes name one.
+	withCID := map[string]MessageAttribute{"k": {DataType: "String", StringValue: "v"}, MsgAttrCorrelationID: {DataType: "String", StringValue: "c1"}}
+	if _, a, _, err := ApplyEdit(&MessageEdit{Attributes: na}, c, "body", withCID, opts); err != nil || a[MsgAttrCorrelationID].StringValue != "c1" || len(a) != 2 || len(na) != 1 {
+		t.Fatalf("attribute edit of a message with a correlation id = %v %v (edit now %v), want Sluice.Priority and the id kept, the edit untouched", a, err, na)
+	}
+	own := map[string]MessageAttribute{MsgAttrCorrelationID: {DataType: "String", StringValue: "c2"}}
+	if _, a, _, err := ApplyEdit(&MessageEdit{Attributes: own}, c, "body", withCID, opts); err != nil || a[MsgAttrCorrelationID].StringValue != "c2" || len(a) != 1 {
+		t.Fatalf("attribute edit naming its own correlation id = %v %v, want c2 only", a, err)
+	}
 	if p := EditedPriority(&MessageEdit{Attributes: na}, 5); p != -7 {
 		t.Fatalf("EditedPriority = %d, want -7", p)
 	}

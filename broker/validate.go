@@ -270,7 +270,7 @@ func batchEntryName[E any]() string {
 	switch any(zero).(type) {
 	case DeleteEntry:
 		return DeleteBatchEntry
-	case VisibilityEntry:
+	case VisibilityEntry, LeaseEntry:
 		return VisibilityBatchEntry
 	}
 	return SendBatchEntry
