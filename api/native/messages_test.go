@@ -399,3 +399,45 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatalf("replayed: %v", ms)
 	}
 }
+
+// TestEditAndReplay: an edit-and-replay moves the chosen dead letters with
+// the edit, and a dead letter whose edited form does not fit its
+// destination stays, counted as skipped in the task.
+func TestEditAndReplay(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("q", map[string]string{"MaximumMessageSize": "1024",
+		"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`})
+	var ids []string
+	for _, body := range []string{"fix me", "too big once edited"} {
+		ids = append(ids, e.send("q", map[string]any{"body": body, "correlationId": "c-" + body}))
+		m := e.receiveOne("q")
+		e.ok(204, "POST", "/v1/queues/q/dead-letter", map[string]any{"receipt": m["receipt"], "reason": "bad"})
+	}
+	task := e.ok(202, "POST", "/v1/queues/q/dead-letters/replay", map[string]any{"ids": ids[:1], "body": "fixed"})
+	if task["skipped"] != float64(0) {
+		t.Fatalf("a replay's task shows skipped: %v", task)
+	}
+	eventually(t, "the first replay completes", func() bool {
+		rs := objects(t, e.ok(200, "GET", "/v1/queues/q/dead-letters/replays?limit=1", nil)["replays"])
+		return len(rs) == 1 && rs[0]["status"] == "COMPLETED"
+	})
+	e.ok(202, "POST", "/v1/queues/q/dead-letters/replay", map[string]any{"ids": ids[1:], "body": strings.Repeat("x", 2000)})
+	var last map[string]any
+	eventually(t, "the second replay completes", func() bool {
+		rs := objects(t, e.ok(200, "GET", "/v1/queues/q/dead-letters/replays?limit=1", nil)["replays"])
+		last = rs[0]
+		return rs[0]["status"] == "COMPLETED"
+	})
+	if last["moved"] != float64(0) || last["skipped"] != float64(1) || last["toMove"] != float64(1) {
+		t.Fatalf("the replay whose edit does not fit: %v, want moved 0, skipped 1", last)
+	}
+	ms := e.browseAll("q")
+	if len(ms) != 1 || ms[0]["body"] != "fixed" || ms[0]["correlationId"] != "c-fix me" {
+		t.Fatalf("replayed: %v", ms)
+	}
+	if dl := objects(t, e.ok(200, "GET", "/v1/queues/q/dead-letters", nil)["messages"]); len(dl) != 1 || dl[0]["id"] != ids[1] {
+		t.Fatalf("the skipped dead letter stays: %v", dl)
+	}
+}
