@@ -142,6 +142,12 @@ func TestDelays(t *testing.T) {
 	e.fails(400, "invalid_parameter", "POST", "/v1/queues/q/messages", map[string]any{"body": "x", "delaySeconds": 5 * 24 * 3600})
 	e.fails(400, "invalid_request", "POST", "/v1/queues/q/messages", map[string]any{"body": "x", "delaySeconds": 1, "deliverAt": epoch.Format(time.RFC3339)})
 	e.fails(400, "invalid_request", "POST", "/v1/queues/q/messages", map[string]any{"body": "x", "deliverAt": "tomorrow"})
+	// A time far past the retention period is refused as such (the delay
+	// to it must not overflow into a negative one).
+	msg := e.fails(400, "invalid_parameter", "POST", "/v1/queues/q/messages", map[string]any{"body": "x", "deliverAt": "9999-12-31T23:59:59.5Z"})
+	if strings.Contains(msg, "-922") || !strings.Contains(msg, "deliverAt") {
+		t.Fatalf("a deliverAt far in the future: %q, want a message about deliverAt", msg)
+	}
 	// FIFO queues take no per-message delay, as in SQS.
 	e.fails(400, "invalid_parameter", "POST", "/v1/queues/q.fifo/messages", map[string]any{"body": "x", "groupId": "g", "delaySeconds": 5})
 	m = e.ok(201, "POST", "/v1/queues/q.fifo/messages", map[string]any{"body": "x", "groupId": "g"})
