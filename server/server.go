@@ -84,7 +84,7 @@ type Config struct {
 	// (webhooks off). The broker's Options.WebhookHosts should hold the same
 	// hosts (webhook.ParseHosts(Webhooks.AllowedHosts...)), so that the front
 	// refuses the URLs the dispatcher would not call. A nil Logger logs with
-	// the server's Logger.
+	// the server's Logger; a nil Clock is the broker's clock.
 	Webhooks *webhook.Config
 }
 
@@ -198,6 +198,9 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 		wc := *cfg.Webhooks
 		if wc.Logger == nil {
 			wc.Logger = log
+		}
+		if wc.Clock == nil {
+			wc.Clock = b.Clock() // the window and the signature's time
 		}
 		d, err := webhook.New(wc, b)
 		if err != nil {

@@ -97,3 +97,78 @@ func TestWebhooksConfigValidated(t *testing.T) {
 		t.Fatalf("Validate with a bad allowed host: %v", err)
 	}
 }
+
+// TestWebhooksUseTheBrokersClock: the server's dispatcher runs on the
+// broker's clock (its gathering window and its signature's timestamp), as
+// webhook.Config.Clock asks, unless the config names another clock.
+func TestWebhooksUseTheBrokersClock(t *testing.T) {
+	t.Parallel()
+	const secret = "server-test-secret-0123456789"
+	clock := broker.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	var calls atomic.Int32
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify([]byte(secret), r.Header.Get(webhook.SignatureHeader), body, clock.Now(), 0); err != nil {
+			t.Errorf("the call's signature against the broker's clock: %v", err)
+		}
+		calls.Add(1)
+	}))
+	defer recv.Close()
+
+	opts := broker.Options{Clock: clock, Logger: testutil.Logger(t)}
+	hosts, err := webhook.ParseHosts(strings.TrimPrefix(recv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Close()
+	opts.WebhookHosts = hosts
+	front, err := broker.New(backend, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wcfg := webhook.DefaultConfig()
+	wcfg.Secret, wcfg.AllowedHosts = secret, []string{strings.TrimPrefix(recv.URL, "http://")}
+	cfg := server.DefaultConfig()
+	cfg.Addr, cfg.Webhooks = "127.0.0.1:0", &wcfg
+	srv, err := server.New(cfg, front)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := srv.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := front.CreateQueue(ctx, "dlq", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := front.CreateQueue(ctx, "src", map[string]string{
+		broker.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, broker.ARN("us-east-1", "000000000000", "dlq")),
+		broker.AttrDeadLetterWebhook: recv.URL + "/dlq",
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := front.Send(ctx, "src", []broker.SendEntry{{Body: "poison"}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := front.Receive(ctx, broker.ReceiveRequest{Queue: "src"})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("receive: %d, %v", len(ds), err)
+	}
+	if _, err := front.ChangeVisibility(ctx, "src", []broker.VisibilityEntry{{Receipt: ds[0].Receipt}}); err != nil {
+		t.Fatal(err)
+	}
+	// The gathering window passes on the broker's clock.
+	testutil.Eventually(t, 10*time.Second, "the webhook call", func() bool {
+		clock.Advance(100 * time.Millisecond)
+		return calls.Load() == 1
+	})
+}

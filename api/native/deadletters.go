@@ -49,11 +49,14 @@ type replayRequest struct {
 type task struct {
 	ID string `json:"id"`
 	// Source is the dead-letter queue; Destination the queue replayed into.
-	Source        string    `json:"source"`
-	Destination   string    `json:"destination"`
-	Status        string    `json:"status"`
-	Moved         int64     `json:"moved"`
-	ToMove        int64     `json:"toMove"`
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	Status      string `json:"status"`
+	Moved       int64  `json:"moved"`
+	ToMove      int64  `json:"toMove"`
+	// Skipped counts the dead letters an edit-and-replay left in the
+	// dead-letter queue: their edited form does not fit the destination.
+	Skipped       int64     `json:"skipped"`
 	MaxPerSecond  int       `json:"maxPerSecond"`
 	FailureReason string    `json:"failureReason,omitempty"`
 	StartedAt     time.Time `json:"startedAt"`
@@ -61,7 +64,7 @@ type task struct {
 
 func toTask(t broker.MoveTask) task {
 	return task{ID: t.ID, Source: t.Source, Destination: t.Destination, Status: string(t.Status),
-		Moved: t.Moved, ToMove: t.ToMove, MaxPerSecond: t.MoveRate(), FailureReason: t.FailureReason, StartedAt: t.StartedAt.UTC()}
+		Moved: t.Moved, ToMove: t.ToMove, Skipped: t.Skipped, MaxPerSecond: t.MoveRate(), FailureReason: t.FailureReason, StartedAt: t.StartedAt.UTC()}
 }
 
 func (h *Handler) replayDeadLetters(c *call) (any, error) {

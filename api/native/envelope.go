@@ -181,7 +181,12 @@ func toSendEntry(field string, e *envelope, now time.Time) (broker.SendEntry, er
 	case e.DeliverAt != nil:
 		// A time in the past is "now". A delay is kept to the second above
 		// (never early), as delays are in whole seconds elsewhere.
+		// Sub saturates at the largest Duration: refuse a time past the
+		// longest retention here, before the rounding could overflow.
 		d := max(e.DeliverAt.Sub(now), 0)
+		if d >= broker.MaxRetention {
+			return broker.SendEntry{}, errorf(broker.ErrInvalidParameterValue, "Field %s must be within the queue's retention period from now, not %s.", at("deliverAt"), e.DeliverAt.UTC().Format(time.RFC3339))
+		}
 		if r := d % time.Second; r != 0 {
 			d += time.Second - r
 		}

@@ -142,6 +142,12 @@ func TestDelays(t *testing.T) {
 	e.fails(400, "invalid_parameter", "POST", "/v1/queues/q/messages", map[string]any{"body": "x", "delaySeconds": 5 * 24 * 3600})
 	e.fails(400, "invalid_request", "POST", "/v1/queues/q/messages", map[string]any{"body": "x", "delaySeconds": 1, "deliverAt": epoch.Format(time.RFC3339)})
 	e.fails(400, "invalid_request", "POST", "/v1/queues/q/messages", map[string]any{"body": "x", "deliverAt": "tomorrow"})
+	// A time far past the retention period is refused as such (the delay
+	// to it must not overflow into a negative one).
+	msg := e.fails(400, "invalid_parameter", "POST", "/v1/queues/q/messages", map[string]any{"body": "x", "deliverAt": "9999-12-31T23:59:59.5Z"})
+	if strings.Contains(msg, "-922") || !strings.Contains(msg, "deliverAt") {
+		t.Fatalf("a deliverAt far in the future: %q, want a message about deliverAt", msg)
+	}
 	// FIFO queues take no per-message delay, as in SQS.
 	e.fails(400, "invalid_parameter", "POST", "/v1/queues/q.fifo/messages", map[string]any{"body": "x", "groupId": "g", "delaySeconds": 5})
 	m = e.ok(201, "POST", "/v1/queues/q.fifo/messages", map[string]any{"body": "x", "groupId": "g"})
@@ -397,5 +403,47 @@ func TestDeadLetters(t *testing.T) {
 	ms := e.browseAll("a")
 	if len(ms) != 2 || ms[0]["body"] != "a1" || ms[0]["correlationId"] != "c-a1" || ms[0]["attempts"] != float64(0) || ms[0]["id"] == a1 {
 		t.Fatalf("replayed: %v", ms)
+	}
+}
+
+// TestEditAndReplay: an edit-and-replay moves the chosen dead letters with
+// the edit, and a dead letter whose edited form does not fit its
+// destination stays, counted as skipped in the task.
+func TestEditAndReplay(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("q", map[string]string{"MaximumMessageSize": "1024",
+		"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`})
+	var ids []string
+	for _, body := range []string{"fix me", "too big once edited"} {
+		ids = append(ids, e.send("q", map[string]any{"body": body, "correlationId": "c-" + body}))
+		m := e.receiveOne("q")
+		e.ok(204, "POST", "/v1/queues/q/dead-letter", map[string]any{"receipt": m["receipt"], "reason": "bad"})
+	}
+	task := e.ok(202, "POST", "/v1/queues/q/dead-letters/replay", map[string]any{"ids": ids[:1], "body": "fixed"})
+	if task["skipped"] != float64(0) {
+		t.Fatalf("a replay's task shows skipped: %v", task)
+	}
+	eventually(t, "the first replay completes", func() bool {
+		rs := objects(t, e.ok(200, "GET", "/v1/queues/q/dead-letters/replays?limit=1", nil)["replays"])
+		return len(rs) == 1 && rs[0]["status"] == "COMPLETED"
+	})
+	e.ok(202, "POST", "/v1/queues/q/dead-letters/replay", map[string]any{"ids": ids[1:], "body": strings.Repeat("x", 2000)})
+	var last map[string]any
+	eventually(t, "the second replay completes", func() bool {
+		rs := objects(t, e.ok(200, "GET", "/v1/queues/q/dead-letters/replays?limit=1", nil)["replays"])
+		last = rs[0]
+		return rs[0]["status"] == "COMPLETED"
+	})
+	if last["moved"] != float64(0) || last["skipped"] != float64(1) || last["toMove"] != float64(1) {
+		t.Fatalf("the replay whose edit does not fit: %v, want moved 0, skipped 1", last)
+	}
+	ms := e.browseAll("q")
+	if len(ms) != 1 || ms[0]["body"] != "fixed" || ms[0]["correlationId"] != "c-fix me" {
+		t.Fatalf("replayed: %v", ms)
+	}
+	if dl := objects(t, e.ok(200, "GET", "/v1/queues/q/dead-letters", nil)["messages"]); len(dl) != 1 || dl[0]["id"] != ids[1] {
+		t.Fatalf("the skipped dead letter stays: %v", dl)
 	}
 }

@@ -402,6 +402,14 @@ func exercise(e *env) {
 	}
 	e.ok(202, "POST", "/v1/queues/q/dead-letters/replay", map[string]any{"maxPerSecond": 10})
 	e.ok(200, "GET", "/v1/queues/q/dead-letters/replays", nil)
+	// A dead-letter queue runs one task at a time: the edit-and-replay
+	// waits for the replay to complete.
+	eventually(t, "the replay completes", func() bool {
+		rs := objects(t, e.ok(200, "GET", "/v1/queues/q/dead-letters/replays?limit=1", nil)["replays"])
+		return len(rs) == 1 && rs[0]["status"] == "COMPLETED"
+	})
+	e.ok(202, "POST", "/v1/queues/q/dead-letters/replay", map[string]any{"ids": []string{"nope"}, "body": "edited",
+		"attributes": map[string]any{"k": map[string]any{"type": "String", "value": "v2"}}})
 	e.ok(200, "POST", "/v1/queues/q/dead-letters/delete", map[string]any{"ids": []string{"nope"}})
 	e.fails(409, "conflict", "GET", "/v1/queues/dlq/dead-letters", nil)
 

@@ -388,3 +388,35 @@ func TestWebhookFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpHidesSecrets: the webhook secret and the store URL (which may
+// hold a password) from the environment never show in the flags' usage
+// (printed by -h, and after a bad flag), where they would reach a terminal
+// or a service's log.
+func TestHelpHidesSecrets(t *testing.T) {
+	t.Parallel()
+	const secret, password = "env-secret-do-not-print-0123456789", "pw-do-not-print"
+	env := map[string]string{"SLUICE_WEBHOOK_SECRET": secret, "SLUICE_STORE": "postgres://u:" + password + "@127.0.0.1:1/db"}
+	getenv := func(k string) string { return env[k] }
+	for _, args := range [][]string{{"-h"}, {"--no-such-flag"}} {
+		var stderr strings.Builder
+		if _, err := parseServeFlags(args, getenv, &stderr); err == nil {
+			t.Fatalf("parseServeFlags(%q) accepted", args)
+		}
+		if strings.Contains(stderr.String(), secret) || strings.Contains(stderr.String(), password) {
+			t.Errorf("serve %q prints a secret:\n%s", args, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "webhook-secret") {
+			t.Errorf("serve %q does not list --webhook-secret:\n%s", args, stderr.String())
+		}
+	}
+	// The environment's values still apply, and a flag still wins.
+	f, err := parseServeFlags(nil, getenv, io.Discard)
+	if err != nil || f.webhookSecret != secret || f.store != env["SLUICE_STORE"] {
+		t.Fatalf("from the environment: %q %q, %v", f.webhookSecret, f.store, err)
+	}
+	f, err = parseServeFlags([]string{"--webhook-secret", "flag-secret-0123456789", "--store", ""}, getenv, io.Discard)
+	if err != nil || f.webhookSecret != "flag-secret-0123456789" || f.store != "" {
+		t.Fatalf("flags over the environment: %q %q, %v", f.webhookSecret, f.store, err)
+	}
+}

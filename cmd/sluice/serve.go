@@ -61,10 +61,18 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 		}
 		fs.StringVar(p, name, def, usage+" (env "+envName+")")
 	}
+	// secret is str for a value that may hold a password or a key: its
+	// environment value is not the flag's default, which the usage (-h, or
+	// a bad flag) prints, but is read after parsing unless the flag is given.
+	secretEnv := map[string]string{} // flag name -> its variable
+	secret := func(p *string, name, envName, usage string) {
+		fs.StringVar(p, name, "", usage+" (env "+envName+")")
+		secretEnv[name] = envName
+	}
 	def := server.DefaultConfig()
 	str(&f.addr, "addr", "SLUICE_ADDR", def.Addr, "address to listen on; port 0 picks a free port")
 	str(&f.data, "data", "SLUICE_DATA", "./sluice-data", "data directory")
-	str(&f.store, "store", "SLUICE_STORE", "", "where queues live: empty for the embedded store at --data, or a postgres:// URL (several brokers may share one PostgreSQL)")
+	secret(&f.store, "store", "SLUICE_STORE", "where queues live: empty for the embedded store at --data, or a postgres:// URL (several brokers may share one PostgreSQL)")
 	str(&f.account, "account-id", "SLUICE_ACCOUNT_ID", def.AccountID, "account id in queue URLs and ARNs")
 	str(&f.region, "region", "SLUICE_REGION", def.Region, "region in queue ARNs")
 	str(&f.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
@@ -88,7 +96,7 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	}
 	fs.IntVar(&f.maxInFlight, "max-inflight", inflightDef, "leased messages per queue before receives get OverLimit (env SLUICE_MAX_INFLIGHT)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", def.ShutdownTimeout, "how long a shutdown waits for requests in flight")
-	str(&f.webhookSecret, "webhook-secret", "SLUICE_WEBHOOK_SECRET", "",
+	secret(&f.webhookSecret, "webhook-secret", "SLUICE_WEBHOOK_SECRET",
 		"the key that signs dead-letter webhook calls (HMAC-SHA256, at least 16 bytes); without it, webhooks are off. Prefer the variable: a flag shows in ps")
 	if v := env("SLUICE_WEBHOOK_ALLOW_HOSTS"); v != "" {
 		f.webhookHosts = hostsFlag{hosts: []string{v}, fromEnv: true}
@@ -97,6 +105,12 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 		"a host dead-letter webhooks may call: host (ports 80 and 443) or host:port; repeat it or give a comma-separated list (env SLUICE_WEBHOOK_ALLOW_HOSTS)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
+	}
+	fs.Visit(func(fl *flag.Flag) { delete(secretEnv, fl.Name) })
+	for name, envName := range secretEnv {
+		if err := fs.Set(name, env(envName)); err != nil {
+			return f, err
+		}
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments %q (serve takes only flags)", fs.Args())
