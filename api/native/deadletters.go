@@ -87,14 +87,18 @@ func (h *Handler) replayDeadLetters(c *call) (any, error) {
 		}
 		req.Edit = &broker.MessageEdit{Body: in.Body, Attributes: attrs}
 	}
-	if len(in.IDs) == 0 {
-		others, err := h.otherSources(c, dlq)
-		if err != nil {
-			return nil, err
-		}
-		if others != "" {
-			return nil, errorf(broker.ErrConflict, "Dead-letter queue %s also holds the dead letters of %s: replaying all of them into %s would move those too. Replay chosen ids.", dlq, others, c.queue)
-		}
+	others, err := h.otherSources(c, dlq)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case others != "" && len(in.IDs) == 0:
+		return nil, errorf(broker.ErrConflict, "Dead-letter queue %s also holds the dead letters of %s: replaying all of them into %s would move those too. Replay chosen ids.", dlq, others, c.queue)
+	case others != "":
+		// A shared dead-letter queue: each chosen dead letter goes back to
+		// the queue it came from, so an id of another queue's dead letter
+		// cannot pull it into this one.
+		req.Destination = ""
 	}
 	t, err := h.broker.Replay(c.ctx, dlq, req)
 	if err != nil {

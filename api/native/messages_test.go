@@ -387,7 +387,19 @@ func TestDeadLetters(t *testing.T) {
 	}
 	// Replaying all of a's would move b's too: refused.
 	e.fails(409, "conflict", "POST", "/v1/queues/a/dead-letters/replay", nil)
-	m := e.ok(200, "POST", "/v1/queues/b/dead-letters/delete", map[string]any{"ids": []string{b1}})
+	// A chosen id of b's dead letter, replayed through a's route, goes back
+	// to b: never into a.
+	e.ok(202, "POST", "/v1/queues/a/dead-letters/replay", map[string]any{"ids": []string{b1}})
+	eventually(t, "the chosen replay completes", func() bool {
+		rs := objects(t, e.ok(200, "GET", "/v1/queues/a/dead-letters/replays?limit=1", nil)["replays"])
+		return len(rs) == 1 && rs[0]["status"] == "COMPLETED"
+	})
+	if inA, inB := e.browseAll("a"), e.browseAll("b"); len(inA) != 0 || len(inB) != 1 || inB[0]["body"] != "b1" {
+		t.Fatalf("b's dead letter replayed through a's route: a holds %v, b holds %v; want it back in b", inA, inB)
+	}
+	e.ok(204, "DELETE", "/v1/queues/b/messages/"+e.browseAll("b")[0]["id"].(string), nil)
+	b2 := fail("b", "b2", "timeout")
+	m := e.ok(200, "POST", "/v1/queues/b/dead-letters/delete", map[string]any{"ids": []string{b2}})
 	if objects(t, m["results"])[0]["deleted"] != true {
 		t.Fatalf("delete: %v", m)
 	}
@@ -397,8 +409,8 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatalf("replay: %v", task)
 	}
 	eventually(t, "the replay completes", func() bool {
-		rs := objects(t, e.ok(200, "GET", "/v1/queues/a/dead-letters/replays", nil)["replays"])
-		return len(rs) == 1 && rs[0]["status"] == "COMPLETED"
+		rs := objects(t, e.ok(200, "GET", "/v1/queues/a/dead-letters/replays?limit=1", nil)["replays"])
+		return len(rs) == 1 && rs[0]["status"] == "COMPLETED" && rs[0]["destination"] == "a"
 	})
 	ms := e.browseAll("a")
 	if len(ms) != 2 || ms[0]["body"] != "a1" || ms[0]["correlationId"] != "c-a1" || ms[0]["attempts"] != float64(0) || ms[0]["id"] == a1 {
