@@ -77,9 +77,9 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 			minDelay = delay
 		}
 		n := len(args)
-		// (delay µs, priority, message id, sender, attrs, body, group, max attempts)
-		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text, $%d::integer)",
-			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8))
+		// (order, delay µs, priority, message id, sender, attrs, body, group, max attempts)
+		values = append(values, fmt.Sprintf("(%d, $%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text, $%d::integer)",
+			len(values), n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8))
 		var group any
 		if e.GroupID != "" {
 			group = e.GroupID
@@ -89,13 +89,16 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 	if len(values) == 0 {
 		return results, nil
 	}
-	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts) AS (VALUES ` + strings.Join(values, ", ") + `),
+	// Each message takes its fair-queue turn (fair.go): the n-th message of
+	// a tenant in this batch takes max(last[T], cursor) + n.
+	sql := `WITH v (ord, delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts) AS (VALUES ` + strings.Join(values, ", ") + `),
 		ins AS (
-			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts)
+			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts, turn)
 			SELECT $2, CASE WHEN delay > 0 THEN 'd' ELSE 'r' END::"char",
 				` + nowSQL + ` + delay * interval '1 microsecond', ` + nowSQL + `,
-				priority, message_id, sender_id, attrs, body, group_id, max_attempts
-			FROM v RETURNING state)
+				priority, message_id, sender_id, attrs, body, group_id, max_attempts, ` + turnSQL("$2::bigint", "v.group_id", "v.n") + `
+			FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY ord) AS n FROM v) v
+			ORDER BY v.ord RETURNING state)
 		INSERT INTO counts AS c (queue_id, shard, ready, delayed)
 		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins
 		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready, delayed = c.delayed + excluded.delayed`

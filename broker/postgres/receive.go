@@ -230,11 +230,11 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 // one statement, with named arguments (see claim):
 //
 //   - c locks the rows to claim: on a standard queue the first ready rows in
-//     receive order, skipping rows that other transactions hold (another
+//     receive order (priority, fair-queue turn, ready order), skipping rows that other transactions hold (another
 //     broker's claim, a delete); on a FIFO queue the rows @ids chosen under
 //     the group locks (claimFifo), in that order;
 //   - exp deletes those past retention (@retention µs after sent_at);
-//   - red moves to the dead-letter queue @dlq (NULL: none) those whose
+//   - dl picks, and red moves to the dead-letter queue @dlq (NULL: none), those whose
 //     receive would start an attempt past their limit: toDLQ below is
 //     broker.ShouldDeadLetterOnReceive spelled in SQL (the message's own
 //     max_attempts when > 0, else the queue's maxReceiveCount @max_receives,
@@ -244,7 +244,8 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     id as dedup id and a new SentAt (as SQS resets a FIFO dead letter's
 //     enqueue time), and a group row there (locked: created again if the
 //     sweeper is pruning it, see lockGroupsSQL; claimFifo has locked it
-//     already, before this statement takes the sequence number);
+//     already, before this statement takes the sequence number); into a
+//     standard one with a fair-queue turn there, as a send takes (fair.go);
 //   - up leases the rest until now + @visibility µs, bumping the lease
 //     version (the receipts' compare-and-set token), the receive count and
 //     the attempts, setting the last receive time, and records the receive
@@ -254,7 +255,8 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     claim;
 //   - cnt moves them between counters (shard @shard): every claimed row
 //     leaves ready; the leased ones enter in flight, the moved ones enter
-//     the DLQ's ready.
+//     the DLQ's ready; the shard's cursor rises to the highest turn leased
+//     (broker.AdvanceCursor, fair.go).
 //
 // @now is the statement's instant (see nowSQL). The final SELECT has one row
 // even when nothing was leased (id -1); every row carries the message ids
@@ -264,10 +266,10 @@ func claimSQL(fifo, atMostOnce bool) string {
 	const live = "c.sent_at > " + now + " - @retention * interval '1 microsecond'"
 	const toDLQ = "@dlq::bigint IS NOT NULL AND coalesce(c.attempts, c.receive_count) >= " +
 		"CASE WHEN c.max_attempts > 0 THEN c.max_attempts ELSE @max_receives END"
-	const cols = "id, priority, visible_at, receive_count, attempts, max_attempts, sent_at"
+	const cols = "id, priority, turn, visible_at, receive_count, attempts, max_attempts, sent_at, group_id"
 	c := `SELECT ` + cols + ` FROM messages
 	WHERE queue_id = @queue AND state = 'r'
-	ORDER BY priority DESC, visible_at, id LIMIT @limit FOR UPDATE SKIP LOCKED`
+	ORDER BY priority DESC, turn, visible_at, id LIMIT @limit FOR UPDATE SKIP LOCKED`
 	if fifo {
 		c = `SELECT ` + cols + ` FROM messages
 	WHERE id = ANY(@ids::bigint[]) AND queue_id = @queue AND state = 'r' LIMIT @limit FOR UPDATE`
@@ -291,14 +293,17 @@ WITH c AS (` + c + `),
 exp AS (
 	DELETE FROM messages m USING c
 	WHERE m.id = c.id AND NOT (` + live + `) RETURNING m.id),
+dl AS (
+	SELECT c.id, CASE WHEN @dlq_fifo THEN 0 ELSE ` + turnSQL("@dlq::bigint", "c.group_id", "row_number() OVER (PARTITION BY c.group_id ORDER BY c.id)") + ` END AS turn
+	FROM c WHERE ` + toDLQ + ` AND ` + live + `),
 red AS (
 	UPDATE messages m SET queue_id = @dlq, visible_at = ` + now + `, dl_source = @source, attempt = NULL,
-		reason = @reason_max,
+		reason = @reason_max, turn = dl.turn,
 		seq = CASE WHEN @dlq_fifo THEN nextval('fifo_seq') ELSE m.seq END,
 		dedup_id = CASE WHEN @dlq_fifo THEN m.message_id::text ELSE m.dedup_id END,
 		sent_at = CASE WHEN @dlq_fifo THEN ` + now + ` ELSE m.sent_at END
-	FROM c
-	WHERE m.id = c.id AND ` + toDLQ + ` AND ` + live + `
+	FROM dl
+	WHERE m.id = dl.id
 	RETURNING m.id, m.group_id, m.message_id, coalesce(m.attempts, m.receive_count) AS attempts),
 grp AS (
 	INSERT INTO groups (queue_id, group_id) SELECT DISTINCT @dlq::bigint, group_id FROM red
@@ -307,13 +312,14 @@ grp AS (
 up AS (
 	` + up + `),
 cnt AS (
-	INSERT INTO counts AS k (queue_id, shard, ready, inflight, delayed)
-	SELECT q, @shard, r, i, 0 FROM (VALUES
-		(@queue::bigint, -(SELECT count(*) FROM c), ` + inflight + `),
-		(@dlq::bigint, (SELECT count(*) FROM red), 0)) v (q, r, i)
+	INSERT INTO counts AS k (queue_id, shard, ready, inflight, delayed, cursor)
+	SELECT q, @shard, r, i, 0, t FROM (VALUES
+		(@queue::bigint, -(SELECT count(*) FROM c), ` + inflight + `,
+			(SELECT coalesce(max(c.turn), 0) FROM c WHERE c.id IN (SELECT id FROM up))),
+		(@dlq::bigint, (SELECT count(*) FROM red), 0, 0)) v (q, r, i, t)
 	WHERE q IS NOT NULL AND (r <> 0 OR i <> 0) ORDER BY q
 	ON CONFLICT (queue_id, shard) DO UPDATE SET ready = k.ready + excluded.ready,
-		inflight = k.inflight + excluded.inflight)
+		inflight = k.inflight + excluded.inflight, cursor = greatest(k.cursor, excluded.cursor))
 SELECT s.moved, s.moved_attempts, coalesce(u.id, -1), coalesce(u.lease, 0), coalesce(u.receive_count, 0), u.first_receive_at,
 	coalesce(u.sent_at, 'epoch'), coalesce(u.priority, 0), u.seq, coalesce(u.message_id, ''),
 	coalesce(u.group_id, ''), coalesce(u.dedup_id, ''), coalesce(u.dl_source, ''), coalesce(u.sender_id, ''),
@@ -321,8 +327,8 @@ SELECT s.moved, s.moved_attempts, coalesce(u.id, -1), coalesce(u.lease, 0), coal
 	coalesce(u.reason, '')
 FROM (SELECT (SELECT coalesce(array_agg(message_id::text ORDER BY id), '{}') FROM red) AS moved,
 	(SELECT coalesce(array_agg(attempts ORDER BY id), '{}') FROM red) AS moved_attempts) s
-LEFT JOIN (SELECT up.*, c.priority AS cp, c.visible_at AS cv FROM up JOIN c USING (id)) u ON true
-ORDER BY array_position(@ids::bigint[], u.id), u.cp DESC, u.cv, u.id`
+LEFT JOIN (SELECT up.*, c.priority AS cp, c.turn AS ct, c.visible_at AS cv FROM up JOIN c USING (id)) u ON true
+ORDER BY array_position(@ids::bigint[], u.id), u.cp DESC, u.ct, u.cv, u.id`
 }
 
 var (

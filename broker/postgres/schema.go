@@ -21,9 +21,10 @@ import (
 //     has passed is promoted to ready by the next receive or GetQueue of its
 //     queue; on a queue with a RetryPolicy or RedrivePolicy an ended lease
 //     is planned instead (broker.PlanLeaseExpiry, see expire.go).
-//   - messages_ready is partial (state = 'r') and in receive order, so a
-//     receive reads the first live entries of one index range; leased and
-//     delayed messages are not in it. messages_timed (state <> 'r') serves
+//   - messages_ready_fair (messages_ready before migration 7) is partial
+//     (state = 'r') and in receive order (priority, fair-queue turn, ready
+//     order), so a receive reads the first live entries of one index range;
+//     leased and delayed messages are not in it. messages_timed (state <> 'r') serves
 //     promotion and "when is the next deadline"; messages_age serves
 //     retention.
 //   - The queue tables get aggressive per-table autovacuum settings, so dead
@@ -215,6 +216,27 @@ ALTER TABLE messages ADD COLUMN attempts integer;
 ALTER TABLE messages ADD COLUMN max_attempts integer NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN last_receive_at timestamptz;
 ALTER TABLE messages ADD COLUMN reason text;
+`,
+	// 7: fair queues (issue 8, broker/fair.go). turn is a standard-queue
+	// message's fair-queue turn (0 on FIFO queues, and on every row stored
+	// before this migration: a constant default changes only the catalog,
+	// no row is rewritten). The ready index becomes (priority, turn, ready
+	// order): messages_ready_fair replaces messages_ready (FIFO claims pick
+	// their rows under group locks and do not use it for order).
+	// messages_tenant finds a tenant's latest turn (the max of its index
+	// range; group_id NULL is the tenant ""), on standard queues only (seq
+	// IS NULL: FIFO messages, dead letters of FIFO queues included, have a
+	// seq). counts.cursor is the queue's cursor, sharded like the counters:
+	// a claim raises its shard's to the highest turn it leased, and the
+	// queue's cursor is the max over its shards (no new hot row). IF NOT
+	// EXISTS: an operator may build the two indexes beforehand with CREATE
+	// INDEX CONCURRENTLY (docs/postgres.md).
+	`
+ALTER TABLE messages ADD COLUMN turn bigint NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS messages_ready_fair ON messages (queue_id, priority DESC, turn, visible_at, id) WHERE state = 'r';
+DROP INDEX IF EXISTS messages_ready;
+CREATE INDEX IF NOT EXISTS messages_tenant ON messages (queue_id, group_id, turn) WHERE seq IS NULL;
+ALTER TABLE counts ADD COLUMN cursor bigint NOT NULL DEFAULT 0;
 `,
 }
 
