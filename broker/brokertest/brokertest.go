@@ -97,6 +97,7 @@ func groups() []group {
 		{"LongDelay", longDelayTests},
 		{"Stats", statsTests},
 		{"SluiceRestart", sluiceRestartTests},
+		{"Fair", fairTests},
 	}
 }
 
