@@ -228,17 +228,16 @@ func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, d
 	// the ORDER BY, so sequence numbers follow the source order. Into a
 	// standard dead-letter queue each takes a fair-queue turn there (t, in
 	// that order within its tenant: fair.go).
-	_, err := tx.Exec(ctx, `WITH t AS (
-			SELECT x.id, CASE WHEN $10 THEN 0 ELSE `+turnSQL("$1::bigint", "s.group_id", "row_number() OVER (PARTITION BY s.group_id ORDER BY x.ord)")+` END AS turn
-			FROM unnest($4::bigint[]) WITH ORDINALITY AS x (id, ord) JOIN messages s ON s.id = x.id)
+	_, err := tx.Exec(ctx, `WITH t AS (`+turnsSQL("$1::bigint", `(SELECT x.id AS k, s.group_id, s.priority, x.ord
+			FROM unnest($4::bigint[]) WITH ORDINALITY AS x (id, ord) JOIN messages s ON s.id = x.id WHERE NOT $10)`)+`)
 		UPDATE messages m SET queue_id = $1, state = 'r', visible_at = $2, dl_source = $3,
 			attempt = NULL, seq = coalesce(u.seq, m.seq), dedup_id = coalesce(u.dedup, m.dedup_id),
-			sent_at = u.sent_at, attempts = u.attempts, reason = u.reason, turn = t.turn
+			sent_at = u.sent_at, attempts = u.attempts, reason = u.reason, turn = coalesce(t.turn, m.turn)
 		FROM (SELECT id, dedup, sent_at, attempts, reason, CASE WHEN newseq THEN nextval('fifo_seq') END AS seq
 			FROM unnest($4::bigint[], $5::boolean[], $6::text[], $7::timestamptz[], $8::integer[], $9::text[])
 				WITH ORDINALITY AS x (id, newseq, dedup, sent_at, attempts, reason, ord)
-			ORDER BY ord) u, t
-		WHERE m.id = u.id AND t.id = u.id`, dlq.mid, now, src.name, ids, newSeq, dedup, sent, attempts, reasons, dlq.cfg.Fifo)
+			ORDER BY ord) u LEFT JOIN t ON t.k = u.id
+		WHERE m.id = u.id`, dlq.mid, now, src.name, ids, newSeq, dedup, sent, attempts, reasons, dlq.cfg.Fifo)
 	return err
 }
 

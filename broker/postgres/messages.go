@@ -90,15 +90,15 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		return results, nil
 	}
 	// Each message takes its fair-queue turn (fair.go): the n-th message of
-	// a tenant in this batch takes max(last[T], cursor) + n.
+	// a tenant and level in this batch takes max(last[p][T], cursor[p]) + n.
 	sql := `WITH v (ord, delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts) AS (VALUES ` + strings.Join(values, ", ") + `),
+		t AS (` + turnsSQL("$2::bigint", "(SELECT ord AS k, group_id, priority, ord FROM v)") + `),
 		ins AS (
 			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts, turn)
 			SELECT $2, CASE WHEN delay > 0 THEN 'd' ELSE 'r' END::"char",
 				` + nowSQL + ` + delay * interval '1 microsecond', ` + nowSQL + `,
-				priority, message_id, sender_id, attrs, body, group_id, max_attempts, ` + turnSQL("$2::bigint", "v.group_id", "v.n") + `
-			FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY ord) AS n FROM v) v
-			ORDER BY v.ord RETURNING state)
+				priority, message_id, sender_id, attrs, body, group_id, max_attempts, t.turn
+			FROM v JOIN t ON t.k = v.ord ORDER BY v.ord RETURNING state)
 		INSERT INTO counts AS c (queue_id, shard, ready, delayed)
 		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins
 		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready, delayed = c.delayed + excluded.delayed`

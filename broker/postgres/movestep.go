@@ -415,17 +415,15 @@ func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error
 	// each takes a fair-queue turn as a send does (t, in u.ord order within
 	// its tenant: fair.go), computed apart from nextval's select.
 	_, err := tx.Exec(ctx, `
-		WITH t AS (
-			SELECT x.id, `+turnSQL("$2::bigint", "s.group_id", "row_number() OVER (PARTITION BY s.group_id ORDER BY x.ord)")+` AS turn
-			FROM unnest($6::bigint[]) WITH ORDINALITY AS x (id, ord) JOIN messages s ON s.id = x.id
-			WHERE NOT $5)
+		WITH t AS (`+turnsSQL("$2::bigint", `(SELECT x.id AS k, s.group_id, s.priority, x.ord
+			FROM unnest($6::bigint[]) WITH ORDINALITY AS x (id, ord) JOIN messages s ON s.id = x.id WHERE NOT $5)`)+`)
 		INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, seq, message_id,
 			group_id, dedup_id, sender_id, attrs, body, turn)
 		SELECT $2, $3::"char", `+nowSQL+` + $4 * interval '1 microsecond', `+nowSQL+`, m.priority,
 			CASE WHEN $5 THEN nextval('fifo_seq') END, u.mid::uuid,
 			m.group_id, CASE WHEN $5 THEN u.mid END, m.sender_id, m.attrs, m.body, coalesce(t.turn, 0)
 		FROM unnest($6::bigint[], $7::text[]) WITH ORDINALITY AS u (id, mid, ord)
-		JOIN messages m ON m.id = u.id LEFT JOIN t ON t.id = u.id
+		JOIN messages m ON m.id = u.id LEFT JOIN t ON t.k = u.id
 		ORDER BY u.ord`,
 		b.tnow(), p.target.mid, state, micros(p.target.cfg.Delay), fifo, p.ids, p.mids)
 	return err

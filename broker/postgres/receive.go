@@ -253,10 +253,11 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     (atMostOnce) it deletes them instead and returns them as the receive
 //     leaves them: the delivery is the message's end, committed with the
 //     claim;
+//   - cur (standard queues) raises the queue's fair-queue cursors of shard
+//     @shard to the highest turn leased at each level (fair.go);
 //   - cnt moves them between counters (shard @shard): every claimed row
 //     leaves ready; the leased ones enter in flight, the moved ones enter
-//     the DLQ's ready; the shard's cursor rises to the highest turn leased
-//     (broker.AdvanceCursor, fair.go).
+//     the DLQ's ready.
 //
 // @now is the statement's instant (see nowSQL). The final SELECT has one row
 // even when nothing was leased (id -1); every row carries the message ids
@@ -282,6 +283,10 @@ func claimSQL(fifo, atMostOnce bool) string {
 	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
 	RETURNING ` + msgCols("m")
 	inflight := "(SELECT count(*) FROM up)"
+	cur := "" // FIFO queues have no turns
+	if !fifo {
+		cur = "cur AS (\n\t" + advanceCursorsSQL("(SELECT c.priority, c.turn FROM c WHERE c.id IN (SELECT id FROM up))") + "),\n"
+	}
 	if atMostOnce {
 		up = `DELETE FROM messages m USING c
 	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
@@ -294,11 +299,12 @@ exp AS (
 	DELETE FROM messages m USING c
 	WHERE m.id = c.id AND NOT (` + live + `) RETURNING m.id),
 dl AS (
-	SELECT c.id, CASE WHEN @dlq_fifo THEN 0 ELSE ` + turnSQL("@dlq::bigint", "c.group_id", "row_number() OVER (PARTITION BY c.group_id ORDER BY c.id)") + ` END AS turn
-	FROM c WHERE ` + toDLQ + ` AND ` + live + `),
+	SELECT c.id, t.turn FROM c LEFT JOIN (` + turnsSQL("@dlq::bigint",
+		"(SELECT c.id AS k, c.group_id, c.priority, c.id AS ord FROM c WHERE NOT @dlq_fifo AND "+toDLQ+" AND "+live+")") + `) t ON t.k = c.id
+	WHERE ` + toDLQ + ` AND ` + live + `),
 red AS (
 	UPDATE messages m SET queue_id = @dlq, visible_at = ` + now + `, dl_source = @source, attempt = NULL,
-		reason = @reason_max, turn = dl.turn,
+		reason = @reason_max, turn = coalesce(dl.turn, m.turn),
 		seq = CASE WHEN @dlq_fifo THEN nextval('fifo_seq') ELSE m.seq END,
 		dedup_id = CASE WHEN @dlq_fifo THEN m.message_id::text ELSE m.dedup_id END,
 		sent_at = CASE WHEN @dlq_fifo THEN ` + now + ` ELSE m.sent_at END
@@ -311,15 +317,14 @@ grp AS (
 	ON CONFLICT (queue_id, group_id) DO UPDATE SET group_id = excluded.group_id WHERE false),
 up AS (
 	` + up + `),
-cnt AS (
-	INSERT INTO counts AS k (queue_id, shard, ready, inflight, delayed, cursor)
-	SELECT q, @shard, r, i, 0, t FROM (VALUES
-		(@queue::bigint, -(SELECT count(*) FROM c), ` + inflight + `,
-			(SELECT coalesce(max(c.turn), 0) FROM c WHERE c.id IN (SELECT id FROM up))),
-		(@dlq::bigint, (SELECT count(*) FROM red), 0, 0)) v (q, r, i, t)
+` + cur + `cnt AS (
+	INSERT INTO counts AS k (queue_id, shard, ready, inflight, delayed)
+	SELECT q, @shard, r, i, 0 FROM (VALUES
+		(@queue::bigint, -(SELECT count(*) FROM c), ` + inflight + `),
+		(@dlq::bigint, (SELECT count(*) FROM red), 0)) v (q, r, i)
 	WHERE q IS NOT NULL AND (r <> 0 OR i <> 0) ORDER BY q
 	ON CONFLICT (queue_id, shard) DO UPDATE SET ready = k.ready + excluded.ready,
-		inflight = k.inflight + excluded.inflight, cursor = greatest(k.cursor, excluded.cursor))
+		inflight = k.inflight + excluded.inflight)
 SELECT s.moved, s.moved_attempts, coalesce(u.id, -1), coalesce(u.lease, 0), coalesce(u.receive_count, 0), u.first_receive_at,
 	coalesce(u.sent_at, 'epoch'), coalesce(u.priority, 0), u.seq, coalesce(u.message_id, ''),
 	coalesce(u.group_id, ''), coalesce(u.dedup_id, ''), coalesce(u.dl_source, ''), coalesce(u.sender_id, ''),

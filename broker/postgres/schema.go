@@ -33,6 +33,7 @@ import (
 //     that leaves room for in-page updates.
 //   - counts: the sharded per-queue counters (see the package comment); tiny,
 //     updated in place (HOT: no indexed column changes), low fillfactor.
+//     cursors, the fair queues' cursors (fair.go), are built the same way.
 var migrations = []string{
 	// 1: queues, messages, counters.
 	`
@@ -218,25 +219,37 @@ ALTER TABLE messages ADD COLUMN last_receive_at timestamptz;
 ALTER TABLE messages ADD COLUMN reason text;
 `,
 	// 7: fair queues (issue 8, broker/fair.go). turn is a standard-queue
-	// message's fair-queue turn (0 on FIFO queues, and on every row stored
-	// before this migration: a constant default changes only the catalog,
-	// no row is rewritten). The ready index becomes (priority, turn, ready
-	// order): messages_ready_fair replaces messages_ready (FIFO claims pick
-	// their rows under group locks and do not use it for order).
-	// messages_tenant finds a tenant's latest turn (the max of its index
-	// range; group_id NULL is the tenant ""), on standard queues only (seq
-	// IS NULL: FIFO messages, dead letters of FIFO queues included, have a
-	// seq). counts.cursor is the queue's cursor, sharded like the counters:
-	// a claim raises its shard's to the highest turn it leased, and the
-	// queue's cursor is the max over its shards (no new hot row). IF NOT
+	// message's fair-queue turn within its priority level (0 on FIFO
+	// queues, and on every row stored before this migration: a constant
+	// default changes only the catalog, no row is rewritten). The ready
+	// index becomes (priority, turn, ready order): messages_ready_fair
+	// replaces messages_ready (FIFO claims pick their rows under group
+	// locks and do not use it for order). messages_tenant finds a tenant's
+	// latest turn at a level (the end of its index range; group_id NULL is
+	// the tenant ""), on standard queues only (seq IS NULL: FIFO messages,
+	// dead letters of FIFO queues included, have a seq). cursors holds each
+	// level's cursor, sharded like the counters: a claim raises its shard's
+	// row of each level it leased to the highest turn it leased there, and
+	// a level's cursor is the max over its shards (no new hot row). IF NOT
 	// EXISTS: an operator may build the two indexes beforehand with CREATE
 	// INDEX CONCURRENTLY (docs/postgres.md).
 	`
 ALTER TABLE messages ADD COLUMN turn bigint NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS messages_ready_fair ON messages (queue_id, priority DESC, turn, visible_at, id) WHERE state = 'r';
 DROP INDEX IF EXISTS messages_ready;
-CREATE INDEX IF NOT EXISTS messages_tenant ON messages (queue_id, group_id, turn) WHERE seq IS NULL;
-ALTER TABLE counts ADD COLUMN cursor bigint NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS messages_tenant ON messages (queue_id, group_id, priority, turn) WHERE seq IS NULL;
+CREATE TABLE cursors (
+	queue_id bigint NOT NULL,
+	priority smallint NOT NULL,
+	shard    integer NOT NULL,
+	cursor   bigint NOT NULL,
+	PRIMARY KEY (queue_id, priority, shard)
+) WITH (
+	fillfactor = 30,
+	autovacuum_vacuum_scale_factor = 0.0,
+	autovacuum_vacuum_threshold = 1000,
+	autovacuum_vacuum_cost_delay = 0
+);
 `,
 }
 
