@@ -37,12 +37,13 @@ package postgres
 // lastTurnSQL is the SQL expression of last[p][T]: the highest turn of the
 // messages of tenant group (an SQL expression, NULL for the tenant "") at
 // priority prio in the standard queue whose mid is the SQL expression q, or
-// 0. One probe of messages_tenant (max() reads the end of the range).
+// 0. One probe of messages_tenant, whose key spells the tenant
+// coalesce(group_id, ''): an equality, so that max() reads the end of the
+// tenant's range (with "group_id IS NULL" PostgreSQL cannot use the index
+// order and scans the whole tenant). A MessageGroupId is never empty.
 func lastTurnSQL(q, group, prio string) string {
-	const from = `(SELECT max(lt.turn) FROM messages lt WHERE lt.queue_id = `
-	return `coalesce(CASE WHEN ` + group + ` IS NULL
-		THEN ` + from + q + ` AND lt.seq IS NULL AND lt.group_id IS NULL AND lt.priority = ` + prio + `)
-		ELSE ` + from + q + ` AND lt.seq IS NULL AND lt.group_id = ` + group + ` AND lt.priority = ` + prio + `) END, 0)`
+	return `coalesce((SELECT max(lt.turn) FROM messages lt WHERE lt.queue_id = ` + q + ` AND lt.seq IS NULL
+		AND coalesce(lt.group_id, '') = coalesce(` + group + `, '') AND lt.priority = ` + prio + `), 0)`
 }
 
 // cursorSQL is the SQL expression of cursor[p] of level prio of the queue
