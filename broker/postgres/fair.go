@@ -38,7 +38,7 @@ package postgres
 // messages of tenant group (an SQL expression, NULL for the tenant "") at
 // priority prio in the standard queue whose mid is the SQL expression q, or
 // 0. One probe of messages_tenant, whose key spells the tenant
-// coalesce(group_id, ''): an equality, so that max() reads the end of the
+// coalesce(group_id, ”): an equality, so that max() reads the end of the
 // tenant's range (with "group_id IS NULL" PostgreSQL cannot use the index
 // order and scans the whole tenant). A MessageGroupId is never empty.
 func lastTurnSQL(q, group, prio string) string {
