@@ -37,9 +37,9 @@ package postgres
 // lastTurnSQL is the SQL expression of last[p][T]: the highest turn of the
 // messages of tenant group (an SQL expression, NULL for the tenant "") at
 // priority prio in the standard queue whose mid is the SQL expression q, or
-// 0. One probe of messages_tenant, whose key spells the tenant
-// coalesce(group_id, ”): an equality, so that max() reads the end of the
-// tenant's range (with "group_id IS NULL" PostgreSQL cannot use the index
+// 0. One probe of messages_tenant, whose key spells the tenant as group_id
+// with NULL as the empty string: an equality, so that max() reads the end of
+// the tenant's range (with "group_id IS NULL" PostgreSQL cannot use the index
 // order and scans the whole tenant). A MessageGroupId is never empty.
 func lastTurnSQL(q, group, prio string) string {
 	return `coalesce((SELECT max(lt.turn) FROM messages lt WHERE lt.queue_id = ` + q + ` AND lt.seq IS NULL
