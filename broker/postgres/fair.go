@@ -1,5 +1,10 @@
 package postgres
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Fair queues (broker/fair.go) in SQL.
 //
 // On a standard queue a message's tenant is its group_id (NULL: the tenant
@@ -21,8 +26,8 @@ package postgres
 //     per queue; the sweeper deletes them with the counters.
 //
 // A new message takes broker.NextTurn(last[p][T], cursor[p]) = max(last,
-// cursor) + 1, computed in the statement that inserts it (turnsSQL); the
-// n-th message of one tenant and level in one statement takes max(last,
+// cursor) + 1, computed in the statement that inserts it (sendTurns for
+// Send, turnsSQL elsewhere); the n-th message of one tenant and level in one statement takes max(last,
 // cursor) + n, which is NextTurn applied n times. Every place that adds a
 // message to a standard queue does so: Send, the claim's move to the
 // dead-letter queue (claimSQL's dl), the planned moves to it (moveToDLQ) and
@@ -57,14 +62,30 @@ func cursorSQL(q, prio string) string {
 // a relation (a parenthesized subquery) of the messages one statement adds
 // to the standard queue whose mid is the SQL expression q, with columns k
 // (a key for the caller's join), group_id, priority and ord (their order).
-// The n-th row of a tenant and level in ord order takes max(last[p][T],
-// cursor[p]) + n; last and cursor are read once per tenant and level.
 func turnsSQL(q, in string) string {
-	return `SELECT i.k, b.base + row_number() OVER (PARTITION BY i.group_id, i.priority ORDER BY i.ord) AS turn
-	FROM ` + in + ` i JOIN (
-		SELECT d.group_id, d.priority, greatest(` + lastTurnSQL(q, "d.group_id", "d.priority") + `, ` + cursorSQL(q, "d.priority") + `) AS base
-		FROM (SELECT DISTINCT group_id, priority FROM ` + in + ` i0) d) b
-	ON b.group_id IS NOT DISTINCT FROM i.group_id AND b.priority = i.priority`
+	return `SELECT i.k, ` + turnSQL("i") + ` AS turn
+	FROM ` + in + ` i JOIN (` + turnBasesSQL(q, in) + `) b ON ` + turnJoinSQL("i")
+}
+
+// turnSQL is the turn of row r (with columns group_id, priority, ord) of a
+// SELECT joined with turnBasesSQL as b on turnJoinSQL(r): the n-th row of a
+// tenant and level in ord order takes max(last[p][T], cursor[p]) + n.
+func turnSQL(r string) string {
+	return `b.base + row_number() OVER (PARTITION BY ` + r + `.group_id, ` + r + `.priority ORDER BY ` + r + `.ord)`
+}
+
+// turnBasesSQL is a SELECT of (group_id, priority, base): max(last[p][T],
+// cursor[p]) of each tenant and level among the rows of in (see turnsSQL),
+// read once for each (OFFSET 0 keeps the planner from evaluating the
+// lookups once per row of in instead).
+func turnBasesSQL(q, in string) string {
+	return `SELECT d.group_id, d.priority, greatest(` + lastTurnSQL(q, "d.group_id", "d.priority") + `, ` + cursorSQL(q, "d.priority") + `) AS base
+		FROM (SELECT DISTINCT group_id, priority FROM ` + in + ` i0) d OFFSET 0`
+}
+
+// turnJoinSQL is the join condition of row r with turnBasesSQL's b.
+func turnJoinSQL(r string) string {
+	return `b.group_id IS NOT DISTINCT FROM ` + r + `.group_id AND b.priority = ` + r + `.priority`
 }
 
 // advanceCursorsSQL is the CTE body that raises queue @queue's cursors
@@ -76,4 +97,59 @@ func advanceCursorsSQL(claimed string) string {
 	return `INSERT INTO cursors AS kc (queue_id, priority, shard, cursor)
 	SELECT @queue::bigint, x.priority, @shard, max(x.turn) FROM ` + claimed + ` x GROUP BY x.priority ORDER BY x.priority
 	ON CONFLICT (queue_id, priority, shard) DO UPDATE SET cursor = excluded.cursor WHERE kc.cursor < excluded.cursor`
+}
+
+// sendTurns numbers the messages of one send by tenant and level, in send
+// order, so that the send's INSERT computes each turn without a join or a
+// window: the n-th message of a tenant and level takes base + n, where the
+// base, max(last[p][T], cursor[p]), is an uncorrelated subquery per tenant
+// and level (evaluated once, and only if used).
+type sendTurns struct {
+	keys []tenantLevel
+	n    []int
+}
+
+// tenantLevel is a tenant (a MessageGroupId, "" for none) at a priority.
+type tenantLevel struct {
+	group    string
+	priority int
+}
+
+// add counts a message of tenant group at priority and returns its tenant
+// and level's slot and its rank among them (from 1).
+func (t *sendTurns) add(group string, priority int) (slot, nth int) {
+	k := tenantLevel{group, priority}
+	for i, x := range t.keys {
+		if x == k {
+			t.n[i]++
+			return i, t.n[i]
+		}
+	}
+	t.keys, t.n = append(t.keys, k), append(t.n, 1)
+	return len(t.keys) - 1, 1
+}
+
+// sql is the SQL expression of the turn of row r (with columns slot and n)
+// in the standard queue whose mid is the SQL expression q; the tenants and
+// levels are appended to args as parameters.
+func (t *sendTurns) sql(q, r string, args *[]any) string {
+	base := func(k tenantLevel) string {
+		var g any
+		if k.group != "" {
+			g = k.group
+		}
+		*args = append(*args, g, k.priority)
+		gp, pp := "$"+strconv.Itoa(len(*args)-1)+"::text", "$"+strconv.Itoa(len(*args))+"::smallint"
+		return `greatest(` + lastTurnSQL(q, gp, pp) + `, ` + cursorSQL(q, pp) + `)`
+	}
+	if len(t.keys) == 1 {
+		return base(t.keys[0]) + ` + ` + r + `.n`
+	}
+	var b strings.Builder
+	b.WriteString("CASE " + r + ".slot")
+	for i, k := range t.keys {
+		b.WriteString(" WHEN " + strconv.Itoa(i) + " THEN " + base(k))
+	}
+	b.WriteString(" END + " + r + ".n")
+	return b.String()
 }
