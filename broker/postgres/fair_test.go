@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/postgres"
 )
 
 // turns reads the fair-queue turn of every message of queue (by body) and
@@ -271,5 +272,68 @@ func TestFairConcurrentSendsKeepTenantOrder(t *testing.T) {
 	// the noisy tenant (docs/postgres.md).
 	if !slices.Contains(first, "quiet0") {
 		t.Fatalf("the first %d messages were %v, want quiet0 among them", producers+1, first)
+	}
+}
+
+// TestMigration7OldRows: messages stored before migration 7 read as turn 0
+// (no row is rewritten) and are served first at their level, in their old
+// order; the messages sent after the upgrade take turns from there.
+func TestMigration7OldRows(t *testing.T) {
+	t.Parallel()
+	url := requirePostgres(t)
+	schema := schemaFor(t)
+	ctx := context.Background()
+	if err := postgres.MigrateTo(ctx, url, schema, 6); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+	cj, _ := json.Marshal(broker.DefaultQueueConfig(false))
+	var mid int64
+	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
+		VALUES ('q', $1, $2, $2) RETURNING mid`, cj, at).Scan(&mid); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("messages")+` (queue_id, state, visible_at, sent_at, message_id, group_id, body)
+			VALUES ($1, 'r', $2, $2, $3, 'noisy', $4)`, mid, at.Add(time.Duration(i)*time.Second),
+			fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", i), fmt.Sprint("old", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("counts")+` (queue_id, shard, ready) VALUES ($1, 0, 3)`, mid); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := testConfig(url, schema)
+	cfg.Clock = broker.NewFakeClock(at.Add(time.Minute))
+	be, err := postgres.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	f := front(t, be, cfg.Options)
+	if _, err := f.Send(ctx, "q", []broker.SendEntry{prioEntry("new0", "noisy", 0), prioEntry("quiet0", "quiet", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := turns(t, url, schema, "q", 0)
+	if got["old0"] != 0 || got["old2"] != 0 || got["new0"] != 1 || got["quiet0"] != 1 {
+		t.Fatalf("turns after the upgrade: %v; want the old rows at 0, new0 and quiet0 at 1", got)
+	}
+	var bodies []string
+	for range 5 {
+		ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q"})
+		if err != nil || len(ds) != 1 {
+			t.Fatal(ds, err)
+		}
+		bodies = append(bodies, ds[0].Body)
+	}
+	if want := []string{"old0", "old1", "old2", "new0", "quiet0"}; !slices.Equal(bodies, want) {
+		t.Fatalf("received %v, want %v", bodies, want)
 	}
 }
