@@ -12,8 +12,8 @@ import (
 // life. The rule's state is derived or sharded, never one hot row:
 //
 //   - last[p][T] is the highest turn of T's messages at level p still in the
-//     queue, in any state: the end of T's range of messages_tenant
-//     (lastTurnSQL). A tenant without messages at the level has none (0):
+//     queue (ready or delayed; the ones in flight have turns at most
+//     cursor[p]): the end of T's range of messages_tenant (lastTurnSQL). A tenant without messages at the level has none (0):
 //     that is how the rule's "forget last[p][T]" happens, so per-tenant
 //     state is the tenant's messages themselves, bounded by the queue's
 //     depth.
@@ -45,9 +45,12 @@ import (
 // 0. One probe of messages_tenant, whose key spells the tenant as group_id
 // with NULL as the empty string: an equality, so that max() reads the end of
 // the tenant's range (with "group_id IS NULL" PostgreSQL cannot use the index
-// order and scans the whole tenant). A MessageGroupId is never empty.
+// order and scans the whole tenant). A MessageGroupId is never empty. The
+// index leaves out the messages in flight: each has a turn at most its
+// level's cursor (the claim that leased it raised the cursor to it in the
+// same statement), so it cannot change max(last, cursor).
 func lastTurnSQL(q, group, prio string) string {
-	return `coalesce((SELECT max(lt.turn) FROM messages lt WHERE lt.queue_id = ` + q + ` AND lt.seq IS NULL
+	return `coalesce((SELECT max(lt.turn) FROM messages lt WHERE lt.queue_id = ` + q + ` AND lt.seq IS NULL AND lt.state <> 'i'
 		AND coalesce(lt.group_id, '') = coalesce(` + group + `, '') AND lt.priority = ` + prio + `), 0)`
 }
 

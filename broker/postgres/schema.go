@@ -228,7 +228,11 @@ ALTER TABLE messages ADD COLUMN reason text;
 	// latest turn at a level (the end of its index range; the tenant "" is
 	// group_id NULL, keyed as '' so that the lookup is an equality), on
 	// standard queues only (seq IS NULL: FIFO messages, dead letters of
-	// FIFO queues included, have a seq). cursors holds each level's cursor, sharded like the counters: a claim raises its shard's
+	// FIFO queues included, have a seq), without the messages in flight: a
+	// leased message's turn is at most its level's cursor (its claim raised
+	// the cursor to it), where it cannot change NextTurn's answer, and a
+	// claim, which is not a HOT update, then adds no entry to this index.
+	// cursors holds each level's cursor, sharded like the counters: a claim raises its shard's
 	// row of each level it leased to the highest turn it leased there, and
 	// a level's cursor is the max over its shards (no new hot row). IF NOT
 	// EXISTS: an operator may build the two indexes beforehand with CREATE
@@ -237,7 +241,7 @@ ALTER TABLE messages ADD COLUMN reason text;
 ALTER TABLE messages ADD COLUMN turn bigint NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS messages_ready_fair ON messages (queue_id, priority DESC, turn, visible_at, id) WHERE state = 'r';
 DROP INDEX IF EXISTS messages_ready;
-CREATE INDEX IF NOT EXISTS messages_tenant ON messages (queue_id, coalesce(group_id, ''), priority, turn) WHERE seq IS NULL;
+CREATE INDEX IF NOT EXISTS messages_tenant ON messages (queue_id, coalesce(group_id, ''), priority, turn) WHERE seq IS NULL AND state <> 'i';
 CREATE TABLE cursors (
 	queue_id bigint NOT NULL,
 	priority smallint NOT NULL,
