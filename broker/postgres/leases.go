@@ -196,7 +196,8 @@ func compareInt64(x, y int64) int {
 // dead-letter queue a new sequence number (taken under the group rows'
 // locks, in the source's order), its message id as dedup id and SentAt now.
 // Each keeps its body, attributes, counts, receive times and max attempts;
-// attempts and reason are the plan's.
+// attempts and reason are the plan's; into a standard dead-letter queue it
+// takes a fair-queue turn there, as a send does.
 func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, dead []deadLetter, now time.Time) error {
 	slices.SortFunc(dead, func(x, y deadLetter) int {
 		if x.seq != nil && y.seq != nil && *x.seq != *y.seq {
@@ -232,15 +233,19 @@ func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, d
 		}
 	}
 	// Volatile expressions (nextval) in the select list are evaluated after
-	// the ORDER BY, so sequence numbers follow the source order.
-	_, err := tx.Exec(ctx, `UPDATE messages m SET queue_id = $1, state = 'r', visible_at = $2, dl_source = $3,
+	// the ORDER BY, so sequence numbers follow the source order. Into a
+	// standard dead-letter queue each takes a fair-queue turn there (t, in
+	// that order within its tenant: fair.go).
+	_, err := tx.Exec(ctx, `WITH t AS (`+turnsSQL("$1::bigint", `(SELECT x.id AS k, s.group_id, s.priority, x.ord
+			FROM unnest($4::bigint[]) WITH ORDINALITY AS x (id, ord) JOIN messages s ON s.id = x.id WHERE NOT $10)`)+`)
+		UPDATE messages m SET queue_id = $1, state = 'r', visible_at = $2, dl_source = $3,
 			attempt = NULL, seq = coalesce(u.seq, m.seq), dedup_id = coalesce(u.dedup, m.dedup_id),
-			sent_at = u.sent_at, attempts = u.attempts, reason = u.reason
+			sent_at = u.sent_at, attempts = u.attempts, reason = u.reason, turn = coalesce(t.turn, m.turn)
 		FROM (SELECT id, dedup, sent_at, attempts, reason, CASE WHEN newseq THEN nextval('fifo_seq') END AS seq
 			FROM unnest($4::bigint[], $5::boolean[], $6::text[], $7::timestamptz[], $8::integer[], $9::text[])
 				WITH ORDINALITY AS x (id, newseq, dedup, sent_at, attempts, reason, ord)
-			ORDER BY ord) u
-		WHERE m.id = u.id`, dlq.mid, now, src.name, ids, newSeq, dedup, sent, attempts, reasons)
+			ORDER BY ord) u LEFT JOIN t ON t.k = u.id
+		WHERE m.id = u.id`, dlq.mid, now, src.name, ids, newSeq, dedup, sent, attempts, reasons, dlq.cfg.Fifo)
 	return err
 }
 

@@ -66,6 +66,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 
 	args := []any{b.tnow(), q.mid, shard()}
 	var values []string
+	var turns sendTurns
 	minDelay := time.Duration(-1)
 	for i := range entries {
 		e := &entries[i]
@@ -76,10 +77,12 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		if minDelay < 0 || delay < minDelay {
 			minDelay = delay
 		}
+		slot, nth := turns.add(e.GroupID, plans[i].Priority)
 		n := len(args)
-		// (delay µs, priority, message id, sender, attrs, body, group, max attempts)
-		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text, $%d::integer)",
-			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8))
+		// (delay µs, priority, message id, sender, attrs, body, group, max
+		// attempts, tenant slot, n-th of its tenant and level)
+		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text, $%d::integer, %d, %d)",
+			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, slot, nth))
 		var group any
 		if e.GroupID != "" {
 			group = e.GroupID
@@ -89,12 +92,15 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 	if len(values) == 0 {
 		return results, nil
 	}
-	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts) AS (VALUES ` + strings.Join(values, ", ") + `),
+	// Each message takes its fair-queue turn (fair.go): the n-th message of
+	// a tenant and level in this batch takes max(last[p][T], cursor[p]) + n.
+	turn := turns.sql("$2::bigint", "v", &args)
+	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts, slot, n) AS (VALUES ` + strings.Join(values, ", ") + `),
 		ins AS (
-			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts)
+			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts, turn)
 			SELECT $2, CASE WHEN delay > 0 THEN 'd' ELSE 'r' END::"char",
 				` + nowSQL + ` + delay * interval '1 microsecond', ` + nowSQL + `,
-				priority, message_id, sender_id, attrs, body, group_id, max_attempts
+				priority, message_id, sender_id, attrs, body, group_id, max_attempts, ` + turn + `
 			FROM v RETURNING state)
 		INSERT INTO counts AS c (queue_id, shard, ready, delayed)
 		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins

@@ -564,17 +564,23 @@ func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error
 		state = "d"
 	}
 	// Volatile expressions (nextval) in the select list are evaluated after
-	// the ORDER BY, so sequence numbers follow u.ord.
+	// the ORDER BY, so sequence numbers follow u.ord. On a standard target
+	// each takes a fair-queue turn as a send does (t, in u.ord order within
+	// its tenant: fair.go; at its new priority, which an edit may change),
+	// computed apart from nextval's select.
 	_, err := tx.Exec(ctx, `
+		WITH t AS (`+turnsSQL("$2::bigint", `(SELECT x.id AS k, s.group_id, x.priority, x.ord
+			FROM unnest($6::bigint[], $8::smallint[]) WITH ORDINALITY AS x (id, priority, ord)
+			JOIN messages s ON s.id = x.id WHERE NOT $5)`)+`)
 		INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, seq, message_id,
-			group_id, dedup_id, sender_id, attrs, body, max_attempts)
+			group_id, dedup_id, sender_id, attrs, body, max_attempts, turn)
 		SELECT $2, $3::"char", `+nowSQL+` + $4 * interval '1 microsecond', `+nowSQL+`, u.priority,
 			CASE WHEN $5 THEN nextval('fifo_seq') END, u.mid::uuid,
 			m.group_id, CASE WHEN $5 THEN u.mid END, m.sender_id,
-			CASE WHEN u.edited THEN u.attrs ELSE m.attrs END, coalesce(u.body, m.body), u.max_attempts
+			CASE WHEN u.edited THEN u.attrs ELSE m.attrs END, coalesce(u.body, m.body), u.max_attempts, coalesce(t.turn, 0)
 		FROM unnest($6::bigint[], $7::text[], $8::smallint[], $9::integer[], $10::text[], $11::bytea[], $12::boolean[])
 			WITH ORDINALITY AS u (id, mid, priority, max_attempts, body, attrs, edited, ord)
-		JOIN messages m ON m.id = u.id
+		JOIN messages m ON m.id = u.id LEFT JOIN t ON t.k = u.id
 		ORDER BY u.ord`,
 		b.tnow(), p.target.mid, state, micros(p.target.cfg.Delay), fifo, p.ids, p.mids,
 		p.priority, p.maxAttempts, p.bodies, p.attrs, p.edited)

@@ -232,11 +232,11 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 // one statement, with named arguments (see claim):
 //
 //   - c locks the rows to claim: on a standard queue the first ready rows in
-//     receive order, skipping rows that other transactions hold (another
+//     receive order (priority, fair-queue turn, ready order), skipping rows that other transactions hold (another
 //     broker's claim, a delete); on a FIFO queue the rows @ids chosen under
 //     the group locks (claimFifo), in that order;
 //   - exp deletes those past retention (@retention µs after sent_at);
-//   - red moves to the dead-letter queue @dlq (NULL: none) those whose
+//   - dl picks, and red moves to the dead-letter queue @dlq (NULL: none), those whose
 //     receive would start an attempt past their limit: toDLQ below is
 //     broker.ShouldDeadLetterOnReceive spelled in SQL (the message's own
 //     max_attempts when > 0, else the queue's maxReceiveCount @max_receives,
@@ -246,7 +246,8 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     id as dedup id and a new SentAt (as SQS resets a FIFO dead letter's
 //     enqueue time), and a group row there (locked: created again if the
 //     sweeper is pruning it, see lockGroupsSQL; claimFifo has locked it
-//     already, before this statement takes the sequence number);
+//     already, before this statement takes the sequence number); into a
+//     standard one with a fair-queue turn there, as a send takes (fair.go);
 //   - up leases the rest until now + @visibility µs, bumping the lease
 //     version (the receipts' compare-and-set token), the receive count and
 //     the attempts, setting the last receive time, and records the receive
@@ -257,7 +258,10 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //   - hook writes one dead-letter event per moved message into the webhook
 //     outbox @hook (NULL: the source has no DeadLetterWebhook, or there is
 //     no outbox): broker.WebhookEvent's body spelled in SQL (its fields,
-//     "at" in broker.EventTimeFormat), so the event commits with the move;
+//     "at" in broker.EventTimeFormat), so the event commits with the move
+//     (turn 0: the outbox is one tenant, served in ready order);
+//   - cur (standard queues) raises the queue's fair-queue cursors of shard
+//     @shard to the highest turn leased at each level (fair.go);
 //   - cnt moves them between counters (shard @shard): every claimed row
 //     leaves ready; the leased ones enter in flight, the moved ones enter
 //     the DLQ's ready, the events the outbox's ready.
@@ -270,10 +274,10 @@ func claimSQL(fifo, atMostOnce bool) string {
 	const live = "c.sent_at > " + now + " - @retention * interval '1 microsecond'"
 	const toDLQ = "@dlq::bigint IS NOT NULL AND coalesce(c.attempts, c.receive_count) >= " +
 		"CASE WHEN c.max_attempts > 0 THEN c.max_attempts ELSE @max_receives END"
-	const cols = "id, priority, visible_at, receive_count, attempts, max_attempts, sent_at"
+	const cols = "id, priority, turn, visible_at, receive_count, attempts, max_attempts, sent_at, group_id"
 	c := `SELECT ` + cols + ` FROM messages
 	WHERE queue_id = @queue AND state = 'r'
-	ORDER BY priority DESC, visible_at, id LIMIT @limit FOR UPDATE SKIP LOCKED`
+	ORDER BY priority DESC, turn, visible_at, id LIMIT @limit FOR UPDATE SKIP LOCKED`
 	if fifo {
 		c = `SELECT ` + cols + ` FROM messages
 	WHERE id = ANY(@ids::bigint[]) AND queue_id = @queue AND state = 'r' LIMIT @limit FOR UPDATE`
@@ -286,6 +290,10 @@ func claimSQL(fifo, atMostOnce bool) string {
 	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
 	RETURNING ` + msgCols("m")
 	inflight := "(SELECT count(*) FROM up)"
+	cur := "" // FIFO queues have no turns
+	if !fifo {
+		cur = "cur AS (\n\t" + advanceCursorsSQL("(SELECT c.priority, c.turn FROM c WHERE c.id IN (SELECT id FROM up))") + "),\n"
+	}
 	if atMostOnce {
 		up = `DELETE FROM messages m USING c
 	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
@@ -297,14 +305,18 @@ WITH c AS (` + c + `),
 exp AS (
 	DELETE FROM messages m USING c
 	WHERE m.id = c.id AND NOT (` + live + `) RETURNING m.id),
+dl AS (
+	SELECT c.id, t.turn FROM c LEFT JOIN (` + turnsSQL("@dlq::bigint",
+		"(SELECT c.id AS k, c.group_id, c.priority, c.id AS ord FROM c WHERE NOT @dlq_fifo AND "+toDLQ+" AND "+live+")") + `) t ON t.k = c.id
+	WHERE ` + toDLQ + ` AND ` + live + `),
 red AS (
 	UPDATE messages m SET queue_id = @dlq, visible_at = ` + now + `, dl_source = @source, attempt = NULL,
-		reason = @reason_max,
+		reason = @reason_max, turn = coalesce(dl.turn, m.turn),
 		seq = CASE WHEN @dlq_fifo THEN nextval('fifo_seq') ELSE m.seq END,
 		dedup_id = CASE WHEN @dlq_fifo THEN m.message_id::text ELSE m.dedup_id END,
 		sent_at = CASE WHEN @dlq_fifo THEN ` + now + ` ELSE m.sent_at END
-	FROM c
-	WHERE m.id = c.id AND ` + toDLQ + ` AND ` + live + `
+	FROM dl
+	WHERE m.id = dl.id
 	RETURNING m.id, m.group_id, m.message_id, coalesce(m.attempts, m.receive_count) AS attempts, m.receive_count),
 hook AS (
 	INSERT INTO messages (queue_id, state, visible_at, sent_at, message_id, body)
@@ -318,7 +330,7 @@ grp AS (
 	ON CONFLICT (queue_id, group_id) DO UPDATE SET group_id = excluded.group_id WHERE false),
 up AS (
 	` + up + `),
-cnt AS (
+` + cur + `cnt AS (
 	INSERT INTO counts AS k (queue_id, shard, ready, inflight, delayed)
 	SELECT q, @shard, r, i, 0 FROM (VALUES
 		(@queue::bigint, -(SELECT count(*) FROM c), ` + inflight + `),
@@ -334,8 +346,8 @@ SELECT s.moved, s.moved_attempts, coalesce(u.id, -1), coalesce(u.lease, 0), coal
 	coalesce(u.reason, '')
 FROM (SELECT (SELECT coalesce(array_agg(message_id::text ORDER BY id), '{}') FROM red) AS moved,
 	(SELECT coalesce(array_agg(attempts ORDER BY id), '{}') FROM red) AS moved_attempts) s
-LEFT JOIN (SELECT up.*, c.priority AS cp, c.visible_at AS cv FROM up JOIN c USING (id)) u ON true
-ORDER BY array_position(@ids::bigint[], u.id), u.cp DESC, u.cv, u.id`
+LEFT JOIN (SELECT up.*, c.priority AS cp, c.turn AS ct, c.visible_at AS cv FROM up JOIN c USING (id)) u ON true
+ORDER BY array_position(@ids::bigint[], u.id), u.cp DESC, u.ct, u.cv, u.id`
 }
 
 var (

@@ -21,9 +21,10 @@ import (
 //     has passed is promoted to ready by the next receive or GetQueue of its
 //     queue; on a queue with a RetryPolicy or RedrivePolicy an ended lease
 //     is planned instead (broker.PlanLeaseExpiry, see expire.go).
-//   - messages_ready is partial (state = 'r') and in receive order, so a
-//     receive reads the first live entries of one index range; leased and
-//     delayed messages are not in it. messages_timed (state <> 'r') serves
+//   - messages_ready_fair (messages_ready before migration 7) is partial
+//     (state = 'r') and in receive order (priority, fair-queue turn, ready
+//     order), so a receive reads the first live entries of one index range;
+//     leased and delayed messages are not in it. messages_timed (state <> 'r') serves
 //     promotion and "when is the next deadline"; messages_age serves
 //     retention.
 //   - The queue tables get aggressive per-table autovacuum settings, so dead
@@ -32,6 +33,7 @@ import (
 //     that leaves room for in-page updates.
 //   - counts: the sharded per-queue counters (see the package comment); tiny,
 //     updated in place (HOT: no indexed column changes), low fillfactor.
+//     cursors, the fair queues' cursors (fair.go), are built the same way.
 var migrations = []string{
 	// 1: queues, messages, counters.
 	`
@@ -216,9 +218,43 @@ ALTER TABLE messages ADD COLUMN max_attempts integer NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN last_receive_at timestamptz;
 ALTER TABLE messages ADD COLUMN reason text;
 `,
-	// 7: reserved for a change built in parallel (issue 8); the merge puts
-	// it here in place of this no-op.
-	`SELECT 1;`,
+	// 7: fair queues (issue 8, broker/fair.go). turn is a standard-queue
+	// message's fair-queue turn within its priority level (0 on FIFO
+	// queues, and on every row stored before this migration: a constant
+	// default changes only the catalog, no row is rewritten). The ready
+	// index becomes (priority, turn, ready order): messages_ready_fair
+	// replaces messages_ready (FIFO claims pick their rows under group
+	// locks and do not use it for order). messages_tenant finds a tenant's
+	// latest turn at a level (the end of its index range; the tenant "" is
+	// group_id NULL, keyed as '' so that the lookup is an equality), on
+	// standard queues only (seq IS NULL: FIFO messages, dead letters of
+	// FIFO queues included, have a seq), without the messages in flight: a
+	// leased message's turn is at most its level's cursor (its claim raised
+	// the cursor to it), where it cannot change NextTurn's answer, and a
+	// claim, which is not a HOT update, then adds no entry to this index.
+	// cursors holds each level's cursor, sharded like the counters: a claim raises its shard's
+	// row of each level it leased to the highest turn it leased there, and
+	// a level's cursor is the max over its shards (no new hot row). IF NOT
+	// EXISTS: an operator may build the two indexes beforehand with CREATE
+	// INDEX CONCURRENTLY (docs/postgres.md).
+	`
+ALTER TABLE messages ADD COLUMN turn bigint NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS messages_ready_fair ON messages (queue_id, priority DESC, turn, visible_at, id) WHERE state = 'r';
+DROP INDEX IF EXISTS messages_ready;
+CREATE INDEX IF NOT EXISTS messages_tenant ON messages (queue_id, coalesce(group_id, ''), priority, turn) WHERE seq IS NULL AND state <> 'i';
+CREATE TABLE cursors (
+	queue_id bigint NOT NULL,
+	priority smallint NOT NULL,
+	shard    integer NOT NULL,
+	cursor   bigint NOT NULL,
+	PRIMARY KEY (queue_id, priority, shard)
+) WITH (
+	fillfactor = 30,
+	autovacuum_vacuum_scale_factor = 0.0,
+	autovacuum_vacuum_threshold = 1000,
+	autovacuum_vacuum_cost_delay = 0
+);
+`,
 	// 8: replays (issue 8, broker.SelectiveMover). A replay of chosen dead
 	// letters needs no column: its move_task_items are those messages only.
 	// edit is an edit-and-replay's broker.MessageEdit as JSON (NULL: none);

@@ -239,10 +239,10 @@ const reclaimBudget = 5000
 
 // reclaim deletes a batch of the messages of deleted queues and of purged
 // message spaces (the old mids recorded by PurgeQueue); a deleted queue
-// left with none loses its counters, FIFO state and ended move tasks (an
+// left with none loses its counters, fair-queue cursors, FIFO state and ended move tasks (an
 // active one is failed by its next step, and pruned by a later start on a
 // queue of the same name) and is marked reclaimed; a purged mid left with
-// none loses its counters and FIFO state and its purged row. Both wait a
+// none loses its counters, cursors and FIFO state and its purged row. Both wait a
 // minute after the deletion or purge, so that a send that read the old mid
 // just before cannot leave a message behind unseen. It reports whether it
 // deleted any message.
@@ -258,6 +258,7 @@ func (b *Backend) reclaim(ctx context.Context) (bool, error) {
 		empty AS (SELECT id, qid FROM q WHERE deleted_at < `+nowSQL+` - interval '1 minute'
 			AND NOT EXISTS (SELECT 1 FROM messages WHERE queue_id = q.id)),
 		c AS (DELETE FROM counts WHERE queue_id IN (SELECT id FROM empty)),
+		cu AS (DELETE FROM cursors WHERE queue_id IN (SELECT id FROM empty)),
 		g AS (DELETE FROM groups WHERE queue_id IN (SELECT id FROM empty)),
 		x AS (DELETE FROM dedup WHERE queue_id IN (SELECT id FROM empty)),
 		a AS (DELETE FROM attempts WHERE queue_id IN (SELECT id FROM empty)),
