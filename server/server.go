@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
@@ -73,8 +74,8 @@ type Config struct {
 	// ShutdownTimeout is how long Stop waits for in-flight requests when its
 	// context has no deadline. Default 10 s; 0..10 min.
 	ShutdownTimeout time.Duration
-	// MaxWaitingReceives caps concurrent ReceiveMessage calls that may wait,
-	// in each API. Past it a long poll gets RequestThrottled (403), which the
+	// MaxWaitingReceives caps concurrent receives that may wait, across both
+	// APIs (one apicommon.Gate). Past it a long poll gets RequestThrottled (403), which the
 	// SDKs retry with backoff (429 throttled on the native API); short polls
 	// (WaitTimeSeconds=0) are still served. Default 10000; 1..1000000.
 	MaxWaitingReceives int
@@ -92,16 +93,16 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Addr:               "127.0.0.1:9324",
-		AccountID:          sqs.DefaultAccountID,
-		Region:             sqs.DefaultRegion,
+		AccountID:          apicommon.DefaultAccountID,
+		Region:             apicommon.DefaultRegion,
 		MaxHeaderBytes:     64 << 10,
-		MaxBodyBytes:       sqs.DefaultMaxBodyBytes,
+		MaxBodyBytes:       apicommon.DefaultMaxBodyBytes,
 		ReadHeaderTimeout:  10 * time.Second,
 		ReadTimeout:        60 * time.Second,
 		WriteTimeout:       45 * time.Second,
 		IdleTimeout:        120 * time.Second,
 		ShutdownTimeout:    10 * time.Second,
-		MaxWaitingReceives: sqs.DefaultMaxWaitingReceives,
+		MaxWaitingReceives: apicommon.DefaultMaxWaitingReceives,
 	}
 }
 
@@ -163,10 +164,10 @@ type Server struct {
 	broker  *broker.Broker
 	log     *slog.Logger
 	handler http.Handler
-	sqs     *sqs.Handler
-	native  *native.Handler
-	http    *http.Server
-	hooks   *webhook.Dispatcher // nil: webhooks off
+	// gate is both APIs' waiting-receive gate (the cap, the drain).
+	gate  *apicommon.Gate
+	http  *http.Server
+	hooks *webhook.Dispatcher // nil: webhooks off
 	// drain is cancelled by Stop to answer waiting receives at once.
 	drain       context.Context
 	cancelDrain context.CancelFunc
@@ -210,29 +211,23 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 	}
 	s.drain, s.cancelDrain = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
-	sqsHandler := sqs.New(b, sqs.Config{
-		AccountID:          cfg.AccountID,
-		Region:             cfg.Region,
-		Logger:             log,
-		Drain:              s.drain,
-		MaxBodyBytes:       cfg.MaxBodyBytes,
-		MaxWaitingReceives: cfg.MaxWaitingReceives,
-	})
-	nativeHandler := native.New(b, native.Config{
-		AccountID:          cfg.AccountID,
-		Region:             cfg.Region,
-		Logger:             log,
-		Drain:              s.drain,
-		MaxBodyBytes:       cfg.MaxBodyBytes,
-		MaxWaitingReceives: cfg.MaxWaitingReceives,
-	})
+	// One gate for both APIs: the waiting-receive cap is the server's.
+	s.gate = apicommon.NewGate(cfg.MaxWaitingReceives, s.drain)
+	api := apicommon.Config{
+		AccountID:    cfg.AccountID,
+		Region:       cfg.Region,
+		Logger:       log,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		Gate:         s.gate,
+	}
+	sqsHandler := sqs.New(b, api)
+	nativeHandler := native.New(b, api)
 	// The native API owns /v1/ and everything under it; every other path,
 	// /v1 itself included, is the SQS API's (an SQS queue path is
 	// /<account>/<queue>, and AccountID cannot be "v1").
 	mux.Handle("/v1/", nativeHandler)
 	mux.Handle("/v1", sqsHandler)
 	mux.Handle("/", sqsHandler)
-	s.sqs, s.native = sqsHandler, nativeHandler
 	s.handler = mux
 	s.http = &http.Server{
 		Handler:           mux,
@@ -288,7 +283,7 @@ func (s *Server) Start(ctx context.Context) error {
 
 // WaitingReceives is the number of receives that may be waiting right now,
 // in both APIs.
-func (s *Server) WaitingReceives() int { return s.sqs.WaitingReceives() + s.native.WaitingReceives() }
+func (s *Server) WaitingReceives() int { return s.gate.Waiting() }
 
 // Addr is the address the server listens on (nil before Start).
 func (s *Server) Addr() net.Addr {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/api/apicommon"
 )
 
 func TestEnvelopeRoundTrip(t *testing.T) {
@@ -184,7 +186,7 @@ func TestReceive(t *testing.T) {
 	e.createQueue("empty", nil)
 	done := make(chan response, 1)
 	go func() { done <- e.do("POST", "/v1/queues/empty/receive", map[string]any{"waitSeconds": 20, "max": 10}) }()
-	eventually(t, "the receive waits", func() bool { return e.h.WaitingReceives() == 1 })
+	eventually(t, "the receive waits", func() bool { return e.h.cfg.Gate.Waiting() == 1 })
 	e.send("empty", map[string]any{"body": "wake"})
 	if r := <-done; r.status != 200 || len(objects(t, r.json(t)["messages"])) != 1 {
 		t.Fatalf("long poll: %d %s", r.status, r.body)
@@ -193,11 +195,11 @@ func TestReceive(t *testing.T) {
 
 func TestWaitingReceiveCap(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *Config) { c.MaxWaitingReceives = 1 })
+	e := setup(t, func(c *Config) { c.Gate = apicommon.NewGate(1, nil) })
 	e.createQueue("q", nil)
 	done := make(chan response, 1)
 	go func() { done <- e.do("POST", "/v1/queues/q/receive", map[string]any{"waitSeconds": 20}) }()
-	eventually(t, "the first receive waits", func() bool { return e.h.WaitingReceives() == 1 })
+	eventually(t, "the first receive waits", func() bool { return e.h.cfg.Gate.Waiting() == 1 })
 	r := e.do("POST", "/v1/queues/q/receive", map[string]any{"waitSeconds": 5})
 	if r.status != 429 || r.header.Get("Retry-After") != "1" || r.json(t)["code"] != "throttled" {
 		t.Fatalf("second waiting receive: %d %v %s", r.status, r.header, r.body)
@@ -213,11 +215,11 @@ func TestWaitingReceiveCap(t *testing.T) {
 func TestDrainEndsWaitingReceives(t *testing.T) {
 	t.Parallel()
 	drain, cancel := context.WithCancel(context.Background())
-	e := setup(t, func(c *Config) { c.Drain = drain })
+	e := setup(t, func(c *Config) { c.Gate = apicommon.NewGate(0, drain) })
 	e.createQueue("q", nil)
 	done := make(chan response, 1)
 	go func() { done <- e.do("POST", "/v1/queues/q/receive", map[string]any{"waitSeconds": 20}) }()
-	eventually(t, "the receive waits", func() bool { return e.h.WaitingReceives() == 1 })
+	eventually(t, "the receive waits", func() bool { return e.h.cfg.Gate.Waiting() == 1 })
 	cancel()
 	if r := <-done; r.status != 200 || len(objects(t, r.json(t)["messages"])) != 0 {
 		t.Fatalf("drained receive: %d %s", r.status, r.body)

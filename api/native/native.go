@@ -25,66 +25,15 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
 )
 
-// Config configures a Handler.
-type Config struct {
-	// AccountID and Region make the queue ARNs of the answers (a queue's
-	// "arn", a RedrivePolicy's target). Defaults "000000000000" and
-	// "us-east-1", as api/sqs.
-	AccountID string
-	Region    string
-	// Logger receives one record per request: debug level (route, queue,
-	// status, duration), or error level with the cause for a 5xx answer.
-	// Nil discards.
-	Logger *slog.Logger
-	// Drain, when cancelled, makes every waiting receive answer at once with
-	// no messages (the first step of a graceful shutdown), and new receives
-	// answer at once. Nil: never.
-	Drain context.Context
-	// MaxBodyBytes caps a request body; past it the answer is 413 too_large.
-	// Default DefaultMaxBodyBytes: a 1 MiB batch, JSON-escaped (a character
-	// escaped as \uXXXX, or a surrogate pair, takes up to 3 times its UTF-8
-	// size; base64 binary attributes 4/3).
-	MaxBodyBytes int64
-	// MaxWaitingReceives caps the receives that may wait at once (a
-	// waitSeconds above 0, or the queue's default wait). Past it a receive
-	// that would wait is answered 429 throttled with Retry-After; one that
-	// asks for waitSeconds 0 is still served. Default
-	// DefaultMaxWaitingReceives.
-	MaxWaitingReceives int
-}
-
-// Defaults of Config.
-const (
-	DefaultAccountID          = "000000000000"
-	DefaultRegion             = "us-east-1"
-	DefaultMaxBodyBytes       = 3<<20 + 64<<10
-	DefaultMaxWaitingReceives = 10000
-)
-
-func (c Config) withDefaults() Config {
-	if c.AccountID == "" {
-		c.AccountID = DefaultAccountID
-	}
-	if c.Region == "" {
-		c.Region = DefaultRegion
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Drain == nil {
-		c.Drain = context.Background()
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.MaxWaitingReceives <= 0 {
-		c.MaxWaitingReceives = DefaultMaxWaitingReceives
-	}
-	return c
-}
+// Config configures a Handler (apicommon.Config: the account, region,
+// logger, body cap and waiting-receive gate that both protocols share). A
+// receive that would wait past the gate's cap is answered 429 throttled with
+// Retry-After; one that asks for waitSeconds 0 is still served.
+type Config = apicommon.Config
 
 // Handler is the native API as an http.Handler for the paths under /v1/.
 // Safe for concurrent use.
@@ -92,14 +41,11 @@ type Handler struct {
 	broker *broker.Broker
 	cfg    Config
 	mux    *http.ServeMux
-	// waiting holds one token per receive that may wait.
-	waiting chan struct{}
 }
 
 // New returns a Handler serving b. Zero Config fields take their defaults.
 func New(b *broker.Broker, cfg Config) *Handler {
-	cfg = cfg.withDefaults()
-	h := &Handler{broker: b, cfg: cfg, mux: http.NewServeMux(), waiting: make(chan struct{}, cfg.MaxWaitingReceives)}
+	h := &Handler{broker: b, cfg: cfg.WithDefaults(), mux: http.NewServeMux()}
 	for _, rt := range routes {
 		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
 			h.serve(w, r, rt)
@@ -107,10 +53,6 @@ func New(b *broker.Broker, cfg Config) *Handler {
 	}
 	return h
 }
-
-// WaitingReceives is the number of receives holding a slot of the
-// waiting-receive cap right now (for metrics and tests).
-func (h *Handler) WaitingReceives() int { return len(h.waiting) }
 
 // route is one operation of the API: a method and a path pattern
 // (net/http's ServeMux syntax, which is also OpenAPI's path template syntax

@@ -1,8 +1,6 @@
 package sqs
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -199,28 +197,10 @@ func (h *Handler) receiveMessage(c *call, in *receiveMessageInput) (any, error) 
 		return nil, err
 	}
 	out := &receiveMessageOutput{}
-	if h.cfg.Drain.Err() != nil {
-		return out, nil // draining: answer at once, claim nothing
-	}
-	// A receive that may wait holds a token of the waiting-receive cap.
-	if req.WaitTime == nil || *req.WaitTime > 0 {
-		select {
-		case h.waiting <- struct{}{}:
-			defer func() { <-h.waiting }()
-		default:
-			return nil, broker.Errorf(broker.ErrThrottled, "Too many receives are waiting (%d); retry later.", cap(h.waiting))
-		}
-	}
-	// Draining cancels the wait; the backend then returns without claiming.
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	stop := context.AfterFunc(h.cfg.Drain, cancel)
-	defer stop()
-	ds, err := h.broker.Receive(ctx, req)
+	ds, err := h.cfg.Gate.Receive(c.ctx, h.broker, req, func(n int) error {
+		return broker.Errorf(broker.ErrThrottled, "Too many receives are waiting (%d); retry later.", n)
+	})
 	if err != nil {
-		if h.cfg.Drain.Err() != nil && errors.Is(err, context.Canceled) {
-			return out, nil
-		}
 		return nil, err
 	}
 	want := wantedSystemAttributes(in.AttributeNames, in.MessageSystemAttributeNames)

@@ -16,83 +16,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
 )
 
-// Config configures a Handler.
-type Config struct {
-	// AccountID is the account in queue URLs and ARNs, and the SenderId of
-	// messages whose request carries no SigV4 credential. Default "000000000000".
-	AccountID string
-	// Region is the region in queue ARNs. Default "us-east-1".
-	Region string
-	// Logger receives one record per request: at debug level (action, queue,
-	// HTTP status, duration), or at error level for a 5xx answer (with the
-	// error). Nil discards.
-	Logger *slog.Logger
-	// Drain, when cancelled, makes every waiting ReceiveMessage answer at once
-	// with an empty result (the first step of a graceful shutdown), and new
-	// receives answer empty without waiting. Nil: never.
-	Drain context.Context
-	// MaxBodyBytes caps a request body; larger bodies get RequestEntityTooLarge
-	// (413). Default DefaultMaxBodyBytes. A 1 MiB batch can grow up to 3x when
-	// form-encoded (%XX) or JSON-escaped (\uXXXX for a 2-byte character), so the
-	// default leaves room for that.
-	MaxBodyBytes int64
-	// MaxWaitingReceives caps concurrent ReceiveMessage calls that may wait
-	// (long polls). Past it a long poll is refused with RequestThrottled (403),
-	// which the SDKs retry with backoff; a receive that asks for
-	// WaitTimeSeconds=0 is still served. Default DefaultMaxWaitingReceives.
-	MaxWaitingReceives int
-}
-
-// Defaults of Config.
-const (
-	DefaultAccountID          = "000000000000"
-	DefaultRegion             = "us-east-1"
-	DefaultMaxBodyBytes       = 3<<20 + 64<<10
-	DefaultMaxWaitingReceives = 10000
-)
-
-func (c Config) withDefaults() Config {
-	if c.AccountID == "" {
-		c.AccountID = DefaultAccountID
-	}
-	if c.Region == "" {
-		c.Region = DefaultRegion
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Drain == nil {
-		c.Drain = context.Background()
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.MaxWaitingReceives <= 0 {
-		c.MaxWaitingReceives = DefaultMaxWaitingReceives
-	}
-	return c
-}
+// Config configures a Handler (apicommon.Config: the account, region,
+// logger, body cap and waiting-receive gate that both protocols share).
+type Config = apicommon.Config
 
 // Handler is the SQS API as an http.Handler. Safe for concurrent use.
 type Handler struct {
 	broker *broker.Broker
 	cfg    Config
-	// waiting holds one token per ReceiveMessage call that may wait.
-	waiting chan struct{}
 }
 
 // New returns a Handler serving b. Zero Config fields take their defaults.
 func New(b *broker.Broker, cfg Config) *Handler {
-	cfg = cfg.withDefaults()
-	return &Handler{broker: b, cfg: cfg, waiting: make(chan struct{}, cfg.MaxWaitingReceives)}
+	return &Handler{broker: b, cfg: cfg.WithDefaults()}
 }
-
-// WaitingReceives is the number of ReceiveMessage calls holding a slot of the
-// waiting-receive cap right now (for metrics and tests).
-func (h *Handler) WaitingReceives() int { return len(h.waiting) }
 
 // protocol is the wire protocol of one request.
 type protocol int
