@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 
 	"github.com/sluicemq/sluice/broker"
 )
@@ -117,3 +118,31 @@ func (g *Gate) Receive(ctx context.Context, b *broker.Broker, req broker.Receive
 	}
 	return ds, err
 }
+
+// StatusWriter is an http.ResponseWriter that notes the status a handler
+// answers with (for the request log).
+type StatusWriter struct {
+	http.ResponseWriter
+	// Status is the first status written (200 on a Write without one; 0
+	// before anything is written).
+	Status int
+}
+
+// WriteHeader notes status and passes it on.
+func (w *StatusWriter) WriteHeader(status int) {
+	if w.Status == 0 {
+		w.Status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// Write notes 200 when nothing was written before, and passes b on.
+func (w *StatusWriter) Write(b []byte) (int, error) {
+	if w.Status == 0 {
+		w.Status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the server's writer.
+func (w *StatusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
@@ -102,9 +103,9 @@ func TestDocsExamples(t *testing.T) {
 	called := map[string]bool{}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, pattern := routes.Handler(r)
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &apicommon.StatusWriter{ResponseWriter: w}
 		srv.Handler().ServeHTTP(rec, r)
-		if pattern != "" && rec.status < 300 {
+		if pattern != "" && rec.Status < 300 {
 			mu.Lock()
 			called[pattern] = true
 			mu.Unlock()
@@ -196,24 +197,4 @@ func takeVars(vars map[string]string, obj map[string]any) {
 	case len(obj) <= 2 && obj["id"] != nil && (len(obj) == 1 || obj["sequenceNumber"] != nil):
 		vars["MESSAGE_ID"], _ = obj["id"].(string)
 	}
-}
-
-// statusRecorder notes the status of an answer it passes on.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
-	}
-	r.ResponseWriter.WriteHeader(status)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
 }

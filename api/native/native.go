@@ -103,7 +103,7 @@ type served struct{}
 // call is one request in flight.
 type call struct {
 	ctx context.Context
-	w   *statusWriter
+	w   *apicommon.StatusWriter
 	r   *http.Request
 	// queue is the request's {queue} ("" on routes without one).
 	queue string
@@ -127,7 +127,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{header: http.Header{}}
 	h.mux.ServeHTTP(rec, r)
 	start := time.Now()
-	c := &call{ctx: r.Context(), w: &statusWriter{ResponseWriter: w}, r: r}
+	c := &call{ctx: r.Context(), w: &apicommon.StatusWriter{ResponseWriter: w}, r: r}
 	defer h.logRequest(c, "", start)
 	switch rec.status {
 	case http.StatusNotFound:
@@ -148,7 +148,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // there is none) or its error.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	start := time.Now()
-	c := &call{ctx: r.Context(), w: &statusWriter{ResponseWriter: w}, r: r, queue: r.PathValue("queue")}
+	c := &call{ctx: r.Context(), w: &apicommon.StatusWriter{ResponseWriter: w}, r: r, queue: r.PathValue("queue")}
 	defer h.logRequest(c, rt.method+" "+rt.path, start)
 	defer func() {
 		// A bug in a handler must not take the connection down with a
@@ -158,7 +158,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rt route) {
 				panic(p)
 			}
 			h.cfg.Logger.Error("native API handler panicked", "route", rt.method+" "+rt.path, "panic", p)
-			if c.w.status == 0 {
+			if c.w.Status == 0 {
 				h.writeError(c, errorf(errInternal, "panic: %v", p))
 			}
 		}
@@ -188,7 +188,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rt route) {
 // logRequest writes the request's log record: debug level, or error level
 // with the cause for a 5xx answer.
 func (h *Handler) logRequest(c *call, route string, start time.Time) {
-	status := c.w.status
+	status := c.w.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
@@ -210,29 +210,6 @@ func (h *Handler) logRequest(c *call, route string, start time.Time) {
 	}
 	h.cfg.Logger.LogAttrs(c.ctx, level, "request", attrs...)
 }
-
-// statusWriter notes the status a handler answers with.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap gives http.ResponseController the server's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // recorder keeps what the mux answers to a request no route matches.
 type recorder struct {

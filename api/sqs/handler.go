@@ -49,7 +49,7 @@ type call struct {
 	// w is the response writer, which notes the status for the request log
 	// (&sw; sw.ResponseWriter is the server's own, for http.MaxBytesReader).
 	w         http.ResponseWriter
-	sw        statusWriter
+	sw        apicommon.StatusWriter
 	r         *http.Request
 	proto     protocol
 	action    string
@@ -68,33 +68,10 @@ type call struct {
 	err error
 }
 
-// statusWriter notes the status a handler answers with.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap gives http.ResponseController the server's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // logRequest writes the request's log record: debug level, or error level
 // for a 5xx answer.
 func (h *Handler) logRequest(c *call, start time.Time) {
-	status := c.sw.status
+	status := c.sw.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
