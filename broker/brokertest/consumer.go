@@ -19,6 +19,7 @@ var consumerTests = []testCase{
 	{"Extend", testExtend},
 	{"Batch", testChangeLeasesBatch},
 	{"Ranges", testChangeLeasesRanges},
+	{"SameReceiptTwice", testChangeLeasesSameReceiptTwice},
 }
 
 // testNackReasonAndDelay: a nack with a reason and a delay: delayed exactly
@@ -143,6 +144,49 @@ func testExtend(t *testing.T, s suite) {
 	wantCounts(t, "after the extended lease ended", d2, 2, 2)
 	wantErr(t, "extend with the receipt of the ended lease",
 		e.changeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.ChangeTimeout, Timeout: time.Second}), broker.ErrInvalidParameterValue)
+}
+
+// testChangeLeasesSameReceiptTwice: a batch that names one receipt twice
+// changes the lease once: the first entry applies, the second finds the
+// lease gone (its message visible again, or moved), and the counters count
+// each message once.
+func testChangeLeasesSameReceiptTwice(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 10)})
+	e.send("src", broker.SendEntry{Body: "nack"}, broker.SendEntry{Body: "dead"})
+	ds := e.receiveN(broker.ReceiveRequest{Queue: "src"}, 2)
+	by := map[string]broker.Delivery{}
+	for _, d := range ds {
+		by[d.Body] = d
+	}
+	errs, err := e.b.ChangeLeases(e.ctx, "src", []broker.LeaseEntry{
+		{ID: "n1", Receipt: by["nack"].Receipt, Kind: broker.Nack},
+		{ID: "d1", Receipt: by["dead"].Receipt, Kind: broker.DeadLetterNow, Reason: "poison"},
+		{ID: "n2", Receipt: by["nack"].Receipt, Kind: broker.Nack},
+		{ID: "d2", Receipt: by["dead"].Receipt, Kind: broker.DeadLetterNow, Reason: "poison"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("the first entries of each receipt: %v, %v; want both applied", errs[0], errs[1])
+	}
+	wantErrOneOf(t, "the second nack with the same receipt", errs[2], broker.ErrMessageNotInflight, broker.ErrInvalidParameterValue)
+	wantErrOneOf(t, "the second dead-letter-now with the same receipt", errs[3], broker.ErrMessageNotInflight, broker.ErrInvalidParameterValue)
+	e.wantStats("src", 1, 0, 0)
+	e.wantStats("dlq", 1, 0, 0)
+	d := e.receiveOne("src")
+	errs, err = e.b.ChangeVisibility(e.ctx, "src", []broker.VisibilityEntry{
+		{ID: "a", Receipt: d.Receipt, Timeout: 0}, {ID: "b", Receipt: d.Receipt, Timeout: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil {
+		t.Fatalf("the first ChangeMessageVisibility entry: %v", errs[0])
+	}
+	wantErrOneOf(t, "the second ChangeMessageVisibility entry with the same receipt", errs[1], broker.ErrMessageNotInflight, broker.ErrInvalidParameterValue)
+	e.wantStats("src", 1, 0, 0)
 }
 
 // testChangeLeasesBatch: one call with every kind, each entry answered on

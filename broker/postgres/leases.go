@@ -327,7 +327,41 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 				}
 				return nil
 			}
+			// flush applies the plans collected so far. A receipt named
+			// twice (todo is in key order: the entries are adjacent) is
+			// planned again after the first plan is written, on the row
+			// as that plan left it, as if the entries came one after the
+			// other: a message is never planned twice from one reading
+			// (its counters would move twice).
+			planned := map[int64]bool{}
+			flush := func() error {
+				clear(planned)
+				if len(a.ids) == 0 && len(a.dead) == 0 {
+					return nil
+				}
+				var target claimTo
+				if to != nil {
+					target = *to
+				}
+				if err := b.apply(ctx, tx, q, target, &a, now); err != nil {
+					return err
+				}
+				if res.earliest.IsZero() || (!a.earliest.IsZero() && a.earliest.Before(res.earliest)) {
+					res.earliest = a.earliest
+				}
+				for _, d := range a.dead {
+					res.moved = append(res.moved, movedLetter{d.messageID, d.attempts, d.reason})
+				}
+				a = leaseApply{}
+				return nil
+			}
 			for _, c := range todo {
+				if planned[c.key] {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+				planned[c.key] = true
 				r, at, err := scanLease(tx.QueryRow(ctx, readLeaseSQL, b.tnow(), c.key, q.mid, c.lease))
 				switch {
 				case errors.Is(err, pgx.ErrNoRows):
@@ -370,21 +404,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 				}
 				a.add(r, p)
 			}
-			if len(a.ids) == 0 && len(a.dead) == 0 {
-				return nil
-			}
-			var target claimTo
-			if to != nil {
-				target = *to
-			}
-			if err := b.apply(ctx, tx, q, target, &a, now); err != nil {
-				return err
-			}
-			res.earliest = a.earliest
-			for _, d := range a.dead {
-				res.moved = append(res.moved, movedLetter{d.messageID, d.attempts, d.reason})
-			}
-			return nil
+			return flush()
 		})
 	})
 	if err != nil {
