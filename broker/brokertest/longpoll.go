@@ -171,6 +171,7 @@ func (e *env) waitOut(ch <-chan recvResult, start time.Time, wait, maxWait time.
 	e.t.Helper()
 	const step = 250 * time.Millisecond
 	deadline := time.Now().Add(3 * realTimeout)
+	lastStep := time.Now()
 	for {
 		select {
 		case r := <-ch:
@@ -190,11 +191,14 @@ func (e *env) waitOut(ch <-chan recvResult, start time.Time, wait, maxWait time.
 		if time.Now().After(deadline) {
 			e.t.Fatalf("long poll of %v did not return: clock advanced %v in %v real time", wait, e.clock.Now().Sub(start), 3*realTimeout)
 		}
-		// Past the wait the clock stops: the receive must return on its
-		// own, promptly (a loaded machine then cannot make the clock run
-		// past maxWait before the receive is scheduled).
-		if e.clock.Now().Sub(start) < wait {
+		// Past the wait the clock slows down to a step per 50 ms of real
+		// time: a receive that entered the backend a few steps late (its
+		// deadline a little after start + wait) still sees its deadline
+		// pass, and a loaded machine has 0.4 s of real time per 2 s of
+		// clock to schedule the receive before maxWait is overrun.
+		if e.clock.Now().Sub(start) < wait || time.Since(lastStep) >= 50*time.Millisecond {
 			e.advance(step)
+			lastStep = time.Now()
 		}
 	}
 }
