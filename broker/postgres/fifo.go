@@ -30,7 +30,8 @@ import (
 //   - Receiving locks group rows, not message rows: the candidate groups
 //     (head ready, not locked, oldest head first) are locked with FOR UPDATE
 //     SKIP LOCKED, so brokers serve different groups in parallel and never
-//     interleave within one. That statement sees the groups as of its start,
+//     interleave within one (a claim that finds every receivable group
+//     locked waits for the oldest one's lock instead: see claimFifo). That statement sees the groups as of its start,
 //     not as of its row locks, so each locked group's head is read again by
 //     a later statement (fifoGroupRun) and skipped if any of its messages is
 //     in flight. The messages are then claimed by claimSQL.
@@ -144,7 +145,12 @@ const lockGroupsSQL = `INSERT INTO groups (queue_id, group_id)
 // fifoCandidatesSQL locks up to $2 receivable groups of queue $1 (head
 // ready, no message in flight among the first 10), oldest head first,
 // skipping groups another receive holds.
-const fifoCandidatesSQL = `
+const fifoCandidatesSQL = fifoCandidatesWaitSQL + ` SKIP LOCKED`
+
+// fifoCandidatesWaitSQL is fifoCandidatesSQL waiting for the locks instead
+// of skipping the locked groups; claimFifo runs it with $2 = 1 only (see
+// there).
+const fifoCandidatesWaitSQL = `
 SELECT g.group_id FROM groups g
 CROSS JOIN LATERAL (
 	SELECT seq, state FROM messages m
@@ -158,7 +164,7 @@ WHERE g.queue_id = $1 AND h.state = 'r'
 			ORDER BY seq LIMIT 10) f
 		WHERE f.state = 'i')
 ORDER BY h.seq LIMIT $2
-FOR UPDATE OF g SKIP LOCKED`
+FOR UPDATE OF g`
 
 // fifoHeadSQL reads the first 10 messages of group $2 of queue $1, in
 // sequence order. In-flight messages are always among them (see "Group
@@ -227,6 +233,28 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 			groups, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			if err != nil {
 				return err
+			}
+			if len(groups) == 0 {
+				// Every receivable group (if any) was locked. Not only
+				// receives lock group rows: a send to the group, the
+				// sweeper's dead-letter move into it (moveToDLQ) or its
+				// pruneGroups (whose snapshot may predate the group's new
+				// message) hold one briefly, and skipping would have a
+				// short poll of an idle queue miss a ready message. So
+				// the claim waits for the oldest receivable group's lock.
+				// No deadlock: the transaction holds no group lock yet
+				// and takes at most one (LIMIT 1; group rows are never
+				// updated, only locked, inserted and deleted, so a row
+				// waited for is either locked as is or skipped as
+				// deleted). Every holder is a short transaction; a group
+				// that another receive held is in flight by then, which
+				// fifoGroupRun sees.
+				if rows, err = tx.Query(ctx, fifoCandidatesWaitSQL, q.mid, 1); err != nil {
+					return err
+				}
+				if groups, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+					return err
+				}
 			}
 			if b.afterFifoCandidates != nil {
 				b.afterFifoCandidates(groups)

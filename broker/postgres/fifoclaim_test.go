@@ -87,6 +87,84 @@ func TestFifoClaimRechecksGroupUnderLock(t *testing.T) {
 	}
 }
 
+// TestFifoShortPollWaitsForGroupLock: a group row is locked not only by
+// receives but, briefly, by a send to the group, the sweeper's dead-letter
+// move into it, or its pruneGroups (whose snapshot may predate the group's
+// newest message: it then holds the row of a group with a ready message
+// until its transaction ends). A short poll of an otherwise idle queue must
+// not answer empty because of such a lock (a CI flake of the conformance
+// tests FIFO/AttemptExpiresAfterWindow and FIFO/DeadLetterMove): when every
+// receivable group is locked, the claim waits for the oldest one's lock.
+// Another session holds the group's row lock as those do.
+func TestFifoShortPollWaitsForGroupLock(t *testing.T) {
+	t.Parallel()
+	schema := schemaFor(t)
+	a, _, _ := openPair(t, schema, nil)
+	ctx := context.Background()
+	fifo := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"}
+	if _, err := a.CreateQueue(ctx, "q.fifo", fifo, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(ctx, "q.fifo", []broker.SendEntry{{Body: "m1", GroupID: "g"}}); err != nil {
+		t.Fatal(err)
+	}
+	url := requirePostgres(t)
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	tag, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{schema, "groups"}.Sanitize()+` WHERE group_id = 'g' FOR UPDATE`)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("locking group g's row: %v (%d rows)", err, tag.RowsAffected())
+	}
+	type result struct {
+		ds  []broker.Delivery
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10, WaitTime: new(time.Duration)})
+		done <- result{ds, err}
+	}()
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting bool
+		if err := mon.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`,
+			other.PgConn().PID()).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("short poll while group g's row was locked: %d messages, %v; want it to wait for the lock", len(r.ds), r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the short poll never waited for group g's row lock")
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || len(r.ds) != 1 || r.ds[0].Body != "m1" {
+		t.Fatalf("short poll after the lock was released: %d messages, %v; want m1", len(r.ds), r.err)
+	}
+}
+
 // TestFifoRedriveSeqAfterGroupLock: a claim that moves a message to a FIFO
 // dead-letter queue gives it a new sequence number there, and must take it
 // only under the dead-letter group's row lock, as a send does: otherwise a
