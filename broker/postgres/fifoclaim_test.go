@@ -123,39 +123,8 @@ func TestFifoShortPollWaitsForGroupLock(t *testing.T) {
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("locking group g's row: %v (%d rows)", err, tag.RowsAffected())
 	}
-	type result struct {
-		ds  []broker.Delivery
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10, WaitTime: new(time.Duration)})
-		done <- result{ds, err}
-	}()
-	mon, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mon.Close(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting bool
-		if err := mon.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`,
-			other.PgConn().PID()).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("short poll while group g's row was locked: %d messages, %v; want it to wait for the lock", len(r.ds), r.err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the short poll never waited for group g's row lock")
-		}
-	}
+	done := goReceive(ctx, a, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10, WaitTime: new(time.Duration)})
+	waitBlockedBy(t, ctx, url, other.PgConn().PID(), done, "the short poll, while group g's row was locked,")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -232,41 +201,10 @@ func TestFifoRedriveSeqAfterGroupLock(t *testing.T) {
 		WHERE q.name = 'dlq.fifo' AND g.group_id = 'g' FOR UPDATE`).Scan(&dlqID); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		ds  []broker.Delivery
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "src.fifo"})
-		done <- result{ds, err}
-	}()
+	done := goReceive(ctx, a, broker.ReceiveRequest{Queue: "src.fifo"})
 	// Wait until the claim waits for the lock (without the fix it has taken
 	// its sequence number by then).
-	mon, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mon.Close(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting bool
-		if err := mon.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`,
-			other.PgConn().PID()).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("the receive returned (%d messages, %v) without waiting for the DLQ group's lock", len(r.ds), r.err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the claim never waited for the DLQ group's row lock")
-		}
-	}
+	waitBlockedBy(t, ctx, url, other.PgConn().PID(), done, "the receive past maxReceiveCount, before the DLQ group's lock was released,")
 	var sendSeq int64
 	if err := tx.QueryRow(ctx, "SELECT nextval('"+schema+".fifo_seq')").Scan(&sendSeq); err != nil {
 		t.Fatal(err)
@@ -279,7 +217,7 @@ func TestFifoRedriveSeqAfterGroupLock(t *testing.T) {
 		t.Fatalf("receive past maxReceiveCount: %d messages, %v; want none (moved)", len(r.ds), r.err)
 	}
 	var movedSeq int64
-	if err := mon.QueryRow(ctx, `SELECT seq FROM `+pgx.Identifier{schema, "messages"}.Sanitize()+`
+	if err := other.QueryRow(ctx, `SELECT seq FROM `+pgx.Identifier{schema, "messages"}.Sanitize()+`
 		WHERE queue_id = $1 AND body = 'm'`, dlqID).Scan(&movedSeq); err != nil {
 		t.Fatal(err)
 	}
@@ -368,5 +306,52 @@ func TestSweepKeepsRenewedDedupEntry(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("a sweep deleted a dedup row renewed while it ran (%d rows left)", n)
+	}
+}
+
+// recvResult is the outcome of a receive run by goReceive.
+type recvResult struct {
+	ds  []broker.Delivery
+	err error
+}
+
+// goReceive runs a receive in a goroutine; its outcome arrives on the channel.
+func goReceive(ctx context.Context, b *broker.Broker, req broker.ReceiveRequest) <-chan recvResult {
+	done := make(chan recvResult, 1)
+	go func() {
+		ds, err := b.Receive(ctx, req)
+		done <- recvResult{ds, err}
+	}()
+	return done
+}
+
+// waitBlockedBy waits until some session is blocked by the session of pid
+// (pg_blocking_pids), polling with a deadline; it fails if the receive
+// behind done (what) returns first, without having waited.
+func waitBlockedBy(t *testing.T, ctx context.Context, url string, pid uint32, done <-chan recvResult, what string) {
+	t.Helper()
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting bool
+		if err := mon.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`,
+			pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("%s returned (%d messages, %v) without waiting for the lock", what, len(r.ds), r.err)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never waited for the lock", what)
+		}
 	}
 }
