@@ -35,25 +35,15 @@ func (e *env) movers() *broker.Broker {
 }
 
 // deadLetters creates dlq and src (maxReceiveCount 1, visibility 1 s) and
-// dead-letters bodies from src, one clock second apart in SentAt order.
+// dead-letters bodies from src, one clock second apart in SentAt order
+// (deadLetterEntries).
 func (e *env) deadLetters(src, dlq string, bodies ...string) {
 	e.t.Helper()
-	if _, err := e.b.GetQueue(e.ctx, dlq); err != nil {
-		e.createQueue(dlq, nil)
+	entries := make([]broker.SendEntry, len(bodies))
+	for i, b := range bodies {
+		entries[i] = broker.SendEntry{Body: b}
 	}
-	e.createQueue(src, map[string]string{
-		broker.AttrVisibilityTimeout: "1",
-		broker.AttrRedrivePolicy:     redrivePolicy(dlq, 1),
-	})
-	for _, b := range bodies {
-		e.sendBody(src, b)
-		e.advance(time.Second)
-	}
-	before := e.stats(dlq).Visible
-	e.receiveN(broker.ReceiveRequest{Queue: src}, len(bodies))
-	e.advance(time.Second)
-	e.eventuallyNotInFlight(src)
-	e.moveToDLQ(src, dlq, before+int64(len(bodies)))
+	e.deadLetterEntries(src, dlq, entries...)
 }
 
 // task returns the latest task of source.
