@@ -60,25 +60,7 @@ func TestWebhooksRunWithTheServer(t *testing.T) {
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := front.CreateQueue(ctx, "dlq", nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := front.CreateQueue(ctx, "src", map[string]string{
-		broker.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, broker.ARN("us-east-1", "000000000000", "dlq")),
-		broker.AttrDeadLetterWebhook: recv.URL + "/dlq",
-	}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := front.Send(ctx, "src", []broker.SendEntry{{Body: "poison"}}); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := front.Receive(ctx, broker.ReceiveRequest{Queue: "src"})
-	if err != nil || len(ds) != 1 {
-		t.Fatalf("receive: %d, %v", len(ds), err)
-	}
-	if _, err := front.ChangeVisibility(ctx, "src", []broker.VisibilityEntry{{Receipt: ds[0].Receipt}}); err != nil {
-		t.Fatal(err)
-	}
+	deadLetterOne(t, ctx, front, recv.URL+"/dlq")
 	testutil.Eventually(t, 10*time.Second, "the webhook call", func() bool { return calls.Load() == 1 })
 	if err := srv.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -147,12 +129,25 @@ func TestWebhooksUseTheBrokersClock(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	deadLetterOne(t, ctx, front, recv.URL+"/dlq")
+	// The gathering window passes on the broker's clock.
+	testutil.Eventually(t, 10*time.Second, "the webhook call", func() bool {
+		clock.Advance(100 * time.Millisecond)
+		return calls.Load() == 1
+	})
+}
+
+// deadLetterOne creates queue src, whose dead letters go to dlq and are
+// announced to webhook, and dead-letters one message from it (a nack on its
+// only attempt).
+func deadLetterOne(t *testing.T, ctx context.Context, front *broker.Broker, webhook string) {
+	t.Helper()
 	if _, err := front.CreateQueue(ctx, "dlq", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := front.CreateQueue(ctx, "src", map[string]string{
 		broker.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, broker.ARN("us-east-1", "000000000000", "dlq")),
-		broker.AttrDeadLetterWebhook: recv.URL + "/dlq",
+		broker.AttrDeadLetterWebhook: webhook,
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +161,4 @@ func TestWebhooksUseTheBrokersClock(t *testing.T) {
 	if _, err := front.ChangeVisibility(ctx, "src", []broker.VisibilityEntry{{Receipt: ds[0].Receipt}}); err != nil {
 		t.Fatal(err)
 	}
-	// The gathering window passes on the broker's clock.
-	testutil.Eventually(t, 10*time.Second, "the webhook call", func() bool {
-		clock.Advance(100 * time.Millisecond)
-		return calls.Load() == 1
-	})
 }
