@@ -92,7 +92,8 @@ func TestRetryPolicyBackoffAfterNack(t *testing.T) {
 			t.Errorf("ApproximateReceiveCount = %s, want %s", got, want)
 		}
 	}
-	// A non-zero ChangeMessageVisibility is honoured exactly (no backoff).
+	// A non-zero ChangeMessageVisibility is honoured exactly: the lease is
+	// set to that length and the message stays in flight, not backing off.
 	if _, err := e.client.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{QueueUrl: &q, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 1}); err != nil {
 		t.Fatal(err)
 	}
