@@ -126,7 +126,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		ch := q.wake
 		q.waiters++
 		b.mu.Unlock()
-		t := b.clock.NewTimer(sinceDur(wakeAt, now))
+		t := b.clock.NewTimer(sinceDur(wakeAt, b.now())) // from the clock as it reads now
 		select {
 		case <-ch:
 		case <-t.C():

@@ -115,10 +115,14 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			fire = rt.C
 		} else {
 			b.waiters.arm(w, wakeAt)
-			if timer == nil {
-				timer = b.clock.NewTimer(wakeAt.Sub(now))
+			// The timer counts from the clock's reading now, not from now
+			// above: the queries since may have taken long enough for a
+			// fake clock to move (a timer set for wakeAt-now from a later
+			// instant would fire after wakeAt).
+			if in := wakeAt.Sub(b.clock.Now()); timer == nil {
+				timer = b.clock.NewTimer(in)
 			} else {
-				timer.Reset(wakeAt.Sub(now))
+				timer.Reset(in)
 			}
 			fire = timer.C()
 		}
