@@ -41,20 +41,20 @@ func TestControls(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m := state("nack"); m.State != "delayed" || m.FailureReason != "payment service unavailable" || m.Attempts != 1 ||
-		m.VisibleAt.Sub(time.Now()) < 80*time.Second {
+		time.Until(m.VisibleAt) < 80*time.Second {
 		t.Fatalf("nacked: %+v", m)
 	}
 	if err := e.c.Extend(ctx, "q", got["extend"].Receipt, 2*time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if m := state("extend"); m.State != "inflight" || m.VisibleAt.Sub(time.Now()) < time.Hour {
+	if m := state("extend"); m.State != "inflight" || time.Until(m.VisibleAt) < time.Hour {
 		t.Fatalf("extended: %+v", m)
 	}
 	if err := e.c.Snooze(ctx, "q", got["snooze"].Receipt, 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	// A snooze takes the attempt back.
-	if m := state("snooze"); m.State != "delayed" || m.Attempts != 0 || m.VisibleAt.Sub(time.Now()) < 9*time.Minute {
+	if m := state("snooze"); m.State != "delayed" || m.Attempts != 0 || time.Until(m.VisibleAt) < 9*time.Minute {
 		t.Fatalf("snoozed: %+v", m)
 	}
 	if err := e.c.Release(ctx, "q", got["release"].Receipt); err != nil {

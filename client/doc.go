@@ -1,13 +1,31 @@
-// Package client is a Go client for Sluice's native JSON API (/v1/): typed
-// calls with a context and functional options for sending, receiving, the
-// consumer controls (ack, nack, extend, snooze, release, dead-letter now),
-// queue administration, browsing and dead-letter replay.
+// Package client is a Go client for Sluice's native JSON API (/v1/,
+// docs/api.md): typed calls with a context first and functional options
+// for the per-call knobs, covering the whole API.
 //
-// Errors are typed values: every error the broker answers is an *Error whose
-// Code is the API's code, and errors.Is matches it against the sentinels
-// (ErrQueueNotFound, ErrQueueFull, ...). Throttling (429) and server errors
-// (5xx) are retried with exponential backoff and jitter.
+//   - Queues: CreateQueue, GetQueue, ListQueues (paged), UpdateQueue,
+//     DeleteQueue, PurgeQueue, Pause, Resume, Stats.
+//   - Producing: Send and SendBatch (the envelope is Message).
+//   - Consuming: Receive (MaxMessages, WaitTime, VisibilityTimeout), then the
+//     consumer controls on each Delivery's receipt: Ack, Nack, Extend,
+//     Snooze, Release, DeadLetter, each with a batch form (AckBatch, ...)
+//     that answers one error per entry.
+//   - Looking and fixing: Browse (Limit, Cursor, InOrder, WithAttribute,
+//     WithAttributeValue, WithReason) answering a Page with its Next,
+//     DeleteMessage and DeleteMessages by id; DeadLetters, DeleteDeadLetters,
+//     Replay (ReplayIDs, EditBody, EditAttributes, MaxPerSecond) and Replays.
+//
+// Errors are typed values: every error the broker answers is an *Error
+// whose Code is the API's code, and errors.Is matches it against the
+// sentinels of errors.go (ErrQueueNotFound, ErrQueueFull, ...). A batch
+// answers each failed entry's error as an *Error too.
+//
+// Requests the broker refused for now (429, 503) are retried with
+// exponential backoff and full jitter, honouring Retry-After; ambiguous
+// failures (a broken connection, other 5xx) only for the requests that are
+// safe to repeat. The Client type's documentation lists which, and what a
+// retried send means on a standard queue.
 //
 // The package imports neither the broker nor any storage driver: a program
-// that only talks to a broker pulls in net/http and encoding/json.
+// that only talks to a broker pulls in net/http and encoding/json (a test,
+// TestNoBrokerDeps, checks it with go list -deps).
 package client

@@ -94,10 +94,18 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
 	e.queue("q", nil)
-	f := e.flaky(2, answer(429, "throttled", "Retry-After", "3"))
-	c := e.clientAt(f.srv.URL, maxJitter)
+	var agents sync.Map
+	throttle := answer(429, "throttled", "Retry-After", "3")
+	f := e.flaky(2, func(w http.ResponseWriter, r *http.Request) {
+		agents.Store(r.UserAgent(), true)
+		throttle(w, r)
+	})
+	c := e.clientAt(f.srv.URL, maxJitter, client.WithUserAgent("billing/2.1"))
 	if _, err := c.Receive(context.Background(), "q", client.WaitTime(0)); err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := agents.Load("billing/2.1"); !ok {
+		t.Fatal("WithUserAgent's User-Agent was not sent")
 	}
 	if f.count() != 3 || fmt.Sprint(e.waits.all()) != "[3s 3s]" {
 		t.Fatalf("%d attempts, waits %v; want the Retry-After, 3 s", f.count(), e.waits.all())
