@@ -225,16 +225,25 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		// clients that failed together from retrying together; a
 		// Retry-After from the broker is taken as is.
 		if wait <= 0 {
-			ceiling := c.cap
-			if attempt < 30 {
-				ceiling = min(c.cap, c.backoff<<attempt)
-			}
-			wait = c.jitter(ceiling)
+			wait = c.jitter(c.ceiling(attempt))
 		}
 		if err := c.sleep(ctx, wait); err != nil {
 			return fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
 		}
 	}
+}
+
+// ceiling is the backoff's bound before retry n+1: min(cap, base*2^n),
+// doubled step by step so that it cannot overflow.
+func (c *Client) ceiling(n int) time.Duration {
+	d := c.backoff
+	for range n {
+		if d >= c.cap/2 {
+			return c.cap
+		}
+		d *= 2
+	}
+	return min(d, c.cap)
 }
 
 // retryable reports whether err may be retried for r, and the wait the
