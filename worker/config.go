@@ -58,8 +58,8 @@ type Config struct {
 	Lease time.Duration
 	// HeartbeatInterval is the period of the heartbeat, which extends the
 	// leases of every held message (running and prefetched) to Lease from
-	// now. Default Lease/3 (two heartbeats may fail before a lease ends);
-	// 10 ms..Lease/2.
+	// now. Default 0, which means Lease/3 (two heartbeats may fail before
+	// a lease ends; 10 s for the default Lease); 10 ms..Lease/2.
 	HeartbeatInterval time.Duration
 	// WaitTime is the long-poll time of a receive: how long it waits for a
 	// first message on an empty queue. Default 20 s (the most SQS allows:
@@ -89,15 +89,14 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config with every default set, and no Source or
-// Handler.
+// Handler. HeartbeatInterval stays 0: it follows Lease (Lease/3).
 func DefaultConfig() Config {
 	return Config{
-		Concurrency:       10,
-		AdaptInterval:     5 * time.Second,
-		Lease:             30 * time.Second,
-		HeartbeatInterval: 10 * time.Second,
-		WaitTime:          20 * time.Second,
-		CPUInterval:       time.Second,
+		Concurrency:   10,
+		AdaptInterval: 5 * time.Second,
+		Lease:         30 * time.Second,
+		WaitTime:      20 * time.Second,
+		CPUInterval:   time.Second,
 	}
 }
 
@@ -135,9 +134,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate checks a Config whose zero fields were defaulted (NewPool does
-// both); the error names the field and its allowed range.
+// Validate checks c, its zero fields taken as their defaults (as NewPool
+// does); the error names each field out of range and the range.
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	var errs []error
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, fmt.Errorf("worker: Config.%s is %v: %s", field, v, rule))
