@@ -1,0 +1,124 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/server"
+)
+
+// startBroker starts a broker in-process for the example; a program would
+// call client.New with its broker's address ("http://127.0.0.1:9324").
+func startBroker() (url string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "sluice-client-example")
+	if err != nil {
+		return "", nil, err
+	}
+	backend, err := embedded.Open(embedded.Config{Dir: dir})
+	if err != nil {
+		return "", nil, err
+	}
+	front, err := broker.New(backend, broker.Options{})
+	if err != nil {
+		return "", nil, err
+	}
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	srv, err := server.New(cfg, front)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		return "", nil, err
+	}
+	return "http://" + srv.Addr().String(), func() {
+		_ = srv.Stop(context.Background())
+		_ = front.Close()
+		_ = os.RemoveAll(dir)
+	}, nil
+}
+
+// Create a queue with a dead-letter queue, send a message, receive it with
+// a long poll, and ack it; then dead-letter one that can never succeed and
+// look at it.
+func Example() {
+	base, stop, err := startBroker()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+	ctx := context.Background()
+
+	c, err := client.New(base, client.WithRetries(5))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	dlq, err := c.CreateQueue(ctx, "orders-dlq", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = c.CreateQueue(ctx, "orders", map[string]string{
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":3}`, dlq.ARN),
+		"MaxDepth":      "100000",
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	_, err = c.Send(ctx, "orders", client.Message{
+		Body:          `{"order": 41}`,
+		Attributes:    map[string]client.Attribute{"kind": client.String("new-order")},
+		CorrelationID: "checkout-7f3a",
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	msgs, err := c.Receive(ctx, "orders", client.MaxMessages(10), client.WaitTime(5*time.Second), client.VisibilityTimeout(time.Minute))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range msgs {
+		fmt.Println(m.Body, m.Attributes["kind"].Value, m.CorrelationID, m.Attempts)
+		if err := c.Ack(ctx, "orders", m.Receipt); err != nil {
+			fmt.Println(err)
+		}
+	}
+
+	// A message that can never succeed goes to the dead-letter queue now,
+	// with its reason.
+	_, _ = c.Send(ctx, "orders", client.Message{Body: `{"order": 44}`})
+	msgs, _ = c.Receive(ctx, "orders", client.WaitTime(5*time.Second))
+	for _, m := range msgs {
+		_ = c.DeadLetter(ctx, "orders", m.Receipt, "order 44 has no customer")
+	}
+	page, err := c.DeadLetters(ctx, "orders")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range page.Messages {
+		fmt.Println(m.Body, "in", page.Queue+":", m.FailureReason)
+	}
+
+	// Errors are typed: errors.Is against the sentinels.
+	_, err = c.Stats(ctx, "no-such-queue")
+	fmt.Println(errors.Is(err, client.ErrQueueNotFound))
+	// Output:
+	// {"order": 41} new-order checkout-7f3a 1
+	// {"order": 44} in orders-dlq: order 44 has no customer
+	// true
+}

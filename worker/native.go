@@ -1,0 +1,136 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicemq/sluice/client"
+)
+
+// extendChunk is how many leases one extend request carries (the API's
+// batch limit).
+const extendChunk = 10
+
+// nativeSource is a Source over Sluice's native API: a queue through a
+// *client.Client. It holds no state of its own, so it is safe for
+// concurrent use as the client is.
+type nativeSource struct {
+	c     *client.Client
+	queue string
+}
+
+// NewSource returns a Source reading queue through c, Sluice's native API.
+// It is also a Backlogger (the queue's visible messages, from its stats).
+//
+// Outcomes map to the native controls one to one: KindAck is an ack,
+// KindNack a nack with the reason (Delay 0 follows the queue's RetryPolicy),
+// KindSnooze a snooze (the attempt does not count), KindRelease a release,
+// KindDeadLetter a dead-letter now (the queue needs a RedrivePolicy). A
+// control on a lease that has ended (message_not_in_flight), or with a
+// receipt gone stale (invalid_parameter, invalid_receipt), is ErrLeaseLost,
+// wrapping the client's error. An ack of a stale receipt succeeds on the
+// broker, without effect.
+func NewSource(c *client.Client, queue string) Source {
+	return &nativeSource{c: c, queue: queue}
+}
+
+// Receive leases up to req.Max messages, waiting up to req.Wait.
+func (s *nativeSource) Receive(ctx context.Context, req ReceiveRequest) ([]*Message, error) {
+	opts := []client.ReceiveOption{client.WaitTime(req.Wait)}
+	if req.Max > 0 {
+		opts = append(opts, client.MaxMessages(req.Max))
+	}
+	if req.Lease > 0 {
+		opts = append(opts, client.VisibilityTimeout(req.Lease))
+	}
+	ds, err := s.c.Receive(ctx, s.queue, opts...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Message, len(ds))
+	for i := range ds {
+		out[i] = s.message(&ds[i])
+	}
+	return out, nil
+}
+
+// message converts a delivery.
+func (s *nativeSource) message(d *client.Delivery) *Message {
+	return &Message{
+		ID: d.ID, Queue: s.queue, Body: []byte(d.Body), Attributes: d.Attributes,
+		ReceiveCount: d.ReceiveCount, Attempts: d.Attempts, MaxAttempts: d.MaxAttempts, Priority: d.Priority,
+		CorrelationID: d.CorrelationID, TraceContext: d.TraceContext, GroupID: d.GroupID, SentAt: d.CreatedAt,
+		FailureReason: d.FailureReason, Receipt: d.Receipt,
+	}
+}
+
+// Settle applies o to m.
+func (s *nativeSource) Settle(ctx context.Context, m *Message, o Outcome) error {
+	var err error
+	switch o.Kind {
+	case KindAck:
+		err = s.c.Ack(ctx, s.queue, m.Receipt)
+	case KindNack:
+		err = s.c.Nack(ctx, s.queue, m.Receipt, o.Reason, o.Delay)
+	case KindSnooze:
+		err = s.c.Snooze(ctx, s.queue, m.Receipt, o.Delay)
+	case KindRelease:
+		err = s.c.Release(ctx, s.queue, m.Receipt)
+	case KindDeadLetter:
+		err = s.c.DeadLetter(ctx, s.queue, m.Receipt, o.Reason)
+	default:
+		return fmt.Errorf("worker: outcome kind %d is none of KindAck..KindDeadLetter", o.Kind)
+	}
+	return leaseError(err)
+}
+
+// leaseError makes a control's error on an ended lease ErrLeaseLost (the
+// client's error wrapped beside it); any other error is returned as is.
+func leaseError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, client.ErrMessageNotInFlight) || errors.Is(err, client.ErrInvalidReceipt) || isCode(err, "invalid_parameter") {
+		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	}
+	return err
+}
+
+// isCode reports whether err is a *client.Error with the code.
+func isCode(err error, code string) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// Extend extends the leases of msgs, 10 per request (the batch extend).
+// A request that fails as a whole fails the call; the messages of the
+// chunks before it keep their answers.
+func (s *nativeSource) Extend(ctx context.Context, msgs []*Message, lease time.Duration) ([]error, error) {
+	errs := make([]error, len(msgs))
+	for start := 0; start < len(msgs); start += extendChunk {
+		chunk := msgs[start:min(start+extendChunk, len(msgs))]
+		entries := make([]client.ExtendEntry, len(chunk))
+		for i, m := range chunk {
+			entries[i] = client.ExtendEntry{Receipt: m.Receipt, Visibility: lease}
+		}
+		res, err := s.c.ExtendBatch(ctx, s.queue, entries)
+		if err != nil {
+			return errs, err
+		}
+		for i, e := range res {
+			errs[start+i] = leaseError(e)
+		}
+	}
+	return errs, nil
+}
+
+// Backlog answers the queue's visible messages.
+func (s *nativeSource) Backlog(ctx context.Context) (int64, error) {
+	st, err := s.c.Stats(ctx, s.queue)
+	if err != nil {
+		return 0, err
+	}
+	return st.Visible, nil
+}
