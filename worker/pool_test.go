@@ -11,16 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/worker"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 const wait = 20 * time.Second // Eventually's limit: generous for a loaded machine
 
