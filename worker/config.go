@@ -63,7 +63,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// WaitTime is the long-poll time of a receive: how long it waits for a
 	// first message on an empty queue. Default 20 s (the most SQS allows:
-	// the fewest empty receives); 0..20 s.
+	// the fewest empty receives); 0..20 s. A negative value means 0: short
+	// polling, with a pause of 1 s after an empty receive.
 	WaitTime time.Duration
 
 	// CPULimit, when above 0, pauses receiving while the process uses more
@@ -119,8 +120,11 @@ func (c Config) withDefaults() Config {
 	if c.CPUInterval == 0 {
 		c.CPUInterval = d.CPUInterval
 	}
-	if c.WaitTime == 0 {
+	switch {
+	case c.WaitTime == 0:
 		c.WaitTime = d.WaitTime
+	case c.WaitTime < 0:
+		c.WaitTime = 0 // short polling, asked for explicitly
 	}
 	if c.CPUSampler == nil {
 		c.CPUSampler = ProcessCPU()
@@ -166,8 +170,8 @@ func (c Config) Validate() error {
 	if c.HeartbeatInterval < 10*time.Millisecond || c.HeartbeatInterval > c.Lease/2 {
 		bad("HeartbeatInterval", c.HeartbeatInterval, fmt.Sprintf("must be 10ms..Lease/2 (%v)", c.Lease/2))
 	}
-	if c.WaitTime < 0 || c.WaitTime > 20*time.Second {
-		bad("WaitTime", c.WaitTime, "must be 0..20s")
+	if c.WaitTime > 20*time.Second {
+		bad("WaitTime", c.WaitTime, "must be at most 20s (0: the default 20s; negative: short polling)")
 	}
 	if c.CPULimit < 0 || c.CPULimit > 1 || c.CPULimit != c.CPULimit {
 		bad("CPULimit", c.CPULimit, "must be 0 (off) .. 1 (a share of GOMAXPROCS cores)")

@@ -23,6 +23,10 @@ var ErrShutdown = errors.New("worker: the pool is stopping and its grace has end
 // Run's context was cancelled.
 const settleTimeout = 10 * time.Second
 
+// shortPollPause is the pause after an empty receive that did not wait
+// (WaitTime 0), so that short polling an empty queue does not spin.
+const shortPollPause = time.Second
+
 // maxReceive is the most messages one receive asks for (SQS's and Sluice's
 // limit).
 const maxReceive = 10
@@ -300,6 +304,9 @@ func (p *Pool) receive(ctx context.Context) {
 		}
 		if err == nil {
 			failures = 0
+			if len(msgs) == 0 && p.cfg.WaitTime == 0 && !p.pause(ctx, shortPollPause) {
+				return
+			}
 			continue
 		}
 		// Back off after a failed receive: 100 ms doubling to 10 s, each
@@ -309,13 +316,21 @@ func (p *Pool) receive(ctx context.Context) {
 		d := min(100*time.Millisecond<<min(failures-1, 7), 10*time.Second)
 		d = d/2 + time.Duration(rng.Int64N(int64(d/2)+1))
 		p.log.Error("worker: receive failed; retrying", "err", err, "retry_in", d, "failures", failures)
-		t := p.cfg.Clock.NewTimer(d)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
+		if !p.pause(ctx, d) {
 			return
 		}
+	}
+}
+
+// pause waits d on the pool's clock; false when ctx ended first.
+func (p *Pool) pause(ctx context.Context, d time.Duration) bool {
+	t := p.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

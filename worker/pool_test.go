@@ -311,8 +311,8 @@ func TestPanicKeepsPoolUp(t *testing.T) {
 	var log testutil.Buffer
 	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		if string(m.Body) == "poison" {
-			var m map[string]int
-			m["x"]++ // panics: assignment to entry in nil map
+			var none []int
+			_ = none[len(m.Body)] // panics: index out of range
 		}
 		return nil
 	})
@@ -320,7 +320,7 @@ func TestPanicKeepsPoolUp(t *testing.T) {
 	cfg.Logger = testLogger(t, &log)
 	p := start(t, cfg)
 	dl := deadLettered(t, e)
-	if !strings.HasPrefix(dl.FailureReason, "panic: assignment to entry in nil map") {
+	if !strings.HasPrefix(dl.FailureReason, "panic: runtime error: index out of range [6] with length 0") {
 		t.Fatalf("reason %q", dl.FailureReason)
 	}
 	testutil.Eventually(t, wait, "a and b handled", func() bool { return p.Stats().Handled == 2 })
@@ -482,4 +482,34 @@ func TestConfigValidate(t *testing.T) {
 // testLogger logs to the test's log and to buf.
 func testLogger(t *testing.T, buf *testutil.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.MultiWriter(testutil.Writer(t, ""), buf), nil))
+}
+
+// flakySource fails its first receives, then passes them on.
+type flakySource struct {
+	*brokerSource
+	failures atomic.Int64
+}
+
+func (f *flakySource) Receive(ctx context.Context, req worker.ReceiveRequest) ([]*worker.Message, error) {
+	if f.failures.Add(-1) >= 0 {
+		return nil, errors.New("broker unavailable")
+	}
+	return f.brokerSource.Receive(ctx, req)
+}
+
+// A failing receive is retried after a backoff; the pool stays up.
+func TestReceiveFailuresRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	src := &flakySource{brokerSource: e.queue(t, "q", nil)}
+	src.failures.Store(2)
+	e.send(t, "q", nil, "m")
+	var log testutil.Buffer
+	cfg := config(src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return nil }))
+	cfg.Logger = testLogger(t, &log)
+	p := start(t, cfg)
+	testutil.Eventually(t, wait, "the message handled after two failed receives", func() bool { return p.Stats().Handled == 1 })
+	if n := strings.Count(log.String(), "receive failed; retrying"); n != 2 {
+		t.Fatalf("%d failures logged, want 2", n)
+	}
 }
