@@ -130,3 +130,13 @@ func TestChainAndTimeout(t *testing.T) {
 		t.Fatalf("order %v", order)
 	}
 }
+
+// ProcessCPU measures this process: spinning raises its reading above 0.
+func TestProcessCPU(t *testing.T) {
+	s := worker.ProcessCPU()
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	if u := s.CPUUsage(); u <= 0 || u > 4 {
+		t.Fatalf("CPU use %v after spinning, want a share above 0", u)
+	}
+}
