@@ -250,4 +250,6 @@ func cut(s string, n int) string {
 }
 
 // isFifo reports whether a queue URL names a FIFO queue (its name ends in .fifo).
-func isFifo(queueURL string) bool { return strings.HasSuffix(strings.TrimSuffix(queueURL, "/"), ".fifo") }
+func isFifo(queueURL string) bool {
+	return strings.HasSuffix(strings.TrimSuffix(queueURL, "/"), ".fifo")
+}
