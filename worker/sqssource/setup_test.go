@@ -207,7 +207,7 @@ func (e *env) invisibleFor(src *sqssource.Source, d time.Duration) *worker.Messa
 	e.t.Helper()
 	e.receiveNone(src, "at once")
 	e.clock.Advance(d - time.Millisecond)
-	e.receiveNone(src, (d - time.Millisecond).String()+" later")
+	e.receiveNone(src, (d-time.Millisecond).String()+" later")
 	e.clock.Advance(time.Millisecond)
 	return e.receiveOne(src, time.Minute)
 }
