@@ -118,7 +118,7 @@ func TestDeadLetterNowFullAttributes(t *testing.T) {
 
 // TestDeadLetterNowOverride: Config.DeadLetterQueueURL names the
 // dead-letter queue of a queue without a RedrivePolicy; the reason is cut to
-// MaxReasonBytes, and an empty one gets a default.
+// worker.MaxReasonBytes, made valid for SQS, and an empty one gets a default.
 func TestDeadLetterNowOverride(t *testing.T) {
 	t.Parallel()
 	e := setup(t, true)
@@ -126,29 +126,31 @@ func TestDeadLetterNowOverride(t *testing.T) {
 	parking := e.queue("parking", nil)
 	e.send(q, "a", nil, "")
 	e.send(q, "b", nil, "")
+	e.send(q, "c", nil, "")
 	src := e.source(q, sqssource.Config{DeadLetterQueueURL: parking})
-	long := strings.Repeat("é", sqssource.MaxReasonBytes) // 2 bytes a rune
+	long := strings.Repeat("é", worker.MaxReasonBytes) // 2 bytes a rune
 	for _, m := range e.receive(src, time.Minute) {
-		reason := long
-		if string(m.Body) == "b" {
-			reason = ""
-		}
+		reason := map[string]string{"a": long, "b": "", "c": "bad\x00byte \xff"}[string(m.Body)]
 		e.settle(src, m, worker.Outcome{Kind: worker.KindDeadLetter, Reason: reason})
 	}
 	got := e.rawReceive(parking)
-	if len(got) != 2 {
-		t.Fatalf("parking queue holds %d messages, want 2", len(got))
+	if len(got) != 3 {
+		t.Fatalf("parking queue holds %d messages, want 3", len(got))
 	}
 	for _, d := range got {
 		r := aws.ToString(d.MessageAttributes[sqssource.DeadLetterReasonAttribute].StringValue)
 		switch aws.ToString(d.Body) {
 		case "a":
-			if r != long[:sqssource.MaxReasonBytes] {
-				t.Errorf("long reason kept as %d bytes, want its first %d", len(r), sqssource.MaxReasonBytes)
+			if r != long[:worker.MaxReasonBytes] {
+				t.Errorf("long reason kept as %d bytes, want its first %d", len(r), worker.MaxReasonBytes)
 			}
 		case "b":
 			if r == "" {
 				t.Error("empty reason sent empty; SQS refuses empty attribute values")
+			}
+		case "c":
+			if r != "bad\uFFFDbyte \uFFFD" {
+				t.Errorf("reason with a NUL and invalid UTF-8 sent as %q, want them replaced by U+FFFD", r)
 			}
 		}
 	}

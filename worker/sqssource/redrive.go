@@ -21,10 +21,6 @@ import (
 // Sluice reserves for its message options.
 const DeadLetterReasonAttribute = "DeadLetterReason"
 
-// MaxReasonBytes bounds the reason attribute's value; a longer reason is cut
-// at a UTF-8 boundary (Sluice's failure reasons have the same bound).
-const MaxReasonBytes = 1024
-
 // maxAttributes is SQS's most message attributes on a message.
 const maxAttributes = 10
 
@@ -228,7 +224,7 @@ func (s *Source) deadLetterAttributes(m *worker.Message, reason string, fifo boo
 	if reason == "" {
 		reason = "dead-lettered by the handler"
 	}
-	reason = cut(reason, MaxReasonBytes)
+	reason = reasonValue(reason)
 	if len(attrs) >= maxAttributes {
 		s.log.Warn("sqssource: the dead-letter copy has 10 attributes already; its reason is not attached",
 			"message_id", m.ID, "reason", reason)
@@ -238,8 +234,19 @@ func (s *Source) deadLetterAttributes(m *worker.Message, reason string, fifo boo
 	return attrs
 }
 
-// cut shortens s to at most n bytes at a UTF-8 boundary.
-func cut(s string, n int) string {
+// reasonValue makes a reason a valid SQS attribute value, as the pool's
+// outcome rule does (a Settle called directly gets no such care): invalid
+// UTF-8 and characters outside XML 1.0's set, which SQS refuses, become
+// U+FFFD, and it is cut to worker.MaxReasonBytes at a UTF-8 boundary.
+func reasonValue(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || r >= 0x10000 {
+			return r
+		}
+		return '\uFFFD'
+	}, s)
+	n := worker.MaxReasonBytes
 	if len(s) <= n {
 		return s
 	}
