@@ -28,6 +28,13 @@
 // installs the bundle into the HTTP client and panics on one it did not
 // build. Keep the client's timeout above the longest long poll (20 s).
 //
+// On Amazon SQS the consumer's role needs sqs:ReceiveMessage,
+// sqs:DeleteMessage, sqs:ChangeMessageVisibility and sqs:GetQueueAttributes
+// on the queue (the last for Backlog and for the RedrivePolicy: without it
+// MaxAttempts stays 0 and dead-letter now needs Config.DeadLetterQueueURL),
+// and, for dead-letter now, sqs:GetQueueUrl and sqs:SendMessage on the
+// dead-letter queue.
+//
 // # How each outcome maps to SQS
 //
 // SQS knows delete and visibility changes only; the rest is emulated, and the

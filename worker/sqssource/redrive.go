@@ -42,9 +42,6 @@ type redrive struct {
 	// dlqURL is the dead-letter queue (Config.DeadLetterQueueURL, else the
 	// policy's target resolved with GetQueueUrl); "" when there is none.
 	dlqURL string
-	// err is the error of the policy's read or the target's resolution,
-	// kept when the read failed for a redriveRetry.
-	err error
 }
 
 // loadRedrive returns the cached RedrivePolicy, reading it on first need
