@@ -1,0 +1,4 @@
+package sqssource
+
+// LeaseLostCode exposes leaseLostCode to the external tests.
+var LeaseLostCode = leaseLostCode
