@@ -44,7 +44,7 @@ func ExampleNewPool() {
 
 	cfg := worker.DefaultConfig()
 	cfg.Source = worker.NewSource(c, "emails")
-	cfg.Handler = worker.Chain(mux.Handler(), worker.Timeout(time.Minute))
+	cfg.Handler = worker.Chain(mux, worker.Timeout(time.Minute))
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	pool, err := worker.NewPool(cfg)
 	if err != nil {
@@ -101,7 +101,7 @@ func ExampleMux() {
 	mux := worker.NewMux("type")
 	mux.HandleFunc("invoice.created", func(ctx context.Context, m *worker.Message) error { return nil })
 	for _, typ := range []string{"invoice.created", "invoice.voided"} {
-		o, _ := workertest.Handle(context.Background(), mux.Handler(), workertest.NewMessage("{}", workertest.Type("type", typ)))
+		o, _ := workertest.Handle(context.Background(), mux, workertest.NewMessage("{}", workertest.Type("type", typ)))
 		fmt.Println(typ, o.Kind)
 	}
 	// Output:

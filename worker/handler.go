@@ -10,14 +10,14 @@ import "context"
 // (context.Cause is then ErrLeaseLost); it carries the message's trace
 // context (TraceParent).
 type Handler interface {
-	Handle(ctx context.Context, m *Message) error
+	HandleMessage(ctx context.Context, m *Message) error
 }
 
 // HandlerFunc adapts a function to a Handler.
 type HandlerFunc func(ctx context.Context, m *Message) error
 
-// Handle calls f(ctx, m).
-func (f HandlerFunc) Handle(ctx context.Context, m *Message) error { return f(ctx, m) }
+// HandleMessage calls f(ctx, m).
+func (f HandlerFunc) HandleMessage(ctx context.Context, m *Message) error { return f(ctx, m) }
 
 // Middleware wraps a handler, as net/http middleware does.
 type Middleware func(Handler) Handler

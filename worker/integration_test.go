@@ -46,7 +46,7 @@ func TestPoolOverNativeSource(t *testing.T) {
 	send("order.refunded", `{"id":1}`)
 
 	cfg := worker.DefaultConfig()
-	cfg.Source, cfg.Handler = e.src, mux.Handler()
+	cfg.Source, cfg.Handler = e.src, mux
 	cfg.Concurrency, cfg.MinConcurrency, cfg.AdaptInterval = 8, 1, 50*time.Millisecond
 	cfg.WaitTime = time.Second
 	cfg.Logger = testutil.Logger(t)

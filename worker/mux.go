@@ -41,14 +41,14 @@ func Timeout(d time.Duration) Middleware {
 		return HandlerFunc(func(ctx context.Context, m *Message) error {
 			ctx, cancel := context.WithTimeout(ctx, d)
 			defer cancel()
-			return next.Handle(ctx, m)
+			return next.HandleMessage(ctx, m)
 		})
 	}
 }
 
 // Mux routes each message to the handler registered for the value of its
 // message-type attribute (a String attribute, named at NewMux), as
-// http.ServeMux routes on a path; Handler() is the routing Handler.
+// http.ServeMux routes on a path; it is itself a Handler.
 // Register the routes before the pool runs (Handle is safe to call
 // concurrently with routing all the same).
 //
@@ -112,13 +112,9 @@ func (x *Mux) NotFound(h Handler) {
 	x.notFound = h
 }
 
-// Handler returns the Handler that routes through x: set it as the pool's
-// Config.Handler. (A Mux is not a Handler itself: its Handle registers a
-// route, as http.ServeMux's does.)
-func (x *Mux) Handler() Handler { return HandlerFunc(x.Route) }
-
-// Route handles m with its type's handler, through the middleware.
-func (x *Mux) Route(ctx context.Context, m *Message) error {
+// HandleMessage implements Handler: it handles m with its type's handler,
+// through the middleware. A Mux is the pool's Config.Handler.
+func (x *Mux) HandleMessage(ctx context.Context, m *Message) error {
 	typ := m.Attributes[x.attr].Value
 	x.mu.RLock()
 	h, ok := x.routes[typ]
@@ -130,7 +126,7 @@ func (x *Mux) Route(ctx context.Context, m *Message) error {
 	}
 	h = Chain(h, x.mw...)
 	x.mu.RUnlock()
-	return h.Handle(ctx, m)
+	return h.HandleMessage(ctx, m)
 }
 
 func (x *Mux) defaultNotFound() Handler {

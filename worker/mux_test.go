@@ -18,7 +18,7 @@ func TestMuxRoutes(t *testing.T) {
 	mux.Use(func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			trail = append(trail, "mw")
-			return next.Handle(ctx, m)
+			return next.HandleMessage(ctx, m)
 		})
 	})
 	mux.HandleFunc("a", func(ctx context.Context, m *worker.Message) error {
@@ -28,7 +28,7 @@ func TestMuxRoutes(t *testing.T) {
 	mux.HandleFunc("b", func(ctx context.Context, m *worker.Message) error {
 		return worker.Snooze(time.Second)
 	})
-	h := mux.Handler()
+	h := mux
 
 	if o := workertest.Run(t, h, workertest.NewMessage("x", workertest.Type("type", "a"))); o.Kind != worker.KindAck {
 		t.Fatalf("a: %+v", o)
@@ -114,7 +114,7 @@ func TestChainAndTimeout(t *testing.T) {
 		return func(next worker.Handler) worker.Handler {
 			return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				order = append(order, name)
-				return next.Handle(ctx, m)
+				return next.HandleMessage(ctx, m)
 			})
 		}
 	}

@@ -42,7 +42,7 @@ func Invoke(ctx context.Context, h Handler, m *Message) (err error) {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return h.Handle(ctx, m)
+	return h.HandleMessage(ctx, m)
 }
 
 // OutcomeOf is the outcome of a handler's result, the one rule the pool

@@ -138,7 +138,7 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 	var counts sync.Map // body -> ReceiveCount seen
 	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		counts.Store(string(m.Body), m.ReceiveCount)
-		return g.handler().Handle(ctx, m)
+		return g.handler().HandleMessage(ctx, m)
 	})
 	cfg := config(src, h)
 	cfg.Concurrency, cfg.Prefetch = 1, 1
