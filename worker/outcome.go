@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
 // MaxReasonBytes bounds a failure reason (Sluice keeps at most 1 KiB): a
 // longer error text is cut at a UTF-8 boundary.
 const MaxReasonBytes = 1024
+
+// MaxDelay bounds a snooze's or a retry-after's delay: 12 h, the longest
+// visibility timeout SQS and Sluice take. A longer one is cut to it.
+const MaxDelay = 12 * time.Hour
 
 // PanicError is the error a handler's panic becomes (Invoke): the panic's
 // value and the stack of the goroutine that panicked.
@@ -56,7 +61,7 @@ func Invoke(ctx context.Context, h Handler, m *Message) (err error) {
 //   - any other error (a *PanicError too): KindNack with the error's text
 //     as the reason and no delay (the queue's retry policy decides).
 //
-// A reason is made valid for every broker (invalid UTF-8 and characters
+// A delay is cut to MaxDelay. A reason is made valid for every broker (invalid UTF-8 and characters
 // outside XML's set, which SQS refuses, become U+FFFD) and cut to
 // MaxReasonBytes.
 func OutcomeOf(err error) Outcome {
@@ -70,13 +75,13 @@ func OutcomeOf(err error) Outcome {
 	case errors.As(err, &dl):
 		return Outcome{Kind: KindDeadLetter, Reason: cutReason(dl.Reason)}
 	case errors.As(err, &sn):
-		return Outcome{Kind: KindSnooze, Delay: max(sn.Delay, 0)}
+		return Outcome{Kind: KindSnooze, Delay: min(max(sn.Delay, 0), MaxDelay)}
 	case errors.As(err, &ra):
 		reason := ra.Error()
 		if ra.Err != nil {
 			reason = ra.Err.Error()
 		}
-		return Outcome{Kind: KindNack, Reason: cutReason(reason), Delay: max(ra.Delay, 0)}
+		return Outcome{Kind: KindNack, Reason: cutReason(reason), Delay: min(max(ra.Delay, 0), MaxDelay)}
 	}
 	return Outcome{Kind: KindNack, Reason: cutReason(err.Error())}
 }
