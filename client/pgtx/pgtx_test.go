@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // env is a broker on PostgreSQL (backend, front, native and SQS server) and
 // an application's pool on the same database, with a table of its own.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	clock  *broker.FakeClock
 	front  *broker.Broker
@@ -40,7 +40,7 @@ type env struct {
 // setup starts the broker on a fresh database. Its clock is a fake one: a
 // waiting receive's timers (its wait, its poll) never fire on their own, so
 // only a wake-up ends its wait early.
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	url := pgtest.Database(t)
 	ctx := context.Background()
@@ -297,6 +297,14 @@ func TestUnknownQueue(t *testing.T) {
 		}
 		t.Logf("unknown queue: %v", err)
 	})
+	// The queue exists in the brokers' own account, not in another.
+	e.createQueue("emails", nil)
+	other := pgtx.New(pgtx.Config{Account: "123456789012"})
+	e.inTx(false, func(tx pgx.Tx) {
+		if _, err := other.Send(e.ctx, tx, "emails", client.Message{Body: "x"}); !errors.Is(err, broker.ErrQueueDoesNotExist) {
+			t.Fatalf("Send to another account's queue = %v; want ErrQueueDoesNotExist", err)
+		}
+	})
 	// A schema without Sluice's tables says what to do.
 	s := pgtx.New(pgtx.Config{Schema: "not_sluice"})
 	e.inTx(false, func(tx pgx.Tx) {
@@ -463,4 +471,61 @@ func TestFifo(t *testing.T) {
 	if len(ds) != 2 || ds[0].Body != "a" || ds[1].Body != "b" {
 		t.Fatalf("received %d messages, want a then b", len(ds))
 	}
+}
+
+// TestDeleteWaitsForTransaction: a queue deleted while an open transaction
+// has sent to it is deleted when that transaction ends (its row is read FOR
+// SHARE), so the transaction never leaves messages in a deleted queue
+// unseen.
+func TestDeleteWaitsForTransaction(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("emails", nil)
+	deleted := make(chan error, 1)
+	e.inTx(true, func(tx pgx.Tx) {
+		if _, err := e.sender.Send(e.ctx, tx, "emails", client.Message{Body: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		go func() { deleted <- e.front.DeleteQueue(e.ctx, "emails") }()
+		testutil.Eventually(t, 10*time.Second, "the delete waits for the transaction", func() bool {
+			var n int
+			_ = e.app.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+			return n > 0
+		})
+	})
+	if err := <-deleted; err != nil {
+		t.Fatalf("DeleteQueue after the commit: %v", err)
+	}
+	if _, err := e.front.GetQueue(e.ctx, "emails"); !errors.Is(err, broker.ErrQueueDoesNotExist) {
+		t.Fatalf("GetQueue after the delete = %v", err)
+	}
+}
+
+// BenchmarkSend: one message per transaction (begin, Send, commit), beside
+// the broker's own send of one message (front.Send, autocommit), on the
+// same database.
+func BenchmarkSend(b *testing.B) {
+	e := setup(b)
+	e.createQueue("bench", nil)
+	b.Run("pgtx", func(b *testing.B) {
+		for b.Loop() {
+			tx, err := e.app.Begin(e.ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.sender.Send(e.ctx, tx, "bench", client.Message{Body: "x"}); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(e.ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("front", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.front.Send(e.ctx, "bench", []broker.SendEntry{{Body: "x"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
