@@ -59,6 +59,10 @@ var (
 	// ErrConflict: a request that the queue's settings do not allow (a
 	// dead-letter-now on a queue without a dead-letter queue).
 	ErrConflict = errors.New("conflict with the queue's settings")
+	// ErrInvalidRequest: a native message envelope whose fields exclude each
+	// other (EnvelopeEntry), or another request the native API cannot read
+	// (a value that does not parse).
+	ErrInvalidRequest = errors.New("invalid request")
 	// ErrClosed: the backend is shutting down or closed.
 	ErrClosed = errors.New("broker is closed")
 )

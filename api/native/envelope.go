@@ -123,76 +123,31 @@ type batchEntry struct {
 }
 
 // toSendEntry converts an envelope; field names it in errors ("" for a
-// single send, "messages[2]" in a batch).
+// single send, "messages[2]" in a batch). The attributes' wire form is this
+// package's (base64 for Binary); the rest is broker.EnvelopeEntry's rule.
 func toSendEntry(field string, e *envelope, now time.Time) (broker.SendEntry, error) {
-	at := func(name string) string {
-		if field == "" {
-			return name
-		}
-		return field + "." + name
-	}
 	if e.Body == nil {
-		return broker.SendEntry{}, errorf(broker.ErrMissingParameter, "Field %s is required.", at("body"))
+		return broker.SendEntry{}, errorf(broker.ErrMissingParameter, "Field %s is required.", fieldName(field, "body"))
 	}
-	attrs, err := toBrokerAttrs(at("attributes"), e.Attributes)
+	attrs, err := toBrokerAttrs(fieldName(field, "attributes"), e.Attributes)
 	if err != nil {
 		return broker.SendEntry{}, err
 	}
-	set := func(fieldName, attr, typ, value string) error {
-		if _, dup := attrs[attr]; dup {
-			return errorf(errBadRequest, "Give %s either as field %s or as attribute %s, not both.", fieldName, at(fieldName), attr)
-		}
-		if attrs == nil {
-			attrs = map[string]broker.MessageAttribute{}
-		}
-		attrs[attr] = broker.MessageAttribute{DataType: typ, StringValue: value}
-		return nil
+	return broker.EnvelopeEntry(field, &broker.Envelope{
+		Body: e.Body, Attributes: attrs,
+		Priority: e.Priority, MaxAttempts: e.MaxAttempts,
+		CorrelationID: e.CorrelationID, TraceContext: e.TraceContext,
+		DelaySeconds: e.DelaySeconds, DeliverAt: e.DeliverAt,
+		GroupID: e.GroupID, DedupID: e.DedupID,
+	}, now)
+}
+
+// fieldName is field's member name ("" names the top level).
+func fieldName(field, name string) string {
+	if field == "" {
+		return name
 	}
-	if e.Priority != nil {
-		if err := set("priority", broker.MsgAttrPriority, "Number", strconv.Itoa(*e.Priority)); err != nil {
-			return broker.SendEntry{}, err
-		}
-	}
-	if e.MaxAttempts != nil {
-		if err := set("maxAttempts", broker.MsgAttrMaxAttempts, "Number", strconv.Itoa(*e.MaxAttempts)); err != nil {
-			return broker.SendEntry{}, err
-		}
-	}
-	if e.CorrelationID != nil {
-		if err := set("correlationId", broker.MsgAttrCorrelationID, "String", *e.CorrelationID); err != nil {
-			return broker.SendEntry{}, err
-		}
-	}
-	if e.TraceContext != nil {
-		if err := set("traceContext", broker.MsgAttrTraceParent, "String", *e.TraceContext); err != nil {
-			return broker.SendEntry{}, err
-		}
-	}
-	se := broker.SendEntry{Body: *e.Body, Attributes: attrs, GroupID: e.GroupID, DedupID: e.DedupID, LongDelay: true}
-	switch {
-	case e.DelaySeconds != nil && e.DeliverAt != nil:
-		return broker.SendEntry{}, errorf(errBadRequest, "Give at most one of %s and %s.", at("delaySeconds"), at("deliverAt"))
-	case e.DelaySeconds != nil:
-		if *e.DelaySeconds < 0 || *e.DelaySeconds > int64(broker.MaxRetention/time.Second) {
-			return broker.SendEntry{}, errorf(broker.ErrInvalidParameterValue, "Field %s must be from 0 to the queue's retention period in seconds, not %d.", at("delaySeconds"), *e.DelaySeconds)
-		}
-		d := time.Duration(*e.DelaySeconds) * time.Second
-		se.Delay = &d
-	case e.DeliverAt != nil:
-		// A time in the past is "now". A delay is kept to the second above
-		// (never early), as delays are in whole seconds elsewhere.
-		// Sub saturates at the largest Duration: refuse a time past the
-		// longest retention here, before the rounding could overflow.
-		d := max(e.DeliverAt.Sub(now), 0)
-		if d >= broker.MaxRetention {
-			return broker.SendEntry{}, errorf(broker.ErrInvalidParameterValue, "Field %s must be within the queue's retention period from now, not %s.", at("deliverAt"), e.DeliverAt.UTC().Format(time.RFC3339))
-		}
-		if r := d % time.Second; r != 0 {
-			d += time.Second - r
-		}
-		se.Delay = &d
-	}
-	return se, nil
+	return field + "." + name
 }
 
 // message is a message in an answer: a delivery (with its receipt) or a

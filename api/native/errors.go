@@ -21,7 +21,9 @@ var (
 	errUnknownField = errors.New("unknown field")
 	// errBadRequest: a member of the wrong JSON type, a value that does not
 	// parse (a time, base64), or fields that exclude each other.
-	errBadRequest = errors.New("invalid request")
+	// It is the broker's sentinel, as the envelope rule (broker.EnvelopeEntry)
+	// lives there.
+	errBadRequest = broker.ErrInvalidRequest
 	// errTooLarge: a body past Config.MaxBodyBytes.
 	errTooLarge = errors.New("request entity too large")
 	// errNoSuchRoute: a path no route has.

@@ -70,6 +70,7 @@ var errorTable = []struct {
 	{broker.ErrInvalidBatchEntryID, errorKind{modeled + "InvalidBatchEntryId", "AWS.SimpleQueueService.InvalidBatchEntryId", 400, ""}},
 	{broker.ErrBatchRequestTooLong, errorKind{modeled + "BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", 400, ""}},
 	{broker.ErrUnsupportedOperation, errorKind{modeled + "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", 400, ""}},
+	{broker.ErrInvalidRequest, errorKind{common + "InvalidParameterValueException", "InvalidParameterValue", 400, ""}},
 	{broker.ErrConflict, errorKind{common + "InvalidParameterValueException", "InvalidParameterValue", 400, ""}},
 	{broker.ErrResourceNotFound, errorKind{modeled + "ResourceNotFoundException", "ResourceNotFoundException", 404, ""}},
 	// RequestThrottled is in the SDKs' list of retryable throttle codes, so

@@ -59,7 +59,7 @@ type attemptItem struct {
 
 // sendFifo stores the valid entries of a FIFO send in one transaction
 // (results holds the plans' errors; it is completed here).
-func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.SendEntry, plans []broker.SendPlan, results []broker.SendResult) error {
+func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []broker.SendEntry, plans []broker.SendPlan, results []broker.SendResult) error {
 	var groups []string
 	for i := range entries {
 		if results[i].Err == nil {
@@ -75,8 +75,10 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 	if q.cfg.Delay > 0 {
 		state = "d"
 	}
-	return retry(func() error {
-		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	// In a caller's transaction (SendTx) BeginFunc makes a savepoint, which
+	// a failure rolls back: the caller's transaction stays usable.
+	return s.run(func() error {
+		return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, lockGroupsSQL, q.mid, groups); err != nil {
 				return err
 			}
@@ -103,7 +105,7 @@ func (b *Backend) sendFifo(ctx context.Context, q queueRow, entries []broker.Sen
 							group_id, dedup_id, sender_id, attrs, body, max_attempts)
 						SELECT $2, $6::"char", `+nowSQL+` + $7 * interval '1 microsecond', `+nowSQL+`, $8, d.seq, $4,
 							$9, $10, $11, $12, $13, $14 FROM d)
-					SELECT seq FROM d`, b.tnow(), q.mid, key, mid, micros(broker.DedupWindow), state,
+					SELECT seq FROM d`, s.now, q.mid, key, mid, micros(broker.DedupWindow), state,
 					micros(q.cfg.Delay), p.Priority, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body, p.MaxAttempts).Scan(&seq)
 				if errors.Is(err, pgx.ErrNoRows) {
 					// A duplicate: the original's id and sequence number.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sluicemq/sluice/broker"
 )
@@ -28,43 +29,88 @@ func encodeAttrs(e *broker.SendEntry) []byte {
 }
 
 // Send implements broker.Backend: one INSERT of the valid entries whose CTE
-// also adds them to a counter shard, in one autocommit statement.
+// also adds them to a counter shard, in one autocommit statement (FIFO: one
+// transaction, sendFifo).
 func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, error) {
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer b.life.Done()
-	q, err := b.getQueue(ctx, b.pool, queueName)
+	s := sendOn{db: b.pool, now: b.tnow(), run: retry}
+	results, q, delay, err := s.send(ctx, queueName, entries)
+	if err != nil || delay < 0 {
+		return results, err
+	}
+	b.changed(q.id, b.clock.Now().Add(delay), false)
+	b.noteExpiry(q)
+	return results, nil
+}
+
+// sendDB is what a send runs on: the backend's pool, or a caller's
+// transaction (SendTx).
+type sendDB interface {
+	querier
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// sendOn is where and how one send runs: the one implementation of a send,
+// for Backend.Send (on the pool) and SendTx (in a caller's transaction).
+type sendOn struct {
+	db sendDB
+	// now is the $1 of every statement (see Backend.tnow).
+	now any
+	// run runs a statement (or a transaction) that may be run again after a
+	// deadlock: retry on the pool; once in a caller's transaction, which a
+	// failed statement aborts.
+	run func(func() error) error
+	// share reads the queue row FOR SHARE, so that the queue is not purged,
+	// deleted or changed until the transaction ends (SendTx: see there).
+	share bool
+	// whole makes the send all or nothing: an entry that fails (its plan's
+	// error) fails the call, and nothing is stored.
+	whole bool
+}
+
+// send stores entries into queue ref. It returns the results, the queue,
+// and the delay after which the first stored message becomes ready (-1:
+// nothing stored), for the caller's wake-ups.
+func (s sendOn) send(ctx context.Context, ref broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, queueRow, time.Duration, error) {
+	q, err := readQueue(ctx, s.db, ref, s.share)
 	if err != nil {
-		return nil, err
+		return nil, q, -1, err
 	}
 	var depth int64
 	if q.cfg.MaxDepth > 0 || q.cfg.LowPriorityMaxDepth > 0 {
 		// The depth as of this read: concurrent sends (on any broker) read
 		// the same one, so the limit may be passed by the batches in flight
 		// at once (docs/postgres.md).
-		if depth, err = b.depth(ctx, q.mid); err != nil {
-			return nil, err
+		if depth, err = readDepth(ctx, s.db, q.mid); err != nil {
+			return nil, q, -1, err
 		}
 	}
-	plans, err := broker.PlanSend(q.cfg, queueName.Name, depth, entries)
+	plans, err := broker.PlanSend(q.cfg, ref.Name, depth, entries)
 	if err != nil {
-		return nil, err
+		return nil, q, -1, err
 	}
 	results := make([]broker.SendResult, len(entries))
 	for i := range entries {
 		results[i].ID, results[i].Err, results[i].MessageID = entries[i].ID, plans[i].Err, plans[i].MessageID
+		if s.whole && plans[i].Err != nil {
+			if len(entries) == 1 {
+				return nil, q, -1, plans[i].Err
+			}
+			return nil, q, -1, fmt.Errorf("messages[%d]: %w", i, plans[i].Err)
+		}
 	}
 	if q.cfg.Fifo {
-		if err := b.sendFifo(ctx, q, entries, plans, results); err != nil {
-			return nil, dbErr("send", err)
+		if err := s.sendFifo(ctx, q, entries, plans, results); err != nil {
+			return nil, q, -1, dbErr("send", err)
 		}
-		b.changed(q.id, b.clock.Now().Add(q.cfg.Delay), false)
-		b.noteExpiry(q)
-		return results, nil
+		return results, q, q.cfg.Delay, nil
 	}
 
-	args := []any{b.tnow(), q.mid, shard()}
+	args := []any{s.now, q.mid, shard()}
 	var values []string
 	var turns sendTurns
 	minDelay := time.Duration(-1)
@@ -90,7 +136,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		args = append(args, micros(delay), plans[i].Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body, group, plans[i].MaxAttempts)
 	}
 	if len(values) == 0 {
-		return results, nil
+		return results, q, -1, nil
 	}
 	// Each message takes its fair-queue turn (fair.go): the n-th message of
 	// a tenant and level in this batch takes max(last[p][T], cursor[p]) + n.
@@ -105,12 +151,10 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		INSERT INTO counts AS c (queue_id, shard, ready, delayed)
 		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins
 		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready, delayed = c.delayed + excluded.delayed`
-	if err := retry(func() error { _, err := b.pool.Exec(ctx, sql, args...); return err }); err != nil {
-		return nil, dbErr("send", err)
+	if err := s.run(func() error { _, err := s.db.Exec(ctx, sql, args...); return err }); err != nil {
+		return nil, q, -1, dbErr("send", err)
 	}
-	b.changed(q.id, b.clock.Now().Add(minDelay), false)
-	b.noteExpiry(q)
-	return results, nil
+	return results, q, minDelay, nil
 }
 
 // leaseOf resolves a receipt of queue qid to the message row id and lease
@@ -246,11 +290,11 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 	return out, nil
 }
 
-// depth is queue mid's depth (broker.QueueStats.Depth): the sum of its
+// readDepth is queue mid's depth (broker.QueueStats.Depth): the sum of its
 // counters, every stored message whatever its state.
-func (b *Backend) depth(ctx context.Context, mid int64) (int64, error) {
+func readDepth(ctx context.Context, db querier, mid int64) (int64, error) {
 	var d int64
-	if err := b.pool.QueryRow(ctx, `SELECT coalesce(sum(ready + inflight + delayed), 0) FROM counts WHERE queue_id = $1`, mid).Scan(&d); err != nil {
+	if err := db.QueryRow(ctx, `SELECT coalesce(sum(ready + inflight + delayed), 0) FROM counts WHERE queue_id = $1`, mid).Scan(&d); err != nil {
 		return 0, dbErr("read depth", err)
 	}
 	return d, nil

@@ -59,7 +59,18 @@ func (q queueRow) queue() broker.Queue {
 
 // getQueue reads a live queue by name (ErrQueueDoesNotExist if none).
 func (b *Backend) getQueue(ctx context.Context, q querier, name broker.QueueRef) (queueRow, error) {
-	row, err := scanQueue(q.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted", name.Account, name.Name))
+	return readQueue(ctx, q, name, false)
+}
+
+// readQueue reads a live queue by name (ErrQueueDoesNotExist if none); with
+// share, FOR SHARE: the row is then locked against purges, deletions and
+// changes until the transaction ends.
+func readQueue(ctx context.Context, q querier, name broker.QueueRef, share bool) (queueRow, error) {
+	sql := "SELECT " + queueCols + " FROM queues WHERE " + byRef + " AND NOT deleted"
+	if share {
+		sql += " FOR SHARE"
+	}
+	row, err := scanQueue(q.QueryRow(ctx, sql, name.Account, name.Name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return row, broker.QueueNotFoundError()
 	}
