@@ -187,7 +187,7 @@ func Uncertain(err error) error {
 func Middleware(store Store, mode Mode) worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-			_, err := Do(ctx, store, Key(m), mode, func(ctx context.Context) error { return next.Handle(ctx, m) })
+			_, err := Do(ctx, store, Key(m), mode, func(ctx context.Context) error { return next.HandleMessage(ctx, m) })
 			return err
 		})
 	}

@@ -44,7 +44,7 @@ func TestMiddleware(t *testing.T) {
 	}))
 	attrs := map[string]worker.Attribute{idempotency.AttrIdempotencyKey: {Type: "String", Value: "pay-1"}}
 	for _, id := range []string{"first-copy", "second-copy"} {
-		if err := h.Handle(context.Background(), &worker.Message{ID: id, Attributes: attrs}); err != nil {
+		if err := h.HandleMessage(context.Background(), &worker.Message{ID: id, Attributes: attrs}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestMiddleware(t *testing.T) {
 	// A control error passes through unchanged and forgets the key.
 	snooze := worker.Snooze(time.Minute)
 	h2 := idempotency.Middleware(store, idempotency.AtMostOnce)(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return snooze }))
-	if err := h2.Handle(context.Background(), &worker.Message{ID: "x"}); !errors.Is(err, snooze) {
+	if err := h2.HandleMessage(context.Background(), &worker.Message{ID: "x"}); !errors.Is(err, snooze) {
 		t.Fatalf("control error = %v; want it unchanged", err)
 	}
 	if store.Len() != 1 {
