@@ -73,7 +73,7 @@ func OutcomeOf(err error) Outcome {
 	var ra *RetryAfterError
 	switch {
 	case errors.As(err, &dl):
-		return Outcome{Kind: KindDeadLetter, Reason: cutReason(dl.Reason)}
+		return Outcome{Kind: KindDeadLetter, Reason: CleanReason(dl.Reason)}
 	case errors.As(err, &sn):
 		return Outcome{Kind: KindSnooze, Delay: min(max(sn.Delay, 0), MaxDelay)}
 	case errors.As(err, &ra):
@@ -81,15 +81,17 @@ func OutcomeOf(err error) Outcome {
 		if ra.Err != nil {
 			reason = ra.Err.Error()
 		}
-		return Outcome{Kind: KindNack, Reason: cutReason(reason), Delay: min(max(ra.Delay, 0), MaxDelay)}
+		return Outcome{Kind: KindNack, Reason: CleanReason(reason), Delay: min(max(ra.Delay, 0), MaxDelay)}
 	}
-	return Outcome{Kind: KindNack, Reason: cutReason(err.Error())}
+	return Outcome{Kind: KindNack, Reason: CleanReason(err.Error())}
 }
 
-// cutReason makes s a valid reason: valid UTF-8 in XML 1.0's character set
-// (what SQS allows in a message), at most MaxReasonBytes long, cut at a
-// character boundary.
-func cutReason(s string) string {
+// CleanReason makes s a valid failure reason for every broker: invalid
+// UTF-8 and characters outside XML 1.0's set (which SQS refuses in a
+// message) become U+FFFD, and it is cut to MaxReasonBytes at a character
+// boundary. OutcomeOf applies it; a Source that stores a reason given to
+// Settle directly applies it too.
+func CleanReason(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
 		if r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || r >= 0x10000 {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -221,7 +220,7 @@ func (s *Source) deadLetterAttributes(m *worker.Message, reason string, fifo boo
 	if reason == "" {
 		reason = "dead-lettered by the handler"
 	}
-	reason = reasonValue(reason)
+	reason = worker.CleanReason(reason)
 	if len(attrs) >= maxAttributes {
 		s.log.Warn("sqssource: the dead-letter copy has 10 attributes already; its reason is not attached",
 			"message_id", m.ID, "reason", reason)
@@ -229,28 +228,6 @@ func (s *Source) deadLetterAttributes(m *worker.Message, reason string, fifo boo
 	}
 	attrs[DeadLetterReasonAttribute] = toSQS(worker.Attribute{Type: "String", Value: reason})
 	return attrs
-}
-
-// reasonValue makes a reason a valid SQS attribute value, as the pool's
-// outcome rule does (a Settle called directly gets no such care): invalid
-// UTF-8 and characters outside XML 1.0's set, which SQS refuses, become
-// U+FFFD, and it is cut to worker.MaxReasonBytes at a UTF-8 boundary.
-func reasonValue(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || r >= 0x10000 {
-			return r
-		}
-		return '\uFFFD'
-	}, s)
-	n := worker.MaxReasonBytes
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // isFifo reports whether a queue URL names a FIFO queue (its name ends in .fifo).
