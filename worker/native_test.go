@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
-	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/internal/testutil"
-	"github.com/sluicemq/sluice/server"
 	"github.com/sluicemq/sluice/worker"
 )
 
@@ -26,33 +23,7 @@ type nativeEnv struct {
 
 func setupNative(t *testing.T) *nativeEnv {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(testutil.Writer(t, ""), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := broker.Options{Logger: log}
-	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: opts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front, err := broker.New(backend, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Logger = log
-	srv, err := server.New(cfg, front)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = srv.Stop(context.Background())
-		if err := front.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	c, err := client.New("http://" + srv.Addr().String())
+	c, err := client.New(testbroker.Start(t, testbroker.Config{}).URL)
 	if err != nil {
 		t.Fatal(err)
 	}

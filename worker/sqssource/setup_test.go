@@ -16,9 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicemq/sluice/broker"
-	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/internal/testutil"
-	"github.com/sluicemq/sluice/server"
 	"github.com/sluicemq/sluice/worker"
 	"github.com/sluicemq/sluice/worker/sqssource"
 )
@@ -41,44 +40,15 @@ type env struct {
 
 func setup(t *testing.T, fake bool) *env {
 	t.Helper()
-	log := testutil.Logger(t)
-	opts := broker.Options{Logger: log}
 	var clock *broker.FakeClock
+	cfg := testbroker.Config{Logger: testutil.Logger(t)}
 	if fake {
 		clock = broker.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-		opts.Clock = clock
+		cfg.Clock = clock
 	}
-	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: opts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front, err := broker.New(backend, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Logger = log
-	srv, err := server.New(cfg, front)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	url := testbroker.Start(t, cfg).URL
 	tr := &http.Transport{}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("server Stop: %v", err)
-		}
-		if err := backend.Close(); err != nil {
-			t.Errorf("backend Close: %v", err)
-		}
-	})
-	url := "http://" + srv.Addr().String()
+	t.Cleanup(tr.CloseIdleConnections)
 	// The client as the package doc says to build it for Sluice: options
 	// set directly, the HTTP client on sqs.Options.
 	c := sqs.New(sqs.Options{
