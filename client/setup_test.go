@@ -4,24 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/sluicemq/sluice/broker"
-	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/server"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// env is one test's broker (embedded backend in a temporary directory,
-// behind a real server on 127.0.0.1:0) and a client for it whose retry
+// env is one test's broker (internal/testbroker: embedded backend behind a
+// real server on 127.0.0.1:0) and a client for it whose retry
 // waits are recorded, not taken.
 type env struct {
 	t   *testing.T
@@ -56,39 +54,9 @@ func (w *waits) all() []time.Duration {
 // before it starts, opts add client options.
 func setup(t *testing.T, mod func(*server.Config), opts ...client.Option) *env {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(testutil.Writer(t, ""), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	bopts := broker.Options{Logger: log}
-	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: bopts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	front, err := broker.New(backend, bopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Logger = log
-	if mod != nil {
-		mod(&cfg)
-	}
-	srv, err := server.New(cfg, front)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, srv: srv, URL: "http://" + srv.Addr().String(), waits: &waits{}}
+	b := testbroker.Start(t, testbroker.Config{Server: mod})
+	e := &env{t: t, srv: b.Server, URL: b.URL, waits: &waits{}}
 	e.c = e.client(opts...)
-	t.Cleanup(func() {
-		if err := srv.Stop(context.Background()); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-		if err := front.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
 	return e
 }
 
