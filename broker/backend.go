@@ -193,6 +193,13 @@ type SyncCounter interface {
 	Syncs() uint64
 }
 
+// StatsLister is a backend that reads every queue of an account with its
+// counts in one go (metrics and the dashboard read them on every scrape or
+// tick). Broker.AllStats falls back to ListQueues and one GetQueue per queue.
+type StatsLister interface {
+	ListQueueStats(ctx context.Context, account string) ([]QueueInfo, error)
+}
+
 // OffsetClock is a Clock that is a fixed offset from the wall clock (a
 // *FakeClock): a backend whose store keeps time of its own (PostgreSQL's
 // now()) then computes with the clock's reading instead of the store's.
@@ -225,6 +232,9 @@ type Options struct {
 	// refused (an operator turns them on with a secret and allowed hosts;
 	// see package webhook, whose *HostList implements it).
 	WebhookHosts WebhookHosts
+	// Observer, when not nil, is told what the front and the backend did
+	// (counts per queue, refusals, store syncs), for metrics. Default nil.
+	Observer Observer
 }
 
 // WithDefaults returns o with zero fields set to their defaults.

@@ -237,6 +237,18 @@ func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([
 	var full *DepthError
 	if errors.As(err, &full) {
 		b.refusals.add(queue, full.Reason())
+		if b.opts.Observer != nil {
+			b.opts.Observer.Refused(queue, full.Reason())
+		}
+	}
+	if err == nil && b.opts.Observer != nil {
+		n := 0
+		for _, r := range res {
+			if r.Err == nil {
+				n++
+			}
+		}
+		b.count(queue, CountSent, n)
 	}
 	return res, err
 }
@@ -245,7 +257,9 @@ func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([
 // for a first one (Backend.Receive).
 func (b *Broker) Receive(ctx context.Context, req ReceiveRequest) ([]Delivery, error) {
 	req.InFlightCap, req.Account = int64(b.opts.MaxInFlight), ""
-	return b.backend.Receive(ctx, req)
+	ds, err := b.backend.Receive(ctx, req)
+	b.count(req.Queue, CountReceived, len(ds))
+	return ds, err
 }
 
 // Delete deletes leased messages and answers one error (or nil) per entry. A
@@ -274,6 +288,7 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []DeleteEntry
 	for j, o := range outcomes {
 		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, false)
 	}
+	b.count(queue, CountDeleted, applied(outcomes, nil))
 	return errs, nil
 }
 
@@ -307,6 +322,7 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 	if err != nil {
 		return nil, err
 	}
+	b.count(queue, CountNacked, applied(outcomes, func(j int) bool { return changes[j].Timeout == 0 }))
 	var cfg *QueueConfig
 	for j, o := range outcomes {
 		errs[at[j]], err = b.leaseError(ctx, queue, o, entries[at[j]].Receipt, &cfg)
@@ -315,6 +331,18 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 		}
 	}
 	return errs, nil
+}
+
+// applied counts the outcomes that are LeaseApplied (and whose change is
+// one that pick, when not nil, selects by index).
+func applied(outcomes []LeaseOutcome, pick func(j int) bool) int {
+	n := 0
+	for j, o := range outcomes {
+		if o == LeaseApplied && (pick == nil || pick(j)) {
+			n++
+		}
+	}
+	return n
 }
 
 // TagQueue adds tags to the queue, replacing the values of keys it already

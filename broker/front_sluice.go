@@ -77,6 +77,7 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []Lease
 	if err != nil {
 		return nil, err
 	}
+	b.count(queue, CountNacked, applied(outcomes, func(j int) bool { return changes[j].Kind == Nack }))
 	for j, o := range outcomes {
 		errs[at[j]], err = b.leaseError(ctx, queue, o, entries[at[j]].Receipt, &cfg)
 		if err != nil {
@@ -216,6 +217,32 @@ func (b *Broker) Stats(ctx context.Context, queue string) (QueueInfo, Stats, err
 		}
 	}
 	return q, s, nil
+}
+
+// AllStats returns every queue with its counts, in name order: one read
+// when the backend is a StatsLister, else ListQueues and a GetQueue per
+// queue (a queue deleted in between is left out). The counts are as
+// approximate as GetQueue's.
+func (b *Broker) AllStats(ctx context.Context) ([]QueueInfo, error) {
+	if l, ok := b.backend.(StatsLister); ok {
+		return l.ListQueueStats(ctx, "")
+	}
+	qs, err := b.backend.ListQueues(ctx, "", "", "", 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueInfo, 0, len(qs))
+	for _, q := range qs {
+		info, err := b.backend.GetQueue(ctx, QueueRef{Account: q.Account, Name: q.Name})
+		if errors.Is(err, ErrQueueDoesNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
 }
 
 // refusals counts refused sends per queue and reason.

@@ -254,6 +254,9 @@ type DeadLetterLog struct {
 	Clock    Clock
 	Interval time.Duration // default 1 s
 	Burst    int           // default 10
+	// Observer, when not nil, counts every move (CountDeadLettered), logged
+	// or not.
+	Observer Observer
 
 	mu         sync.Mutex
 	windowFrom time.Time
@@ -264,7 +267,13 @@ type DeadLetterLog struct {
 // Moved logs that message id moved from queue source to its dead-letter
 // queue dlq, with its reason and attempts.
 func (l *DeadLetterLog) Moved(id string, source, dlq QueueRef, reason string, attempts int) {
-	if l == nil || l.Log == nil {
+	if l == nil {
+		return
+	}
+	if l.Observer != nil && source.Account == "" {
+		l.Observer.Count(source.Name, CountDeadLettered, 1)
+	}
+	if l.Log == nil {
 		return
 	}
 	interval, burst := l.Interval, l.Burst

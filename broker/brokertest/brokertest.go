@@ -96,6 +96,7 @@ func groups() []group {
 		{"Browse", browseTests},
 		{"LongDelay", longDelayTests},
 		{"Stats", statsTests},
+		{"Observe", observeTests},
 		{"SluiceRestart", sluiceRestartTests},
 		{"Fair", fairTests},
 		{"Replay", replayTests},

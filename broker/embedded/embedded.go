@@ -142,7 +142,7 @@ func Open(cfg Config) (*Backend, error) {
 	if err := fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, openError("create", cfg.Dir, err)
 	}
-	cfs := &syncCountFS{FS: fs}
+	cfs := &syncCountFS{FS: fs, observer: opts.Observer}
 	cache := pebble.NewCache(cfg.CacheBytes)
 	defer cache.Unref()
 	db, err := pebble.Open(cfg.Dir, &pebble.Options{
@@ -159,7 +159,7 @@ func Open(cfg Config) (*Backend, error) {
 		queues: map[broker.QueueRef]*queue{}, byID: map[uint64]*queue{},
 		life: broker.NewLifecycle(), failedOnce: make(chan struct{}),
 		reclaim: make(chan [2][]byte, 64),
-		dlLog:   &broker.DeadLetterLog{Log: opts.Logger, Clock: opts.Clock},
+		dlLog:   &broker.DeadLetterLog{Log: opts.Logger, Clock: opts.Clock, Observer: opts.Observer},
 	}
 	if err := b.recover(); err != nil {
 		_ = db.Close()
@@ -311,6 +311,7 @@ func (b *Backend) applyLocked(batch *pebble.Batch) error {
 	if batch.Empty() {
 		return nil
 	}
+	b.fs.committed()
 	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
 		err = fmt.Errorf("embedded: write: %w", err)
 		b.fail(err)

@@ -207,3 +207,26 @@ func copyTags(tags map[string]string) map[string]string {
 	}
 	return out
 }
+
+// ListQueueStats implements broker.StatsLister: every queue of account with
+// its counts, in name order, under one hold of the lock.
+func (b *Backend) ListQueueStats(ctx context.Context, account string) ([]broker.QueueInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.refusal(); err != nil {
+		return nil, err
+	}
+	now := b.now()
+	out := make([]broker.QueueInfo, 0, len(b.queues))
+	for r, q := range b.queues {
+		if r.Account == account {
+			b.promoteLocked(q, nil, now)
+			out = append(out, q.info())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

@@ -2,8 +2,11 @@ package embedded
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sluicemq/sluice/broker"
 )
 
 // walCategory is the DiskWriteCategory Pebble passes when it creates or
@@ -17,13 +20,21 @@ const walCategory vfs.DiskWriteCategory = "pebble-wal"
 type syncCountFS struct {
 	vfs.FS
 	syncs atomic.Uint64
+	// commits counts the synced writes handed to the log since the last
+	// sync began (committed), for observer.
+	commits atomic.Uint64
+	// observer, when not nil, is told each sync's duration and commits.
+	observer broker.Observer
 }
+
+// committed counts one synced write handed to Pebble's commit pipeline.
+func (fs *syncCountFS) committed() { fs.commits.Add(1) }
 
 func (fs *syncCountFS) wrap(f vfs.File, err error, category vfs.DiskWriteCategory) (vfs.File, error) {
 	if err != nil || category != walCategory {
 		return f, err
 	}
-	return &syncCountFile{File: f, n: &fs.syncs}, nil
+	return &syncCountFile{File: f, fs: fs}, nil
 }
 
 // Create implements vfs.FS.
@@ -44,26 +55,41 @@ func (fs *syncCountFS) OpenReadWrite(name string, category vfs.DiskWriteCategory
 	return fs.wrap(f, err, category)
 }
 
-// syncCountFile counts the durable syncs of one WAL file.
+// syncCountFile counts (and times, for the observer) the durable syncs of
+// one WAL file.
 type syncCountFile struct {
 	vfs.File
-	n *atomic.Uint64
+	fs *syncCountFS
+}
+
+// synced counts one sync that began at start.
+func (f *syncCountFile) synced(start time.Time) {
+	f.fs.syncs.Add(1)
+	commits := f.fs.commits.Swap(0)
+	if o := f.fs.observer; o != nil {
+		o.Synced(time.Since(start), int(commits))
+	}
 }
 
 func (f *syncCountFile) Sync() error {
-	f.n.Add(1)
-	return f.File.Sync()
+	start := time.Now()
+	err := f.File.Sync()
+	f.synced(start)
+	return err
 }
 
 func (f *syncCountFile) SyncData() error {
-	f.n.Add(1)
-	return f.File.SyncData()
+	start := time.Now()
+	err := f.File.SyncData()
+	f.synced(start)
+	return err
 }
 
 func (f *syncCountFile) SyncTo(length int64) (bool, error) {
+	start := time.Now()
 	full, err := f.File.SyncTo(length)
 	if full {
-		f.n.Add(1)
+		f.synced(start)
 	}
 	return full, err
 }

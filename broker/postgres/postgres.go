@@ -80,7 +80,7 @@ type Config struct {
 	// Default "sluice"; letters, digits and underscores, at most 63 bytes.
 	Schema string
 	// Options are the settings every backend shares; the backend uses Clock
-	// and Logger (MaxInFlight and StrictPurge are the front's).
+	// and Logger, and Observer for dead-letter moves (MaxInFlight and StrictPurge are the front's).
 	broker.Options
 	// MaxConns is the connection pool size, besides the two dedicated
 	// connections (listener, notifier). Default 16; 1..1000.
@@ -238,7 +238,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		life: broker.NewLifecycle(),
 	}
 	_, b.testClock = cfg.Clock.(broker.OffsetClock)
-	b.dlLog = &broker.DeadLetterLog{Log: b.log, Clock: b.clock}
+	b.dlLog = &broker.DeadLetterLog{Log: b.log, Clock: b.clock, Observer: cfg.Observer}
 	b.waiters.init()
 	b.notifier = newNotifier(b, pcfg.ConnConfig)
 	b.sweeper = broker.Duty{Name: "sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}

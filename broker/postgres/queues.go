@@ -332,3 +332,74 @@ func countsFromStates(cte, qid, shardParam string) string {
 		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
 			inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed`
 }
+
+// ListQueueStats implements broker.StatsLister: every live queue of account
+// with its counts, in name order, in two queries: the queues with the sums
+// of their counts' shards, then each one's oldest live message (by
+// messages_age). Unlike GetQueue it promotes no delayed message: a delay
+// that ended since the last receive or sweep still counts as delayed until
+// one of them runs.
+func (b *Backend) ListQueueStats(ctx context.Context, account string) ([]broker.QueueInfo, error) {
+	if err := b.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer b.life.Done()
+	rows, err := b.pool.Query(ctx, `SELECT `+queueCols+`,
+			coalesce(c.ready, 0), coalesce(c.inflight, 0), coalesce(c.delayed, 0)
+		FROM queues LEFT JOIN (SELECT queue_id, sum(ready) AS ready, sum(inflight) AS inflight, sum(delayed) AS delayed
+			FROM counts GROUP BY queue_id) c ON c.queue_id = mid
+		WHERE NOT deleted AND account = $1 ORDER BY name`, account)
+	if err != nil {
+		return nil, dbErr("list queue stats", err)
+	}
+	var out []broker.QueueInfo
+	var mids, retention []int64
+	for rows.Next() {
+		var q queueRow
+		var cfg, tags []byte
+		var info broker.QueueInfo
+		if err := rows.Scan(&q.id, &q.mid, &q.name, &cfg, &tags, &q.createdAt, &q.modifiedAt, &q.lastPurge, &q.account,
+			&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed); err != nil {
+			rows.Close()
+			return nil, dbErr("list queue stats", err)
+		}
+		if err := json.Unmarshal(cfg, &q.cfg); err != nil {
+			rows.Close()
+			return nil, dbErr("list queue stats", err)
+		}
+		if err := json.Unmarshal(tags, &q.tags); err != nil {
+			rows.Close()
+			return nil, dbErr("list queue stats", err)
+		}
+		info.Queue = q.queue()
+		out = append(out, info)
+		mids, retention = append(mids, q.mid), append(retention, micros(q.cfg.Retention))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("list queue stats", err)
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	rows, err = b.pool.Query(ctx, `SELECT (SELECT min(sent_at) FROM messages
+			WHERE queue_id = u.mid AND sent_at > `+nowSQL+` - u.ret * interval '1 microsecond')
+		FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS u(mid, ret, n) ORDER BY u.n`, b.tnow(), mids, retention)
+	if err != nil {
+		return nil, dbErr("list queue stats", err)
+	}
+	defer rows.Close()
+	for i := 0; rows.Next(); i++ {
+		var oldest *time.Time
+		if err := rows.Scan(&oldest); err != nil {
+			return nil, dbErr("list queue stats", err)
+		}
+		if oldest != nil && i < len(out) {
+			out[i].Stats.OldestSentAt = *oldest
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("list queue stats", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,68 @@
+package broker
+
+import "time"
+
+// Observer learns what the broker did, for metrics (package metrics
+// implements it over Prometheus). The front and the backends call it after a
+// change is durable, from many goroutines at once: an Observer must be safe
+// for concurrent use, cheap, and must never block. Options.Observer nil
+// observes nothing.
+//
+// Queue names are the broker's own account's; the broker's internal queues
+// (the webhook outbox) are not reported.
+type Observer interface {
+	// Count adds n (> 0) to counter c of queue.
+	Count(queue string, c Counter, n int)
+	// Refused counts one send refused by backpressure, with its reason
+	// (DepthError.Reason).
+	Refused(queue, reason string)
+	// Synced reports one durable sync of the store's log: how long it took
+	// and how many commits (group commit: changes of many requests) it made
+	// durable. Backends without a log of their own (PostgreSQL) never call it.
+	Synced(d time.Duration, commits int)
+}
+
+// Counter is a per-queue event counter of Observer.Count.
+type Counter uint8
+
+// The counters.
+const (
+	// CountSent: messages stored by a send (a FIFO duplicate is not).
+	CountSent Counter = iota
+	// CountReceived: messages delivered by a receive.
+	CountReceived
+	// CountDeleted: messages deleted by their consumer (a delete of the
+	// message's latest lease; not purges, deletes by id or expiry).
+	CountDeleted
+	// CountNacked: leases handed back as failures (a native nack, or SQS's
+	// ChangeMessageVisibility to 0).
+	CountNacked
+	// CountDeadLettered: messages moved to the queue's dead-letter queue.
+	CountDeadLettered
+	// NumCounters is the number of counters.
+	NumCounters
+)
+
+// String is the counter's name, as metric labels spell it.
+func (c Counter) String() string {
+	switch c {
+	case CountSent:
+		return "sent"
+	case CountReceived:
+		return "received"
+	case CountDeleted:
+		return "deleted"
+	case CountNacked:
+		return "nacked"
+	case CountDeadLettered:
+		return "dead_lettered"
+	}
+	return "unknown"
+}
+
+// count reports n events to the observer, when there is one.
+func (b *Broker) count(queue string, c Counter, n int) {
+	if b.opts.Observer != nil && n > 0 {
+		b.opts.Observer.Count(queue, c, n)
+	}
+}
