@@ -200,6 +200,30 @@ type StatsLister interface {
 	ListQueueStats(ctx context.Context, account string) ([]QueueInfo, error)
 }
 
+// Pinger is a backend whose store is a server: Ping checks that it answers
+// (Broker.Ready calls it).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// PoolReporter is a backend with a connection pool (PostgreSQL), for
+// metrics.
+type PoolReporter interface {
+	PoolStats() PoolStats
+}
+
+// PoolStats are a connection pool's figures.
+type PoolStats struct {
+	// Max is the pool's size; Total the connections open, Acquired those in
+	// use and Idle those waiting.
+	Max, Total, Acquired, Idle int
+	// Acquires counts the connections taken from the pool since it opened,
+	// EmptyAcquires those that had to wait for one (the pool was
+	// exhausted), and AcquireWait is the time spent waiting in all.
+	Acquires, EmptyAcquires int64
+	AcquireWait             time.Duration
+}
+
 // OffsetClock is a Clock that is a fixed offset from the wall clock (a
 // *FakeClock): a backend whose store keeps time of its own (PostgreSQL's
 // now()) then computes with the clock's reading instead of the store's.

@@ -208,6 +208,7 @@ func (b *Broker) DeleteQueue(ctx context.Context, name string) error {
 		return err
 	}
 	b.refusals.forget(name)
+	b.audit(ctx, "delete_queue", name)
 	return nil
 }
 
@@ -224,7 +225,11 @@ func (b *Broker) PurgeQueue(ctx context.Context, name string) error {
 			return nil
 		}
 	}
-	return b.backend.PurgeQueue(ctx, own(name), allow)
+	if err := b.backend.PurgeQueue(ctx, own(name), allow); err != nil {
+		return err
+	}
+	b.audit(ctx, "purge_queue", name)
+	return nil
 }
 
 // Send stores messages: 1..10 entries with distinct ids, or one entry with

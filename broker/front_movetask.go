@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"log/slog"
 )
 
 // The front of message move tasks (MoveTasker): the checks that need no
@@ -69,7 +70,16 @@ func (b *Broker) StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTa
 		}
 		req.DestinationID = dst.ID
 	}
-	return mt.StartMoveTask(ctx, req)
+	t, err := mt.StartMoveTask(ctx, req)
+	if err == nil {
+		dst := req.Destination
+		if dst == "" {
+			dst = "(each message's source queue)"
+		}
+		b.audit(ctx, "replay", req.Source, slog.String("destination", dst), slog.Int("ids", len(req.MessageIDs)),
+			slog.Bool("edited", req.Edit != nil), slog.String("task", t.ID))
+	}
+	return t, err
 }
 
 // isDeadLetterQueue reports whether some other queue's RedrivePolicy names
@@ -155,13 +165,8 @@ func (b *Broker) Replay(ctx context.Context, dlq string, req ReplayRequest) (Mov
 			return MoveTask{}, Errorf(ErrUnsupportedOperation, "This broker's backend cannot replay chosen messages yet; replay the whole dead-letter queue.")
 		}
 	}
-	t, err := b.StartMoveTask(ctx, MoveTaskRequest{Source: dlq, Destination: req.Destination,
+	return b.StartMoveTask(ctx, MoveTaskRequest{Source: dlq, Destination: req.Destination,
 		MaxPerSecond: req.MaxPerSecond, MessageIDs: req.IDs, Edit: req.Edit})
-	if err == nil {
-		b.log.Info("dead letters replayed", "queue", dlq, "ids", len(req.IDs), "edited", req.Edit != nil,
-			"destination", req.Destination, "task", t.ID, "audit", true)
-	}
-	return t, err
 }
 
 // validateEdit checks an edit's body and attributes as a send checks them

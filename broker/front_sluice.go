@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -176,7 +177,7 @@ func (b *Broker) DeleteMessages(ctx context.Context, queue string, ids []string)
 		}
 	}
 	n := len(deleted)
-	b.log.Info("messages deleted by id", "queue", queue, "asked", len(ids), "deleted", n, "audit", true)
+	b.audit(ctx, "delete_messages", queue, slog.Int("asked", len(ids)), slog.Int("deleted", n))
 	return found, nil
 }
 
@@ -217,6 +218,24 @@ func (b *Broker) Stats(ctx context.Context, queue string) (QueueInfo, Stats, err
 		}
 	}
 	return q, s, nil
+}
+
+// Ready reports whether the broker can serve: its store has not failed (a
+// FailureNotifier's fail-stop after a write or sync error) and answers (a
+// Pinger's round trip, else a one-queue listing). /readyz asks it.
+func (b *Broker) Ready(ctx context.Context) error {
+	if f, ok := b.backend.(FailureNotifier); ok {
+		select {
+		case <-f.Failed():
+			return errors.New("the store failed (a write or sync error): restart the broker to recover from its log")
+		default:
+		}
+	}
+	if p, ok := b.backend.(Pinger); ok {
+		return p.Ping(ctx)
+	}
+	_, err := b.backend.ListQueues(ctx, "", "", "", 1)
+	return err
 }
 
 // AllStats returns every queue with its counts, in name order: one read

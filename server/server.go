@@ -23,9 +23,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +82,11 @@ type Config struct {
 	// (WaitTimeSeconds=0) are still served. Default 10000; 1..1000000.
 	MaxWaitingReceives int
 
+	// Metrics, when not nil, is served at GET /metrics and told every API
+	// request (package metrics implements it). Default nil: /metrics is
+	// not served.
+	Metrics Metrics
+
 	// Webhooks, when not nil, runs a dead-letter webhook dispatcher over the
 	// broker (package webhook): Start starts it, Stop stops it. Default nil
 	// (webhooks off). The broker's Options.WebhookHosts should hold the same
@@ -87,6 +94,13 @@ type Config struct {
 	// refuses the URLs the dispatcher would not call. A nil Logger logs with
 	// the server's Logger; a nil Clock is the broker's clock.
 	Webhooks *webhook.Config
+}
+
+// Metrics is what the server needs of package metrics: a handler for GET
+// /metrics and an observer of every request.
+type Metrics interface {
+	Handler() http.Handler
+	apicommon.RequestObserver
 }
 
 // DefaultConfig returns the default configuration.
@@ -220,6 +234,15 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Gate:         s.gate,
 	}
+	if cfg.Metrics != nil {
+		api.Requests = cfg.Metrics
+		mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
 	sqsHandler := sqs.New(b, api)
 	nativeHandler := native.New(b, api)
 	// The native API owns /v1/ and everything under it; every other path,
@@ -228,9 +251,9 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 	mux.Handle("/v1/", nativeHandler)
 	mux.Handle("/v1", sqsHandler)
 	mux.Handle("/", sqsHandler)
-	s.handler = mux
+	s.handler = withCaller(mux)
 	s.http = &http.Server{
-		Handler:           mux,
+		Handler:           s.handler,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
@@ -239,6 +262,54 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// readyz answers GET /readyz: 200 "ready" when the broker can serve
+// (broker.Ready: the store has not failed and answers within 2 s), else 503
+// with the reason. /healthz answers 200 while the process serves HTTP at
+// all: a liveness probe restarts on /healthz, a load balancer routes on
+// /readyz.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if s.drain.Err() != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not ready: shutting down\n")
+		return
+	}
+	if err := s.broker.Ready(ctx); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintf(w, "not ready: %v\n", err)
+		return
+	}
+	_, _ = io.WriteString(w, "ready\n")
+}
+
+// withCaller records who made each request (broker.WithCaller), for the
+// front's audit log: the peer address, the SigV4 access key id when the
+// request is signed, and the User-Agent.
+func withCaller(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := broker.Caller{Addr: r.RemoteAddr, AccessKey: accessKey(r), UserAgent: r.UserAgent()}
+		h.ServeHTTP(w, r.WithContext(broker.WithCaller(r.Context(), c)))
+	})
+}
+
+// accessKey is the access key id of a SigV4-signed request (header or
+// presigned query), "" when it is not signed.
+func accessKey(r *http.Request) string {
+	cred := r.URL.Query().Get("X-Amz-Credential")
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		_, cred, _ = strings.Cut(auth, "Credential=")
+	}
+	if i := strings.IndexAny(cred, "/, "); i >= 0 {
+		cred = cred[:i]
+	}
+	if len(cred) > 128 {
+		cred = cred[:128]
+	}
+	return cred
 }
 
 // Handler returns the server's HTTP handler (for embedding in another server

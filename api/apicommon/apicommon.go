@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/sluicemq/sluice/broker"
 )
@@ -33,6 +34,19 @@ type Config struct {
 	// Gate is the waiting-receive gate. Nil: the handler makes its own with
 	// DefaultMaxWaitingReceives and no drain.
 	Gate *Gate
+	// Requests, when not nil, is told every request's API, action, status
+	// and duration (for metrics). Nil: nothing is told.
+	Requests RequestObserver
+}
+
+// RequestObserver is told each answered request: its api ("sqs" or
+// "native"), its action (an SQS action name, "other" for a name SQS does
+// not have, "" for none; a native route as "METHOD /v1/path/{param}", or
+// "" when no route matched), its HTTP status and how long it took. The
+// action is always one of a fixed set, so it can be a metric label. It is
+// called from every request's goroutine and must not block.
+type RequestObserver interface {
+	Request(api, action string, status int, d time.Duration)
 }
 
 // Defaults of Config.

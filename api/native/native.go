@@ -192,6 +192,9 @@ func (h *Handler) logRequest(c *call, route string, start time.Time) {
 	if status == 0 {
 		status = http.StatusOK
 	}
+	if h.cfg.Requests != nil {
+		h.cfg.Requests.Request("native", route, status, time.Since(start))
+	}
 	level := slog.LevelDebug
 	if status >= 500 {
 		level = slog.LevelError

@@ -75,6 +75,13 @@ func (h *Handler) logRequest(c *call, start time.Time) {
 	if status == 0 {
 		status = http.StatusOK
 	}
+	if h.cfg.Requests != nil {
+		action := c.action
+		if _, known := operations[action]; !known && action != "" {
+			action = "other" // a label from a fixed set, whatever a client sends
+		}
+		h.cfg.Requests.Request("sqs", action, status, time.Since(start))
+	}
 	level := slog.LevelDebug
 	if status >= 500 {
 		level = slog.LevelError

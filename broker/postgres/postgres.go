@@ -332,3 +332,25 @@ func retry(f func() error) error {
 	}
 	return err
 }
+
+// Ping implements broker.Pinger: a round trip on the pool.
+func (b *Backend) Ping(ctx context.Context) error {
+	if err := b.enter(ctx); err != nil {
+		return err
+	}
+	defer b.life.Done()
+	if err := b.pool.Ping(ctx); err != nil {
+		return dbErr("ping", err)
+	}
+	return nil
+}
+
+// PoolStats implements broker.PoolReporter: the pool's figures (the
+// listener's and notifier's dedicated connections are not in it).
+func (b *Backend) PoolStats() broker.PoolStats {
+	s := b.pool.Stat()
+	return broker.PoolStats{
+		Max: int(s.MaxConns()), Total: int(s.TotalConns()), Acquired: int(s.AcquiredConns()), Idle: int(s.IdleConns()),
+		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(), AcquireWait: s.AcquireDuration(),
+	}
+}

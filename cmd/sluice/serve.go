@@ -14,6 +14,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/server"
 	"github.com/sluicemq/sluice/webhook"
 )
@@ -26,7 +27,7 @@ type serveFlags struct {
 	strictPurge                 bool
 	maxInFlight                 int
 	shutdownTimeout             time.Duration
-	logLevel                    string
+	logLevel, logFormat         string
 	// webhookSecret turns dead-letter webhooks on; webhookHosts are the
 	// hosts they may call (package webhook).
 	webhookSecret string
@@ -76,6 +77,7 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	str(&f.account, "account-id", "SLUICE_ACCOUNT_ID", def.AccountID, "account id in queue URLs and ARNs")
 	str(&f.region, "region", "SLUICE_REGION", def.Region, "region in queue ARNs")
 	str(&f.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	str(&f.logFormat, "log-format", "SLUICE_LOG_FORMAT", "text", "log format: text (key=value) or json (one object per line)")
 
 	strictDef := false
 	if v := env("SLUICE_STRICT_PURGE"); v != "" {
@@ -145,12 +147,19 @@ func (f serveFlags) webhooks() *webhook.Config {
 	return &c
 }
 
-func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
 // serve runs the broker until ctx is cancelled (SIGTERM/SIGINT), then shuts
@@ -166,7 +175,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
 	}
-	log, err := newLogger(f.logLevel, stderr)
+	log, err := newLogger(f.logLevel, f.logFormat, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
@@ -181,7 +190,9 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		return 2
 	}
 
-	opts := broker.Options{Logger: log, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge}
+	m := metrics.New()
+	cfg.Metrics = m
+	opts := broker.Options{Logger: log, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge, Observer: m}
 	if wc := f.webhooks(); wc != nil {
 		// The front refuses a DeadLetterWebhook of another host; the
 		// dispatcher (started by the server) calls only these.
@@ -222,6 +233,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		closeBackend(backend, log)
 		return 2
 	}
+	m.Attach(front)
 	srv, err := server.New(cfg, front)
 	if err == nil {
 		err = srv.Start(ctx)

@@ -28,6 +28,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Server, when set, changes the server's config before it starts.
 	Server func(*server.Config)
+	// Observer is the broker's Options.Observer (metrics). Default nil.
+	Observer broker.Observer
 }
 
 // Broker is a running broker.
@@ -46,7 +48,7 @@ func Start(t testing.TB, cfg Config) *Broker {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(testutil.Writer(t, ""), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	opts := broker.Options{Logger: log, Clock: cfg.Clock}
+	opts := broker.Options{Logger: log, Clock: cfg.Clock, Observer: cfg.Observer}
 	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: opts})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,294 @@
+// Package metrics is Sluice's Prometheus metrics: a broker.Observer (what
+// the front and the store did), an apicommon.RequestObserver (every
+// request's action, status and duration), and a collector that reads every
+// queue's counts from the front at each scrape. It decides nothing about
+// queue semantics; docs/metrics.md lists every series and maps it to the
+// vocabulary of the producer-consumer pattern.
+//
+// Wiring (cmd/sluice does this):
+//
+//	m := metrics.New()
+//	opts := broker.Options{Observer: m, ...}
+//	front, _ := broker.New(backend, opts)
+//	m.Attach(front)
+//	cfg.Metrics = m // server: GET /metrics, and m as the request observer
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// ScrapeTimeout bounds the read of the queues' counts during one scrape.
+const ScrapeTimeout = 5 * time.Second
+
+// Metrics holds the broker's metrics and serves them. Safe for concurrent
+// use; the zero value is not usable: call New.
+type Metrics struct {
+	reg *prometheus.Registry
+	// front is the broker the queue gauges are read from (Attach).
+	front atomic.Pointer[broker.Broker]
+
+	mu sync.Mutex
+	// counts are the per-queue counters of this broker since it started.
+	counts map[string]*queueCounts
+	// refused counts refused sends per queue and reason.
+	refused map[string]map[string]*atomic.Uint64
+
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	syncs    prometheus.Histogram
+	commits  prometheus.Histogram
+}
+
+// queueCounts are one queue's counters; missed counts the scrapes in a row
+// that did not find the queue (its series go after two: see Collect).
+type queueCounts struct {
+	n      [broker.NumCounters]atomic.Uint64
+	missed int
+}
+
+// New returns Metrics with the Go runtime's and the process's collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg:     prometheus.NewRegistry(),
+		counts:  map[string]*queueCounts{},
+		refused: map[string]map[string]*atomic.Uint64{},
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_requests_total",
+			Help: "API requests answered, by API (sqs, native), action (SQS action or native route) and HTTP status code.",
+		}, []string{"api", "action", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_request_duration_seconds",
+			Help:    "Time to answer an API request, by API and action (long polls included: a receive's time is mostly its wait).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20},
+		}, []string{"api", "action"}),
+		syncs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_store_sync_duration_seconds",
+			Help:    "Time of one durable sync (fsync) of the embedded store's log.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+		}),
+		commits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_store_group_commit_size",
+			Help:    "Writes made durable by one sync of the embedded store's log (group commit: the changes of many requests share one sync).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.duration, m.syncs, m.commits, (*queueCollector)(m),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Attach sets the broker whose queues the gauges read. Until it is called,
+// a scrape has no per-queue gauges.
+func (m *Metrics) Attach(b *broker.Broker) { m.front.Store(b) }
+
+// Registry is the registry the metrics are in (to add an application's own,
+// or to gather them in a test).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in Prometheus's text format (or OpenMetrics,
+// when the scraper asks for it). A failed read of the queues leaves their
+// gauges out of that scrape and answers the rest.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
+}
+
+// Count implements broker.Observer.
+func (m *Metrics) Count(queue string, c broker.Counter, n int) {
+	if c >= broker.NumCounters || n <= 0 {
+		return
+	}
+	m.mu.Lock()
+	q := m.counts[queue]
+	if q == nil {
+		q = &queueCounts{}
+		m.counts[queue] = q
+	}
+	q.missed = 0
+	m.mu.Unlock()
+	q.n[c].Add(uint64(n))
+}
+
+// Refused implements broker.Observer.
+func (m *Metrics) Refused(queue, reason string) {
+	m.mu.Lock()
+	r := m.refused[queue]
+	if r == nil {
+		r = map[string]*atomic.Uint64{}
+		m.refused[queue] = r
+	}
+	n := r[reason]
+	if n == nil {
+		n = &atomic.Uint64{}
+		r[reason] = n
+	}
+	m.mu.Unlock()
+	n.Add(1)
+}
+
+// Synced implements broker.Observer.
+func (m *Metrics) Synced(d time.Duration, commits int) {
+	m.syncs.Observe(d.Seconds())
+	m.commits.Observe(float64(commits))
+}
+
+// Request implements apicommon.RequestObserver.
+func (m *Metrics) Request(api, action string, status int, d time.Duration) {
+	m.requests.WithLabelValues(api, action, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(api, action).Observe(d.Seconds())
+}
+
+// The per-queue series.
+var (
+	descVisible = prometheus.NewDesc("sluice_queue_visible_messages",
+		"Messages ready to be received (the seed's visible gauge).", []string{"queue"}, nil)
+	descInFlight = prometheus.NewDesc("sluice_queue_inflight_messages",
+		"Messages leased by a consumer, not yet deleted or back (in flight).", []string{"queue"}, nil)
+	descDelayed = prometheus.NewDesc("sluice_queue_delayed_messages",
+		"Messages not yet visible: delayed, backing off after a failure, or snoozed.", []string{"queue"}, nil)
+	descOldest = prometheus.NewDesc("sluice_queue_oldest_message_age_seconds",
+		"Age of the queue's oldest message (0 when empty): the seed's message age.", []string{"queue"}, nil)
+	descDeadLetters = prometheus.NewDesc("sluice_queue_dead_letters",
+		"Messages in the queue's dead-letter queue (only for queues with a RedrivePolicy whose dead-letter queue exists).", []string{"queue"}, nil)
+	descMaxDepth = prometheus.NewDesc("sluice_queue_max_depth",
+		"The queue's MaxDepth (backpressure), when it has one.", []string{"queue"}, nil)
+	descPaused = prometheus.NewDesc("sluice_queue_paused",
+		"1 when the queue is paused (it delivers nothing), else 0.", []string{"queue"}, nil)
+	descQueues = prometheus.NewDesc("sluice_queues",
+		"Number of queues.", nil, nil)
+	descRefused = prometheus.NewDesc("sluice_sends_refused_total",
+		"Sends this broker refused by backpressure, by queue and reason (max_depth, or low_priority_max_depth when low-priority messages are shed first).", []string{"queue", "reason"}, nil)
+	descPoolConns = prometheus.NewDesc("sluice_pg_pool_connections",
+		"PostgreSQL pool connections by state (acquired: in use; idle).", []string{"state"}, nil)
+	descPoolMax = prometheus.NewDesc("sluice_pg_pool_max_connections",
+		"PostgreSQL pool size (--store's pool, beside the listener's and notifier's connections).", nil, nil)
+	descPoolAcquires = prometheus.NewDesc("sluice_pg_pool_acquires_total",
+		"Connections taken from the PostgreSQL pool.", nil, nil)
+	descPoolEmpty = prometheus.NewDesc("sluice_pg_pool_empty_acquires_total",
+		"Connections taken from the PostgreSQL pool that had to wait for one (the pool was exhausted).", nil, nil)
+	descPoolWait = prometheus.NewDesc("sluice_pg_pool_acquire_wait_seconds_total",
+		"Time spent waiting for PostgreSQL pool connections.", nil, nil)
+	descCounters = [broker.NumCounters]*prometheus.Desc{
+		broker.CountSent: prometheus.NewDesc("sluice_messages_sent_total",
+			"Messages stored by sends through this broker.", []string{"queue"}, nil),
+		broker.CountReceived: prometheus.NewDesc("sluice_messages_received_total",
+			"Messages delivered by receives through this broker.", []string{"queue"}, nil),
+		broker.CountDeleted: prometheus.NewDesc("sluice_messages_deleted_total",
+			"Messages deleted (acknowledged) by their consumer through this broker.", []string{"queue"}, nil),
+		broker.CountNacked: prometheus.NewDesc("sluice_messages_nacked_total",
+			"Leases handed back as failures (native nack, or ChangeMessageVisibility to 0) through this broker.", []string{"queue"}, nil),
+		broker.CountDeadLettered: prometheus.NewDesc("sluice_messages_dead_lettered_total",
+			"Messages of the queue this broker moved to its dead-letter queue (the seed's DLQ total).", []string{"queue"}, nil),
+	}
+)
+
+// queueCollector is Metrics' per-queue part, read at each scrape.
+type queueCollector Metrics
+
+// Describe implements prometheus.Collector.
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldest, descDeadLetters, descMaxDepth, descPaused, descQueues, descRefused,
+		descPoolConns, descPoolMax, descPoolAcquires, descPoolEmpty, descPoolWait} {
+		ch <- d
+	}
+	for _, d := range descCounters {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: the gauges of every queue (one
+// AllStats read), then the counters. A queue that is gone (deleted, here or
+// on another broker sharing the store) loses its series: its counters are
+// dropped after two scrapes in a row without it, so that a counter of a
+// queue created just after the read is not lost.
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	m := (*Metrics)(c)
+	b := m.front.Load()
+	if b == nil {
+		return
+	}
+	if p, ok := b.Backend().(broker.PoolReporter); ok {
+		s := p.PoolStats()
+		ch <- prometheus.MustNewConstMetric(descPoolConns, prometheus.GaugeValue, float64(s.Acquired), "acquired")
+		ch <- prometheus.MustNewConstMetric(descPoolConns, prometheus.GaugeValue, float64(s.Idle), "idle")
+		ch <- prometheus.MustNewConstMetric(descPoolMax, prometheus.GaugeValue, float64(s.Max))
+		ch <- prometheus.MustNewConstMetric(descPoolAcquires, prometheus.CounterValue, float64(s.Acquires))
+		ch <- prometheus.MustNewConstMetric(descPoolEmpty, prometheus.CounterValue, float64(s.EmptyAcquires))
+		ch <- prometheus.MustNewConstMetric(descPoolWait, prometheus.CounterValue, s.AcquireWait.Seconds())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
+	defer cancel()
+	all, err := b.AllStats(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descQueues, err)
+		return
+	}
+	now := b.Clock().Now()
+	depth := make(map[string]int64, len(all))
+	for _, q := range all {
+		depth[q.Name] = q.Stats.Depth()
+	}
+	ch <- prometheus.MustNewConstMetric(descQueues, prometheus.GaugeValue, float64(len(all)))
+	for _, q := range all {
+		st := q.Stats
+		ch <- prometheus.MustNewConstMetric(descVisible, prometheus.GaugeValue, float64(st.Visible), q.Name)
+		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(st.InFlight), q.Name)
+		ch <- prometheus.MustNewConstMetric(descDelayed, prometheus.GaugeValue, float64(st.Delayed), q.Name)
+		age := 0.0
+		if !st.OldestSentAt.IsZero() {
+			age = max(0, now.Sub(st.OldestSentAt).Seconds())
+		}
+		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age, q.Name)
+		if r := q.Config.Redrive; r != nil {
+			if d, ok := depth[r.DeadLetterQueue]; ok {
+				ch <- prometheus.MustNewConstMetric(descDeadLetters, prometheus.GaugeValue, float64(d), q.Name)
+			}
+		}
+		if q.Config.MaxDepth > 0 {
+			ch <- prometheus.MustNewConstMetric(descMaxDepth, prometheus.GaugeValue, float64(q.Config.MaxDepth), q.Name)
+		}
+		paused := 0.0
+		if q.Config.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, paused, q.Name)
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, qc := range m.counts {
+		if _, live := depth[name]; !live {
+			if qc.missed++; qc.missed >= 2 {
+				delete(m.counts, name)
+				continue
+			}
+		} else {
+			qc.missed = 0
+		}
+		for i, d := range descCounters {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(qc.n[i].Load()), name)
+		}
+	}
+	for name, reasons := range m.refused {
+		if _, live := depth[name]; !live {
+			if _, counted := m.counts[name]; !counted {
+				delete(m.refused, name) // the queue's counters went: so do these
+				continue
+			}
+		}
+		for reason, n := range reasons {
+			ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(n.Load()), name, reason)
+		}
+	}
+}
