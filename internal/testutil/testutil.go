@@ -145,3 +145,25 @@ func (b *Buffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Required reports whether SLUICE_REQUIRE (a comma-separated list, e.g.
+// "postgres,node,debian,prometheus,chromium") names part: a test that needs
+// a missing part then fails instead of skipping.
+func Required(part string) bool {
+	for _, p := range strings.Split(os.Getenv("SLUICE_REQUIRE"), ",") {
+		if strings.TrimSpace(p) == part {
+			return true
+		}
+	}
+	return false
+}
+
+// Missing ends t because part is absent: it skips with why (what is missing
+// and how to get it), or fails when SLUICE_REQUIRE names part.
+func Missing(t testing.TB, part, why string) {
+	t.Helper()
+	if Required(part) {
+		t.Fatalf("%s (SLUICE_REQUIRE names %s)", why, part)
+	}
+	t.Skip(why)
+}
