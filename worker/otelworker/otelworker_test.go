@@ -2,8 +2,8 @@ package otelworker_test
 
 import (
 	"context"
-	"sync"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
