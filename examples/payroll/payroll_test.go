@@ -112,10 +112,11 @@ func TestPayrollSurvivesCrashes(t *testing.T) {
 
 	addr := freeAddr(t)
 	brokerURL := "http://" + addr
+	hc := &http.Client{Timeout: 5 * time.Second}
 	startBroker := func() *proc {
 		b := start(t, "broker", sluice, "serve", "--addr", addr, "--store", dbURL, "--log-level", "warn")
 		testutil.Eventually(t, 60*time.Second, "the broker ready", func() bool {
-			resp, err := http.Get(brokerURL + "/readyz")
+			resp, err := hc.Get(brokerURL + "/readyz")
 			if err != nil {
 				return false
 			}
