@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	sclient "github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/internal/testbroker"
+	"github.com/sluicemq/sluice/internal/testutil"
+)
+
+// cliEnv is a broker in-process and a client of it, for the CLI tests.
+type cliEnv struct {
+	t   *testing.T
+	url string
+	c   *sclient.Client
+}
+
+func setupCLI(t *testing.T) *cliEnv {
+	t.Helper()
+	t.Parallel()
+	b := testbroker.Start(t, testbroker.Config{})
+	c, err := sclient.New(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return &cliEnv{t: t, url: b.URL, c: c}
+}
+
+// result is a run's exit code and output.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs sluice with args against the test's broker (SLUICE_URL).
+func (e *cliEnv) run(args ...string) result {
+	e.t.Helper()
+	return e.runCtx(context.Background(), args...)
+}
+
+func (e *cliEnv) runCtx(ctx context.Context, args ...string) result {
+	e.t.Helper()
+	var out, errb testutil.Buffer
+	env := func(k string) string {
+		if k == "SLUICE_URL" {
+			return e.url
+		}
+		return ""
+	}
+	code := run(ctx, args, env, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// ok runs args and fails the test unless they exit 0.
+func (e *cliEnv) ok(args ...string) result {
+	e.t.Helper()
+	r := e.run(args...)
+	if r.code != 0 {
+		e.t.Fatalf("sluice %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// fails runs args and fails the test unless they exit with code and
+// stderr holds every one of parts.
+func (e *cliEnv) fails(code int, args []string, parts ...string) result {
+	e.t.Helper()
+	r := e.run(args...)
+	if r.code != code {
+		e.t.Fatalf("sluice %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
+	}
+	for _, p := range parts {
+		if !strings.Contains(r.stderr, p) {
+			e.t.Errorf("sluice %s: stderr lacks %q:\n%s", strings.Join(args, " "), p, r.stderr)
+		}
+	}
+	return r
+}
+
+func (e *cliEnv) queue(name string) sclient.Queue {
+	e.t.Helper()
+	q, err := e.c.GetQueue(context.Background(), name)
+	if err != nil {
+		e.t.Fatalf("GetQueue %s: %v", name, err)
+	}
+	return q
+}
+
+// squeeze is s with each line's runs of spaces made one.
+func squeeze(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func wantContains(t *testing.T, what, got string, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(got, p) {
+			t.Errorf("%s lacks %q:\n%s", what, p, got)
+		}
+	}
+}
+
+func TestCLIQueue(t *testing.T) {
+	e := setupCLI(t)
+	ctx := context.Background()
+
+	e.ok("queue", "create", "orders-dlq")
+	r := e.ok("queue", "create", "orders", "--dlq", "orders-dlq", "--max-receives", "3", "VisibilityTimeout=45", "--tag", "team=shop")
+	wantContains(t, "create", r.stdout, "created queue orders", "arn:")
+	q := e.queue("orders")
+	if q.DeadLetterQueue != "orders-dlq" || q.Attributes["VisibilityTimeout"] != "45" || q.Tags["team"] != "shop" {
+		t.Errorf("orders after create: dlq %q, attributes %v, tags %v", q.DeadLetterQueue, q.Attributes, q.Tags)
+	}
+	if !strings.Contains(q.Attributes["RedrivePolicy"], `"maxReceiveCount":3`) {
+		t.Errorf("RedrivePolicy %s", q.Attributes["RedrivePolicy"])
+	}
+	e.ok("queue", "create", "events.fifo", "--fifo")
+	if !e.queue("events.fifo").Fifo {
+		t.Error("events.fifo is not FIFO")
+	}
+	e.fails(2, []string{"queue", "create", "events", "--fifo"}, "ends in .fifo", "events.fifo")
+	e.fails(1, []string{"queue", "create", "x", "--dlq", "nope"}, "nope", "sluice queue create NAME")
+	e.fails(1, []string{"queue", "create", "orders", "VisibilityTimeout=99"}, "queue_exists", "sluice queue set")
+	e.fails(1, []string{"queue", "create", "bad", "VisibilityTimeout=abc"}, "VisibilityTimeout", "--help")
+	e.fails(2, []string{"queue", "create", "bad", "novalue"}, "NAME=VALUE")
+
+	if _, err := e.c.Send(ctx, "orders", sclient.Message{Body: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	r = e.ok("queue", "list")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "NAME") {
+		t.Fatalf("queue list: %q", r.stdout)
+	}
+	// Aligned columns: every line has VISIBLE's column at the same offset.
+	col := strings.Index(lines[0], "VISIBLE")
+	if f := strings.Fields(lines[2]); f[0] != "orders" || f[3] != "1" || f[6] != "0" || lines[2][col] != '1' {
+		t.Errorf("queue list's orders line: %q (header %q)", lines[2], lines[0])
+	}
+	if f := strings.Fields(lines[3]); f[0] != "orders-dlq" || f[6] != "-" {
+		t.Errorf("queue list's orders-dlq line: %q", lines[3])
+	}
+	r = e.ok("queue", "list", "--prefix", "ord", "--names")
+	if r.stdout != "orders\norders-dlq\n" {
+		t.Errorf("queue list --names: %q", r.stdout)
+	}
+	r = e.ok("queue", "list", "--json")
+	var list []queueJSON
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 3 || list[1].Name != "orders" || list[1].Stats.Visible != 1 {
+		t.Errorf("queue list --json: %v %+v", err, list)
+	}
+
+	r = e.ok("queue", "show", "orders")
+	wantContains(t, "queue show", squeeze(r.stdout), "\ndead-letter queue orders-dlq\n", "\nVisibilityTimeout 45\n", "\ntag team shop\n", "\nvisible 1\n")
+	r = e.ok("queue", "show", "--json", "orders")
+	var qj queueJSON
+	if err := json.Unmarshal([]byte(r.stdout), &qj); err != nil || qj.DeadLetterQueue != "orders-dlq" || qj.Attributes["VisibilityTimeout"] != "45" {
+		t.Errorf("queue show --json: %v %+v", err, qj)
+	}
+	e.fails(1, []string{"queue", "show", "missing"}, "queue_not_found", "sluice queue list")
+
+	r = e.ok("queue", "set", "orders", "VisibilityTimeout=60", "--max-depth", "100")
+	wantContains(t, "queue set", r.stdout, "VisibilityTimeout = 60", "MaxDepth = 100")
+	if q := e.queue("orders"); q.Attributes["VisibilityTimeout"] != "60" || q.Attributes["MaxDepth"] != "100" {
+		t.Errorf("after set: %v", q.Attributes)
+	}
+	e.fails(2, []string{"queue", "set", "orders"}, "ATTRIBUTE=VALUE")
+
+	e.ok("queue", "pause", "orders")
+	if e.queue("orders").Attributes["Paused"] != "true" {
+		t.Error("pause did not pause")
+	}
+	r = e.ok("queue", "resume", "orders", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &qj); err != nil || qj.Paused {
+		t.Errorf("resume --json: %v %+v", err, qj)
+	}
+
+	e.ok("queue", "purge", "orders")
+	if s, _ := e.c.Stats(ctx, "orders"); s.Depth != 0 {
+		t.Errorf("after purge: depth %d", s.Depth)
+	}
+	e.ok("queue", "delete", "events.fifo")
+	if _, err := e.c.GetQueue(ctx, "events.fifo"); err == nil {
+		t.Error("events.fifo still exists after delete")
+	}
+}
+
+func TestCLIHelpAndErrors(t *testing.T) {
+	e := setupCLI(t)
+	for _, args := range [][]string{
+		{"queue", "create", "--help"}, {"queue", "list", "-h"}, {"queue", "--help"},
+	} {
+		r := e.run(args...)
+		if r.code != 0 || !strings.Contains(r.stderr, "usage: sluice") {
+			t.Errorf("sluice %v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	wantContains(t, "queue create --help", e.run("queue", "create", "--help").stderr, "examples:", "sluice queue create orders --dlq")
+	e.fails(2, []string{"queue", "nope"}, "unknown command", "sluice queue --help")
+	e.fails(2, []string{"queue", "show"}, "takes 1 argument")
+
+	// A broker that is not there: the error says what to do.
+	var out, errb testutil.Buffer
+	code := run(context.Background(), []string{"queue", "list", "--url", "http://127.0.0.1:1"}, func(string) string { return "" }, &out, &errb)
+	if code != 1 {
+		t.Errorf("unreachable broker: exit %d", code)
+	}
+	wantContains(t, "unreachable broker", errb.String(), "is `sluice serve` running? set --url or SLUICE_URL")
+	code = run(context.Background(), []string{"queue", "list"}, func(k string) string {
+		if k == "SLUICE_URL" {
+			return "ftp://x"
+		}
+		return ""
+	}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "SLUICE_URL") {
+		t.Errorf("bad SLUICE_URL: exit %d, %s", code, errb.String())
+	}
+}
