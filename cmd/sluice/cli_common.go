@@ -162,7 +162,7 @@ func (c *cli) hint(err error) string {
 	case errors.Is(err, sclient.ErrMessageNotFound), errors.Is(err, sclient.ErrNotFound):
 		return "the id is not in the queue: list them with `sluice peek` or `sluice dlq list`."
 	case errors.Is(err, sclient.ErrInvalidParameter), errors.Is(err, sclient.ErrTooLarge):
-		return fmt.Sprintf("fix the value the message names; `sluice %s --help` lists the flags.", c.name)
+		return fmt.Sprintf("fix what the message names; `sluice %s --help` lists the flags.", c.name)
 	case errors.Is(err, sclient.ErrUnsupported):
 		return "the broker does not offer this: upgrade it, or check that --url names a Sluice broker."
 	case errors.Is(err, sclient.ErrUnavailable), errors.Is(err, sclient.ErrThrottled), errors.Is(err, sclient.ErrOverLimit):

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -223,4 +226,102 @@ func TestCLIHelpAndErrors(t *testing.T) {
 	if code != 2 || !strings.Contains(errb.String(), "SLUICE_URL") {
 		t.Errorf("bad SLUICE_URL: exit %d, %s", code, errb.String())
 	}
+}
+
+func TestCLISendRecvPeek(t *testing.T) {
+	e := setupCLI(t)
+	ctx := context.Background()
+	e.ok("queue", "create", "jobs")
+
+	r := e.ok("send", "jobs", "hello", "--attr", "kind=greeting", "--priority", "5")
+	id := strings.TrimSpace(r.stdout)
+	if id == "" {
+		t.Fatal("send printed no id")
+	}
+	dir := t.TempDir()
+	lines := filepath.Join(dir, "lines.txt")
+	var b strings.Builder
+	for i := 1; i <= 25; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+		if i == 7 {
+			b.WriteString("\n") // an empty line is not a message
+		}
+	}
+	if err := os.WriteFile(lines, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = e.ok("send", "jobs", "--lines", lines)
+	wantContains(t, "bulk send summary", r.stderr, "sent 25 messages to jobs in ")
+	body := filepath.Join(dir, "body.json")
+	if err := os.WriteFile(body, []byte("{\n \"multi\": \"line\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = e.ok("send", "jobs", "--file", body, "--json")
+	var sent map[string]string
+	if err := json.Unmarshal([]byte(r.stdout), &sent); err != nil || sent["id"] == "" {
+		t.Errorf("send --json: %v %q", err, r.stdout)
+	}
+	if s, _ := e.c.Stats(ctx, "jobs"); s.Visible != 27 {
+		t.Fatalf("after sends: %d visible, want 27", s.Visible)
+	}
+	e.fails(2, []string{"send", "jobs", "x", "--file", body}, "give one of")
+	e.fails(1, []string{"send", "nope", "x"}, "queue_not_found")
+
+	// peek: nothing leased.
+	r = e.ok("peek", "jobs", "--max", "3")
+	out := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(out) != 4 || !strings.HasPrefix(out[0], "ID") || !strings.Contains(out[1], id) || !strings.Contains(out[1], "kind=greeting") || !strings.Contains(out[1], "visible") {
+		t.Errorf("peek: %q", r.stdout)
+	}
+	r = e.ok("peek", "jobs", "--attr", "kind=greeting", "--json")
+	var m messageJSON
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil || m.ID != id || m.Body != "hello" || m.Attributes["kind"].Value != "greeting" {
+		t.Errorf("peek --attr --json: %v %q", err, r.stdout)
+	}
+	r = e.ok("peek", "jobs", "--max", "1000", "--json")
+	if n := strings.Count(r.stdout, "\n"); n != 27 {
+		t.Errorf("peek --max 1000: %d messages, want 27 (across pages)", n)
+	}
+	if s, _ := e.c.Stats(ctx, "jobs"); s.Visible != 27 || s.InFlight != 0 {
+		t.Errorf("peek leased messages: %+v", s)
+	}
+
+	// recv without --ack leases; with --ack deletes.
+	r = e.ok("recv", "jobs", "--max", "2", "--json")
+	var got []messageJSON
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m messageJSON
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("recv --json line %q: %v", l, err)
+		}
+		got = append(got, m)
+	}
+	if len(got) != 2 || got[0].ID != id || got[0].Receipt == "" || got[0].ReceiveCount != 1 {
+		t.Errorf("recv --json: %+v", got)
+	}
+	if s, _ := e.c.Stats(ctx, "jobs"); s.InFlight != 2 || s.Visible != 25 {
+		t.Errorf("after recv: %+v", s)
+	}
+	r = e.ok("recv", "jobs", "--max", "15", "--ack")
+	if n := strings.Count(r.stdout, "\n"); n != 16 {
+		t.Errorf("recv --max 15: %d lines, want a header and 15:\n%s", n, r.stdout)
+	}
+	wantContains(t, "recv --ack", r.stderr, "received 15, acked 15")
+	if s, _ := e.c.Stats(ctx, "jobs"); s.InFlight != 2 || s.Visible != 10 {
+		t.Errorf("after recv --ack: %+v", s)
+	}
+
+	e.ok("queue", "create", "empty")
+	r = e.ok("recv", "empty")
+	wantContains(t, "recv of an empty queue", r.stderr, "no message in empty")
+
+	// FIFO: the group and dedup id go through.
+	e.ok("queue", "create", "ev.fifo", "--fifo")
+	e.ok("send", "ev.fifo", "a", "--group", "g1", "--dedup", "d1")
+	e.ok("send", "ev.fifo", "a", "--group", "g1", "--dedup", "d1") // deduplicated
+	r = e.ok("peek", "ev.fifo", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil || m.GroupID != "g1" || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("FIFO peek: %v %q", err, r.stdout)
+	}
+	e.fails(1, []string{"send", "ev.fifo", "b"}, "MessageGroupId", "--help")
 }
