@@ -325,3 +325,142 @@ func TestCLISendRecvPeek(t *testing.T) {
 	}
 	e.fails(1, []string{"send", "ev.fifo", "b"}, "MessageGroupId", "--help")
 }
+
+// deadLetters sends one message a body to queue and dead-letters each one
+// with the reason of the same index.
+func (e *cliEnv) deadLetters(queue string, msgs []sclient.Message, reasons []string) {
+	e.t.Helper()
+	ctx := context.Background()
+	for i, m := range msgs {
+		if _, err := e.c.Send(ctx, queue, m); err != nil {
+			e.t.Fatal(err)
+		}
+		ds, err := e.c.Receive(ctx, queue)
+		if err != nil || len(ds) != 1 {
+			e.t.Fatalf("receive: %v, %d messages", err, len(ds))
+		}
+		if err := e.c.DeadLetter(ctx, queue, ds[0].Receipt, reasons[i]); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func TestCLIDeadLetters(t *testing.T) {
+	e := setupCLI(t)
+	ctx := context.Background()
+	e.ok("queue", "create", "orders-dlq")
+	e.ok("queue", "create", "orders", "--dlq", "orders-dlq", "--max-receives", "3")
+	e.ok("queue", "create", "plain")
+	msgs := []sclient.Message{
+		{Body: `{"order": 1}`, Attributes: map[string]sclient.Attribute{"kind": sclient.String("new"), "amount": sclient.Number("12.5")}, CorrelationID: "c-1"},
+		{Body: "second\nwith a newline", Attributes: map[string]sclient.Attribute{"blob": sclient.Binary([]byte{0, 1, 2, 255})}},
+		{Body: `{"order": 3}`, Priority: 7},
+	}
+	e.deadLetters("orders", msgs, []string{"bad currency", "timeout", "bad currency EUR"})
+
+	r := e.ok("dlq", "list", "orders")
+	out := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(out) != 4 || !strings.HasPrefix(out[0], "ID") || !strings.Contains(out[1], "bad currency") || !strings.Contains(out[2], `second\nwith a newline`) {
+		t.Errorf("dlq list:\n%s", r.stdout)
+	}
+	r = e.ok("dlq", "list", "orders", "--reason", "currency", "--json")
+	var dead []messageJSON
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m messageJSON
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("dlq list --json line %q: %v", l, err)
+		}
+		dead = append(dead, m)
+	}
+	if len(dead) != 2 || dead[0].Reason != "bad currency" || dead[0].DeadLetterSource != "orders" || dead[0].ReceiveCount != 1 {
+		t.Errorf("dlq list --reason --json: %+v", dead)
+	}
+	r = e.ok("dlq", "show", "orders", dead[0].ID)
+	wantContains(t, "dlq show", squeeze(r.stdout), "\nreason bad currency\n", "\ncorrelation id c-1\n", "\nattribute kind String new\n", `{"order": 1}`)
+	e.fails(1, []string{"dlq", "show", "orders", "no-such-id"}, "no dead letter no-such-id", "sluice dlq list")
+	e.fails(1, []string{"dlq", "list", "plain"}, "conflict", "--dlq")
+
+	// export → delete → send --from-export keeps bodies and attributes.
+	file := filepath.Join(t.TempDir(), "dead.jsonl")
+	r = e.ok("dlq", "export", "orders", "--out", file)
+	wantContains(t, "export summary", r.stderr, "exported 3 dead letters of orders to "+file)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("export: %d lines:\n%s", len(lines), data)
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"id", "body", "attributes", "reason", "receiveCount", "attempts", "createdAt", "deadLetterSource"} {
+		if _, ok := first[k]; !ok {
+			t.Errorf("an export line lacks %q: %s", k, lines[0])
+		}
+	}
+	r = e.ok("dlq", "delete", "orders", "--all")
+	wantContains(t, "dlq delete --all", r.stdout, "deleted 3 dead letter(s) of orders")
+	if s, _ := e.c.Stats(ctx, "orders"); *s.DeadLetters != 0 {
+		t.Errorf("after delete --all: %d dead letters", *s.DeadLetters)
+	}
+	r = e.ok("send", "orders", "--from-export", file)
+	wantContains(t, "send --from-export", r.stderr, "sent 3 messages to orders")
+	page, err := e.c.Browse(ctx, "orders", sclient.Limit(10))
+	if err != nil || len(page.Messages) != 3 {
+		t.Fatalf("browse after --from-export: %v, %d", err, len(page.Messages))
+	}
+	byBody := map[string]sclient.Delivery{}
+	for _, d := range page.Messages {
+		byBody[d.Body] = d
+	}
+	for _, m := range msgs {
+		d, ok := byBody[m.Body]
+		if !ok {
+			t.Errorf("body %q did not come back", m.Body)
+			continue
+		}
+		for k, a := range m.Attributes {
+			got := d.Attributes[k]
+			if got.Type != a.Type || got.Value != a.Value || string(got.Binary) != string(a.Binary) {
+				t.Errorf("body %q: attribute %s = %+v, want %+v", m.Body, k, got, a)
+			}
+		}
+		if d.CorrelationID != m.CorrelationID || d.Priority != m.Priority {
+			t.Errorf("body %q: correlation id %q, priority %d; want %q, %d", m.Body, d.CorrelationID, d.Priority, m.CorrelationID, m.Priority)
+		}
+	}
+
+	// replay: one by id, then the rest.
+	if err := e.c.PurgeQueue(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	e.deadLetters("orders", msgs, []string{"a", "b", "c"})
+	dl, err := e.c.DeadLetters(ctx, "orders")
+	if err != nil || len(dl.Messages) != 3 {
+		t.Fatalf("dead letters: %v %d", err, len(dl.Messages))
+	}
+	r = e.ok("dlq", "replay", "orders", dl.Messages[0].ID, "--body", "fixed")
+	wantContains(t, "replay by id", r.stderr, "replayed 1 dead letters into orders")
+	r = e.ok("dlq", "replay", "orders", "--json")
+	wantContains(t, "replay all", r.stderr, "replayed 2 dead letters into orders")
+	var task taskJSON
+	if err := json.Unmarshal([]byte(r.stdout), &task); err != nil || task.Status != "COMPLETED" || task.Moved != 2 {
+		t.Errorf("replay --json: %v %q", err, r.stdout)
+	}
+	if s, _ := e.c.Stats(ctx, "orders"); s.Visible != 3 || *s.DeadLetters != 0 {
+		t.Errorf("after replays: %+v", s)
+	}
+	if page, _ := e.c.Browse(ctx, "orders", sclient.WithAttributeValue("kind", "new")); len(page.Messages) != 1 || page.Messages[0].Body != "fixed" {
+		t.Errorf("the edited replay: %+v, want body \"fixed\" with its attributes", page.Messages)
+	}
+	r = e.ok("dlq", "replay", "orders", "--status")
+	if n := strings.Count(r.stdout, "COMPLETED"); n != 2 {
+		t.Errorf("replay --status: %d completed:\n%s", n, r.stdout)
+	}
+	e.fails(2, []string{"dlq", "replay", "orders", "--body", "x"}, "give their ids")
+	e.fails(1, []string{"dlq", "delete", "orders", "no-such-id"}, "not found")
+	e.fails(2, []string{"dlq", "delete", "orders"}, "--all")
+}
