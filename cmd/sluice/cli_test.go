@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sclient "github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/internal/testutil"
+	"github.com/sluicemq/sluice/metrics"
+	"github.com/sluicemq/sluice/server"
 )
 
 // cliEnv is a broker in-process and a client of it, for the CLI tests.
@@ -463,4 +466,95 @@ func TestCLIDeadLetters(t *testing.T) {
 	e.fails(2, []string{"dlq", "replay", "orders", "--body", "x"}, "give their ids")
 	e.fails(1, []string{"dlq", "delete", "orders", "no-such-id"}, "not found")
 	e.fails(2, []string{"dlq", "delete", "orders"}, "--all")
+}
+
+func TestCLIStats(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	b := testbroker.Start(t, testbroker.Config{Observer: m, Server: func(c *server.Config) { c.Metrics = m }})
+	m.Attach(b.Front)
+	c, err := sclient.New(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	e := &cliEnv{t: t, url: b.URL, c: c}
+	ctx := context.Background()
+	e.ok("queue", "create", "a-dlq")
+	e.ok("queue", "create", "a", "--dlq", "a-dlq")
+	e.ok("send", "a", "x")
+	e.ok("send", "a", "y")
+
+	r := e.ok("stats", "--once")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 || strings.Fields(lines[0])[0] != "QUEUE" || strings.Join(strings.Fields(lines[1]), " ") != "a 2 0 0 0 0s" || strings.Join(strings.Fields(lines[2]), " ") != "a-dlq 0 0 0 - 0s" {
+		t.Errorf("stats --once:\n%s", r.stdout)
+	}
+	r = e.ok("stats", "--once", "--sort", "depth", "--json")
+	var frame struct {
+		Queues []statsRow `json:"queues"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &frame); err != nil || len(frame.Queues) != 2 || frame.Queues[0].Name != "a" || frame.Queues[0].Depth != 2 {
+		t.Errorf("stats --once --json: %v %q", err, r.stdout)
+	}
+	e.fails(2, []string{"stats", "--sort", "size"}, "use name, depth")
+
+	// The live view: frames until the context ends; sends show in IN/s.
+	lctx, cancel := context.WithCancel(ctx)
+	var out, errb testutil.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(lctx, []string{"stats", "--json", "--interval", "20ms"}, func(k string) string {
+			if k == "SLUICE_URL" {
+				return b.URL
+			}
+			return ""
+		}, &out, &errb)
+	}()
+	testutil.Eventually(t, 10*time.Second, "two frames", func() bool { return strings.Count(out.String(), "\n") >= 2 })
+	e.ok("send", "a", "z")
+	testutil.Eventually(t, 10*time.Second, "a frame with a's sends a second above 0", func() bool {
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var f struct{ Queues []statsRow }
+			if json.Unmarshal([]byte(l), &f) != nil {
+				continue
+			}
+			for _, q := range f.Queues {
+				if q.Name == "a" && q.InPerSecond != nil && *q.InPerSecond > 0 {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("live stats ended with %d: %s", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("live stats did not end when its context did")
+	}
+}
+
+func TestStatsRowsRates(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+	q := func(depth int64) []sclient.QueueSummary {
+		return []sclient.QueueSummary{{Name: "q", Stats: sclient.Stats{Visible: depth, Depth: depth}}}
+	}
+	prev := &statsSample{at: t0, queues: q(10), counters: map[string]map[string]float64{"in": {"q": 100}, "out": {"q": 50}}}
+	now := &statsSample{at: t0.Add(2 * time.Second), queues: q(4), counters: map[string]map[string]float64{"in": {"q": 110}, "out": {"q": 66}}}
+	rows := statsRows(prev, now)
+	if len(rows) != 1 || rows[0].InPerSecond == nil || *rows[0].InPerSecond != 5 || *rows[0].OutPerSecond != 8 || *rows[0].DepthPerSecond != -3 {
+		t.Fatalf("rates: %+v", rows)
+	}
+	if rows := statsRows(nil, now); rows[0].InPerSecond != nil || rows[0].DepthPerSecond != nil {
+		t.Errorf("a first frame has rates: %+v", rows[0])
+	}
+	now.counters = nil // a broker without /metrics: only the depth's rate
+	if rows := statsRows(prev, now); rows[0].InPerSecond != nil || rows[0].DepthPerSecond == nil {
+		t.Errorf("without counters: %+v", rows[0])
+	}
 }
