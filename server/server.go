@@ -1,7 +1,8 @@
 // Package server runs Sluice's HTTP listener: it builds the http.Server that
 // bounds what a client can make the broker hold (header and body sizes,
 // read-header, read, write and idle timeouts, a cap on waiting receives), mounts
-// the native API under /v1/ and the SQS API on every other path, and shuts
+// the native API under /v1/, the dashboard under /ui/ (Config.Dashboard) and
+// the SQS API on every other path, and shuts
 // down in a documented order.
 //
 // Shutdown order (Stop):
@@ -35,6 +36,7 @@ import (
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/dashboard"
 	"github.com/sluicemq/sluice/webhook"
 )
 
@@ -94,6 +96,11 @@ type Config struct {
 	// refuses the URLs the dispatcher would not call. A nil Logger logs with
 	// the server's Logger; a nil Clock is the broker's clock.
 	Webhooks *webhook.Config
+
+	// Dashboard serves the live dashboard (package dashboard) at /ui/, and
+	// redirects a browser's GET / (asking for HTML, with no SQS Action) to
+	// it. Default true; false serves neither (sluice serve --dashboard=false).
+	Dashboard bool
 }
 
 // Metrics is what the server needs of package metrics: a handler for GET
@@ -117,6 +124,7 @@ func DefaultConfig() Config {
 		IdleTimeout:        120 * time.Second,
 		ShutdownTimeout:    10 * time.Second,
 		MaxWaitingReceives: apicommon.DefaultMaxWaitingReceives,
+		Dashboard:          true,
 	}
 }
 
@@ -138,6 +146,9 @@ func (c Config) Validate() error {
 		if r == '/' || r == '?' || r == '#' || r <= ' ' {
 			return fmt.Errorf("server: AccountID %q must not contain '/', '?', '#' or spaces", c.AccountID)
 		}
+	}
+	if c.Dashboard && c.AccountID == "ui" {
+		return errors.New(`server: AccountID must not be "ui" while Dashboard is on: queue URLs would lie under /ui/, where the dashboard is served`)
 	}
 	if c.Region == "" {
 		return errors.New("server: Region must not be empty (e.g. us-east-1)")
@@ -250,7 +261,22 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 	// /<account>/<queue>, and AccountID cannot be "v1").
 	mux.Handle("/v1/", nativeHandler)
 	mux.Handle("/v1", sqsHandler)
-	mux.Handle("/", sqsHandler)
+	root := http.Handler(sqsHandler)
+	if cfg.Dashboard {
+		ui := dashboard.Handler()
+		mux.Handle("/ui/", ui)
+		mux.Handle("/ui", ui)
+		// A browser opening the root gets the dashboard; SQS requests to /
+		// (an Action, an X-Amz-Target) go on to the SQS API.
+		root = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if dashboard.WantsDashboard(r) {
+				http.Redirect(w, r, dashboard.Prefix, http.StatusFound)
+				return
+			}
+			sqsHandler.ServeHTTP(w, r)
+		})
+	}
+	mux.Handle("/", root)
 	s.handler = withCaller(mux)
 	s.http = &http.Server{
 		Handler:           s.handler,
