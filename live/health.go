@@ -178,3 +178,46 @@ func group(n int64) string {
 	}
 	return b.String()
 }
+
+// ParseDepthThresholds parses "WARNING,CRITICAL" depths (e.g. "1000,10000";
+// 0 turns one off) into t.
+func (t *Thresholds) ParseDepthThresholds(s string) error {
+	w, c, ok := strings.Cut(s, ",")
+	if !ok {
+		return fmt.Errorf("depth thresholds %q: give two depths, warning then critical, e.g. 1000,10000 (0 turns one off)", s)
+	}
+	wn, err1 := strconv.ParseInt(strings.TrimSpace(w), 10, 64)
+	cn, err2 := strconv.ParseInt(strings.TrimSpace(c), 10, 64)
+	if err1 != nil || err2 != nil || wn < 0 || cn < 0 {
+		return fmt.Errorf("depth thresholds %q: both must be whole numbers ≥ 0, e.g. 1000,10000", s)
+	}
+	if wn > 0 && cn > 0 && cn < wn {
+		return fmt.Errorf("depth thresholds %q: the critical depth %d is below the warning depth %d", s, cn, wn)
+	}
+	t.DepthWarning, t.DepthCritical = wn, cn
+	return nil
+}
+
+// ParseAgeThresholds parses "WARNING,CRITICAL" ages of the oldest message
+// (Go durations, e.g. "1m,5m"; 0 turns one off) into t.
+func (t *Thresholds) ParseAgeThresholds(s string) error {
+	w, c, ok := strings.Cut(s, ",")
+	if !ok {
+		return fmt.Errorf("age thresholds %q: give two durations, warning then critical, e.g. 1m,5m (0 turns one off)", s)
+	}
+	wd, err1 := time.ParseDuration(strings.TrimSpace(w))
+	cd, err2 := time.ParseDuration(strings.TrimSpace(c))
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("age thresholds %q: both must be durations such as 30s, 1m or 1h30m, e.g. 1m,5m", s)
+	}
+	for _, d := range []time.Duration{wd, cd} {
+		if d != 0 && d < time.Second {
+			return fmt.Errorf("age thresholds %q: each must be 0 (off) or at least 1s", s)
+		}
+	}
+	if wd > 0 && cd > 0 && cd < wd {
+		return fmt.Errorf("age thresholds %q: the critical age %v is below the warning age %v", s, cd, wd)
+	}
+	t.AgeWarning, t.AgeCritical = wd, cd
+	return nil
+}
