@@ -7,8 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/server"
 )
+
+// withDashboard turns the dashboard on, with the live sampler it reads.
+func withDashboard(t *testing.T) func(*server.Config) {
+	return func(c *server.Config) {
+		lv, err := live.New(live.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Live, c.Dashboard = lv, true
+	}
+}
 
 // noRedirect answers redirects instead of following them.
 var noRedirect = &http.Client{
@@ -35,7 +47,7 @@ const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*
 
 func TestDashboardServed(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
+	e := setup(t, withDashboard(t))
 
 	resp, body := getPage(t, e.URL+"/ui/", browserAccept)
 	if resp.StatusCode != 200 || !strings.Contains(body, "<title>Sluice dashboard</title>") {
@@ -79,7 +91,7 @@ func TestDashboardServed(t *testing.T) {
 
 func TestDashboardOff(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *server.Config) { c.Dashboard = false })
+	e := setup(t)
 	if resp, _ := getPage(t, e.URL+"/", browserAccept); resp.StatusCode == http.StatusFound {
 		t.Errorf("GET / redirected with Dashboard off")
 	}
@@ -91,6 +103,7 @@ func TestDashboardOff(t *testing.T) {
 func TestDashboardAccountUI(t *testing.T) {
 	t.Parallel()
 	cfg := server.DefaultConfig()
+	withDashboard(t)(&cfg)
 	cfg.AccountID = "ui"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "AccountID") {
 		t.Errorf("AccountID ui with the dashboard on: %v, want an AccountID error", err)

@@ -39,6 +39,7 @@ function fmtRate(r) {
 }
 function fmtAge(s) {
   if (s === null || s === undefined) return "—";
+  s = Math.floor(s);
   if (s < 60) return s + " s";
   if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
   if (s < 86400) return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
