@@ -167,7 +167,7 @@ let statsRoute = true; // false once GET /v1/stats answered 404
 async function fetchStats(queue) {
   if (statsRoute) {
     try {
-      const doc = await api("GET", "/v1/stats" + (queue ? "?queue=" + encodeURIComponent(queue) : ""));
+      const doc = await api("GET", "/v1/stats");
       if (queue) doc.queues = doc.queues.filter((q) => q.name === queue);
       return doc;
     } catch (e) {
@@ -591,8 +591,10 @@ class QueuePage {
     try {
       doc = await api("GET", qpath(this.name) + "/history");
     } catch (e) {
-      if (e.status !== 404 || e.code === "queue_not_found") toast("Could not load the history: " + e.message, true);
-      return; // no history route: the charts fill from live events
+      // 404: no history yet (a new queue) or no history route; the charts
+      // fill from the live events.
+      if (e.status !== 404) toast("Could not load the history: " + e.message, true);
+      return;
     }
     const old = (doc.points || []).map((p) => ({ time: Date.parse(p.time), visible: p.visible, inFlight: p.inFlight, delayed: p.delayed,
       deadLetters: p.deadLetters || 0, sent: p.sent, received: p.received, deleted: p.deleted }));
