@@ -66,3 +66,44 @@ func (b *Broker) count(queue string, c Counter, n int) {
 		b.opts.Observer.Count(queue, c, n)
 	}
 }
+
+// Observers returns an Observer that reports to each non-nil observer in
+// order (Options holds one Observer: metrics and the live dashboard's
+// sampler both listen). It returns nil when none is given, the only one when
+// one is given.
+func Observers(obs ...Observer) Observer {
+	var list multiObserver
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	switch len(list) {
+	case 0:
+		return nil
+	case 1:
+		return list[0]
+	}
+	return list
+}
+
+// multiObserver is the fan-out of Observers.
+type multiObserver []Observer
+
+func (m multiObserver) Count(queue string, c Counter, n int) {
+	for _, o := range m {
+		o.Count(queue, c, n)
+	}
+}
+
+func (m multiObserver) Refused(queue, reason string) {
+	for _, o := range m {
+		o.Refused(queue, reason)
+	}
+}
+
+func (m multiObserver) Synced(d time.Duration, commits int) {
+	for _, o := range m {
+		o.Synced(d, commits)
+	}
+}

@@ -1,14 +1,16 @@
 // Package server runs Sluice's HTTP listener: it builds the http.Server that
 // bounds what a client can make the broker hold (header and body sizes,
 // read-header, read, write and idle timeouts, a cap on waiting receives), mounts
-// the native API under /v1/ and the SQS API on every other path, and shuts
+// the native API under /v1/, the dashboard under /ui/ (Config.Dashboard) and
+// the SQS API on every other path, and shuts
 // down in a documented order.
 //
 // Shutdown order (Stop):
 //  1. stop accepting: the listener is closed, so no new connection arrives;
 //  2. drain: every waiting receive (SQS's ReceiveMessage, the native API's
 //     receive) answers at once with an empty result (it claims nothing), and
-//     new receives on open connections answer empty;
+//     new receives on open connections answer empty; the dashboard's event
+//     streams end and its sampler stops (Config.Live);
 //  3. finish in-flight requests, up to the Stop context's deadline (default
 //     Config.ShutdownTimeout), then close whatever connections remain;
 //  4. stop the dead-letter webhook dispatcher, when there is one
@@ -35,6 +37,8 @@ import (
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/dashboard"
+	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/webhook"
 )
 
@@ -94,6 +98,20 @@ type Config struct {
 	// refuses the URLs the dispatcher would not call. A nil Logger logs with
 	// the server's Logger; a nil Clock is the broker's clock.
 	Webhooks *webhook.Config
+
+	// Live, when not nil, is the dashboard's sampler (package live): the
+	// server attaches it to the broker, serves GET /v1/stats, GET /v1/events
+	// and GET /v1/queues/{queue}/history from it, starts it in Start and
+	// stops it in Stop (step 2, with the waiting receives, so that open
+	// event streams end before the server waits for requests). It should
+	// also be the broker's Options.Observer (broker.Observers), or its
+	// rates stay 0. Default nil: those routes answer no_such_route.
+	Live *live.Live
+	// Dashboard serves the web dashboard (package dashboard) at /ui/, and
+	// redirects a browser's GET / (asking for HTML, with no SQS Action) to
+	// it. It reads Live's routes, so it needs Live. Default false (sluice
+	// serve turns it on: --dashboard, default true).
+	Dashboard bool
 }
 
 // Metrics is what the server needs of package metrics: a handler for GET
@@ -139,8 +157,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("server: AccountID %q must not contain '/', '?', '#' or spaces", c.AccountID)
 		}
 	}
+	if c.Dashboard && c.AccountID == "ui" {
+		return errors.New(`server: AccountID must not be "ui" while Dashboard is on: queue URLs would lie under /ui/, where the dashboard is served`)
+	}
 	if c.Region == "" {
 		return errors.New("server: Region must not be empty (e.g. us-east-1)")
+	}
+	if c.Dashboard && c.Live == nil {
+		return errors.New("server: Dashboard needs Live (the dashboard reads its live statistics; live.New)")
 	}
 	if c.Webhooks != nil {
 		if err := c.Webhooks.Validate(); err != nil {
@@ -243,6 +267,11 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if cfg.Live != nil {
+		// Specific patterns: more specific than the native API's /v1/.
+		cfg.Live.Attach(b)
+		cfg.Live.Register(mux, s.drain.Done())
+	}
 	sqsHandler := sqs.New(b, api)
 	nativeHandler := native.New(b, api)
 	// The native API owns /v1/ and everything under it; every other path,
@@ -250,7 +279,22 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 	// /<account>/<queue>, and AccountID cannot be "v1").
 	mux.Handle("/v1/", nativeHandler)
 	mux.Handle("/v1", sqsHandler)
-	mux.Handle("/", sqsHandler)
+	root := http.Handler(sqsHandler)
+	if cfg.Dashboard {
+		ui := dashboard.Handler()
+		mux.Handle("/ui/", ui)
+		mux.Handle("/ui", ui)
+		// A browser opening the root gets the dashboard; SQS requests to /
+		// (an Action, an X-Amz-Target) go on to the SQS API.
+		root = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if dashboard.WantsDashboard(r) {
+				http.Redirect(w, r, dashboard.Prefix, http.StatusFound)
+				return
+			}
+			sqsHandler.ServeHTTP(w, r)
+		})
+	}
+	mux.Handle("/", root)
 	s.handler = withCaller(mux)
 	s.http = &http.Server{
 		Handler:           s.handler,
@@ -340,6 +384,15 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("server: %w", err)
 		}
 	}
+	if s.cfg.Live != nil {
+		if err := s.cfg.Live.Start(ctx); err != nil {
+			_ = ln.Close()
+			if s.hooks != nil {
+				_ = s.hooks.Stop(ctx)
+			}
+			return fmt.Errorf("server: %w", err)
+		}
+	}
 	s.ln = ln
 	s.started = true
 	s.serveErr = make(chan error, 1)
@@ -385,6 +438,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	defer close(s.stopDone)
 	if !started {
 		s.cancelDrain()
+		if s.cfg.Live != nil {
+			s.cfg.Live.Stop()
+		}
 		return nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
@@ -394,8 +450,12 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	// 1. Stop accepting.
 	_ = s.ln.Close()
-	// 2. Answer waiting receives at once.
+	// 2. Answer waiting receives at once, end the event streams and stop
+	// sampling.
 	s.cancelDrain()
+	if s.cfg.Live != nil {
+		s.cfg.Live.Stop()
+	}
 	// 3. Finish in-flight requests within the deadline, then cut the rest.
 	err := s.http.Shutdown(ctx)
 	if errors.Is(err, net.ErrClosed) {

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/server"
 	"github.com/sluicemq/sluice/webhook"
@@ -32,6 +33,10 @@ type serveFlags struct {
 	// hosts they may call (package webhook).
 	webhookSecret string
 	webhookHosts  hostsFlag
+	// dashboard serves /ui; thresholds decide the health states of the
+	// dashboard and of GET /v1/stats.
+	dashboard  bool
+	thresholds live.Thresholds
 }
 
 // hostsFlag is --webhook-allow-host: repeatable, each value a host or a
@@ -105,9 +110,34 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	}
 	fs.Var(&f.webhookHosts, "webhook-allow-host",
 		"a host dead-letter webhooks may call: host (ports 80 and 443) or host:port; repeat it or give a comma-separated list (env SLUICE_WEBHOOK_ALLOW_HOSTS)")
+	var healthDepth, healthAge, healthDead string
+	str(&healthDepth, "health-depth", "SLUICE_HEALTH_DEPTH", "1000,10000", "queue depth (visible + in flight + delayed) at which a queue's health is warning, then critical; 0 turns one off")
+	str(&healthAge, "health-age", "SLUICE_HEALTH_AGE", "1m,5m", "age of a queue's oldest message at which its health is warning, then critical; 0 turns one off")
+	str(&healthDead, "health-dead-letters", "SLUICE_HEALTH_DEAD_LETTERS", "warning", "health of a queue whose dead-letter queue holds messages: warning, critical or ignore")
+	dashDef := true
+	if v := env("SLUICE_DASHBOARD"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, fmt.Errorf("SLUICE_DASHBOARD=%q is not a boolean (use true or false)", v)
+		}
+		dashDef = b
+	}
+	fs.BoolVar(&f.dashboard, "dashboard", dashDef, "serve the web dashboard at /ui/ (env SLUICE_DASHBOARD); the live statistics under /v1/ are served either way")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
+	f.thresholds = live.DefaultThresholds()
+	if err := f.thresholds.ParseDepthThresholds(healthDepth); err != nil {
+		return f, fmt.Errorf("--health-depth: %v", err)
+	}
+	if err := f.thresholds.ParseAgeThresholds(healthAge); err != nil {
+		return f, fmt.Errorf("--health-age: %v", err)
+	}
+	level, err := live.ParseDeadLetterLevel(healthDead)
+	if err != nil {
+		return f, fmt.Errorf("--health-dead-letters: %v", err)
+	}
+	f.thresholds.DeadLetters = level
 	fs.Visit(func(fl *flag.Flag) { delete(secretEnv, fl.Name) })
 	for name, envName := range secretEnv {
 		if err := fs.Set(name, env(envName)); err != nil {
@@ -192,7 +222,15 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 
 	m := metrics.New()
 	cfg.Metrics = m
-	opts := broker.Options{Logger: log, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge, Observer: m}
+	lcfg := live.DefaultConfig()
+	lcfg.Thresholds, lcfg.Logger = f.thresholds, log
+	lv, err := live.New(lcfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
+	}
+	cfg.Live, cfg.Dashboard = lv, f.dashboard
+	opts := broker.Options{Logger: log, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge, Observer: broker.Observers(m, lv)}
 	if wc := f.webhooks(); wc != nil {
 		// The front refuses a DeadLetterWebhook of another host; the
 		// dispatcher (started by the server) calls only these.

@@ -1,0 +1,816 @@
+// Sluice dashboard: a client of the native API (/v1/), served from the
+// binary. Every string from the broker goes into the page as text
+// (textContent, createTextNode, attribute values), never as HTML.
+"use strict";
+
+// ---------- small helpers ----------
+
+// h builds an element: attrs are properties or attributes ("on*" are
+// listeners), children are nodes or strings (strings become text nodes).
+function h(tag, attrs, ...children) {
+  const el = tag.startsWith("svg:")
+    ? document.createElementNS("http://www.w3.org/2000/svg", tag.slice(4))
+    : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "text") el.textContent = v;
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function setText(el, s) {
+  s = String(s);
+  if (el.textContent !== s) el.textContent = s;
+}
+
+const nf = new Intl.NumberFormat("en");
+function fmtInt(n) { return n === null || n === undefined ? "—" : nf.format(n); }
+function fmtRate(r) {
+  if (r === null || r === undefined) return "—";
+  if (r === 0) return "0";
+  if (r < 0.1) return "<0.1";
+  return r < 10 ? r.toFixed(1) : nf.format(Math.round(r));
+}
+function fmtAge(s) {
+  if (s === null || s === undefined) return "—";
+  s = Math.floor(s);
+  if (s < 60) return s + " s";
+  if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+  if (s < 86400) return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+  return Math.floor(s / 86400) + " d " + Math.floor((s % 86400) / 3600) + " h";
+}
+function fmtTime(t) {
+  if (!t) return "—";
+  const d = new Date(t);
+  return isNaN(d) ? String(t) : d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+const qpath = (name) => "/v1/queues/" + encodeURIComponent(name);
+
+// api calls the native API and answers its JSON (null for 204). An error
+// answer ({"code","message"}) throws an Error carrying both.
+async function api(method, path, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  if (res.status === 204) return null;
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (!res.ok) {
+    const err = new Error((data && data.message) || (res.status + " " + res.statusText));
+    err.status = res.status;
+    err.code = data && data.code;
+    throw err;
+  }
+  return data;
+}
+
+let toastTimer = 0;
+function toast(msg, isError) {
+  const el = document.getElementById("toast");
+  el.className = "toast" + (isError ? " error" : "");
+  setText(el, msg);
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => setText(el, ""), isError ? 8000 : 4000);
+}
+
+// confirmAction opens the in-page dialog and resolves true when the user
+// confirms.
+function confirmAction(title, text, okLabel) {
+  const dlg = document.getElementById("confirm");
+  setText(document.getElementById("confirm-title"), title);
+  setText(document.getElementById("confirm-text"), text);
+  setText(document.getElementById("confirm-ok"), okLabel || "Confirm");
+  dlg.returnValue = "";
+  return new Promise((resolve) => {
+    dlg.addEventListener("close", () => resolve(dlg.returnValue === "ok"), { once: true });
+    dlg.showModal();
+    document.getElementById("confirm-cancel").focus();
+  });
+}
+
+function setConn(state, text) {
+  const el = document.getElementById("conn");
+  el.className = "conn " + state;
+  setText(el, text);
+}
+
+// ---------- live data ----------
+
+// Live follows GET /v1/events (event "stats", every second); when the
+// stream is not served or breaks, it polls GET /v1/stats every 2 s, and
+// when that is not served either, GET /v1/queues (counts only). onData gets
+// the /v1/stats document each time.
+class Live {
+  constructor(queue, onData) {
+    this.queue = queue;
+    this.onData = onData;
+    this.closed = false;
+    this.es = null;
+    this.timer = 0;
+    this.failures = 0;
+    this.start();
+  }
+  start() {
+    if (typeof EventSource === "undefined") return this.poll();
+    const url = "/v1/events" + (this.queue ? "?queue=" + encodeURIComponent(this.queue) : "");
+    const es = new EventSource(url);
+    this.es = es;
+    let opened = false;
+    es.addEventListener("open", () => { opened = true; this.failures = 0; setConn("live", "live"); });
+    es.addEventListener("stats", (ev) => {
+      try { this.onData(JSON.parse(ev.data)); } catch (e) { console.warn("bad stats event", e); }
+    });
+    es.addEventListener("error", () => {
+      if (this.closed) return;
+      es.close();
+      this.es = null;
+      this.failures++;
+      // Never opened: the stream is not served; poll. Opened then broke:
+      // poll meanwhile and try the stream again later.
+      setConn("poll", "polling");
+      this.poll();
+      if (opened) this.retry = setTimeout(() => { if (!this.closed) { clearTimeout(this.timer); this.start(); } }, 10000);
+    });
+  }
+  async poll() {
+    if (this.closed) return;
+    try {
+      this.onData(await fetchStats(this.queue));
+      setConn("poll", "polling every 2 s");
+    } catch (e) {
+      setConn("down", "broker unreachable: " + e.message);
+    }
+    if (!this.closed) this.timer = setTimeout(() => this.poll(), 2000);
+  }
+  close() {
+    this.closed = true;
+    if (this.es) this.es.close();
+    clearTimeout(this.timer);
+    clearTimeout(this.retry);
+  }
+}
+
+let statsRoute = true; // false once GET /v1/stats answered 404
+
+// fetchStats answers the /v1/stats document, built from GET /v1/queues
+// when the broker has no /v1/stats.
+async function fetchStats(queue) {
+  if (statsRoute) {
+    try {
+      const doc = await api("GET", "/v1/stats");
+      if (queue) doc.queues = doc.queues.filter((q) => q.name === queue);
+      return doc;
+    } catch (e) {
+      if (e.status !== 404 || e.code === "queue_not_found") throw e;
+      statsRoute = false;
+    }
+  }
+  const queues = [];
+  if (queue) {
+    const q = await api("GET", qpath(queue));
+    queues.push(summaryToStats({ name: q.name, fifo: q.fifo, paused: q.attributes.Paused === "true", stats: q.stats }, q.deadLetterQueue));
+  } else {
+    let after = "";
+    for (;;) {
+      const page = await api("GET", "/v1/queues?limit=1000" + (after ? "&after=" + encodeURIComponent(after) : ""));
+      for (const q of page.queues) queues.push(summaryToStats(q));
+      if (!page.next) break;
+      after = page.next;
+    }
+  }
+  return { time: new Date().toISOString(), queues };
+}
+
+function summaryToStats(q, dlq) {
+  return {
+    name: q.name, fifo: q.fifo, paused: q.paused,
+    visible: q.stats.visible, inFlight: q.stats.inFlight, delayed: q.stats.delayed,
+    deadLetterQueue: dlq || "", deadLetters: q.stats.deadLetters,
+    oldestAgeSeconds: q.stats.oldestAgeSeconds, rates: null, health: null, healthReasons: [],
+  };
+}
+
+function healthBadge(q) {
+  const hs = q.health || "unknown";
+  const label = { ok: "OK", warning: "Warning", critical: "Critical", unknown: "—" }[hs] || hs;
+  return { cls: "badge " + hs, label, reasons: (q.healthReasons || []).join("; ") };
+}
+
+// ---------- router ----------
+
+let page = null; // the current page: { close() }
+
+function route() {
+  if (page && page.close) page.close();
+  page = null;
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  const hash = decodeURIComponent(location.hash.replace(/^#/, ""));
+  const m = /^\/queues\/([^/]+)(?:\/(messages|dead-letters))?$/.exec(location.hash.replace(/^#/, ""));
+  if (m) {
+    page = new QueuePage(main, decodeURIComponent(m[1]), m[2] || "overview");
+  } else if (hash === "" || hash === "/") {
+    page = new ListPage(main);
+  } else {
+    main.append(h("h1", {}, "Not found"), h("p", {}, "No page here. ", h("a", { href: "#/" }, "Back to the queues")));
+  }
+  main.focus({ preventScroll: true });
+}
+
+// ---------- the queue list ----------
+
+const COLUMNS = [
+  { key: "name", label: "Queue" },
+  { key: "health", label: "Health" },
+  { key: "visible", label: "Visible", num: true },
+  { key: "inFlight", label: "In flight", num: true },
+  { key: "delayed", label: "Delayed", num: true },
+  { key: "deadLetters", label: "Dead letters", num: true },
+  { key: "oldestAgeSeconds", label: "Oldest", num: true },
+  { key: "sent", label: "Sent/s", num: true },
+  { key: "received", label: "Received/s", num: true },
+  { key: "deleted", label: "Deleted/s", num: true },
+  { key: "trend", label: "Depth, last minutes" },
+];
+const HEALTH_RANK = { critical: 3, warning: 2, ok: 1 };
+const PAGE_SIZES = [50, 100, 250];
+const TREND_POINTS = 120; // samples kept per queue for the depth sparkline
+
+function sortValue(q, key) {
+  switch (key) {
+    case "name": return q.name;
+    case "health": return HEALTH_RANK[q.health] || 0;
+    case "sent": case "received": case "deleted": return q.rates ? q.rates[key] : -1;
+    case "deadLetters": return q.deadLetters === null || q.deadLetters === undefined ? -1 : q.deadLetters;
+    default: return q[key];
+  }
+}
+
+class ListPage {
+  constructor(main) {
+    const saved = JSON.parse(sessionStorage.getItem("sluice.list") || "{}");
+    this.sortKey = saved.sortKey || "name";
+    this.sortDir = saved.sortDir || 1;
+    this.filter = saved.filter || "";
+    this.pageSize = saved.pageSize || 50;
+    this.page = 0;
+    this.queues = [];
+    this.rows = new Map(); // name -> row element, reused across updates
+    this.trend = new Map(); // name -> depth samples
+    this.build(main);
+    this.live = new Live("", (doc) => this.update(doc));
+  }
+  save() {
+    sessionStorage.setItem("sluice.list", JSON.stringify({ sortKey: this.sortKey, sortDir: this.sortDir, filter: this.filter, pageSize: this.pageSize }));
+  }
+  build(main) {
+    this.summary = h("p", { class: "summary", id: "summary", "aria-live": "polite" }, "Loading…");
+    const filter = h("input", { type: "search", id: "filter", placeholder: "Filter by name", "aria-label": "Filter queues by name", value: this.filter });
+    filter.addEventListener("input", () => { this.filter = filter.value; this.page = 0; this.save(); this.render(); });
+    const size = h("select", { id: "page-size", "aria-label": "Rows per page" },
+      PAGE_SIZES.map((n) => h("option", { value: n, selected: n === this.pageSize }, n + " per page")));
+    size.addEventListener("change", () => { this.pageSize = Number(size.value); this.page = 0; this.save(); this.render(); });
+    this.headRow = h("tr", {}, COLUMNS.map((c) => {
+      const th = h("th", { scope: "col", class: c.num ? "num" : null, "data-key": c.key });
+      if (c.key === "trend") th.append(c.label);
+      else th.append(h("button", { type: "button", onclick: () => this.sortBy(c.key) }, c.label));
+      return th;
+    }));
+    this.tbody = h("tbody", { id: "queue-rows" });
+    this.table = h("table", { id: "queues" }, h("caption", { class: "sr" }, "Queues"), h("thead", {}, this.headRow), this.tbody);
+    this.empty = h("p", { class: "empty", hidden: true });
+    this.prev = h("button", { type: "button", id: "prev-page", onclick: () => { this.page--; this.render(); } }, "← Previous");
+    this.next = h("button", { type: "button", id: "next-page", onclick: () => { this.page++; this.render(); } }, "Next →");
+    this.pageInfo = h("span", { id: "page-info", class: "muted" });
+    main.append(
+      h("h1", {}, "Queues"),
+      h("div", { class: "bar" }, filter, size, h("span", { class: "grow" }), this.summary),
+      this.table, this.empty,
+      h("div", { class: "pager" }, this.prev, this.pageInfo, this.next),
+    );
+    this.markSort();
+  }
+  sortBy(key) {
+    if (this.sortKey === key) this.sortDir = -this.sortDir;
+    else { this.sortKey = key; this.sortDir = key === "name" ? 1 : -1; }
+    this.save();
+    this.markSort();
+    this.render();
+  }
+  markSort() {
+    for (const th of this.headRow.children) {
+      if (th.dataset.key === this.sortKey) th.setAttribute("aria-sort", this.sortDir > 0 ? "ascending" : "descending");
+      else th.removeAttribute("aria-sort");
+    }
+  }
+  update(doc) {
+    this.queues = doc.queues || [];
+    const names = new Set();
+    for (const q of this.queues) {
+      names.add(q.name);
+      let t = this.trend.get(q.name);
+      if (!t) { t = []; this.trend.set(q.name, t); }
+      t.push(q.visible + q.inFlight + q.delayed);
+      if (t.length > TREND_POINTS) t.shift();
+    }
+    // A deleted queue's row and samples go.
+    for (const name of this.trend.keys()) if (!names.has(name)) { this.trend.delete(name); this.rows.delete(name); }
+    this.render();
+  }
+  render() {
+    const f = this.filter.trim().toLowerCase();
+    let list = f ? this.queues.filter((q) => q.name.toLowerCase().includes(f)) : this.queues.slice();
+    const key = this.sortKey, dir = this.sortDir;
+    list.sort((a, b) => {
+      const va = sortValue(a, key), vb = sortValue(b, key);
+      if (va < vb) return -dir;
+      if (va > vb) return dir;
+      return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+    });
+    const pages = Math.max(1, Math.ceil(list.length / this.pageSize));
+    this.page = Math.min(Math.max(0, this.page), pages - 1);
+    const shown = list.slice(this.page * this.pageSize, (this.page + 1) * this.pageSize);
+    // Only the rows of the page are in the document; each keeps its
+    // element across updates and only the cells whose text changed are
+    // written.
+    const body = this.tbody;
+    shown.forEach((q, i) => {
+      let row = this.rows.get(q.name);
+      if (!row) { row = this.makeRow(q.name); this.rows.set(q.name, row); }
+      this.fillRow(row, q);
+      if (body.children[i] !== row) body.insertBefore(row, body.children[i] || null);
+    });
+    while (body.children.length > shown.length) body.lastChild.remove();
+
+    let warn = 0, crit = 0;
+    for (const q of this.queues) { if (q.health === "warning") warn++; else if (q.health === "critical") crit++; }
+    setText(this.summary, fmtInt(this.queues.length) + " queues · " + crit + " critical · " + warn + " warning" + (f ? " · " + fmtInt(list.length) + " match" : ""));
+    this.empty.hidden = list.length > 0;
+    this.table.hidden = list.length === 0;
+    setText(this.empty, this.queues.length === 0 ? "No queues yet. Create one with the native API (POST /v1/queues) or any SQS client." : "No queue name contains \u201c" + this.filter + "\u201d.");
+    setText(this.pageInfo, list.length ? "Page " + (this.page + 1) + " of " + pages + " (" + fmtInt(list.length) + " queues)" : "");
+    this.prev.disabled = this.page === 0;
+    this.next.disabled = this.page >= pages - 1;
+  }
+  makeRow(name) {
+    const cells = {};
+    const row = h("tr", { "data-queue": name });
+    for (const c of COLUMNS) {
+      const td = h("td", { class: c.num ? "num" : null, "data-col": c.key });
+      cells[c.key] = td;
+      row.append(td);
+    }
+    const link = h("a", { class: "qname", href: "#/queues/" + encodeURIComponent(name) }, name);
+    cells.name.append(link);
+    cells.nameTags = h("span", {});
+    cells.name.append(cells.nameTags);
+    cells.badge = h("span", {});
+    cells.reasons = h("div", { class: "reasons" });
+    cells.health.append(cells.badge, cells.reasons);
+    cells.spark = h("svg:svg", { class: "spark", viewBox: "0 0 90 22", preserveAspectRatio: "none", role: "img", "aria-label": "depth trend" });
+    cells.sparkLine = h("svg:polyline", {});
+    cells.spark.append(cells.sparkLine);
+    cells.trend.append(cells.spark);
+    row._cells = cells;
+    return row;
+  }
+  fillRow(row, q) {
+    const c = row._cells;
+    const tags = (q.fifo ? "FIFO" : "") + (q.paused ? "|paused" : "");
+    if (row._tags !== tags) {
+      row._tags = tags;
+      c.nameTags.replaceChildren(...(q.fifo ? [h("span", { class: "tag" }, "FIFO")] : []), ...(q.paused ? [h("span", { class: "tag" }, "paused")] : []));
+    }
+    const b = healthBadge(q);
+    if (c.badge.className !== b.cls) c.badge.className = b.cls;
+    setText(c.badge, b.label);
+    setText(c.reasons, b.reasons);
+    setText(c.visible, fmtInt(q.visible));
+    setText(c.inFlight, fmtInt(q.inFlight));
+    setText(c.delayed, fmtInt(q.delayed));
+    setText(c.deadLetters, fmtInt(q.deadLetters));
+    setText(c.oldestAgeSeconds, fmtAge(q.oldestAgeSeconds));
+    for (const k of ["sent", "received", "deleted"]) setText(c[k], fmtRate(q.rates ? q.rates[k] : null));
+    const t = this.trend.get(q.name) || [];
+    const max = Math.max(1, ...t);
+    const pts = t.map((v, i) => ((i * 90) / (TREND_POINTS - 1)).toFixed(1) + "," + (21 - (v / max) * 20).toFixed(1)).join(" ");
+    if (c.sparkLine.getAttribute("points") !== pts) c.sparkLine.setAttribute("points", pts);
+  }
+  close() { this.live.close(); }
+}
+
+// ---------- charts (inline SVG) ----------
+
+// chart draws series over time into an SVG: series is [{label, cls,
+// values}], times the matching timestamps (ms).
+function drawChart(svg, times, series, unit) {
+  const W = 400, H = 140, L = 40, R = 6, T = 8, B = 18;
+  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+  svg.setAttribute("preserveAspectRatio", "none");
+  svg.replaceChildren();
+  let max = 0;
+  for (const s of series) for (const v of s.values) if (v > max) max = v;
+  max = niceMax(max);
+  const t0 = times.length ? times[0] : 0, t1 = times.length ? times[times.length - 1] : 1;
+  const x = (t) => L + ((t - t0) / Math.max(1, t1 - t0)) * (W - L - R);
+  const y = (v) => T + (1 - v / max) * (H - T - B);
+  for (const v of [0, max / 2, max]) {
+    svg.append(h("svg:line", { class: "axis", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
+    svg.append(h("svg:text", { x: L - 4, y: y(v) + 3, "text-anchor": "end" }, shortNum(v)));
+  }
+  if (times.length) {
+    const span = Math.round((t1 - t0) / 60000);
+    svg.append(h("svg:text", { x: L, y: H - 4 }, span ? "−" + span + " min" : ""));
+    svg.append(h("svg:text", { x: W - R, y: H - 4, "text-anchor": "end" }, "now"));
+  }
+  for (const s of series) {
+    const pts = s.values.map((v, i) => x(times[i]).toFixed(1) + "," + y(v).toFixed(1)).join(" ");
+    svg.append(h("svg:polyline", { class: s.cls, points: pts }, h("svg:title", {}, s.label + (unit ? " (" + unit + ")" : ""))));
+  }
+}
+function niceMax(v) {
+  if (v <= 0) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 5, 10]) if (v <= m * p) return m * p;
+  return 10 * p;
+}
+function shortNum(v) {
+  if (v >= 1e6) return (v / 1e6).toFixed(v % 1e6 ? 1 : 0) + "M";
+  if (v >= 1e3) return (v / 1e3).toFixed(v % 1e3 ? 1 : 0) + "k";
+  return String(Math.round(v * 10) / 10);
+}
+
+// ---------- the queue page ----------
+
+const HISTORY_KEEP = 15 * 60; // seconds of points kept on the charts
+
+class QueuePage {
+  constructor(main, name, tab) {
+    this.name = name;
+    this.tab = tab;
+    this.main = main;
+    this.points = []; // {time(ms), visible, inFlight, delayed, deadLetters, sent, received, deleted}
+    this.info = null;
+    this.build();
+    this.loadInfo();
+    if (tab === "overview") this.loadHistory();
+    this.live = new Live(name, (doc) => this.update(doc));
+  }
+  build() {
+    const n = this.name;
+    const base = "#/queues/" + encodeURIComponent(n);
+    this.title = h("h1", { id: "queue-title" }, n);
+    this.tags = h("span", {});
+    this.pauseBtn = h("button", { type: "button", id: "pause", onclick: () => this.pauseResume() }, "Pause");
+    this.actions = h("div", { class: "bar" },
+      this.pauseBtn,
+      h("button", { type: "button", id: "purge", class: "danger", onclick: () => this.purge() }, "Purge…"),
+      h("button", { type: "button", id: "delete-queue", class: "danger", onclick: () => this.deleteQueue() }, "Delete queue…"),
+      h("span", { class: "grow" }),
+      h("a", { href: "#/" }, "← All queues"));
+    const card = (id, label) => h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value", id }, "—"));
+    this.badge = h("span", { class: "badge unknown", id: "health" }, "—");
+    this.reasons = h("span", { class: "reasons", id: "health-reasons" });
+    const tab = (id, label) => h("a", { href: base + (id === "overview" ? "" : "/" + id), id: "tab-" + id, "aria-current": this.tab === id ? "page" : null }, label);
+    this.main.append(
+      h("p", { class: "muted" }, h("a", { href: "#/" }, "Queues"), " / "),
+      h("div", { class: "bar" }, this.title, this.tags, this.badge, this.reasons),
+      this.actions,
+      h("div", { class: "cards" },
+        card("stat-visible", "Visible"), card("stat-inflight", "In flight"), card("stat-delayed", "Delayed"),
+        card("stat-deadletters", "Dead letters"), card("stat-oldest", "Oldest message"),
+        card("stat-sent", "Sent/s (last min)"), card("stat-received", "Received/s (last min)")),
+      h("nav", { class: "tabs", "aria-label": "Queue sections" }, tab("overview", "Overview"), tab("messages", "Messages"), tab("dead-letters", "Dead letters")),
+    );
+    this.section = h("section", { id: "section-" + this.tab });
+    this.main.append(this.section);
+    if (this.tab === "overview") this.buildOverview();
+    else if (this.tab === "messages") this.buildMessages();
+    else this.buildDeadLetters();
+  }
+
+  // --- live numbers ---
+  update(doc) {
+    const q = (doc.queues || []).find((x) => x.name === this.name);
+    if (!q) return;
+    this.stats = q;
+    setText(document.getElementById("stat-visible"), fmtInt(q.visible));
+    setText(document.getElementById("stat-inflight"), fmtInt(q.inFlight));
+    setText(document.getElementById("stat-delayed"), fmtInt(q.delayed));
+    setText(document.getElementById("stat-deadletters"), fmtInt(q.deadLetters));
+    setText(document.getElementById("stat-oldest"), fmtAge(q.oldestAgeSeconds));
+    setText(document.getElementById("stat-sent"), fmtRate(q.rates ? q.rates.sent : null));
+    setText(document.getElementById("stat-received"), fmtRate(q.rates ? q.rates.received : null));
+    const b = healthBadge(q);
+    this.badge.className = b.cls;
+    setText(this.badge, b.label);
+    setText(this.reasons, b.reasons);
+    this.setPaused(q.paused);
+    if (this.tab === "overview") {
+      const t = Date.parse(doc.time) || Date.now();
+      const last = this.points[this.points.length - 1];
+      if (!last || t - last.time >= 1000) {
+        this.points.push({ time: t, visible: q.visible, inFlight: q.inFlight, delayed: q.delayed, deadLetters: q.deadLetters || 0,
+          sent: q.rates ? q.rates.sent : null, received: q.rates ? q.rates.received : null, deleted: q.rates ? q.rates.deleted : null });
+        while (this.points.length && t - this.points[0].time > HISTORY_KEEP * 1000) this.points.shift();
+        this.drawCharts();
+      }
+    }
+  }
+  setPaused(p) {
+    this.paused = p;
+    setText(this.pauseBtn, p ? "Resume" : "Pause");
+    this.pauseBtn.setAttribute("aria-pressed", p ? "true" : "false");
+    this.tags.replaceChildren(...(this.info && this.info.fifo ? [h("span", { class: "tag" }, "FIFO")] : []), ...(p ? [h("span", { class: "tag", id: "paused-tag" }, "paused")] : []));
+  }
+
+  async loadInfo() {
+    try {
+      this.info = await api("GET", qpath(this.name));
+    } catch (e) {
+      if (e.status === 404) {
+        this.main.replaceChildren(h("h1", {}, this.name), h("p", { class: "empty" }, "This queue does not exist (any more). ", h("a", { href: "#/" }, "Back to the queues")));
+        this.live.close();
+        return;
+      }
+      toast("Could not load the queue: " + e.message, true);
+      return;
+    }
+    this.setPaused(this.info.attributes.Paused === "true");
+    if (this.settings) this.fillSettings();
+    if (this.onInfo) this.onInfo();
+  }
+
+  // --- overview: charts and settings ---
+  buildOverview() {
+    this.depthSvg = h("svg:svg", { role: "img", "aria-labelledby": "chart-depth-title", id: "chart-depth" });
+    this.rateSvg = h("svg:svg", { role: "img", "aria-labelledby": "chart-rates-title", id: "chart-rates" });
+    this.settings = h("dl", { class: "settings", id: "settings" });
+    this.sendForm();
+    this.section.append(
+      h("div", { class: "charts" },
+        h("div", { class: "chart" }, h("h3", { id: "chart-depth-title" }, "Depth"), this.depthSvg,
+          h("div", { class: "legend" }, h("span", { class: "l1" }, "visible"), h("span", { class: "l2" }, "in flight"), h("span", { class: "l3" }, "delayed"), h("span", { class: "l4" }, "dead letters"))),
+        h("div", { class: "chart" }, h("h3", { id: "chart-rates-title" }, "Rates (messages/s)"), this.rateSvg,
+          h("div", { class: "legend" }, h("span", { class: "l1" }, "sent"), h("span", { class: "l2" }, "received"), h("span", { class: "l3" }, "deleted")))),
+      h("h2", {}, "Send a test message"), this.sendBox,
+      h("h2", {}, "Settings"), this.settings);
+    this.drawCharts();
+  }
+  sendForm() {
+    const ta = h("textarea", { id: "send-body", "aria-label": "Message body" });
+    ta.value = '{"test": true}';
+    const group = h("input", { type: "text", id: "send-group", "aria-label": "Message group id (FIFO)", placeholder: "group id (FIFO queues)" });
+    const btn = h("button", { type: "button", id: "send", class: "primary" }, "Send");
+    btn.addEventListener("click", async () => {
+      const body = { body: ta.value };
+      if (group.value) body.groupId = group.value;
+      if (this.info && this.info.fifo && !body.groupId) body.groupId = "dashboard";
+      if (this.info && this.info.fifo && this.info.attributes.ContentBasedDeduplication !== "true") body.dedupId = String(Date.now()) + Math.random().toString(36).slice(2, 8);
+      try {
+        const r = await api("POST", qpath(this.name) + "/messages", body);
+        toast("Sent message " + r.id);
+        if (this.tab === "messages") this.loadMessages();
+      } catch (e) { toast("Send failed: " + e.message, true); }
+    });
+    this.sendBox = h("div", { class: "sendform" }, h("label", { for: "send-body" }, "Body"), ta,
+      h("div", { class: "bar" }, group, btn));
+  }
+  async loadHistory() {
+    let doc;
+    try {
+      doc = await api("GET", qpath(this.name) + "/history");
+    } catch (e) {
+      // 404: no history yet (a new queue) or no history route; the charts
+      // fill from the live events.
+      if (e.status !== 404) toast("Could not load the history: " + e.message, true);
+      return;
+    }
+    const old = (doc.points || []).map((p) => ({ time: Date.parse(p.time), visible: p.visible, inFlight: p.inFlight, delayed: p.delayed,
+      deadLetters: p.deadLetters || 0, sent: p.sent, received: p.received, deleted: p.deleted }));
+    const first = this.points.length ? this.points[0].time : Infinity;
+    this.points = old.filter((p) => p.time < first).concat(this.points);
+    this.drawCharts();
+  }
+  drawCharts() {
+    if (!this.depthSvg) return;
+    const ps = this.points;
+    const times = ps.map((p) => p.time);
+    drawChart(this.depthSvg, times, [
+      { label: "visible", cls: "s1", values: ps.map((p) => p.visible) },
+      { label: "in flight", cls: "s2", values: ps.map((p) => p.inFlight) },
+      { label: "delayed", cls: "s3", values: ps.map((p) => p.delayed) },
+      { label: "dead letters", cls: "s4", values: ps.map((p) => p.deadLetters) },
+    ]);
+    const withRates = ps.filter((p) => p.sent !== null && p.sent !== undefined);
+    drawChart(this.rateSvg, withRates.map((p) => p.time), [
+      { label: "sent", cls: "s1", values: withRates.map((p) => p.sent) },
+      { label: "received", cls: "s2", values: withRates.map((p) => p.received) },
+      { label: "deleted", cls: "s3", values: withRates.map((p) => p.deleted) },
+    ], "messages/s");
+  }
+  fillSettings() {
+    const q = this.info;
+    const rows = [["Name", q.name], ["ARN", q.arn], ["Type", q.fifo ? "FIFO" : "standard"],
+      ["Dead-letter queue", q.deadLetterQueue || "none"], ["Created", fmtTime(q.createdAt)], ["Modified", fmtTime(q.modifiedAt)]];
+    for (const k of Object.keys(q.attributes || {}).sort()) rows.push([k, q.attributes[k]]);
+    for (const k of Object.keys(q.tags || {}).sort()) rows.push(["tag " + k, q.tags[k]]);
+    this.settings.replaceChildren(...rows.flatMap(([k, v]) => {
+      const dd = h("dd", {}, v);
+      if (k === "Dead-letter queue" && q.deadLetterQueue) dd.replaceChildren(h("a", { href: "#/queues/" + encodeURIComponent(q.deadLetterQueue) }, q.deadLetterQueue));
+      return [h("dt", {}, k), dd];
+    }));
+  }
+
+  // --- actions ---
+  async pauseResume() {
+    const what = this.paused ? "resume" : "pause";
+    try {
+      const q = await api("POST", qpath(this.name) + "/" + what);
+      this.setPaused(q && q.attributes ? q.attributes.Paused === "true" : !this.paused);
+      toast(what === "pause" ? "Paused: receives get nothing until you resume." : "Resumed.");
+    } catch (e) { toast("Could not " + what + ": " + e.message, true); }
+  }
+  async purge() {
+    const n = this.stats ? this.stats.visible + this.stats.inFlight + this.stats.delayed : null;
+    const ok = await confirmAction("Purge " + this.name + "?",
+      "This deletes every message in the queue" + (n !== null ? " (" + fmtInt(n) + " now)" : "") + ", ready, delayed and in flight. It cannot be undone.", "Purge");
+    if (!ok) return;
+    try {
+      await api("POST", qpath(this.name) + "/purge");
+      toast("Purged " + this.name + ".");
+      if (this.tab === "messages") this.loadMessages();
+    } catch (e) { toast("Purge failed: " + e.message, true); }
+  }
+  async deleteQueue() {
+    const ok = await confirmAction("Delete the queue " + this.name + "?", "The queue and every message in it are deleted. It cannot be undone.", "Delete queue");
+    if (!ok) return;
+    try {
+      await api("DELETE", qpath(this.name));
+      toast("Deleted the queue " + this.name + ".");
+      location.hash = "#/";
+    } catch (e) { toast("Delete failed: " + e.message, true); }
+  }
+
+  // --- messages (browse) ---
+  buildMessages() {
+    this.sendForm();
+    this.msgBody = h("tbody", { id: "message-rows" });
+    this.msgTable = h("table", { id: "messages" }, h("caption", { class: "sr" }, "Messages"),
+      h("thead", {}, h("tr", {}, ["Id", "State", "Body", "Receives", "Sent", ""].map((l, i) => h("th", { scope: "col", class: i === 3 ? "num" : null }, l)))),
+      this.msgBody);
+    this.msgEmpty = h("p", { class: "empty", hidden: true }, "No message in this queue.");
+    this.msgMore = h("button", { type: "button", id: "messages-more", hidden: true, onclick: () => this.loadMessages(this.msgNext) }, "Load more");
+    this.section.append(
+      h("h2", {}, "Send a test message"), this.sendBox,
+      h("div", { class: "bar" }, h("h2", {}, "Messages"), h("span", { class: "muted" }, "Browsing receives nothing: no lease is taken, no count moves."),
+        h("span", { class: "grow" }), h("button", { type: "button", id: "messages-refresh", onclick: () => this.loadMessages() }, "Refresh")),
+      this.msgTable, this.msgEmpty, h("div", { class: "pager" }, this.msgMore));
+    this.loadMessages();
+  }
+  async loadMessages(cursor) {
+    let doc;
+    try {
+      doc = await api("GET", qpath(this.name) + "/messages?limit=50" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+    } catch (e) { toast("Could not browse the messages: " + e.message, true); return; }
+    const rows = (doc.messages || []).map((m) => this.messageRow(m));
+    if (cursor) this.msgBody.append(...rows); else this.msgBody.replaceChildren(...rows);
+    this.msgNext = doc.next || "";
+    this.msgMore.hidden = !this.msgNext;
+    this.msgEmpty.hidden = this.msgBody.children.length > 0;
+    this.msgTable.hidden = this.msgBody.children.length === 0;
+  }
+  messageRow(m) {
+    const del = h("button", { type: "button", class: "danger", "data-action": "delete-message" }, "Delete…");
+    const row = h("tr", { "data-id": m.id },
+      h("td", { class: "mono" }, m.id, m.groupId ? h("div", { class: "muted" }, "group " + m.groupId) : null),
+      h("td", {}, m.state || "", m.state !== "visible" && m.visibleAt ? h("div", { class: "muted" }, "until " + fmtTime(m.visibleAt)) : null),
+      h("td", {}, h("code", { class: "body" }, m.body), attrLine(m)),
+      h("td", { class: "num" }, fmtInt(m.receiveCount)),
+      h("td", {}, fmtTime(m.createdAt)),
+      h("td", {}, del));
+    del.addEventListener("click", async () => {
+      const ok = await confirmAction("Delete this message?", "Message " + m.id + " is deleted whatever its state. It cannot be undone.", "Delete");
+      if (!ok) return;
+      try {
+        await api("DELETE", qpath(this.name) + "/messages/" + encodeURIComponent(m.id));
+        row.remove();
+        toast("Deleted message " + m.id);
+      } catch (e) { toast("Delete failed: " + e.message, true); }
+    });
+    return row;
+  }
+
+  // --- dead letters ---
+  buildDeadLetters() {
+    this.dlBody = h("tbody", { id: "dead-letter-rows" });
+    this.dlTable = h("table", { id: "dead-letters" }, h("caption", { class: "sr" }, "Dead letters"),
+      h("thead", {}, h("tr", {}, ["Id", "Body", "Failure reason", "Receives", "Attempts", "Last received", ""].map((l, i) => h("th", { scope: "col", class: i === 3 || i === 4 ? "num" : null }, l)))),
+      this.dlBody);
+    this.dlEmpty = h("p", { class: "empty", hidden: true, id: "dead-letters-empty" }, "No dead letter.");
+    this.dlMore = h("button", { type: "button", id: "dead-letters-more", hidden: true, onclick: () => this.loadDeadLetters(this.dlNext) }, "Load more");
+    this.replayAll = h("button", { type: "button", id: "replay-all", class: "danger", onclick: () => this.replay(null) }, "Replay all…");
+    this.replays = h("tbody", { id: "replay-rows" });
+    this.section.append(
+      h("div", { class: "bar" }, h("h2", {}, "Dead letters"), h("span", { class: "grow" }),
+        h("button", { type: "button", id: "dead-letters-refresh", onclick: () => this.loadDeadLetters() }, "Refresh"), this.replayAll),
+      this.dlTable, this.dlEmpty, h("div", { class: "pager" }, this.dlMore),
+      h("h2", {}, "Replays"),
+      h("table", { id: "replays" }, h("caption", { class: "sr" }, "Replays"),
+        h("thead", {}, h("tr", {}, ["Started", "Status", "Moved", "To move", "Skipped", "From"].map((l) => h("th", { scope: "col" }, l)))), this.replays));
+    this.loadDeadLetters();
+  }
+  async loadDeadLetters(cursor) {
+    let doc;
+    try {
+      doc = await api("GET", qpath(this.name) + "/dead-letters?limit=50" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+    } catch (e) {
+      if (e.status === 409) {
+        this.dlTable.hidden = true;
+        this.replayAll.disabled = true;
+        this.dlEmpty.hidden = false;
+        setText(this.dlEmpty, "This queue has no dead-letter queue: set a RedrivePolicy to give it one.");
+        return;
+      }
+      toast("Could not browse the dead letters: " + e.message, true);
+      return;
+    }
+    const rows = (doc.messages || []).map((m) => this.deadLetterRow(m));
+    if (cursor) this.dlBody.append(...rows); else this.dlBody.replaceChildren(...rows);
+    this.dlNext = doc.next || "";
+    this.dlMore.hidden = !this.dlNext;
+    this.dlEmpty.hidden = this.dlBody.children.length > 0;
+    this.dlTable.hidden = this.dlBody.children.length === 0;
+    this.replayAll.disabled = this.dlBody.children.length === 0;
+    this.loadReplays();
+  }
+  deadLetterRow(m) {
+    const replay = h("button", { type: "button", "data-action": "replay" }, "Replay");
+    const del = h("button", { type: "button", class: "danger", "data-action": "delete-dead-letter" }, "Delete…");
+    const row = h("tr", { "data-id": m.id },
+      h("td", { class: "mono" }, m.id),
+      h("td", {}, h("code", { class: "body" }, m.body), attrLine(m)),
+      h("td", { class: "reason" }, m.failureReason || "—"),
+      h("td", { class: "num" }, fmtInt(m.receiveCount)),
+      h("td", { class: "num" }, fmtInt(m.attempts)),
+      h("td", {}, fmtTime(m.lastReceivedAt)),
+      h("td", {}, h("div", { class: "bar" }, replay, del)));
+    replay.addEventListener("click", () => this.replay([m.id]));
+    del.addEventListener("click", async () => {
+      const ok = await confirmAction("Delete this dead letter?", "Dead letter " + m.id + " is deleted and will never be replayed.", "Delete");
+      if (!ok) return;
+      try {
+        await api("POST", qpath(this.name) + "/dead-letters/delete", { ids: [m.id] });
+        row.remove();
+        toast("Deleted dead letter " + m.id);
+      } catch (e) { toast("Delete failed: " + e.message, true); }
+    });
+    return row;
+  }
+  async replay(ids) {
+    if (!ids) {
+      const ok = await confirmAction("Replay every dead letter of " + this.name + "?",
+        "Every dead letter of this queue moves back into it (500 a second at most) and will be delivered again.", "Replay all");
+      if (!ok) return;
+    }
+    try {
+      const task = await api("POST", qpath(this.name) + "/dead-letters/replay", ids ? { ids } : {});
+      toast("Replay started: " + fmtInt(task.toMove) + " to move.");
+      if (ids) for (const id of ids) { const r = this.dlBody.querySelector('tr[data-id="' + CSS.escape(id) + '"]'); if (r) r.remove(); }
+      this.loadReplays();
+      setTimeout(() => { if (!this.closed) this.loadDeadLetters(); }, 1500);
+    } catch (e) { toast("Replay failed: " + e.message, true); }
+  }
+  async loadReplays() {
+    let doc;
+    try { doc = await api("GET", qpath(this.name) + "/dead-letters/replays"); } catch (e) { return; }
+    this.replays.replaceChildren(...(doc.replays || []).map((r) => h("tr", {},
+      h("td", {}, fmtTime(r.startedAt)), h("td", {}, r.status + (r.failureReason ? ": " + r.failureReason : "")),
+      h("td", { class: "num" }, fmtInt(r.moved)), h("td", { class: "num" }, fmtInt(r.toMove)), h("td", { class: "num" }, fmtInt(r.skipped)), h("td", {}, r.source))));
+    if (!this.replays.children.length) this.replays.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No replay yet.")));
+  }
+
+  close() { this.closed = true; this.live.close(); }
+}
+
+// attrLine shows a message's attributes and correlation id under its body.
+function attrLine(m) {
+  const parts = [];
+  if (m.correlationId) parts.push("correlation " + m.correlationId);
+  if (m.priority) parts.push("priority " + m.priority);
+  for (const [k, a] of Object.entries(m.attributes || {})) parts.push(k + "=" + (a && a.value !== undefined ? a.value : ""));
+  return parts.length ? h("div", { class: "muted mono" }, parts.join(" · ")) : null;
+}
+
+window.addEventListener("hashchange", route);
+route();
