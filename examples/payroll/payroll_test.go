@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// payments is the run's size: 10,000 by default, 200,000 with
+// payments is the run's size: 20,000 by default (the CI scale), 200,000 with
 // -payroll.full or SLUICE_PAYROLL_FULL=1, or SLUICE_PAYROLL_PAYMENTS.
 func payments(t *testing.T) int {
 	if s := os.Getenv("SLUICE_PAYROLL_PAYMENTS"); s != "" {
@@ -49,7 +49,7 @@ func payments(t *testing.T) int {
 	if *full || os.Getenv("SLUICE_PAYROLL_FULL") == "1" {
 		return 200000
 	}
-	return 10000
+	return 20000
 }
 
 // proc is a child process whose output goes to the test's log and to out.
