@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -556,5 +557,71 @@ func TestStatsRowsRates(t *testing.T) {
 	now.counters = nil // a broker without /metrics: only the depth's rate
 	if rows := statsRows(prev, now); rows[0].InPerSecond != nil || rows[0].DepthPerSecond == nil {
 		t.Errorf("without counters: %+v", rows[0])
+	}
+}
+
+func TestCLICompletion(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "orders")
+	e.ok("queue", "create", "other")
+	e.fails(2, []string{"completion", "tcsh"}, "use bash, zsh or fish")
+	e.fails(2, []string{"completion"}, "usage: sluice completion")
+	scripts := map[string]string{}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		r := e.ok("completion", sh)
+		scripts[sh] = r.stdout
+		wantContains(t, sh+" script", r.stdout, "queue", "dlq", "from-export", "max-receives", "sluice queue list --names")
+	}
+	dir := t.TempDir()
+	for sh, s := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, sh), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		t.Run(sh, func(t *testing.T) {
+			path, err := exec.LookPath(sh)
+			if err != nil {
+				testutil.Missing(t, sh, sh+" is not installed, so its completion script is not checked (apt-get install "+sh+")")
+			}
+			script := filepath.Join(dir, sh)
+			if out, err := exec.Command(path, "-n", script).CombinedOutput(); err != nil {
+				t.Fatalf("%s -n rejects the script: %v\n%s", sh, err, out)
+			}
+			if sh != "bash" {
+				return
+			}
+			// Complete as bash would, with this test's binary as sluice on
+			// PATH and the broker at SLUICE_URL.
+			complete := func(words ...string) string {
+				t.Helper()
+				prog := fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _sluice; echo "${COMPREPLY[*]}"`,
+					script, strings.Join(words, " "), len(words)-1)
+				cmd := exec.Command(path, "-c", prog)
+				cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(sluiceBin.Path(t))+":"+os.Getenv("PATH"), "SLUICE_URL="+e.url)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("completing %v: %v\n%s", words, err, out)
+				}
+				return strings.TrimSpace(string(out))
+			}
+			for _, c := range []struct {
+				words []string
+				want  string
+			}{
+				{[]string{"sluice", "qu"}, "queue"},
+				{[]string{"sluice", "queue", "cr"}, "create"},
+				{[]string{"sluice", "dlq", "re"}, "replay"},
+				{[]string{"sluice", "send", "--from"}, "--from-export"},
+				{[]string{"sluice", "queue", "create", "x", "--max-r"}, "--max-receives"},
+				{[]string{"sluice", "send", "o"}, "orders other"},
+				{[]string{"sluice", "dlq", "list", "or"}, "orders"},
+				{[]string{"sluice", "completion", "f"}, "fish"},
+			} {
+				if got := complete(c.words...); got != c.want {
+					t.Errorf("completing %v: %q, want %q", c.words, got, c.want)
+				}
+			}
+		})
 	}
 }
