@@ -17,9 +17,6 @@ import (
 	sclient "github.com/sluicemq/sluice/client"
 )
 
-// stdin is what send reads lines from without a body or a file.
-var stdin io.Reader = os.Stdin
-
 // sendBatchSize is how many messages one request of a bulk send carries:
 // the most a batch takes.
 const sendBatchSize = 10
@@ -105,7 +102,8 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 		defer f.Close()
 		return c.sendAll(queue, f, countLines(*export), func(line string, n int) (sclient.Message, error) { return fromExport(line, n) })
 	}
-	in, total := stdin, int64(0)
+	var in io.Reader = os.Stdin
+	total := int64(0)
 	if *lines != "" && *lines != "-" {
 		total = countLines(*lines)
 		f, err := os.Open(*lines)
@@ -114,7 +112,7 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 		defer f.Close()
 		in = f
-	} else if isTerminal(stderr) && in == os.Stdin && isTerminal(os.Stdin) {
+	} else if isTerminal(stderr) && isTerminal(os.Stdin) {
 		fmt.Fprintln(stderr, "reading messages from stdin, one a line (Ctrl-D ends)")
 	}
 	return c.sendAll(queue, in, total, func(line string, n int) (sclient.Message, error) {

@@ -625,3 +625,27 @@ func TestCLICompletion(t *testing.T) {
 		})
 	}
 }
+
+// TestCLISendStdin runs the built binary, so that send reads the real
+// stdin: lines in batches, the summary on stderr.
+func TestCLISendStdin(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "lines")
+	var in strings.Builder
+	for i := 1; i <= 23; i++ {
+		fmt.Fprintf(&in, "message %d\n", i)
+	}
+	cmd := exec.Command(sluiceBin.Path(t), "send", "lines")
+	cmd.Env = append(os.Environ(), "SLUICE_URL="+e.url)
+	cmd.Stdin = strings.NewReader(in.String())
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sluice send lines < 23 lines: %v\n%s", err, errb.String())
+	}
+	wantContains(t, "stdin send summary", errb.String(), "sent 23 messages to lines in ")
+	page, err := e.c.Browse(context.Background(), "lines", sclient.Limit(100))
+	if err != nil || len(page.Messages) != 23 || page.Messages[0].Body != "message 1" || page.Messages[22].Body != "message 23" {
+		t.Fatalf("after the stdin send: %v, %d messages", err, len(page.Messages))
+	}
+}
