@@ -115,14 +115,15 @@ func bashScript(t completionTree) string {
 	b.WriteString(`# bash completion for sluice: source <(sluice completion bash)
 _sluice() {
     local cur prev key
-    cur="${COMP_WORDS[COMP_CWORD]}"
-    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    # Slices, not subscripts: they count from 0 in zsh too (bashcompinit).
+    cur="${COMP_WORDS[@]:$COMP_CWORD:1}"
+    prev="${COMP_WORDS[@]:$((COMP_CWORD-1)):1}"
     COMPREPLY=()
     if [[ $COMP_CWORD -eq 1 ]]; then
         COMPREPLY=($(compgen -W "` + strings.Join(t.top, " ") + `" -- "$cur"))
         return
     fi
-    key="${COMP_WORDS[1]}"
+    key="${COMP_WORDS[@]:1:1}"
     case "$key" in
 `)
 	for _, g := range sortedKeys(t.subs) {
@@ -131,7 +132,7 @@ _sluice() {
             COMPREPLY=($(compgen -W "%s" -- "$cur"))
             return
         fi
-        key="$key ${COMP_WORDS[2]}" ;;
+        key="$key ${COMP_WORDS[@]:2:1}" ;;
 `, g, strings.Join(t.subs[g], " "))
 	}
 	b.WriteString(`    completion)
