@@ -152,9 +152,9 @@ func (c *cli) hint(err error) string {
 	case errors.Is(err, sclient.ErrQueueExists):
 		return "change its settings with `sluice queue set NAME ATTRIBUTE=VALUE`, or use another name."
 	case errors.Is(err, sclient.ErrQueueDeletedRecently):
-		return "a deleted queue's name is free again 60 s after the delete: wait, then retry."
+		return "the queue was deleted moments ago: wait a minute, then create it again."
 	case errors.Is(err, sclient.ErrPurgeInProgress):
-		return "the queue was purged less than 60 s ago: wait, then retry."
+		return "the broker allows one purge per queue per 60 s (--strict-purge): wait, then retry."
 	case errors.Is(err, sclient.ErrConflict):
 		return "a queue's dead letters need a RedrivePolicy: `sluice queue set NAME --dlq DLQ`; to replay a shared dead-letter queue, name the ids."
 	case errors.Is(err, sclient.ErrQueueFull):

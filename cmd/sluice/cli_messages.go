@@ -17,9 +17,6 @@ import (
 	sclient "github.com/sluicemq/sluice/client"
 )
 
-// stdin is what send reads lines from without a body or a file.
-var stdin io.Reader = os.Stdin
-
 // sendBatchSize is how many messages one request of a bulk send carries:
 // the most a batch takes.
 const sendBatchSize = 10
@@ -103,33 +100,36 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 			return c.usageErr("--from-export: %v", err)
 		}
 		defer f.Close()
-		return c.sendAll(queue, f, func(line string, n int) (sclient.Message, error) { return fromExport(line, n) })
+		return c.sendAll(queue, f, countLines(*export), func(line string, n int) (sclient.Message, error) { return fromExport(line, n) })
 	}
-	in := stdin
+	var in io.Reader = os.Stdin
+	total := int64(0)
 	if *lines != "" && *lines != "-" {
+		total = countLines(*lines)
 		f, err := os.Open(*lines)
 		if err != nil {
 			return c.usageErr("--lines: %v", err)
 		}
 		defer f.Close()
 		in = f
-	} else if isTerminal(stderr) && in == os.Stdin && isTerminal(os.Stdin) {
+	} else if isTerminal(stderr) && isTerminal(os.Stdin) {
 		fmt.Fprintln(stderr, "reading messages from stdin, one a line (Ctrl-D ends)")
 	}
-	return c.sendAll(queue, in, func(line string, n int) (sclient.Message, error) {
+	return c.sendAll(queue, in, total, func(line string, n int) (sclient.Message, error) {
 		mm := m
 		mm.Body = line
 		return mm, nil
 	})
 }
 
-// sendAll sends a message for each non-empty line of r, in batches, with
+// sendAll sends a message for each non-empty line of r (total of them, 0
+// when unknown), in batches, with
 // progress and a summary on stderr. A failed message is reported with its
 // line number, and the rest go on; the exit code is then 1.
-func (c *cli) sendAll(queue string, r io.Reader, msg func(line string, n int) (sclient.Message, error)) int {
+func (c *cli) sendAll(queue string, r io.Reader, total int64, msg func(line string, n int) (sclient.Message, error)) int {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
-	p := c.progress("sent", 0)
+	p := c.progress("sent", total)
 	var batch []sclient.Message
 	var lineNos []int
 	sent, failed, n := int64(0), 0, 0
@@ -189,6 +189,25 @@ func (c *cli) sendAll(queue string, r io.Reader, msg func(line string, n int) (s
 		return 1
 	}
 	return 0
+}
+
+// countLines counts the non-empty lines of a file, for the progress's ETA;
+// 0 (no ETA) when it cannot be read.
+func countLines(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	n := int64(0)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // fromExport is the message to send back for one line of an export: its

@@ -316,7 +316,7 @@ func simple(name, summary string, examples []string, do func(c *cli, queue strin
 }
 
 var (
-	queueDelete = simple("queue delete", "Delete a queue and every message in it. Its name can be used again 60 s later.",
+	queueDelete = simple("queue delete", "Delete a queue and every message in it (its dead-letter queue stays).",
 		[]string{"sluice queue delete orders"},
 		func(c *cli, q string) (string, *sclient.Queue, error) {
 			return "deleted queue " + q, nil, c.c.DeleteQueue(c.ctx, q)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -556,5 +558,116 @@ func TestStatsRowsRates(t *testing.T) {
 	now.counters = nil // a broker without /metrics: only the depth's rate
 	if rows := statsRows(prev, now); rows[0].InPerSecond != nil || rows[0].DepthPerSecond == nil {
 		t.Errorf("without counters: %+v", rows[0])
+	}
+}
+
+func TestCLICompletion(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "orders")
+	e.ok("queue", "create", "other")
+	e.fails(2, []string{"completion", "tcsh"}, "use bash, zsh or fish")
+	e.fails(2, []string{"completion"}, "usage: sluice completion")
+	scripts := map[string]string{}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		r := e.ok("completion", sh)
+		scripts[sh] = r.stdout
+		wantContains(t, sh+" script", r.stdout, "queue", "dlq", "from-export", "max-receives", "sluice queue list --names")
+	}
+	dir := t.TempDir()
+	for sh, s := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, sh), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		t.Run(sh, func(t *testing.T) {
+			path, err := exec.LookPath(sh)
+			if err != nil {
+				testutil.Missing(t, sh, sh+" is not installed, so its completion script is not checked (apt-get install "+sh+")")
+			}
+			script := filepath.Join(dir, sh)
+			if out, err := exec.Command(path, "-n", script).CombinedOutput(); err != nil {
+				t.Fatalf("%s -n rejects the script: %v\n%s", sh, err, out)
+			}
+			// Complete as the shell would, with this test's binary as sluice
+			// on PATH and the broker at SLUICE_URL.
+			complete := func(words ...string) []string {
+				t.Helper()
+				var cmd *exec.Cmd
+				switch sh {
+				case "fish":
+					cmd = exec.Command(path, "-c", fmt.Sprintf("source %s; complete -C %s", script, fishQuote(strings.Join(words, " "))))
+				default:
+					prog := fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _sluice; echo "${COMPREPLY[*]}"`,
+						script, strings.Join(words, " "), len(words)-1)
+					if sh == "zsh" {
+						prog = "autoload -U compinit && compinit -u; " + prog
+					}
+					cmd = exec.Command(path, "-c", prog)
+				}
+				cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(sluiceBin.Path(t))+":"+os.Getenv("PATH"), "SLUICE_URL="+e.url)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("completing %v: %v\n%s", words, err, out)
+				}
+				var got []string
+				for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+					for _, w := range strings.Fields(l) {
+						got = append(got, w)
+						if sh == "fish" {
+							break // fish prints "candidate<TAB>description"
+						}
+					}
+				}
+				return got
+			}
+			for _, c := range []struct {
+				words []string
+				want  []string
+			}{
+				{[]string{"sluice", "qu"}, []string{"queue"}},
+				{[]string{"sluice", "queue", "cr"}, []string{"create"}},
+				{[]string{"sluice", "dlq", "re"}, []string{"replay"}},
+				{[]string{"sluice", "send", "--from"}, []string{"--from-export"}},
+				{[]string{"sluice", "queue", "create", "x", "--max-r"}, []string{"--max-receives"}},
+				{[]string{"sluice", "send", "o"}, []string{"orders", "other"}},
+				{[]string{"sluice", "dlq", "list", "or"}, []string{"orders"}},
+				{[]string{"sluice", "completion", "f"}, []string{"fish"}},
+			} {
+				got := complete(c.words...)
+				// bash and fish filter by the word typed; zsh's bashcompinit
+				// answers every candidate and lets zsh filter.
+				if sh != "zsh" && len(got) != len(c.want) {
+					t.Errorf("completing %v: %q, want %q", c.words, got, c.want)
+				}
+				for _, w := range c.want {
+					if !slices.Contains(got, w) {
+						t.Errorf("completing %v: %q lacks %q", c.words, got, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestCLISendStdin(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "lines")
+	var in strings.Builder
+	for i := 1; i <= 23; i++ {
+		fmt.Fprintf(&in, "message %d\n", i)
+	}
+	cmd := exec.Command(sluiceBin.Path(t), "send", "lines")
+	cmd.Env = append(os.Environ(), "SLUICE_URL="+e.url)
+	cmd.Stdin = strings.NewReader(in.String())
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sluice send lines < 23 lines: %v\n%s", err, errb.String())
+	}
+	wantContains(t, "stdin send summary", errb.String(), "sent 23 messages to lines in ")
+	page, err := e.c.Browse(context.Background(), "lines", sclient.Limit(100))
+	if err != nil || len(page.Messages) != 23 || page.Messages[0].Body != "message 1" || page.Messages[22].Body != "message 23" {
+		t.Fatalf("after the stdin send: %v, %d messages", err, len(page.Messages))
 	}
 }
