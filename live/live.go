@@ -41,10 +41,11 @@ type Config struct {
 	// stream). Default 1 s; 10 ms..1 min.
 	Interval time.Duration
 	// RateWindow is the time the rates of /v1/stats are averaged over.
-	// Default 1 min; at least Interval, at most 1 h.
+	// Default 1 min; 10 ms..1 h (below Interval, a rate spans one interval).
 	RateWindow time.Duration
-	// HistoryStep is the time between two points of a queue's history.
-	// Default 5 s; at least Interval, at most 1 h.
+	// HistoryStep is the time between two points of a queue's history (a
+	// point is added at the first sample a step after the last one).
+	// Default 5 s; 10 ms..1 h.
 	HistoryStep time.Duration
 	// HistoryWindow is how far back a history goes. Default 15 min; at
 	// least HistoryStep, at most 10,000 steps.
@@ -83,8 +84,8 @@ func (c Config) Validate() error {
 		reason string
 	}{
 		{"Interval", c.Interval, 10 * time.Millisecond, time.Minute, ""},
-		{"RateWindow", c.RateWindow, c.Interval, time.Hour, " (at least Interval)"},
-		{"HistoryStep", c.HistoryStep, c.Interval, time.Hour, " (at least Interval)"},
+		{"RateWindow", c.RateWindow, 10 * time.Millisecond, time.Hour, ""},
+		{"HistoryStep", c.HistoryStep, 10 * time.Millisecond, time.Hour, ""},
 		{"HistoryWindow", c.HistoryWindow, c.HistoryStep, 10000 * c.HistoryStep, " (1 to 10,000 HistorySteps)"},
 		{"KeepAlive", c.KeepAlive, 10 * time.Millisecond, 10 * time.Minute, ""},
 		{"SampleTimeout", c.SampleTimeout, 10 * time.Millisecond, time.Minute, ""},
@@ -343,7 +344,7 @@ func (l *Live) Stop() {
 // Done is closed when Stop is called.
 func (l *Live) Done() <-chan struct{} { return l.done }
 
-// Latest returns the last snapshot (taking one when there is none yet).
+// Latest returns the last snapshot (taking one when Live is not running).
 func (l *Live) Latest(ctx context.Context) (Snapshot, error) {
 	s, err := l.latestSnapshot(ctx)
 	if err != nil {
@@ -352,8 +353,13 @@ func (l *Live) Latest(ctx context.Context) (Snapshot, error) {
 	return s.Snapshot, nil
 }
 
+// latestSnapshot is the last snapshot while the sampling goroutine runs;
+// without it (never started, or stopped) each call samples anew.
 func (l *Live) latestSnapshot(ctx context.Context) (*snapshot, error) {
-	if s := l.latest.Load(); s != nil {
+	l.lifeMu.Lock()
+	running := l.started && !l.stopped
+	l.lifeMu.Unlock()
+	if s := l.latest.Load(); s != nil && running {
 		return s, nil
 	}
 	return l.sample(ctx)
@@ -476,6 +482,12 @@ func (l *Live) countersOf(queue string) [broker.NumCounters]uint64 {
 // the window, keeping the newest one at or before the window's start (the
 // base the rates are measured from).
 func (s *queueSeries) push(c counterSample, window time.Duration) {
+	if n := len(s.ring); n > 1 && !c.at.After(s.ring[n-1].at) {
+		// No time passed since the last sample (a fake clock): replace it,
+		// so that the ring stays bounded.
+		s.ring[n-1] = c
+		return
+	}
 	s.ring = append(s.ring, c)
 	start := c.at.Add(-window)
 	i := 0
