@@ -41,10 +41,11 @@ type Config struct {
 	// stream). Default 1 s; 10 ms..1 min.
 	Interval time.Duration
 	// RateWindow is the time the rates of /v1/stats are averaged over.
-	// Default 1 min; at least Interval, at most 1 h.
+	// Default 1 min; 10 ms..1 h (below Interval, a rate spans one interval).
 	RateWindow time.Duration
-	// HistoryStep is the time between two points of a queue's history.
-	// Default 5 s; at least Interval, at most 1 h.
+	// HistoryStep is the time between two points of a queue's history (a
+	// point is added at the first sample a step after the last one).
+	// Default 5 s; 10 ms..1 h.
 	HistoryStep time.Duration
 	// HistoryWindow is how far back a history goes. Default 15 min; at
 	// least HistoryStep, at most 10,000 steps.
@@ -83,8 +84,8 @@ func (c Config) Validate() error {
 		reason string
 	}{
 		{"Interval", c.Interval, 10 * time.Millisecond, time.Minute, ""},
-		{"RateWindow", c.RateWindow, c.Interval, time.Hour, " (at least Interval)"},
-		{"HistoryStep", c.HistoryStep, c.Interval, time.Hour, " (at least Interval)"},
+		{"RateWindow", c.RateWindow, 10 * time.Millisecond, time.Hour, ""},
+		{"HistoryStep", c.HistoryStep, 10 * time.Millisecond, time.Hour, ""},
 		{"HistoryWindow", c.HistoryWindow, c.HistoryStep, 10000 * c.HistoryStep, " (1 to 10,000 HistorySteps)"},
 		{"KeepAlive", c.KeepAlive, 10 * time.Millisecond, 10 * time.Minute, ""},
 		{"SampleTimeout", c.SampleTimeout, 10 * time.Millisecond, time.Minute, ""},
@@ -476,6 +477,12 @@ func (l *Live) countersOf(queue string) [broker.NumCounters]uint64 {
 // the window, keeping the newest one at or before the window's start (the
 // base the rates are measured from).
 func (s *queueSeries) push(c counterSample, window time.Duration) {
+	if n := len(s.ring); n > 1 && !c.at.After(s.ring[n-1].at) {
+		// No time passed since the last sample (a fake clock): replace it,
+		// so that the ring stays bounded.
+		s.ring[n-1] = c
+		return
+	}
 	s.ring = append(s.ring, c)
 	start := c.at.Add(-window)
 	i := 0
