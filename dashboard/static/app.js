@@ -150,7 +150,8 @@ class Live {
     } catch (e) {
       setConn("down", "broker unreachable: " + e.message);
     }
-    if (!this.closed) this.timer = setTimeout(() => this.poll(), 2000);
+    // Stop once the stream is open again (start sets this.es).
+    if (!this.closed && !this.es) this.timer = setTimeout(() => this.poll(), 2000);
   }
   close() {
     this.closed = true;
