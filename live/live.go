@@ -344,7 +344,7 @@ func (l *Live) Stop() {
 // Done is closed when Stop is called.
 func (l *Live) Done() <-chan struct{} { return l.done }
 
-// Latest returns the last snapshot (taking one when there is none yet).
+// Latest returns the last snapshot (taking one when Live is not running).
 func (l *Live) Latest(ctx context.Context) (Snapshot, error) {
 	s, err := l.latestSnapshot(ctx)
 	if err != nil {
@@ -353,8 +353,13 @@ func (l *Live) Latest(ctx context.Context) (Snapshot, error) {
 	return s.Snapshot, nil
 }
 
+// latestSnapshot is the last snapshot while the sampling goroutine runs;
+// without it (never started, or stopped) each call samples anew.
 func (l *Live) latestSnapshot(ctx context.Context) (*snapshot, error) {
-	if s := l.latest.Load(); s != nil {
+	l.lifeMu.Lock()
+	running := l.started && !l.stopped
+	l.lifeMu.Unlock()
+	if s := l.latest.Load(); s != nil && running {
 		return s, nil
 	}
 	return l.sample(ctx)

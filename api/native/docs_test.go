@@ -21,6 +21,7 @@ import (
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/server"
 )
 
@@ -79,17 +80,22 @@ func TestDocsExamples(t *testing.T) {
 	}
 
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: broker.Options{Logger: log}})
+	lv, err := live.New(live.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := broker.New(backend, broker.Options{Logger: log})
+	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: broker.Options{Logger: log, Observer: lv}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, err := broker.New(backend, broker.Options{Logger: log, Observer: lv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Logger = log
+	cfg.Live = lv // the dashboard's routes (GET /v1/stats, ...)
 	srv, err := server.New(cfg, front)
 	if err != nil {
 		t.Fatal(err)

@@ -50,12 +50,8 @@ func runDemo(ctx context.Context, args []string, env func(string) string, stdout
 		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
 		return 2
 	}
-	d, err := demo.Start(ctx, demo.Config{Addr: *addr, Logger: log, Out: stdout})
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, `sluice demo: a broker on a temporary store, listening on %s
+	hello := func(out io.Writer, url string) {
+		fmt.Fprintf(out, `sluice demo: a broker on a temporary store, listening on %s
 
 Open the dashboard: %s/ui/
 
@@ -70,7 +66,13 @@ What to watch for:
 The same broker answers the SQS API and the native API (/v1/) at %s.
 Stop with Ctrl-C.
 
-`, d.URL, d.URL, demo.PoisonEvery, demo.BurstEvery, d.URL)
+`, url, url, demo.PoisonEvery, demo.BurstEvery, url)
+	}
+	d, err := demo.Start(ctx, demo.Config{Addr: *addr, Logger: log, Out: stdout, Hello: hello})
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
+		return 1
+	}
 	var timeout <-chan time.Time
 	if *duration > 0 {
 		t := time.NewTimer(*duration)

@@ -55,6 +55,9 @@ type Config struct {
 	// Out receives the narration: what each scenario just did. Nil
 	// discards.
 	Out io.Writer
+	// Hello, when set, is called with Out and the broker's URL once the
+	// broker serves and before any traffic, to print the greeting first.
+	Hello func(out io.Writer, url string)
 	// Interval is the dashboard's sampling interval (live.Config.Interval).
 	// Default 1 s.
 	Interval time.Duration
@@ -169,6 +172,9 @@ func Start(ctx context.Context, cfg Config) (*Demo, error) {
 		cancel()
 		d.stopBroker()
 		return nil, err
+	}
+	if cfg.Hello != nil {
+		cfg.Hello(out, d.URL)
 	}
 	d.startProducers(runCtx)
 	return d, nil
@@ -441,6 +447,13 @@ func (d *Demo) Report() Report {
 	}
 }
 
+// Say writes a line to Config.Out, in turn with the narration.
+func (d *Demo) Say(line string) {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	fmt.Fprintln(d.out, line)
+}
+
 // Client is a native API client of the demo's broker.
 func (d *Demo) Client() *client.Client { return d.client }
 
@@ -462,8 +475,13 @@ func (d *Demo) Stop(ctx context.Context) error {
 func (d *Demo) stopBroker() error {
 	var err error
 	if d.srv != nil {
+		// A connection the workers' clients opened as they were stopped
+		// can hold the server's shutdown until the deadline, which then
+		// closes it: harmless here, so only logged.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = d.srv.Stop(ctx)
+		if serr := d.srv.Stop(ctx); serr != nil {
+			d.log.Warn("demo: connections still open at the shutdown deadline were closed", "err", serr)
+		}
 		cancel()
 	}
 	if d.client != nil {
