@@ -241,7 +241,7 @@ const COLUMNS = [
   { key: "sent", label: "Sent/s", num: true },
   { key: "received", label: "Received/s", num: true },
   { key: "deleted", label: "Deleted/s", num: true },
-  { key: "trend", label: "Depth, last minutes" },
+  { key: "trend", label: "Depth trend" },
 ];
 const HEALTH_RANK = { critical: 3, warning: 2, ok: 1 };
 const PAGE_SIZES = [50, 100, 250];
