@@ -630,7 +630,7 @@ class QueuePage {
     for (const k of Object.keys(q.attributes || {}).sort()) rows.push([k, q.attributes[k]]);
     for (const k of Object.keys(q.tags || {}).sort()) rows.push(["tag " + k, q.tags[k]]);
     this.settings.replaceChildren(...rows.flatMap(([k, v]) => {
-      const dd = h("dd", {}, v);
+      const dd = h("dd", {}, v === "" || v === undefined ? "—" : v);
       if (k === "Dead-letter queue" && q.deadLetterQueue) dd.replaceChildren(h("a", { href: "#/queues/" + encodeURIComponent(q.deadLetterQueue) }, q.deadLetterQueue));
       return [h("dt", {}, k), dd];
     }));
