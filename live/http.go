@@ -110,7 +110,10 @@ func (l *Live) serveEvents(w http.ResponseWriter, r *http.Request, done <-chan s
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
 	// The server's WriteTimeout would cut a stream after 45 s: each write
-	// sets its own deadline instead.
+	// sets its own deadline instead. The read deadline (ReadTimeout) is
+	// cleared too, so that its passing cannot end the request's context
+	// (TestEventsOutliveServerTimeouts).
+	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
 	write := func(b []byte) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))

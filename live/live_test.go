@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -446,4 +447,30 @@ func TestConfigValidate(t *testing.T) {
 	if err := live.DefaultConfig().Validate(); err != nil {
 		t.Error(err)
 	}
+}
+
+// A stream outlives the server's read and write timeouts (net/http would
+// otherwise cancel it when the read deadline passes).
+func TestEventsOutliveServerTimeouts(t *testing.T) {
+	t.Parallel()
+	tb, lv := setup(t, nil, func(c *live.Config) { c.Interval = 20 * time.Millisecond })
+	_ = tb
+	mux := http.NewServeMux()
+	done := make(chan struct{})
+	lv.Register(mux, done)
+	ts := httptest.NewUnstartedServer(mux)
+	ts.Config.ReadTimeout = 100 * time.Millisecond
+	ts.Config.WriteTimeout = 100 * time.Millisecond
+	ts.Start()
+	t.Cleanup(func() { close(done); ts.Close() })
+	resp, err := http.Get(ts.URL + "/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events, _ := readEvents(resp.Body)
+	first := nextEvent(t, events)
+	testutil.Eventually(t, 10*time.Second, "an event 500 ms after the first", func() bool {
+		return nextEvent(t, events).Time.Sub(first.Time) > 500*time.Millisecond
+	})
 }
