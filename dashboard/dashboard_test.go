@@ -406,6 +406,18 @@ func TestScreenshots(t *testing.T) {
 	for i := range 3 {
 		e.call("POST", "/v1/queues/reports.fifo/messages", map[string]any{"body": fmt.Sprintf(`{"report": %d}`, i), "groupId": "monthly"}, nil)
 	}
+	// A backlog past the warning depth (1,000 by default).
+	e.createQueue("search-index", nil)
+	for i := range 120 {
+		var batch []map[string]any
+		for j := range 10 {
+			batch = append(batch, map[string]any{"id": strconv.Itoa(j), "body": fmt.Sprintf(`{"doc": %d}`, i*10+j)})
+		}
+		e.call("POST", "/v1/queues/search-index/messages/batch", map[string]any{"messages": batch}, nil)
+	}
+	e.createQueue("webhooks", nil)
+	e.createQueue("invoices", nil)
+	e.send("invoices", `{"invoice": "2026-0042"}`)
 	e.deadLetter("payments", `{"payment": 77, "currency": "XYZ"}`, "unknown currency XYZ")
 	e.deadLetter("payments", `{"payment": 78, "card": "4000...0002"}`, "card declined by the issuer")
 	e.deadLetter("orders", `{"order": 44}`, "order 44 has no customer")
@@ -427,7 +439,7 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.open("")
-	e.page.Eventually(wait, "the list", `document.querySelectorAll("#queue-rows tr").length === 7`)
+	e.page.Eventually(wait, "the list", `document.querySelectorAll("#queue-rows tr").length === 10`)
 	e.page.Eventually(wait, "a few samples", `document.querySelector('#queue-rows tr[data-queue="orders"] polyline').getAttribute("points").split(" ").length > 5`)
 	shot, err := chromedp.Run(e.page.Ctx, chromedp.FullScreenshot(100))
 	if err != nil {

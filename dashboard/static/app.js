@@ -150,7 +150,8 @@ class Live {
     } catch (e) {
       setConn("down", "broker unreachable: " + e.message);
     }
-    if (!this.closed) this.timer = setTimeout(() => this.poll(), 2000);
+    // Stop once the stream is open again (start sets this.es).
+    if (!this.closed && !this.es) this.timer = setTimeout(() => this.poll(), 2000);
   }
   close() {
     this.closed = true;
@@ -240,7 +241,7 @@ const COLUMNS = [
   { key: "sent", label: "Sent/s", num: true },
   { key: "received", label: "Received/s", num: true },
   { key: "deleted", label: "Deleted/s", num: true },
-  { key: "trend", label: "Depth, last minutes" },
+  { key: "trend", label: "Depth trend" },
 ];
 const HEALTH_RANK = { critical: 3, warning: 2, ok: 1 };
 const PAGE_SIZES = [50, 100, 250];
@@ -399,11 +400,14 @@ class ListPage {
     setText(c.inFlight, fmtInt(q.inFlight));
     setText(c.delayed, fmtInt(q.delayed));
     setText(c.deadLetters, fmtInt(q.deadLetters));
-    setText(c.oldestAgeSeconds, fmtAge(q.oldestAgeSeconds));
+    setText(c.oldestAgeSeconds, q.visible + q.inFlight + q.delayed ? fmtAge(q.oldestAgeSeconds) : "—");
     for (const k of ["sent", "received", "deleted"]) setText(c[k], fmtRate(q.rates ? q.rates[k] : null));
+    // The samples seen since the page opened, oldest at the left, scaled
+    // to the largest (an empty queue's line lies at the bottom).
     const t = this.trend.get(q.name) || [];
-    const max = Math.max(1, ...t);
-    const pts = t.map((v, i) => ((i * 90) / (TREND_POINTS - 1)).toFixed(1) + "," + (21 - (v / max) * 20).toFixed(1)).join(" ");
+    const max = Math.max(1, ...t) * 1.1;
+    const step = 90 / Math.max(1, Math.min(TREND_POINTS, Math.max(t.length, 30)) - 1);
+    const pts = t.map((v, i) => (i * step).toFixed(1) + "," + (21 - (v / max) * 20).toFixed(1)).join(" ");
     if (c.sparkLine.getAttribute("points") !== pts) c.sparkLine.setAttribute("points", pts);
   }
   close() { this.live.close(); }
@@ -508,7 +512,7 @@ class QueuePage {
     setText(document.getElementById("stat-inflight"), fmtInt(q.inFlight));
     setText(document.getElementById("stat-delayed"), fmtInt(q.delayed));
     setText(document.getElementById("stat-deadletters"), fmtInt(q.deadLetters));
-    setText(document.getElementById("stat-oldest"), fmtAge(q.oldestAgeSeconds));
+    setText(document.getElementById("stat-oldest"), q.visible + q.inFlight + q.delayed ? fmtAge(q.oldestAgeSeconds) : "—");
     setText(document.getElementById("stat-sent"), fmtRate(q.rates ? q.rates.sent : null));
     setText(document.getElementById("stat-received"), fmtRate(q.rates ? q.rates.received : null));
     const b = healthBadge(q);
@@ -626,7 +630,7 @@ class QueuePage {
     for (const k of Object.keys(q.attributes || {}).sort()) rows.push([k, q.attributes[k]]);
     for (const k of Object.keys(q.tags || {}).sort()) rows.push(["tag " + k, q.tags[k]]);
     this.settings.replaceChildren(...rows.flatMap(([k, v]) => {
-      const dd = h("dd", {}, v);
+      const dd = h("dd", {}, v === "" || v === undefined ? "—" : v);
       if (k === "Dead-letter queue" && q.deadLetterQueue) dd.replaceChildren(h("a", { href: "#/queues/" + encodeURIComponent(q.deadLetterQueue) }, q.deadLetterQueue));
       return [h("dt", {}, k), dd];
     }));
@@ -698,7 +702,7 @@ class QueuePage {
       h("td", {}, h("code", { class: "body" }, m.body), attrLine(m)),
       h("td", { class: "num" }, fmtInt(m.receiveCount)),
       h("td", {}, fmtTime(m.createdAt)),
-      h("td", {}, del));
+      h("td", { class: "actions" }, del));
     del.addEventListener("click", async () => {
       const ok = await confirmAction("Delete this message?", "Message " + m.id + " is deleted whatever its state. It cannot be undone.", "Delete");
       if (!ok) return;
@@ -764,7 +768,7 @@ class QueuePage {
       h("td", { class: "num" }, fmtInt(m.receiveCount)),
       h("td", { class: "num" }, fmtInt(m.attempts)),
       h("td", {}, fmtTime(m.lastReceivedAt)),
-      h("td", {}, h("div", { class: "bar" }, replay, del)));
+      h("td", { class: "actions" }, replay, " ", del));
     replay.addEventListener("click", () => this.replay([m.id]));
     del.addEventListener("click", async () => {
       const ok = await confirmAction("Delete this dead letter?", "Dead letter " + m.id + " is deleted and will never be replayed.", "Delete");
