@@ -100,6 +100,11 @@ type delivery struct {
 	interrupted bool
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
+	// extending counts the heartbeat's extend calls in flight that carry
+	// this message. The heartbeat adds to it under Pool.mu only while the
+	// state is not settlingState; the outcome waits for it after setting
+	// settlingState (extendAll documents the invariant).
+	extending sync.WaitGroup
 }
 
 type deliveryState int
@@ -446,6 +451,9 @@ func (p *Pool) handle(d *delivery) {
 	}
 	p.mu.Unlock()
 	d.cancel(context.Canceled)
+	// No extend of this message may be in flight when its outcome goes
+	// out: a late extend would follow the ack.
+	d.extending.Wait()
 
 	if lost {
 		p.log.Warn("worker: the handler ended after its message's lease was lost; its outcome is not applied (the message will be delivered again)",
@@ -493,6 +501,9 @@ func (p *Pool) releasePrefetched() {
 		d.state = settlingState
 	}
 	p.mu.Unlock()
+	for _, d := range ds {
+		d.extending.Wait()
+	}
 	p.releaseAll(ds)
 }
 
