@@ -170,7 +170,10 @@ func (p *Pool) Stats() PoolStats {
 // receiving, releases the prefetched messages, cancels the running
 // handlers' contexts at once (cause ErrShutdown), waits for the handlers
 // and settles their outcomes (on a context of their own, at most 10 s
-// each), then returns. The handlers' contexts carry ctx's values.
+// each), then returns. The handlers' contexts carry ctx's values. ctx
+// cancelled while a Shutdown waits for the running handlers ends the grace
+// at once too (the handlers are cancelled with cause ErrShutdown; Run still
+// returns ErrPoolClosed, since Shutdown came first).
 func (p *Pool) Run(ctx context.Context) error {
 	p.mu.Lock()
 	switch p.state {
@@ -228,9 +231,16 @@ func (p *Pool) Run(ctx context.Context) error {
 		p.handlers.Wait()
 		close(handlersDone)
 	}()
+	// The grace ends when Shutdown's context ends, or when Run's does, even
+	// after Shutdown began (as with http.Server, the caller's cancellation
+	// wins over a long grace).
 	select {
 	case <-handlersDone:
 	case <-p.graceOver:
+		p.interruptRunning()
+		<-handlersDone
+	case <-ctx.Done():
+		p.endGrace()
 		p.interruptRunning()
 		<-handlersDone
 	}
