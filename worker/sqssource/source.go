@@ -224,7 +224,8 @@ func toSQS(a worker.Attribute) types.MessageAttributeValue {
 //   - KindNack: ChangeMessageVisibility to o.Delay when positive, else to
 //     Config.Backoff's delay after m.ReceiveCount receives. The reason is
 //     not kept: SQS has no place for it.
-//   - KindSnooze: ChangeMessageVisibility to o.Delay (the next receive counts).
+//   - KindSnooze: ChangeMessageVisibility to o.Delay, 0 when negative (the
+//     next receive counts).
 //   - KindRelease: ChangeMessageVisibility to 0 (the next receive counts).
 //   - KindDeadLetter: send a copy to the dead-letter queue, then DeleteMessage
 //     (not atomic).
@@ -246,7 +247,7 @@ func (s *Source) Settle(ctx context.Context, m *worker.Message, o worker.Outcome
 		}
 		return s.changeVisibility(ctx, m, d, "nack")
 	case worker.KindSnooze:
-		return s.changeVisibility(ctx, m, o.Delay, "snooze")
+		return s.changeVisibility(ctx, m, max(o.Delay, 0), "snooze")
 	case worker.KindRelease:
 		return s.changeVisibility(ctx, m, 0, "release")
 	case worker.KindDeadLetter:
