@@ -99,7 +99,8 @@ func (s *Source) URL() string { return s.url }
 
 // Receive is ReceiveMessage: up to req.Max (clamped to 1..10) messages,
 // long-polling req.Wait (rounded up to whole seconds, at most 20 s; 0 leaves
-// the queue's ReceiveMessageWaitTimeSeconds, as the SDK omits a zero), each
+// the queue's ReceiveMessageWaitTimeSeconds, as the SDK omits a zero: a
+// pool's short polling, WaitTime < 0, waits the queue's default), each
 // leased for req.Lease (rounded up to whole seconds, at most 12 h; 0 leaves
 // the queue's VisibilityTimeout), with every system and message attribute.
 func (s *Source) Receive(ctx context.Context, req worker.ReceiveRequest) ([]*worker.Message, error) {
