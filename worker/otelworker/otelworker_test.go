@@ -143,7 +143,7 @@ func TestNativeTraceContinues(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range ok.Attributes {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	for k, v := range map[string]string{"messaging.system": "sluice", "messaging.destination.name": "emails",
 		"messaging.message.id": sent.ID, "messaging.operation.type": "process", "messaging.message.delivery_count": "1"} {
