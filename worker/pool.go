@@ -262,7 +262,9 @@ func (p *Pool) Run(ctx context.Context) error {
 // handler that returns an ordinary error after that cancellation is
 // released, not nacked: the interruption is not the message's failure
 // (control errors and nil apply as usual). A handler that ignores its
-// context holds Shutdown up.
+// context holds Shutdown up. Run's context cancelled meanwhile ends the
+// grace at once, as Shutdown's own context would (Shutdown then returns nil
+// once the pool has stopped).
 //
 // Shutdown before Run closes the pool (Run then returns ErrPoolClosed);
 // Shutdown after Shutdown, or after Run ended, returns nil once the pool
