@@ -44,13 +44,15 @@ const (
 //
 // # Retries
 //
-// A request that fails with 429 (queue_full, throttled, over_limit) or 503
-// (unavailable) was not carried out: the broker says so. Every request is
-// retried then, waiting the Retry-After the broker gives (1 s), or else the
-// backoff. Other failures are ambiguous: a connection that breaks, or a
-// 5xx other than 503 (internal, or a proxy's 502/504), may come after the
-// broker did the work and before its answer arrived. Those are retried only
-// for the requests that are safe to repeat:
+// A request that fails with 429 (queue_full, throttled, over_limit), or
+// with Sluice's own 503 (unavailable, with the API's JSON error body), was
+// not carried out: the broker says so. Every request is retried then,
+// waiting the Retry-After the broker gives (1 s), or else the backoff.
+// Other failures are ambiguous: a connection that breaks, the broker's 500
+// (internal), or a 5xx that does not carry Sluice's JSON error body (a
+// proxy's or load balancer's 502, 503 or 504) may come after the broker
+// did the work and before its answer arrived. Those are retried only for
+// the requests that are safe to repeat:
 //
 //   - reads: GetQueue, ListQueues, Stats, Browse, DeadLetters, Replays;
 //   - settings that converge: CreateQueue (a create of an existing queue
@@ -59,11 +61,14 @@ const (
 //     Extend and ExtendBatch (they set the lease's end, from now);
 //   - Receive: the messages of a lost answer are leased to nobody and come
 //     back when their visibility timeout ends (a delay, not a loss);
-//   - Send and SendBatch, knowingly: a send retried after a lost answer may
-//     store the message twice on a standard queue (consumers must be
-//     idempotent, as at-least-once delivery asks anyway). A FIFO queue's
-//     deduplication (DedupID, or content-based) drops the second copy within
-//     its 5-minute window.
+//   - Send and SendBatch whose messages all carry a DedupID: the queue's
+//     deduplication drops a second copy within its 5-minute window;
+//   - Send and SendBatch without a DedupID, after a broken connection
+//     only, knowingly: the repeat may store the message twice on a standard
+//     queue (consumers must be idempotent, as at-least-once delivery asks
+//     anyway). After an ambiguous 5xx answer (the broker's 500, a proxy's
+//     502/503/504) they are not retried: the error is returned, and the
+//     caller decides (set a DedupID to make sends safe to repeat).
 //
 // Not retried on an ambiguous failure, because a repeat would answer a
 // misleading error (or act twice): Nack, Snooze, Release, DeadLetter and
@@ -188,6 +193,10 @@ type request struct {
 	// idempotent says the request is safe to repeat after an ambiguous
 	// failure (see Client).
 	idempotent bool
+	// duplicates says a repeat after the broker did the work stores a
+	// second copy: a send with a message that has no DedupID. Such a
+	// request is not retried after an ambiguous 5xx answer (see Client).
+	duplicates bool
 }
 
 // queuePath is /queues/{queue} followed by the rest of the path.
@@ -256,11 +265,15 @@ func (c *Client) retryable(r request, err error) (bool, time.Duration) {
 		return r.idempotent && errors.As(err, &ue), 0
 	}
 	switch {
-	case e.Status == http.StatusTooManyRequests, e.Status == http.StatusServiceUnavailable:
-		// Not carried out: the broker refused it.
+	case e.Status == http.StatusTooManyRequests,
+		e.Status == http.StatusServiceUnavailable && e.Code != "":
+		// Not carried out: the broker refused it before doing anything
+		// (Sluice's own 503 carries its JSON body, hence a Code).
 		return true, min(e.RetryAfter, maxRetryAfter)
 	case e.Status >= 500 && e.Status != http.StatusNotImplemented:
-		return r.idempotent, min(e.RetryAfter, maxRetryAfter)
+		// Ambiguous: the broker's 500 (internal), or a 5xx that is not
+		// Sluice's (a proxy's 502, 503 or 504), may come after the work.
+		return r.idempotent && !r.duplicates, min(e.RetryAfter, maxRetryAfter)
 	}
 	return false, 0
 }

@@ -19,11 +19,17 @@
 // sentinels of errors.go (ErrQueueNotFound, ErrQueueFull, ...). A batch
 // answers each failed entry's error as an *Error too.
 //
-// Requests the broker refused for now (429, 503) are retried with
-// exponential backoff and full jitter, honouring Retry-After; ambiguous
-// failures (a broken connection, other 5xx) only for the requests that are
-// safe to repeat. The Client type's documentation lists which, and what a
-// retried send means on a standard queue.
+// Requests the broker refused for now (429, or Sluice's own 503
+// "unavailable" with its JSON error body) are retried with exponential
+// backoff and full jitter, honouring Retry-After: the broker did nothing.
+// Ambiguous failures may come after the broker did the work: a broken
+// connection, the broker's 500, or a 5xx without Sluice's JSON body (a
+// proxy's 502, 503 or 504). Those are retried only for the requests that
+// are safe to repeat, and never for Nack, Snooze, Release, DeadLetter,
+// deletes, purges or Replay. A send whose messages lack a DedupID is
+// retried after a broken connection (it may then be stored twice on a
+// standard queue) but not after an ambiguous 5xx. The Client type's
+// documentation lists each request.
 //
 // The package imports neither the broker nor any storage driver: a program
 // that only talks to a broker pulls in net/http and encoding/json (a test,

@@ -29,7 +29,8 @@ func (c *Client) Send(ctx context.Context, queue string, m Message) (SendResult,
 		ID             string `json:"id"`
 		SequenceNumber string `json:"sequenceNumber"`
 	}
-	r := request{method: http.MethodPost, path: queuePath(queue, "messages"), body: toEnvelope(&m), idempotent: true}
+	r := request{method: http.MethodPost, path: queuePath(queue, "messages"), body: toEnvelope(&m), idempotent: true,
+		duplicates: m.DedupID == ""}
 	if err := c.do(ctx, r, &out); err != nil {
 		return SendResult{}, err
 	}
@@ -50,6 +51,11 @@ func (c *Client) SendBatch(ctx context.Context, queue string, msgs []Message) ([
 	}
 	var out batchResults
 	r := request{method: http.MethodPost, path: queuePath(queue, "messages", "batch"), body: in, idempotent: true}
+	for i := range msgs {
+		if msgs[i].DedupID == "" {
+			r.duplicates = true
+		}
+	}
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -266,5 +267,67 @@ func TestNewValidates(t *testing.T) {
 	c := e.clientAt(e.URL+"/v1/", client.WithUserAgent("test-agent/1"))
 	if _, err := c.GetQueue(context.Background(), "q"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A 5xx without Sluice's JSON body (a proxy's) may come after the broker
+// stored the message: a send without a DedupID is not retried then, one
+// with a DedupID is; Sluice's own 503 is retried for both.
+func TestRetryProxy5xxSend(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, nil)
+			ctx := context.Background()
+			e.queue("q", nil)
+			e.queue("q.fifo", map[string]string{"FifoQueue": "true"})
+			proxy := func(w http.ResponseWriter, r *http.Request) { http.Error(w, "upstream trouble", status) }
+
+			f := e.flaky(100, proxy)
+			c := e.clientAt(f.srv.URL, maxJitter)
+			_, err := c.Send(ctx, "q", client.Message{Body: "plain"})
+			var ce *client.Error
+			if !errors.As(err, &ce) || ce.Status != status || ce.Code != "" || f.count() != 1 {
+				t.Fatalf("send without DedupID: %d attempts, error %v; want 1 attempt and the proxy's answer", f.count(), err)
+			}
+			_, err = c.SendBatch(ctx, "q", []client.Message{{Body: "a", DedupID: "1"}, {Body: "b"}})
+			if !errors.As(err, &ce) || f.count() != 2 {
+				t.Fatalf("batch with a message without DedupID: %d attempts, error %v", f.count(), err)
+			}
+
+			g := e.flaky(1, proxy)
+			c = e.clientAt(g.srv.URL, maxJitter)
+			if _, err := c.Send(ctx, "q.fifo", client.Message{Body: "deduped", GroupID: "g", DedupID: "d1"}); err != nil || g.count() != 2 {
+				t.Fatalf("send with DedupID: %d attempts, error %v; want a retry", g.count(), err)
+			}
+
+			h := e.flaky(1, answer(503, "unavailable"))
+			c = e.clientAt(h.srv.URL, maxJitter)
+			if _, err := c.Send(ctx, "q", client.Message{Body: "plain"}); err != nil || h.count() != 2 {
+				t.Fatalf("send after Sluice's 503: %d attempts, error %v; want a retry", h.count(), err)
+			}
+		})
+	}
+}
+
+// A proxy's 503 is ambiguous: a request that is not safe to repeat (a
+// nack) is not retried; Sluice's own 503 is retried.
+func TestRetryProxy503Nack(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	e.queue("q", nil)
+	e.send("q", "a")
+	ds := e.receive("q", 1, client.VisibilityTimeout(time.Minute))
+	f := e.flaky(1, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no upstream", http.StatusServiceUnavailable) })
+	c := e.clientAt(f.srv.URL, maxJitter)
+	if err := c.Nack(ctx, "q", ds[0].Receipt, "x", 0); !errors.Is(err, client.ErrUnavailable) || f.count() != 1 {
+		t.Fatalf("Nack after a proxy's 503: %d attempts, error %v; want 1 attempt", f.count(), err)
+	}
+	g := e.flaky(1, answer(503, "unavailable"))
+	c = e.clientAt(g.srv.URL, maxJitter)
+	if err := c.Nack(ctx, "q", ds[0].Receipt, "x", 0); err != nil || g.count() != 2 {
+		t.Fatalf("Nack after Sluice's 503: %d attempts, error %v; want a retry", g.count(), err)
 	}
 }

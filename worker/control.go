@@ -26,8 +26,9 @@ type SnoozeError struct {
 
 func (e *SnoozeError) Error() string { return fmt.Sprintf("snooze for %s", e.Delay) }
 
-// Snooze returns a *SnoozeError for d.
-func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
+// Snooze returns a *SnoozeError for d. A negative d is 0 (visible again at
+// once), and a d past MaxDelay is cut to it when the outcome is applied.
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: max(d, 0)} }
 
 // RetryAfterError, returned by a handler, is a failed attempt (it counts,
 // and past the last one the message is dead-lettered) retried after Delay
@@ -47,5 +48,12 @@ func (e *RetryAfterError) Error() string {
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // RetryAfter returns a *RetryAfterError for d, wrapping err (which may be
-// nil): its text is the failure reason kept with the message.
-func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{Delay: d, Err: err} }
+// nil): its text is the failure reason kept with the message. A negative d
+// is 0, and a d past MaxDelay is cut to it when the outcome is applied.
+//
+// Delay 0 means no delay of the handler's own: on Sluice the queue's
+// RetryPolicy backoff applies (or the message is visible again at once
+// without one); on plain SQS sqssource's client-side backoff applies.
+func RetryAfter(d time.Duration, err error) error {
+	return &RetryAfterError{Delay: max(d, 0), Err: err}
+}

@@ -33,6 +33,15 @@ func (p *Pool) heartbeat(ctx context.Context) {
 // extendAll extends the held leases, 10 per call (the batch limit of SQS
 // and Sluice). A call that fails as a whole is retried at the next beat
 // (HeartbeatInterval is at most Lease/2, so one failure loses no lease).
+//
+// The invariant with the outcome: no extend of a message is in flight once
+// its outcome is sent. Each batch is taken under p.mu from the messages
+// not yet settling, and counted in their extending wait groups before the
+// lock is released; handle (and a release) marks the message settling under
+// p.mu, then waits for its extending group before it settles. So a late
+// extend can never follow an ack (it would fail, or on SQS bring an acked
+// receipt's error back), and an extend's answer about a message that is
+// settling is not taken for a lost lease (lose ignores settling messages).
 func (p *Pool) extendAll(ctx context.Context) {
 	p.mu.Lock()
 	ds := make([]*delivery, 0, len(p.held))
@@ -41,32 +50,62 @@ func (p *Pool) extendAll(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	for len(ds) > 0 {
-		batch := ds[:min(len(ds), maxReceive)]
-		ds = ds[len(batch):]
-		msgs := make([]*Message, len(batch))
-		for i, d := range batch {
-			msgs[i] = d.m
-		}
-		cctx, cancel := context.WithTimeout(ctx, p.cfg.HeartbeatInterval)
-		errs, err := p.cfg.Source.Extend(cctx, msgs, p.cfg.Lease)
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				p.log.Warn("worker: heartbeat failed; the leases are extended at the next beat", "messages", len(msgs), "err", err)
-			}
-			continue
-		}
-		for i, e := range errs {
-			if i >= len(batch) || e == nil {
+		p.mu.Lock()
+		batch := make([]*delivery, 0, maxReceive)
+		for len(ds) > 0 && len(batch) < maxReceive {
+			d := ds[0]
+			ds = ds[1:]
+			if d.state == settlingState || d.lost {
 				continue
 			}
-			if errors.Is(e, ErrLeaseLost) {
-				p.lose(batch[i])
-			} else {
-				p.log.Warn("worker: extending a lease failed; retried at the next beat", "queue", msgs[i].Queue, "message_id", msgs[i].ID, "err", e)
-			}
+			d.extending.Add(1)
+			batch = append(batch, d)
+		}
+		p.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		p.extendBatch(ctx, batch)
+		for _, d := range batch {
+			d.extending.Done()
 		}
 	}
+}
+
+// extendBatch extends the leases of batch, whose extending groups count
+// this call, and handles the answers.
+func (p *Pool) extendBatch(ctx context.Context, batch []*delivery) {
+	msgs := make([]*Message, len(batch))
+	for i, d := range batch {
+		msgs[i] = d.m
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.HeartbeatInterval)
+	errs, err := p.cfg.Source.Extend(cctx, msgs, p.cfg.Lease)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("worker: heartbeat failed; the leases are extended at the next beat", "messages", len(msgs), "err", err)
+		}
+		return
+	}
+	for i, e := range errs {
+		if i >= len(batch) || e == nil {
+			continue
+		}
+		if errors.Is(e, ErrLeaseLost) {
+			p.lose(batch[i])
+		} else if !p.settling(batch[i]) {
+			p.log.Warn("worker: extending a lease failed; retried at the next beat", "queue", msgs[i].Queue, "message_id", msgs[i].ID, "err", e)
+		}
+	}
+}
+
+// settling reports whether d's outcome is being applied (or it is
+// released): an extend's error about it no longer matters.
+func (p *Pool) settling(d *delivery) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return d.state == settlingState
 }
 
 // lose marks d's lease lost: a running handler's context is cancelled with

@@ -96,6 +96,9 @@ func TestOutcomeOf(t *testing.T) {
 		{worker.RetryAfter(time.Second, errors.New("busy")), worker.Outcome{Kind: worker.KindNack, Reason: "busy", Delay: time.Second}},
 		{worker.Snooze(24 * time.Hour), worker.Outcome{Kind: worker.KindSnooze, Delay: worker.MaxDelay}},
 		{worker.RetryAfter(-time.Second, errors.New("busy")), worker.Outcome{Kind: worker.KindNack, Reason: "busy"}},
+		{worker.Snooze(-time.Minute), worker.Outcome{Kind: worker.KindSnooze}},
+		{&worker.SnoozeError{Delay: -time.Minute}, worker.Outcome{Kind: worker.KindSnooze}},
+		{&worker.RetryAfterError{Delay: -time.Minute}, worker.Outcome{Kind: worker.KindNack, Reason: "retry after -1m0s"}},
 		{worker.RetryAfter(13*time.Hour, errors.New("busy")), worker.Outcome{Kind: worker.KindNack, Reason: "busy", Delay: worker.MaxDelay}},
 		{worker.RetryAfter(time.Second, nil), worker.Outcome{Kind: worker.KindNack, Reason: "retry after 1s", Delay: time.Second}},
 		{errors.New("a\x00b\xff"), worker.Outcome{Kind: worker.KindNack, Reason: "a\uFFFDb\uFFFD"}},
@@ -109,6 +112,20 @@ func TestOutcomeOf(t *testing.T) {
 }
 
 func wrap(err error) error { return errors.Join(errors.New("context"), err) }
+
+// The constructors never keep a negative delay (an error's text, or a
+// Source given the delay directly, would show it).
+func TestNegativeDelayIsZero(t *testing.T) {
+	t.Parallel()
+	var sn *worker.SnoozeError
+	if !errors.As(worker.Snooze(-time.Second), &sn) || sn.Delay != 0 {
+		t.Fatalf("Snooze(-1s) = %+v, want Delay 0", sn)
+	}
+	var ra *worker.RetryAfterError
+	if !errors.As(worker.RetryAfter(-time.Second, nil), &ra) || ra.Delay != 0 {
+		t.Fatalf("RetryAfter(-1s) = %+v, want Delay 0", ra)
+	}
+}
 
 func TestChainAndTimeout(t *testing.T) {
 	t.Parallel()

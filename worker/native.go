@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicemq/sluice/client"
@@ -28,9 +29,11 @@ type nativeSource struct {
 // KindNack a nack with the reason (Delay 0 follows the queue's RetryPolicy),
 // KindSnooze a snooze (the attempt does not count), KindRelease a release,
 // KindDeadLetter a dead-letter now (the queue needs a RedrivePolicy). A
-// control on a lease that has ended (message_not_in_flight), or with a
-// receipt gone stale (invalid_parameter, invalid_receipt), is ErrLeaseLost,
-// wrapping the client's error. An ack of a stale receipt succeeds on the
+// control on a lease that has ended (message_not_in_flight), with a
+// receipt gone stale (invalid_parameter on the receipt), or with a receipt
+// that does not decode (invalid_receipt), is ErrLeaseLost, wrapping the
+// client's error; any other invalid_parameter (a delay out of range) is
+// returned as is. A negative Delay is taken as 0. An ack of a stale receipt succeeds on the
 // broker, without effect.
 func NewSource(c *client.Client, queue string) Source {
 	return &nativeSource{c: c, queue: queue}
@@ -69,13 +72,15 @@ func (s *nativeSource) message(d *client.Delivery) *Message {
 // Settle applies o to m.
 func (s *nativeSource) Settle(ctx context.Context, m *Message, o Outcome) error {
 	var err error
+	// A negative delay is 0, as OutcomeOf makes it: never sent to the broker.
+	delay := max(o.Delay, 0)
 	switch o.Kind {
 	case KindAck:
 		err = s.c.Ack(ctx, s.queue, m.Receipt)
 	case KindNack:
-		err = s.c.Nack(ctx, s.queue, m.Receipt, o.Reason, o.Delay)
+		err = s.c.Nack(ctx, s.queue, m.Receipt, o.Reason, delay)
 	case KindSnooze:
-		err = s.c.Snooze(ctx, s.queue, m.Receipt, o.Delay)
+		err = s.c.Snooze(ctx, s.queue, m.Receipt, delay)
 	case KindRelease:
 		err = s.c.Release(ctx, s.queue, m.Receipt)
 	case KindDeadLetter:
@@ -92,16 +97,26 @@ func leaseError(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, client.ErrMessageNotInFlight) || errors.Is(err, client.ErrInvalidReceipt) || isCode(err, "invalid_parameter") {
+	if errors.Is(err, client.ErrMessageNotInFlight) || errors.Is(err, client.ErrInvalidReceipt) || staleReceipt(err) {
 		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	}
 	return err
 }
 
-// isCode reports whether err is a *client.Error with the code.
-func isCode(err error, code string) bool {
+// staleReceipt reports whether err is the broker's answer to a stale
+// receipt: invalid_parameter on the receipt ("Value ... for parameter
+// ReceiptHandle is invalid. Reason: Message does not exist or is not
+// available for visibility timeout change.", or "... The receipt handle has
+// expired."). Any other invalid_parameter (a delay out of range, a reason
+// too long) is the request's fault, not a lost lease, and stays as is.
+func staleReceipt(err error) bool {
 	var e *client.Error
-	return errors.As(err, &e) && e.Code == code
+	if !errors.As(err, &e) || e.Code != "invalid_parameter" {
+		return false
+	}
+	m := strings.ToLower(e.Message)
+	return strings.Contains(m, "receipthandle is invalid") || strings.Contains(m, "receipt handle has expired") ||
+		strings.Contains(m, "not available for visibility timeout change")
 }
 
 // Extend extends the leases of msgs, 10 per request (the batch extend).

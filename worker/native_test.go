@@ -276,3 +276,23 @@ func TestNativeSourceBacklog(t *testing.T) {
 		t.Fatalf("Backlog of a missing queue: %v", err)
 	}
 }
+
+// A request the broker refuses for a parameter other than the receipt (a
+// delay out of range) is not a lost lease; a negative delay is sent as 0.
+func TestNativeSourceParameterErrorNotLeaseLost(t *testing.T) {
+	t.Parallel()
+	e := setupNative(t)
+	ctx := context.Background()
+	e.send("m")
+	m := e.receive(1)["m"]
+	err := e.src.Settle(ctx, m, worker.Outcome{Kind: worker.KindSnooze, Delay: 13 * time.Hour})
+	if !errors.Is(err, client.ErrInvalidParameter) || errors.Is(err, worker.ErrLeaseLost) {
+		t.Fatalf("snooze past 12 h: %v, want invalid_parameter and not ErrLeaseLost", err)
+	}
+	if err := e.src.Settle(ctx, m, worker.Outcome{Kind: worker.KindSnooze, Delay: -time.Minute}); err != nil {
+		t.Fatalf("snooze of -1m: %v, want it taken as 0", err)
+	}
+	if d := e.browse()["m"]; d.State != "visible" {
+		t.Fatalf("after a snooze of -1m the message is %q, want visible", d.State)
+	}
+}

@@ -100,6 +100,11 @@ type delivery struct {
 	interrupted bool
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
+	// extending counts the heartbeat's extend calls in flight that carry
+	// this message. The heartbeat adds to it under Pool.mu only while the
+	// state is not settlingState; the outcome waits for it after setting
+	// settlingState (extendAll documents the invariant).
+	extending sync.WaitGroup
 }
 
 type deliveryState int
@@ -165,7 +170,10 @@ func (p *Pool) Stats() PoolStats {
 // receiving, releases the prefetched messages, cancels the running
 // handlers' contexts at once (cause ErrShutdown), waits for the handlers
 // and settles their outcomes (on a context of their own, at most 10 s
-// each), then returns. The handlers' contexts carry ctx's values.
+// each), then returns. The handlers' contexts carry ctx's values. ctx
+// cancelled while a Shutdown waits for the running handlers ends the grace
+// at once too (the handlers are cancelled with cause ErrShutdown; Run still
+// returns ErrPoolClosed, since Shutdown came first).
 func (p *Pool) Run(ctx context.Context) error {
 	p.mu.Lock()
 	switch p.state {
@@ -223,9 +231,16 @@ func (p *Pool) Run(ctx context.Context) error {
 		p.handlers.Wait()
 		close(handlersDone)
 	}()
+	// The grace ends when Shutdown's context ends, or when Run's does, even
+	// after Shutdown began (as with http.Server, the caller's cancellation
+	// wins over a long grace).
 	select {
 	case <-handlersDone:
 	case <-p.graceOver:
+		p.interruptRunning()
+		<-handlersDone
+	case <-ctx.Done():
+		p.endGrace()
 		p.interruptRunning()
 		<-handlersDone
 	}
@@ -247,7 +262,9 @@ func (p *Pool) Run(ctx context.Context) error {
 // handler that returns an ordinary error after that cancellation is
 // released, not nacked: the interruption is not the message's failure
 // (control errors and nil apply as usual). A handler that ignores its
-// context holds Shutdown up.
+// context holds Shutdown up. Run's context cancelled meanwhile ends the
+// grace at once, as Shutdown's own context would (Shutdown then returns nil
+// once the pool has stopped).
 //
 // Shutdown before Run closes the pool (Run then returns ErrPoolClosed);
 // Shutdown after Shutdown, or after Run ended, returns nil once the pool
@@ -446,6 +463,9 @@ func (p *Pool) handle(d *delivery) {
 	}
 	p.mu.Unlock()
 	d.cancel(context.Canceled)
+	// No extend of this message may be in flight when its outcome goes
+	// out: a late extend would follow the ack.
+	d.extending.Wait()
 
 	if lost {
 		p.log.Warn("worker: the handler ended after its message's lease was lost; its outcome is not applied (the message will be delivered again)",
@@ -493,6 +513,9 @@ func (p *Pool) releasePrefetched() {
 		d.state = settlingState
 	}
 	p.mu.Unlock()
+	for _, d := range ds {
+		d.extending.Wait()
+	}
 	p.releaseAll(ds)
 }
 

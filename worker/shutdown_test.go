@@ -195,3 +195,47 @@ func TestShutdownTwiceWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Run's context cancelled while a Shutdown with a long grace waits for the
+// running handler ends the grace at once: the handler is cancelled (cause
+// ErrShutdown), its message released, and both calls return.
+func TestRunCancelEndsShutdownGrace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	src := e.queue(t, "q", nil)
+	e.send(t, "q", nil, "a", "b")
+	causes := make(chan error, 1)
+	cfg := config(src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return context.Cause(ctx)
+	}))
+	cfg.Concurrency, cfg.Prefetch = 1, 1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, ran := run(t, ctx, cfg)
+	testutil.Eventually(t, wait, "1 running, 1 prefetched", func() bool {
+		st := p.Stats()
+		return st.Running == 1 && st.Prefetched == 1
+	})
+	shut := make(chan error, 1)
+	go func() { shut <- p.Shutdown(context.Background()) }() // a grace without end
+	// Run is in its stop: it released the prefetched message.
+	testutil.Eventually(t, wait, "the prefetched message released", func() bool { return e.stats(t, "q").Visible == 1 })
+	cancel()
+	select {
+	case c := <-causes:
+		if !errors.Is(c, worker.ErrShutdown) {
+			t.Fatalf("cause %v, want ErrShutdown", c)
+		}
+	case <-time.After(wait):
+		t.Fatal("Run's cancellation did not end Shutdown's grace: the handler still runs")
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-ran; !errors.Is(err, worker.ErrPoolClosed) {
+		t.Fatalf("Run: %v, want ErrPoolClosed", err)
+	}
+	assertReleased(t, e, 2)
+}

@@ -186,7 +186,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rt route) {
 }
 
 // logRequest writes the request's log record: debug level, or error level
-// with the cause for a 5xx answer.
+// with the cause for a 5xx answer (debug again when the client went away).
 func (h *Handler) logRequest(c *call, route string, start time.Time) {
 	status := c.w.Status
 	if status == 0 {
@@ -196,7 +196,12 @@ func (h *Handler) logRequest(c *call, route string, start time.Time) {
 		h.cfg.Requests.Request("native", route, status, time.Since(start))
 	}
 	level := slog.LevelDebug
-	if status >= 500 {
+	// A client that went away (its request's context cancelled: a
+	// disconnect, a cancelled long poll) gets a 503 nobody reads: that is
+	// the client's doing, not the broker's failure, so it is logged at
+	// debug level, saying so, rather than as an error.
+	gone := status >= 500 && c.r.Context().Err() != nil
+	if status >= 500 && !gone {
 		level = slog.LevelError
 	}
 	if !h.cfg.Logger.Enabled(c.ctx, level) {
@@ -205,6 +210,10 @@ func (h *Handler) logRequest(c *call, route string, start time.Time) {
 	attrs := []slog.Attr{
 		slog.String("api", "native"), slog.String("method", c.r.Method), slog.String("route", route),
 		slog.String("queue", c.queue), slog.Int("status", status), slog.Duration("duration", time.Since(start)),
+	}
+	if gone {
+		h.cfg.Logger.LogAttrs(c.ctx, level, "request abandoned: the client went away", attrs...)
+		return
 	}
 	if c.err != nil && status >= 500 {
 		attrs = append(attrs, slog.String("err", c.err.Error()))

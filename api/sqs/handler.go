@@ -69,7 +69,7 @@ type call struct {
 }
 
 // logRequest writes the request's log record: debug level, or error level
-// for a 5xx answer.
+// for a 5xx answer (debug again when the client went away).
 func (h *Handler) logRequest(c *call, start time.Time) {
 	status := c.sw.Status
 	if status == 0 {
@@ -83,7 +83,12 @@ func (h *Handler) logRequest(c *call, start time.Time) {
 		h.cfg.Requests.Request("sqs", action, status, time.Since(start))
 	}
 	level := slog.LevelDebug
-	if status >= 500 {
+	// A client that went away (its request's context cancelled: a
+	// disconnect, a cancelled long poll) gets a 503 nobody reads: that is
+	// the client's doing, not the broker's failure, so it is logged at
+	// debug level, saying so, rather than as an error.
+	gone := status >= 500 && c.r.Context().Err() != nil
+	if status >= 500 && !gone {
 		level = slog.LevelError
 	}
 	if !h.cfg.Logger.Enabled(c.ctx, level) {
@@ -96,6 +101,10 @@ func (h *Handler) logRequest(c *call, start time.Time) {
 	attrs := []slog.Attr{
 		slog.String("action", c.action), slog.String("queue", c.queue), slog.Int("status", status),
 		slog.Duration("duration", time.Since(start)), slog.String("protocol", proto), slog.String("request_id", c.requestID),
+	}
+	if gone {
+		h.cfg.Logger.LogAttrs(c.ctx, level, "request abandoned: the client went away", attrs...)
+		return
 	}
 	if c.err != nil && status >= 500 {
 		attrs = append(attrs, slog.String("err", c.err.Error()))

@@ -44,8 +44,11 @@ import (
 
 // Config names the Sluice a Sender writes to.
 type Config struct {
-	// Schema holds Sluice's tables: the brokers' postgres schema
-	// (--postgres-schema, postgres.Config.Schema). Default "sluice".
+	// Schema holds Sluice's tables: the brokers' postgres schema. Default
+	// "sluice", which is what `sluice serve --store postgres://...` always
+	// uses (the command has no flag to change it); a broker embedded as a
+	// library may set another with postgres.Config.Schema, and then this
+	// must name the same schema.
 	Schema string
 	// Account owns the queues: "" (the default) is the brokers' own
 	// account, the one the SQS and native APIs create queues in.

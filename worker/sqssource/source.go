@@ -99,7 +99,8 @@ func (s *Source) URL() string { return s.url }
 
 // Receive is ReceiveMessage: up to req.Max (clamped to 1..10) messages,
 // long-polling req.Wait (rounded up to whole seconds, at most 20 s; 0 leaves
-// the queue's ReceiveMessageWaitTimeSeconds, as the SDK omits a zero), each
+// the queue's ReceiveMessageWaitTimeSeconds, as the SDK omits a zero: a
+// pool's short polling, WaitTime < 0, waits the queue's default), each
 // leased for req.Lease (rounded up to whole seconds, at most 12 h; 0 leaves
 // the queue's VisibilityTimeout), with every system and message attribute.
 func (s *Source) Receive(ctx context.Context, req worker.ReceiveRequest) ([]*worker.Message, error) {
@@ -224,7 +225,8 @@ func toSQS(a worker.Attribute) types.MessageAttributeValue {
 //   - KindNack: ChangeMessageVisibility to o.Delay when positive, else to
 //     Config.Backoff's delay after m.ReceiveCount receives. The reason is
 //     not kept: SQS has no place for it.
-//   - KindSnooze: ChangeMessageVisibility to o.Delay (the next receive counts).
+//   - KindSnooze: ChangeMessageVisibility to o.Delay, 0 when negative (the
+//     next receive counts).
 //   - KindRelease: ChangeMessageVisibility to 0 (the next receive counts).
 //   - KindDeadLetter: send a copy to the dead-letter queue, then DeleteMessage
 //     (not atomic).
@@ -246,7 +248,7 @@ func (s *Source) Settle(ctx context.Context, m *worker.Message, o worker.Outcome
 		}
 		return s.changeVisibility(ctx, m, d, "nack")
 	case worker.KindSnooze:
-		return s.changeVisibility(ctx, m, o.Delay, "snooze")
+		return s.changeVisibility(ctx, m, max(o.Delay, 0), "snooze")
 	case worker.KindRelease:
 		return s.changeVisibility(ctx, m, 0, "release")
 	case worker.KindDeadLetter:
