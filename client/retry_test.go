@@ -320,7 +320,9 @@ func TestRetryProxy503Nack(t *testing.T) {
 	e.queue("q", nil)
 	e.send("q", "a")
 	ds := e.receive("q", 1, client.VisibilityTimeout(time.Minute))
-	f := e.flaky(1, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no upstream", http.StatusServiceUnavailable) })
+	f := e.flaky(1, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no upstream", http.StatusServiceUnavailable)
+	})
 	c := e.clientAt(f.srv.URL, maxJitter)
 	if err := c.Nack(ctx, "q", ds[0].Receipt, "x", 0); !errors.Is(err, client.ErrUnavailable) || f.count() != 1 {
 		t.Fatalf("Nack after a proxy's 503: %d attempts, error %v; want 1 attempt", f.count(), err)
