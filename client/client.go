@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -48,7 +49,9 @@ const (
 // with Sluice's own 503 (unavailable, with the API's JSON error body), was
 // not carried out: the broker says so. Every request is retried then,
 // waiting the Retry-After the broker gives (1 s), or else the backoff.
-// Other failures are ambiguous: a connection that breaks, the broker's 500
+// So was a request whose connection could not be made (connection refused
+// while the broker restarts): nothing was sent, and every request is
+// retried with the backoff. Other failures are ambiguous: a connection that breaks, the broker's 500
 // (internal), or a 5xx that does not carry Sluice's JSON error body (a
 // proxy's or load balancer's 502, 503 or 504) may come after the broker
 // did the work and before its answer arrived. Those are retried only for
@@ -260,6 +263,12 @@ func (c *Client) ceiling(n int) time.Duration {
 func (c *Client) retryable(r request, err error) (bool, time.Duration) {
 	var e *Error
 	if !errors.As(err, &e) {
+		// A connection that could not be made (the broker restarting,
+		// say): nothing was sent, so every request may be repeated.
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Op == "dial" {
+			return true, 0
+		}
 		// No answer: the request may or may not have been carried out.
 		var ue *url.Error
 		return r.idempotent && errors.As(err, &ue), 0

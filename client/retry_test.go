@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -331,5 +332,40 @@ func TestRetryProxy503Nack(t *testing.T) {
 	c = e.clientAt(g.srv.URL, maxJitter)
 	if err := c.Nack(ctx, "q", ds[0].Receipt, "x", 0); err != nil || g.count() != 2 {
 		t.Fatalf("Nack after Sluice's 503: %d attempts, error %v; want a retry", g.count(), err)
+	}
+}
+
+// A connection that cannot be made sent nothing: even a request that is not
+// safe to repeat after an ambiguous failure (a nack) is retried.
+func TestRetryDialFailureEveryRequest(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: every dial is refused
+	var mu sync.Mutex
+	dials := 0
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+		mu.Lock()
+		dials++
+		mu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, network, a)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New("http://"+addr, client.WithHTTPClient(&http.Client{Transport: tr}),
+		client.WithRetries(2), client.WithBackoff(time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Nack(context.Background(), "q", "receipt", "x", 0); err == nil {
+		t.Fatal("Nack to a closed port succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dials != 3 {
+		t.Fatalf("Nack to a closed port dialled %d times, want 3 (the first try and 2 retries)", dials)
 	}
 }
