@@ -56,7 +56,7 @@ func setup(t *testing.T) *env {
 	})
 	// Opened last, so closed first: the broker stops after the tab's event
 	// stream has ended.
-	page := browsertest.Open(t, 2*time.Minute) // skips without Chromium
+	page := browsertest.Open(t, 5*time.Minute) // skips without Chromium; a loaded machine is slow
 	return &env{t: t, url: b.URL, page: page}
 }
 
