@@ -464,3 +464,36 @@ func TestScreenshots(t *testing.T) {
 	}
 	write("dashboard-dead-letters.png", shot)
 }
+
+func TestDeleteQueueAsksFirst(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("old", nil)
+	e.send("old", "m")
+	e.open("#/queues/old")
+	e.page.Eventually(wait, "1 visible", `document.querySelector("#stat-visible").textContent === "1"`)
+	exists := func() bool {
+		resp, err := http.Get(e.url + "/v1/queues/old")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}
+
+	e.page.Do(chromedp.Click(chromedp.CSS("#delete-queue")))
+	e.page.Eventually(wait, "the dialog opens", `document.querySelector("#confirm").open`)
+	e.page.Do(chromedp.Click(chromedp.CSS("#confirm-cancel")))
+	e.page.Eventually(wait, "the dialog closes", `!document.querySelector("#confirm").open`)
+	if !exists() {
+		t.Fatal("the queue was deleted although the dialog was cancelled")
+	}
+
+	e.page.Do(chromedp.Click(chromedp.CSS("#delete-queue")))
+	e.page.Eventually(wait, "the dialog opens again", `document.querySelector("#confirm").open`)
+	e.page.Do(chromedp.Click(chromedp.CSS("#confirm-ok")))
+	testutil.Eventually(t, wait, "the queue is deleted", func() bool { return !exists() })
+	e.page.Eventually(wait, "back on the list, without the queue", `location.hash === "#/" && document.querySelector("#summary").textContent.startsWith("0 queues")`)
+	e.notReloaded()
+	e.page.Clean()
+}
