@@ -495,5 +495,9 @@ func TestDeleteQueueAsksFirst(t *testing.T) {
 	testutil.Eventually(t, wait, "the queue is deleted", func() bool { return !exists() })
 	e.page.Eventually(wait, "back on the list, without the queue", `location.hash === "#/" && document.querySelector("#summary").textContent.startsWith("0 queues")`)
 	e.notReloaded()
-	e.page.Clean()
+	// Under parallel load, Chromium has twice (out of about ten runs)
+	// logged a 404 of /v1/queues/old after the deletion, although the page
+	// sent one DELETE and no other request for the queue in the runs
+	// traced: the deleted queue's own 404 is allowed, nothing else.
+	e.page.CleanExcept("404 (Not Found) (" + e.url + "/v1/queues/old:")
 }
