@@ -56,7 +56,7 @@ func setup(t *testing.T) *env {
 	})
 	// Opened last, so closed first: the broker stops after the tab's event
 	// stream has ended.
-	page := browsertest.Open(t, 2*time.Minute) // skips without Chromium
+	page := browsertest.Open(t, 5*time.Minute) // skips without Chromium; a loaded machine is slow
 	return &env{t: t, url: b.URL, page: page}
 }
 
@@ -463,4 +463,41 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("dashboard-dead-letters.png", shot)
+}
+
+func TestDeleteQueueAsksFirst(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("old", nil)
+	e.send("old", "m")
+	e.open("#/queues/old")
+	e.page.Eventually(wait, "1 visible", `document.querySelector("#stat-visible").textContent === "1"`)
+	exists := func() bool {
+		resp, err := http.Get(e.url + "/v1/queues/old")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}
+
+	e.page.Do(chromedp.Click(chromedp.CSS("#delete-queue")))
+	e.page.Eventually(wait, "the dialog opens", `document.querySelector("#confirm").open`)
+	e.page.Do(chromedp.Click(chromedp.CSS("#confirm-cancel")))
+	e.page.Eventually(wait, "the dialog closes", `!document.querySelector("#confirm").open`)
+	if !exists() {
+		t.Fatal("the queue was deleted although the dialog was cancelled")
+	}
+
+	e.page.Do(chromedp.Click(chromedp.CSS("#delete-queue")))
+	e.page.Eventually(wait, "the dialog opens again", `document.querySelector("#confirm").open`)
+	e.page.Do(chromedp.Click(chromedp.CSS("#confirm-ok")))
+	testutil.Eventually(t, wait, "the queue is deleted", func() bool { return !exists() })
+	e.page.Eventually(wait, "back on the list, without the queue", `location.hash === "#/" && document.querySelector("#summary").textContent.startsWith("0 queues")`)
+	e.notReloaded()
+	// Under parallel load, Chromium has twice (out of about ten runs)
+	// logged a 404 of /v1/queues/old after the deletion, although the page
+	// sent one DELETE and no other request for the queue in the runs
+	// traced: the deleted queue's own 404 is allowed, nothing else.
+	e.page.CleanExcept("404 (Not Found) (" + e.url + "/v1/queues/old:")
 }

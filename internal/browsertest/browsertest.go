@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,6 +180,22 @@ func (p *Page) Problems() []string {
 func (p *Page) Clean() {
 	p.t.Helper()
 	for _, s := range p.Problems() {
+		p.t.Errorf("browser: %s", s)
+	}
+}
+
+// CleanExcept is Clean, but passes over the problems that contain one of
+// allowed.
+func (p *Page) CleanExcept(allowed ...string) {
+	p.t.Helper()
+next:
+	for _, s := range p.Problems() {
+		for _, a := range allowed {
+			if strings.Contains(s, a) {
+				p.t.Logf("browser (allowed): %s", s)
+				continue next
+			}
+		}
 		p.t.Errorf("browser: %s", s)
 	}
 }
