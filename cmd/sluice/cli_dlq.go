@@ -56,7 +56,9 @@ func dlqList(ctx context.Context, args []string, env func(string) string, stdout
 		fmt.Fprintf(stderr, "no dead letters of %s\n", pos[0])
 		return 0
 	}
-	c.printMessages(ds, true)
+	if err := c.printMessages(ds, true); err != nil {
+		return c.fail(fmt.Errorf("printing the dead letters: %w", err))
+	}
 	return 0
 }
 

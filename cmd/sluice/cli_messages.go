@@ -249,13 +249,20 @@ func fromExport(line string, n int) (sclient.Message, error) {
 	return m, nil
 }
 
-// printMessages prints deliveries: a table, or one JSON object a line.
-func (c *cli) printMessages(ds []sclient.Delivery, dead bool) {
+// printMessages prints deliveries: a table, or one JSON object a line. It
+// returns the first error writing stdout (recv --ack then acks nothing: a
+// message that was not printed was not handed to the reader).
+func (c *cli) printMessages(ds []sclient.Delivery, dead bool) error {
+	ew := &errWriter{w: c.stdout}
 	if c.json {
 		for _, d := range ds {
-			c.printJSON(toMessageJSON(d))
+			b, err := json.Marshal(toMessageJSON(d))
+			if err != nil {
+				return err
+			}
+			_, _ = ew.Write(append(b, '\n'))
 		}
-		return
+		return ew.err
 	}
 	now := time.Now()
 	rows := make([][]string, len(ds))
@@ -271,12 +278,28 @@ func (c *cli) printMessages(ds []sclient.Delivery, dead bool) {
 	}
 	switch {
 	case dead:
-		table(c.stdout, []string{"ID", "RECEIVES", "AGE", "REASON", "ATTRIBUTES", "BODY"}, rows)
+		table(ew, []string{"ID", "RECEIVES", "AGE", "REASON", "ATTRIBUTES", "BODY"}, rows)
 	case len(ds) > 0 && ds[0].State != "":
-		table(c.stdout, []string{"ID", "STATE", "RECEIVES", "AGE", "ATTRIBUTES", "BODY"}, rows)
+		table(ew, []string{"ID", "STATE", "RECEIVES", "AGE", "ATTRIBUTES", "BODY"}, rows)
 	default:
-		table(c.stdout, []string{"ID", "RECEIVES", "AGE", "ATTRIBUTES", "BODY"}, rows)
+		table(ew, []string{"ID", "RECEIVES", "AGE", "ATTRIBUTES", "BODY"}, rows)
 	}
+	return ew.err
+}
+
+// errWriter keeps the first error of its writes (and refuses the rest).
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 func recvCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
@@ -320,7 +343,14 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 		got = append(got, ds...)
 	}
-	c.printMessages(got, false)
+	if err := c.printMessages(got, false); err != nil {
+		if *ack && len(got) > 0 {
+			fmt.Fprintf(stderr, "sluice recv: %d message(s) received but not acked: printing them failed (%v); they come back after their visibility timeout\n", len(got), err)
+		} else {
+			fmt.Fprintf(stderr, "sluice recv: printing the messages failed: %v\n", err)
+		}
+		return 1
+	}
 	if len(got) == 0 && !c.json {
 		fmt.Fprintf(stderr, "no message in %s (wait for one with --wait 20s)\n", queue)
 	}
@@ -385,7 +415,9 @@ func peekCmd(ctx context.Context, args []string, env func(string) string, stdout
 		fmt.Fprintf(stderr, "no message in %s\n", pos[0])
 		return 0
 	}
-	c.printMessages(ds, false)
+	if err := c.printMessages(ds, false); err != nil {
+		return c.fail(fmt.Errorf("printing the messages: %w", err))
+	}
 	return 0
 }
 

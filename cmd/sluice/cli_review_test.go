@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicemq/sluice/internal/testutil"
+)
+
+// failWriter refuses every write (a full disk, a closed pipe).
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestCLIRecvAckUnprinted: recv --ack must not delete messages whose
+// printing failed: they were never handed to the reader.
+func TestCLIRecvAckUnprinted(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "unprinted")
+	for _, b := range []string{"a", "b", "c"} {
+		e.ok("send", "unprinted", b)
+	}
+	for _, args := range [][]string{
+		{"recv", "unprinted", "--max", "3", "--ack", "--visibility", "1h"},
+		{"recv", "unprinted", "--max", "3", "--ack", "--visibility", "1h", "--json"},
+	} {
+		var errb testutil.Buffer
+		env := func(k string) string {
+			if k == "SLUICE_URL" {
+				return e.url
+			}
+			return ""
+		}
+		code := run(context.Background(), args, env, failWriter{}, &errb)
+		if code == 0 {
+			t.Errorf("sluice %s with a failing stdout: exit 0\nstderr: %s", strings.Join(args, " "), errb.String())
+		}
+		s, err := e.c.Stats(context.Background(), "unprinted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Depth != 3 {
+			t.Fatalf("sluice %s with a failing stdout: depth %d after, want 3 (unprinted messages acked)\nstderr: %s", strings.Join(args, " "), s.Depth, errb.String())
+		}
+		wantContains(t, "stderr", errb.String(), "not acked")
+		// Make them visible again for the next run.
+		e.ok("queue", "purge", "unprinted")
+		for _, b := range []string{"a", "b", "c"} {
+			e.ok("send", "unprinted", b)
+		}
+	}
+}
+
+// TestCLISendFromExportBadLine: a bad line of an export is reported with its
+// number and the rest are sent, as the other failed lines are; the lines
+// before it in the same batch are not silently dropped.
+func TestCLISendFromExportBadLine(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "badline")
+	lines := []string{
+		`{"id":"1","body":"one"}`,
+		`{"id":"2","body":"two"}`,
+		`{"id":"3","body":"three"}`,
+		`not json`,
+		`{"id":"5","body":"five"}`,
+	}
+	path := filepath.Join(t.TempDir(), "export.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("send", "badline", "--from-export", path)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1\nstderr: %s", r.code, r.stderr)
+	}
+	wantContains(t, "stderr", r.stderr, "line 4")
+	s, err := e.c.Stats(context.Background(), "badline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Depth != 4 {
+		t.Errorf("depth %d, want 4 (every good line sent)\nstderr: %s", s.Depth, r.stderr)
+	}
+}
