@@ -139,7 +139,10 @@ func (c *cli) sendAll(queue string, r io.Reader, total int64, msg func(line stri
 		}
 		res, err := c.c.SendBatch(c.ctx, queue, batch)
 		if err != nil {
-			return err
+			// The batch may or may not be stored (the request failed, its
+			// answer is unknown): say from which line to resume.
+			return fmt.Errorf("%w\n  %d message(s) sent before line %d; the batch of lines %d..%d may or may not have been stored and no later line was sent: check the queue (sluice peek %s), then send again from line %d (e.g. tail -n +%d FILE)",
+				err, sent, lineNos[0], lineNos[0], lineNos[len(lineNos)-1], queue, lineNos[0], lineNos[0])
 		}
 		for i, r := range res {
 			if r.Err != nil {
@@ -164,8 +167,11 @@ func (c *cli) sendAll(queue string, r io.Reader, total int64, msg func(line stri
 		}
 		m, err := msg(line, n)
 		if err != nil {
-			p.finish("messages to " + queue)
-			return c.usageErr("%v", err)
+			// Reported like a refused message: the lines around it go on
+			// (stopping here would drop the batch pending before it).
+			failed++
+			fmt.Fprintf(c.stderr, "line %d: not sent: %v\n", n, err)
+			continue
 		}
 		batch, lineNos = append(batch, m), append(lineNos, n)
 		if len(batch) == sendBatchSize {

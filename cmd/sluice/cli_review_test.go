@@ -85,3 +85,21 @@ func TestCLISendFromExportBadLine(t *testing.T) {
 		t.Errorf("depth %d, want 4 (every good line sent)\nstderr: %s", s.Depth, r.stderr)
 	}
 }
+
+// TestCLISendBatchFailureSaysWhereToResume: a bulk send whose request fails
+// says how many were sent and from which line to send again.
+func TestCLISendBatchFailureSaysWhereToResume(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lines.txt")
+	if err := os.WriteFile(path, []byte("a\nb\nc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb testutil.Buffer
+	env := func(string) string { return "" }
+	// Port 1 on loopback: nothing listens there.
+	code := run(context.Background(), []string{"send", "q", "--lines", path, "--url", "http://127.0.0.1:1"}, env, &out, &errb)
+	if code != 1 {
+		t.Errorf("exit %d, want 1\nstderr: %s", code, errb.String())
+	}
+	wantContains(t, "stderr", errb.String(), "0 message(s) sent before line 1", "send again from line 1")
+}
