@@ -329,6 +329,9 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 	}
 	queue := pos[0]
 	var got []sclient.Delivery
+	// recvErr is a receive that failed after others succeeded: what was
+	// received is leased, so it is still printed (and acked with --ack).
+	var recvErr error
 	for len(got) < *maxN {
 		opts := []sclient.ReceiveOption{sclient.MaxMessages(min(10, *maxN-len(got)))}
 		if *wait > 0 && len(got) == 0 {
@@ -339,8 +342,11 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 		ds, err := c.c.Receive(ctx, queue, opts...)
 		if err != nil {
-			if len(got) == 0 || !errors.Is(err, context.Canceled) {
+			if len(got) == 0 {
 				return c.fail(err)
+			}
+			if !errors.Is(err, context.Canceled) {
+				recvErr = err
 			}
 			break
 		}
@@ -383,6 +389,10 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 		if acked != len(got) {
 			return 1
 		}
+	}
+	if recvErr != nil {
+		fmt.Fprintf(stderr, "sluice recv: %d message(s) received and printed, then a receive failed:\n", len(got))
+		return c.fail(recvErr)
 	}
 	return 0
 }

@@ -3,9 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluicemq/sluice/internal/testutil"
@@ -102,4 +109,41 @@ func TestCLISendBatchFailureSaysWhereToResume(t *testing.T) {
 		t.Errorf("exit %d, want 1\nstderr: %s", code, errb.String())
 	}
 	wantContains(t, "stderr", errb.String(), "0 message(s) sent before line 1", "send again from line 1")
+}
+
+// TestCLIRecvErrorAfterSomeReceived: when a later receive of a recv --max
+// fails, the messages already received (and leased) are printed, not
+// hidden until their visibility timeout ends.
+func TestCLIRecvErrorAfterSomeReceived(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "halfway")
+	for i := range 12 {
+		e.ok("send", "halfway", fmt.Sprintf("m%d", i))
+	}
+	target, err := url.Parse(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	var receives atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/receive") && receives.Add(1) > 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"code":"invalid_parameter","message":"injected failure"}`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	var out, errb testutil.Buffer
+	env := func(string) string { return "" }
+	code := run(context.Background(), []string{"recv", "halfway", "--max", "20", "--visibility", "1h", "--json", "--url", proxy.URL}, env, &out, &errb)
+	if code != 1 {
+		t.Errorf("exit %d, want 1\nstderr: %s", code, errb.String())
+	}
+	if n := strings.Count(out.String(), `"body"`); n != 10 {
+		t.Errorf("printed %d messages, want the 10 received before the failure\nstdout: %s\nstderr: %s", n, out.String(), errb.String())
+	}
+	wantContains(t, "stderr", errb.String(), "injected failure")
 }
