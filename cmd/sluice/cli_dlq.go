@@ -48,6 +48,9 @@ func dlqList(ctx context.Context, args []string, env func(string) string, stdout
 	if !ok {
 		return code
 	}
+	if *maxN < 1 {
+		return c.usageErr("--max must be at least 1")
+	}
 	ds, err := c.deadLetters(pos[0], *maxN, *reason, nil)
 	if err != nil {
 		return c.fail(err)

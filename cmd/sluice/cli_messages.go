@@ -412,6 +412,9 @@ func peekCmd(ctx context.Context, args []string, env func(string) string, stdout
 	if !ok {
 		return code
 	}
+	if *maxN < 1 {
+		return c.usageErr("--max must be at least 1")
+	}
 	var opts []sclient.BrowseOption
 	if *newest {
 		opts = append(opts, sclient.InOrder(sclient.Newest))

@@ -147,3 +147,18 @@ func TestCLIRecvErrorAfterSomeReceived(t *testing.T) {
 	}
 	wantContains(t, "stderr", errb.String(), "injected failure")
 }
+
+// TestCLIMaxOutOfRange: peek and dlq list refuse a --max below 1 (0 said
+// "no message" of a queue that had some; a negative one listed them all).
+func TestCLIMaxOutOfRange(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "maxed")
+	e.ok("send", "maxed", "x")
+	for _, args := range [][]string{
+		{"peek", "maxed", "--max", "0"},
+		{"peek", "maxed", "--max", "-1"},
+		{"dlq", "list", "maxed", "--max", "0"},
+	} {
+		e.fails(2, args, "--max must be at least 1")
+	}
+}
