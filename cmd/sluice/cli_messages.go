@@ -49,7 +49,7 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 	var m sclient.Message
 	c.fs.IntVar(&m.Priority, "priority", 0, "priority, -100..100 (standard queues)")
 	c.fs.StringVar(&m.GroupID, "group", "", "message group (FIFO queues: required)")
-	c.fs.StringVar(&m.DedupID, "dedup", "", "deduplication id (FIFO queues without content-based deduplication)")
+	c.fs.StringVar(&m.DedupID, "dedup", "", "deduplication id (FIFO queues without content-based deduplication); of lines: ID-LINENUMBER each")
 	c.fs.StringVar(&m.CorrelationID, "correlation-id", "", "correlation id, kept through the dead-letter queue")
 	c.fs.DurationVar(&m.Delay, "delay", 0, "deliver this much later (whole seconds)")
 	pos, code, ok := c.parse(args, 1, 2)
@@ -118,6 +118,12 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 	return c.sendAll(queue, in, total, func(line string, n int) (sclient.Message, error) {
 		mm := m
 		mm.Body = line
+		if m.DedupID != "" {
+			// One id for every line would store the first line only (a FIFO
+			// queue drops the rest as duplicates): each line gets its own,
+			// the same on a second run of the same input.
+			mm.DedupID = fmt.Sprintf("%s-%d", m.DedupID, n)
+		}
 		return mm, nil
 	})
 }

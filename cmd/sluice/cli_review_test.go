@@ -162,3 +162,28 @@ func TestCLIMaxOutOfRange(t *testing.T) {
 		e.fails(2, args, "--max must be at least 1")
 	}
 }
+
+// TestCLISendLinesFifoDedup: a bulk send to a FIFO queue with --dedup stores
+// every line (each gets the id with its line number), rather than one line
+// and the rest dropped as duplicates while reported sent.
+func TestCLISendLinesFifoDedup(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "lines.fifo", "--fifo")
+	path := filepath.Join(t.TempDir(), "lines.txt")
+	if err := os.WriteFile(path, []byte("a\nb\nc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("send", "lines.fifo", "--lines", path, "--group", "g", "--dedup", "run1")
+	s, err := e.c.Stats(context.Background(), "lines.fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Depth != 3 {
+		t.Fatalf("depth %d after sending 3 lines with --dedup, want 3", s.Depth)
+	}
+	// The same file again within the deduplication window: nothing new.
+	e.ok("send", "lines.fifo", "--lines", path, "--group", "g", "--dedup", "run1")
+	if s, _ := e.c.Stats(context.Background(), "lines.fifo"); s.Depth != 3 {
+		t.Fatalf("depth %d after sending the same lines again, want 3 (deduplicated)", s.Depth)
+	}
+}
