@@ -31,8 +31,13 @@ func init() {
 	}})
 }
 
-// replayPoll is how often dlq replay reads its task's progress.
-const replayPoll = 100 * time.Millisecond
+// replayPoll is how often dlq replay reads its task's progress;
+// replayMissingPolls is how many polls in a row may miss the task before
+// dlq replay stops following it (5 s).
+const (
+	replayPoll         = 100 * time.Millisecond
+	replayMissingPolls = 50
+)
 
 func dlqList(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	c := newCLI(ctx, cmdSpec{name: "dlq list", args: "QUEUE",
@@ -171,6 +176,7 @@ func dlqReplay(ctx context.Context, args []string, env func(string) string, stdo
 	p := c.progress("replayed", task.ToMove)
 	tick := time.NewTicker(replayPoll)
 	defer tick.Stop()
+	missing := 0 // polls in a row that did not find the task
 	for !task.Done() {
 		select {
 		case <-ctx.Done():
@@ -186,11 +192,23 @@ func dlqReplay(ctx context.Context, args []string, env func(string) string, stdo
 			}
 			return c.fail(err)
 		}
+		found := false
 		for _, t := range ts {
 			if t.ID == task.ID {
-				task = t
+				task, found = t, true
 			}
 		}
+		if !found {
+			// The list holds the 10 newest: a task that fell out of it (or
+			// that the broker no longer knows) would be followed forever.
+			if missing++; missing >= replayMissingPolls {
+				p.finish("dead letters into " + queue)
+				fmt.Fprintf(stderr, "sluice dlq replay: the replay %s is no longer among the queue's recent replays, so its end cannot be followed; see the queue's replays with sluice dlq replay %s --status and its dead letters with sluice dlq list %s\n", task.ID, queue, queue)
+				return 1
+			}
+			continue
+		}
+		missing = 0
 		p.set(task.Moved)
 	}
 	p.finish("dead letters into " + queue)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	sclient "github.com/sluicemq/sluice/client"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluicemq/sluice/internal/testutil"
 )
@@ -186,4 +188,38 @@ func TestCLISendLinesFifoDedup(t *testing.T) {
 	if s, _ := e.c.Stats(context.Background(), "lines.fifo"); s.Depth != 3 {
 		t.Fatalf("depth %d after sending the same lines again, want 3 (deduplicated)", s.Depth)
 	}
+}
+
+// TestCLIReplayTaskVanishes: dlq replay stops following a task that the
+// broker no longer lists (it followed it forever).
+func TestCLIReplayTaskVanishes(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "gone-dlq")
+	e.ok("queue", "create", "gone", "--dlq", "gone-dlq", "--max-receives", "3")
+	e.deadLetters("gone", []sclient.Message{{Body: "x"}, {Body: "y"}}, []string{"a", "b"})
+	target, err := url.Parse(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/dead-letters/replays") {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"replays":[]}`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errb testutil.Buffer
+	code := run(ctx, []string{"dlq", "replay", "gone", "--rate", "1", "--url", proxy.URL}, func(string) string { return "" }, &out, &errb)
+	if ctx.Err() != nil {
+		t.Fatalf("dlq replay still following a task the broker does not list after 20 s\nstderr: %s", errb.String())
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1\nstderr: %s", code, errb.String())
+	}
+	wantContains(t, "stderr", errb.String(), "no longer among", "--status")
 }
