@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	sclient "github.com/sluicemq/sluice/client"
@@ -255,23 +256,35 @@ func (c *cli) printTasks(ts []sclient.ReplayTask) {
 }
 
 func dlqDelete(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	c := newCLI(ctx, cmdSpec{name: "dlq delete", args: "QUEUE ID ... | QUEUE --all",
-		summary: "Delete dead letters of QUEUE for good: the ids given, or --all of them (export them\nfirst to keep a copy).",
+	c := newCLI(ctx, cmdSpec{name: "dlq delete", args: "QUEUE ID ... | QUEUE --all | QUEUE --from-export FILE",
+		summary: "Delete dead letters of QUEUE for good: the ids given, --all of them, or those of an\nexport file (--from-export: exactly the archived ones, not those that arrived since).",
 		examples: []string{
 			"sluice dlq delete orders 5f0c7e53-4d0e-4b8e-9a43-0e8f2a2b3c1d",
-			"sluice dlq export orders --out orders-dead.jsonl && sluice dlq delete orders --all",
+			"sluice dlq export orders --out orders-dead.jsonl && sluice dlq delete orders --from-export orders-dead.jsonl",
 		}}, env, stdout, stderr)
 	all := c.fs.Bool("all", false, "every dead letter of the queue")
+	export := c.fs.String("from-export", "", "the ids of an export file (JSON lines of sluice dlq export)")
 	pos, code, ok := c.parse(args, 1, -1)
 	if !ok {
 		return code
 	}
 	queue, ids := pos[0], pos[1:]
+	given := 0
+	for _, g := range []bool{*all, len(ids) > 0, *export != ""} {
+		if g {
+			given++
+		}
+	}
 	switch {
-	case *all && len(ids) > 0:
-		return c.usageErr("give ids or --all, not both")
-	case !*all && len(ids) == 0:
-		return c.usageErr("give the ids to delete (sluice dlq list %s shows them), or --all", queue)
+	case given > 1:
+		return c.usageErr("give one of ids, --all and --from-export")
+	case given == 0:
+		return c.usageErr("give the ids to delete (sluice dlq list %s shows them), --from-export FILE, or --all", queue)
+	case *export != "":
+		var err error
+		if ids, err = exportIDs(*export); err != nil {
+			return c.usageErr("--from-export: %v", err)
+		}
 	case *all:
 		ds, err := c.deadLetters(queue, -1, "", nil)
 		if err != nil {
@@ -399,4 +412,37 @@ func writeJSONLine(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// exportIDs reads the ids of an export file's lines.
+func exportIDs(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	var ids []string
+	n := 0
+	for sc.Scan() {
+		n++
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var e struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.ID == "" {
+			return nil, fmt.Errorf("line %d of %s is not a message of sluice dlq export (no id)", n, path)
+		}
+		ids = append(ids, e.ID)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%s holds no message", path)
+	}
+	return ids, nil
 }

@@ -223,3 +223,25 @@ func TestCLIReplayTaskVanishes(t *testing.T) {
 	}
 	wantContains(t, "stderr", errb.String(), "no longer among", "--status")
 }
+
+// TestCLIDeleteFromExport: after an export, dlq delete --from-export deletes
+// the exported dead letters only; one that arrived after the export stays
+// (the documented "export && delete --all" lost it).
+func TestCLIDeleteFromExport(t *testing.T) {
+	e := setupCLI(t)
+	e.ok("queue", "create", "arch-dlq")
+	e.ok("queue", "create", "arch", "--dlq", "arch-dlq", "--max-receives", "3")
+	e.deadLetters("arch", []sclient.Message{{Body: "x"}, {Body: "y"}}, []string{"a", "b"})
+	path := filepath.Join(t.TempDir(), "dead.jsonl")
+	e.ok("dlq", "export", "arch", "--out", path)
+	e.deadLetters("arch", []sclient.Message{{Body: "late"}}, []string{"c"})
+	e.ok("dlq", "delete", "arch", "--from-export", path)
+	page, err := e.c.DeadLetters(context.Background(), "arch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Messages) != 1 || page.Messages[0].Body != "late" {
+		t.Fatalf("dead letters after delete --from-export: %+v, want the late one only", page.Messages)
+	}
+	e.fails(2, []string{"dlq", "delete", "arch", "--all", "--from-export", path}, "give one of")
+}
