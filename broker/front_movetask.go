@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 )
 
 // The front of message move tasks (MoveTasker): the checks that need no
@@ -77,6 +78,7 @@ func (b *Broker) StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTa
 			dst = "(each message's source queue)"
 		}
 		b.audit(ctx, "replay", req.Source, slog.String("destination", dst), slog.Int("ids", len(req.MessageIDs)),
+			slog.String("message_ids", strings.Join(req.MessageIDs, ",")),
 			slog.Bool("edited", req.Edit != nil), slog.String("task", t.ID))
 	}
 	return t, err

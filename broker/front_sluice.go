@@ -171,13 +171,16 @@ func (b *Broker) DeleteMessages(ctx context.Context, queue string, ids []string)
 		return nil, err
 	}
 	deleted := map[string]bool{} // a repeated id counts once
+	var deletedIDs []string      // what was deleted, for the audit line
 	for i, f := range found {
-		if f {
+		if f && !deleted[strings.ToLower(ids[i])] {
 			deleted[strings.ToLower(ids[i])] = true
+			deletedIDs = append(deletedIDs, ids[i])
 		}
 	}
 	n := len(deleted)
-	b.audit(ctx, "delete_messages", queue, slog.Int("asked", len(ids)), slog.Int("deleted", n))
+	b.audit(ctx, "delete_messages", queue, slog.Int("asked", len(ids)), slog.Int("deleted", n),
+		slog.String("deleted_ids", strings.Join(deletedIDs, ",")))
 	return found, nil
 }
 

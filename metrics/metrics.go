@@ -42,6 +42,11 @@ type Metrics struct {
 	mu sync.Mutex
 	// counts are the per-queue counters of this broker since it started.
 	counts map[string]*queueCounts
+	// gen numbers the prunes (see prune); pruneAt is the size of counts
+	// that starts the next one; pruning is true while one runs.
+	gen     uint64
+	pruneAt int
+	pruning atomic.Bool
 	// refused counts refused sends per queue and reason.
 	refused map[string]map[string]*atomic.Uint64
 
@@ -56,13 +61,19 @@ type Metrics struct {
 type queueCounts struct {
 	n      [broker.NumCounters]atomic.Uint64
 	missed int
+	gen    uint64 // Metrics.gen at the last Count
 }
+
+// pruneMin is the least size of the per-queue maps that starts a prune
+// without a scrape.
+const pruneMin = 1024
 
 // New returns Metrics with the Go runtime's and the process's collectors.
 func New() *Metrics {
 	m := &Metrics{
 		reg:     prometheus.NewRegistry(),
 		counts:  map[string]*queueCounts{},
+		pruneAt: pruneMin,
 		refused: map[string]map[string]*atomic.Uint64{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_requests_total",
@@ -111,13 +122,61 @@ func (m *Metrics) Count(queue string, c broker.Counter, n int) {
 	}
 	m.mu.Lock()
 	q := m.counts[queue]
+	grown := false
 	if q == nil {
 		q = &queueCounts{}
 		m.counts[queue] = q
+		grown = len(m.counts) >= m.pruneAt
 	}
-	q.missed = 0
+	q.missed, q.gen = 0, m.gen
 	m.mu.Unlock()
 	q.n[c].Add(uint64(n))
+	if grown && m.pruning.CompareAndSwap(false, true) {
+		go m.prune()
+	}
+}
+
+// prune drops the counters of the queues that no longer exist. A scrape
+// does that too (Collect), but nothing else does: without it, a broker
+// nobody scrapes would keep the counters of every queue it ever served
+// (an application that makes a queue per job or per reply). It runs when
+// the map has doubled since the last prune (and holds pruneMin queues), in
+// its own goroutine (Count must not block). A queue counted after the
+// prune's read began keeps its counters.
+func (m *Metrics) prune() {
+	defer m.pruning.Store(false)
+	b := m.front.Load()
+	m.mu.Lock()
+	g := m.gen
+	m.gen++
+	m.mu.Unlock()
+	var live map[string]bool
+	if b != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
+		all, err := b.AllStats(ctx)
+		cancel()
+		if err == nil {
+			live = make(map[string]bool, len(all))
+			for _, q := range all {
+				live[q.Name] = true
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if live != nil {
+		for name, qc := range m.counts {
+			if !live[name] && qc.gen <= g {
+				delete(m.counts, name)
+			}
+		}
+		for name := range m.refused {
+			if _, counted := m.counts[name]; !counted && !live[name] {
+				delete(m.refused, name)
+			}
+		}
+	}
+	m.pruneAt = max(pruneMin, 2*len(m.counts))
 }
 
 // Refused implements broker.Observer.

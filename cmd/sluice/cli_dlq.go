@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	sclient "github.com/sluicemq/sluice/client"
@@ -31,8 +32,13 @@ func init() {
 	}})
 }
 
-// replayPoll is how often dlq replay reads its task's progress.
-const replayPoll = 100 * time.Millisecond
+// replayPoll is how often dlq replay reads its task's progress;
+// replayMissingPolls is how many polls in a row may miss the task before
+// dlq replay stops following it (5 s).
+const (
+	replayPoll         = 100 * time.Millisecond
+	replayMissingPolls = 50
+)
 
 func dlqList(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	c := newCLI(ctx, cmdSpec{name: "dlq list", args: "QUEUE",
@@ -48,6 +54,9 @@ func dlqList(ctx context.Context, args []string, env func(string) string, stdout
 	if !ok {
 		return code
 	}
+	if *maxN < 1 {
+		return c.usageErr("--max must be at least 1")
+	}
 	ds, err := c.deadLetters(pos[0], *maxN, *reason, nil)
 	if err != nil {
 		return c.fail(err)
@@ -56,7 +65,9 @@ func dlqList(ctx context.Context, args []string, env func(string) string, stdout
 		fmt.Fprintf(stderr, "no dead letters of %s\n", pos[0])
 		return 0
 	}
-	c.printMessages(ds, true)
+	if err := c.printMessages(ds, true); err != nil {
+		return c.fail(fmt.Errorf("printing the dead letters: %w", err))
+	}
 	return 0
 }
 
@@ -166,6 +177,7 @@ func dlqReplay(ctx context.Context, args []string, env func(string) string, stdo
 	p := c.progress("replayed", task.ToMove)
 	tick := time.NewTicker(replayPoll)
 	defer tick.Stop()
+	missing := 0 // polls in a row that did not find the task
 	for !task.Done() {
 		select {
 		case <-ctx.Done():
@@ -181,11 +193,23 @@ func dlqReplay(ctx context.Context, args []string, env func(string) string, stdo
 			}
 			return c.fail(err)
 		}
+		found := false
 		for _, t := range ts {
 			if t.ID == task.ID {
-				task = t
+				task, found = t, true
 			}
 		}
+		if !found {
+			// The list holds the 10 newest: a task that fell out of it (or
+			// that the broker no longer knows) would be followed forever.
+			if missing++; missing >= replayMissingPolls {
+				p.finish("dead letters into " + queue)
+				fmt.Fprintf(stderr, "sluice dlq replay: the replay %s is no longer among the queue's recent replays, so its end cannot be followed; see the queue's replays with sluice dlq replay %s --status and its dead letters with sluice dlq list %s\n", task.ID, queue, queue)
+				return 1
+			}
+			continue
+		}
+		missing = 0
 		p.set(task.Moved)
 	}
 	p.finish("dead letters into " + queue)
@@ -232,23 +256,35 @@ func (c *cli) printTasks(ts []sclient.ReplayTask) {
 }
 
 func dlqDelete(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	c := newCLI(ctx, cmdSpec{name: "dlq delete", args: "QUEUE ID ... | QUEUE --all",
-		summary: "Delete dead letters of QUEUE for good: the ids given, or --all of them (export them\nfirst to keep a copy).",
+	c := newCLI(ctx, cmdSpec{name: "dlq delete", args: "QUEUE ID ... | QUEUE --all | QUEUE --from-export FILE",
+		summary: "Delete dead letters of QUEUE for good: the ids given, --all of them, or those of an\nexport file (--from-export: exactly the archived ones, not those that arrived since).",
 		examples: []string{
 			"sluice dlq delete orders 5f0c7e53-4d0e-4b8e-9a43-0e8f2a2b3c1d",
-			"sluice dlq export orders --out orders-dead.jsonl && sluice dlq delete orders --all",
+			"sluice dlq export orders --out orders-dead.jsonl && sluice dlq delete orders --from-export orders-dead.jsonl",
 		}}, env, stdout, stderr)
 	all := c.fs.Bool("all", false, "every dead letter of the queue")
+	export := c.fs.String("from-export", "", "the ids of an export file (JSON lines of sluice dlq export)")
 	pos, code, ok := c.parse(args, 1, -1)
 	if !ok {
 		return code
 	}
 	queue, ids := pos[0], pos[1:]
+	given := 0
+	for _, g := range []bool{*all, len(ids) > 0, *export != ""} {
+		if g {
+			given++
+		}
+	}
 	switch {
-	case *all && len(ids) > 0:
-		return c.usageErr("give ids or --all, not both")
-	case !*all && len(ids) == 0:
-		return c.usageErr("give the ids to delete (sluice dlq list %s shows them), or --all", queue)
+	case given > 1:
+		return c.usageErr("give one of ids, --all and --from-export")
+	case given == 0:
+		return c.usageErr("give the ids to delete (sluice dlq list %s shows them), --from-export FILE, or --all", queue)
+	case *export != "":
+		var err error
+		if ids, err = exportIDs(*export); err != nil {
+			return c.usageErr("--from-export: %v", err)
+		}
 	case *all:
 		ds, err := c.deadLetters(queue, -1, "", nil)
 		if err != nil {
@@ -376,4 +412,37 @@ func writeJSONLine(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// exportIDs reads the ids of an export file's lines.
+func exportIDs(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	var ids []string
+	n := 0
+	for sc.Scan() {
+		n++
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var e struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.ID == "" {
+			return nil, fmt.Errorf("line %d of %s is not a message of sluice dlq export (no id)", n, path)
+		}
+		ids = append(ids, e.ID)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%s holds no message", path)
+	}
+	return ids, nil
 }

@@ -49,7 +49,7 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 	var m sclient.Message
 	c.fs.IntVar(&m.Priority, "priority", 0, "priority, -100..100 (standard queues)")
 	c.fs.StringVar(&m.GroupID, "group", "", "message group (FIFO queues: required)")
-	c.fs.StringVar(&m.DedupID, "dedup", "", "deduplication id (FIFO queues without content-based deduplication)")
+	c.fs.StringVar(&m.DedupID, "dedup", "", "deduplication id (FIFO queues without content-based deduplication); of lines: ID-LINENUMBER each")
 	c.fs.StringVar(&m.CorrelationID, "correlation-id", "", "correlation id, kept through the dead-letter queue")
 	c.fs.DurationVar(&m.Delay, "delay", 0, "deliver this much later (whole seconds)")
 	pos, code, ok := c.parse(args, 1, 2)
@@ -118,6 +118,12 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 	return c.sendAll(queue, in, total, func(line string, n int) (sclient.Message, error) {
 		mm := m
 		mm.Body = line
+		if m.DedupID != "" {
+			// One id for every line would store the first line only (a FIFO
+			// queue drops the rest as duplicates): each line gets its own,
+			// the same on a second run of the same input.
+			mm.DedupID = fmt.Sprintf("%s-%d", m.DedupID, n)
+		}
 		return mm, nil
 	})
 }
@@ -139,7 +145,10 @@ func (c *cli) sendAll(queue string, r io.Reader, total int64, msg func(line stri
 		}
 		res, err := c.c.SendBatch(c.ctx, queue, batch)
 		if err != nil {
-			return err
+			// The batch may or may not be stored (the request failed, its
+			// answer is unknown): say from which line to resume.
+			return fmt.Errorf("%w\n  %d message(s) sent before line %d; the batch of lines %d..%d may or may not have been stored and no later line was sent: check the queue (sluice peek %s), then send again from line %d (e.g. tail -n +%d FILE)",
+				err, sent, lineNos[0], lineNos[0], lineNos[len(lineNos)-1], queue, lineNos[0], lineNos[0])
 		}
 		for i, r := range res {
 			if r.Err != nil {
@@ -164,8 +173,11 @@ func (c *cli) sendAll(queue string, r io.Reader, total int64, msg func(line stri
 		}
 		m, err := msg(line, n)
 		if err != nil {
-			p.finish("messages to " + queue)
-			return c.usageErr("%v", err)
+			// Reported like a refused message: the lines around it go on
+			// (stopping here would drop the batch pending before it).
+			failed++
+			fmt.Fprintf(c.stderr, "line %d: not sent: %v\n", n, err)
+			continue
 		}
 		batch, lineNos = append(batch, m), append(lineNos, n)
 		if len(batch) == sendBatchSize {
@@ -249,13 +261,20 @@ func fromExport(line string, n int) (sclient.Message, error) {
 	return m, nil
 }
 
-// printMessages prints deliveries: a table, or one JSON object a line.
-func (c *cli) printMessages(ds []sclient.Delivery, dead bool) {
+// printMessages prints deliveries: a table, or one JSON object a line. It
+// returns the first error writing stdout (recv --ack then acks nothing: a
+// message that was not printed was not handed to the reader).
+func (c *cli) printMessages(ds []sclient.Delivery, dead bool) error {
+	ew := &errWriter{w: c.stdout}
 	if c.json {
 		for _, d := range ds {
-			c.printJSON(toMessageJSON(d))
+			b, err := json.Marshal(toMessageJSON(d))
+			if err != nil {
+				return err
+			}
+			_, _ = ew.Write(append(b, '\n'))
 		}
-		return
+		return ew.err
 	}
 	now := time.Now()
 	rows := make([][]string, len(ds))
@@ -271,12 +290,28 @@ func (c *cli) printMessages(ds []sclient.Delivery, dead bool) {
 	}
 	switch {
 	case dead:
-		table(c.stdout, []string{"ID", "RECEIVES", "AGE", "REASON", "ATTRIBUTES", "BODY"}, rows)
+		table(ew, []string{"ID", "RECEIVES", "AGE", "REASON", "ATTRIBUTES", "BODY"}, rows)
 	case len(ds) > 0 && ds[0].State != "":
-		table(c.stdout, []string{"ID", "STATE", "RECEIVES", "AGE", "ATTRIBUTES", "BODY"}, rows)
+		table(ew, []string{"ID", "STATE", "RECEIVES", "AGE", "ATTRIBUTES", "BODY"}, rows)
 	default:
-		table(c.stdout, []string{"ID", "RECEIVES", "AGE", "ATTRIBUTES", "BODY"}, rows)
+		table(ew, []string{"ID", "RECEIVES", "AGE", "ATTRIBUTES", "BODY"}, rows)
 	}
+	return ew.err
+}
+
+// errWriter keeps the first error of its writes (and refuses the rest).
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 func recvCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
@@ -300,6 +335,9 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 	}
 	queue := pos[0]
 	var got []sclient.Delivery
+	// recvErr is a receive that failed after others succeeded: what was
+	// received is leased, so it is still printed (and acked with --ack).
+	var recvErr error
 	for len(got) < *maxN {
 		opts := []sclient.ReceiveOption{sclient.MaxMessages(min(10, *maxN-len(got)))}
 		if *wait > 0 && len(got) == 0 {
@@ -310,8 +348,11 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 		ds, err := c.c.Receive(ctx, queue, opts...)
 		if err != nil {
-			if len(got) == 0 || !errors.Is(err, context.Canceled) {
+			if len(got) == 0 {
 				return c.fail(err)
+			}
+			if !errors.Is(err, context.Canceled) {
+				recvErr = err
 			}
 			break
 		}
@@ -320,7 +361,14 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 		got = append(got, ds...)
 	}
-	c.printMessages(got, false)
+	if err := c.printMessages(got, false); err != nil {
+		if *ack && len(got) > 0 {
+			fmt.Fprintf(stderr, "sluice recv: %d message(s) received but not acked: printing them failed (%v); they come back after their visibility timeout\n", len(got), err)
+		} else {
+			fmt.Fprintf(stderr, "sluice recv: printing the messages failed: %v\n", err)
+		}
+		return 1
+	}
 	if len(got) == 0 && !c.json {
 		fmt.Fprintf(stderr, "no message in %s (wait for one with --wait 20s)\n", queue)
 	}
@@ -348,6 +396,10 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 			return 1
 		}
 	}
+	if recvErr != nil {
+		fmt.Fprintf(stderr, "sluice recv: %d message(s) received and printed, then a receive failed:\n", len(got))
+		return c.fail(recvErr)
+	}
 	return 0
 }
 
@@ -365,6 +417,9 @@ func peekCmd(ctx context.Context, args []string, env func(string) string, stdout
 	pos, code, ok := c.parse(args, 1, 1)
 	if !ok {
 		return code
+	}
+	if *maxN < 1 {
+		return c.usageErr("--max must be at least 1")
 	}
 	var opts []sclient.BrowseOption
 	if *newest {
@@ -385,7 +440,9 @@ func peekCmd(ctx context.Context, args []string, env func(string) string, stdout
 		fmt.Fprintf(stderr, "no message in %s\n", pos[0])
 		return 0
 	}
-	c.printMessages(ds, false)
+	if err := c.printMessages(ds, false); err != nil {
+		return c.fail(fmt.Errorf("printing the messages: %w", err))
+	}
 	return 0
 }
 
