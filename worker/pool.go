@@ -494,7 +494,9 @@ func (p *Pool) settle(m *Message, o Outcome) {
 		p.log.Warn("worker: the lease ended before the outcome was applied; the message will be delivered again",
 			"queue", m.Queue, "message_id", m.ID, "outcome", o.Kind.String())
 	default:
-		hint := "the message will be delivered again when its lease ends"
+		// The request may have reached the broker before the connection
+		// failed (a broker killed mid-answer): then the outcome was applied.
+		hint := "unless the broker applied it before the failure, the message will be delivered again when its lease ends"
 		if o.Kind == KindDeadLetter {
 			hint += "; a dead-letter-now needs a queue with a dead-letter queue (RedrivePolicy)"
 		}
