@@ -26,45 +26,27 @@ func (c *Client) DeleteDeadLetters(ctx context.Context, queue string, ids []stri
 }
 
 // ReplayTask is a replay: a move task from the dead-letter queue back to
-// the queue.
+// the queue. Its JSON form is the native API's.
 type ReplayTask struct {
-	ID string
+	ID string `json:"id"`
 	// Source is the dead-letter queue; Destination the queue replayed into.
-	Source      string
-	Destination string
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
 	// Status is "RUNNING", "COMPLETED", "CANCELLING", "CANCELLED" or
 	// "FAILED".
-	Status string
-	Moved  int64
-	ToMove int64
+	Status string `json:"status"`
+	Moved  int64  `json:"moved"`
+	ToMove int64  `json:"toMove"`
 	// Skipped counts the dead letters an edit-and-replay left in the
 	// dead-letter queue: their edited form does not fit the queue.
-	Skipped       int64
-	MaxPerSecond  int
-	FailureReason string
-	StartedAt     time.Time
+	Skipped       int64     `json:"skipped"`
+	MaxPerSecond  int       `json:"maxPerSecond"`
+	FailureReason string    `json:"failureReason,omitempty"`
+	StartedAt     time.Time `json:"startedAt"`
 }
 
 // Done reports whether the task has ended (COMPLETED, CANCELLED or FAILED).
 func (t ReplayTask) Done() bool { return t.Status != "RUNNING" && t.Status != "CANCELLING" }
-
-type wireTask struct {
-	ID            string    `json:"id"`
-	Source        string    `json:"source"`
-	Destination   string    `json:"destination"`
-	Status        string    `json:"status"`
-	Moved         int64     `json:"moved"`
-	ToMove        int64     `json:"toMove"`
-	Skipped       int64     `json:"skipped"`
-	MaxPerSecond  int       `json:"maxPerSecond"`
-	FailureReason string    `json:"failureReason"`
-	StartedAt     time.Time `json:"startedAt"`
-}
-
-func (t *wireTask) task() ReplayTask {
-	return ReplayTask{ID: t.ID, Source: t.Source, Destination: t.Destination, Status: t.Status, Moved: t.Moved,
-		ToMove: t.ToMove, Skipped: t.Skipped, MaxPerSecond: t.MaxPerSecond, FailureReason: t.FailureReason, StartedAt: t.StartedAt}
-}
 
 // ReplayOption is an option of Replay.
 type ReplayOption func(*replayRequest)
@@ -113,11 +95,11 @@ func (c *Client) Replay(ctx context.Context, queue string, opts ...ReplayOption)
 	for _, o := range opts {
 		o(&in)
 	}
-	var out wireTask
+	var out ReplayTask
 	if err := c.do(ctx, request{method: http.MethodPost, path: queuePath(queue, "dead-letters", "replay"), body: in}, &out); err != nil {
 		return ReplayTask{}, err
 	}
-	return out.task(), nil
+	return out, nil
 }
 
 // Replays answers the replays into the queue (and SQS move tasks back to
@@ -128,14 +110,10 @@ func (c *Client) Replays(ctx context.Context, queue string, limit int) ([]Replay
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	var out struct {
-		Replays []wireTask `json:"replays"`
+		Replays []ReplayTask `json:"replays"`
 	}
 	if err := c.do(ctx, request{method: http.MethodGet, path: queuePath(queue, "dead-letters", "replays"), query: q, idempotent: true}, &out); err != nil {
 		return nil, err
 	}
-	ts := make([]ReplayTask, len(out.Replays))
-	for i := range out.Replays {
-		ts[i] = out.Replays[i].task()
-	}
-	return ts, nil
+	return out.Replays, nil
 }

@@ -226,24 +226,10 @@ func dlqReplay(ctx context.Context, args []string, env func(string) string, stdo
 	return 0
 }
 
-// taskJSON is a replay as --json prints it.
-type taskJSON struct {
-	ID            string    `json:"id"`
-	Source        string    `json:"source"`
-	Destination   string    `json:"destination"`
-	Status        string    `json:"status"`
-	Moved         int64     `json:"moved"`
-	ToMove        int64     `json:"toMove"`
-	Skipped       int64     `json:"skipped"`
-	MaxPerSecond  int       `json:"maxPerSecond"`
-	FailureReason string    `json:"failureReason,omitempty"`
-	StartedAt     time.Time `json:"startedAt"`
-}
-
 func (c *cli) printTasks(ts []sclient.ReplayTask) {
 	if c.json {
 		for _, t := range ts {
-			c.printJSON(taskJSON(t))
+			c.printJSON(t)
 		}
 		return
 	}

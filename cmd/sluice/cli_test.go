@@ -451,7 +451,7 @@ func TestCLIDeadLetters(t *testing.T) {
 	wantContains(t, "replay by id", r.stderr, "replayed 1 dead letters into orders")
 	r = e.ok("dlq", "replay", "orders", "--json")
 	wantContains(t, "replay all", r.stderr, "replayed 2 dead letters into orders")
-	var task taskJSON
+	var task sclient.ReplayTask
 	if err := json.Unmarshal([]byte(r.stdout), &task); err != nil || task.Status != "COMPLETED" || task.Moved != 2 {
 		t.Errorf("replay --json: %v %q", err, r.stdout)
 	}
