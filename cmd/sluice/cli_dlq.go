@@ -61,11 +61,7 @@ func dlqList(ctx context.Context, args []string, env func(string) string, stdout
 	if err != nil {
 		return c.fail(err)
 	}
-	if len(ds) == 0 && !c.json {
-		fmt.Fprintf(stderr, "no dead letters of %s\n", pos[0])
-		return 0
-	}
-	if err := c.printMessages(ds, true); err != nil {
+	if err := c.printMessages(ds, true, "no dead letters of "+pos[0]); err != nil {
 		return c.fail(fmt.Errorf("printing the dead letters: %w", err))
 	}
 	return 0

@@ -261,10 +261,15 @@ func fromExport(line string, n int) (sclient.Message, error) {
 	return m, nil
 }
 
-// printMessages prints deliveries: a table, or one JSON object a line. It
+// printMessages prints deliveries: a table, or one JSON object a line; with
+// none, and no --json, it says empty on stderr instead of a bare header. It
 // returns the first error writing stdout (recv --ack then acks nothing: a
 // message that was not printed was not handed to the reader).
-func (c *cli) printMessages(ds []sclient.Delivery, dead bool) error {
+func (c *cli) printMessages(ds []sclient.Delivery, dead bool, empty string) error {
+	if len(ds) == 0 && !c.json {
+		fmt.Fprintln(c.stderr, empty)
+		return nil
+	}
 	ew := &errWriter{w: c.stdout}
 	if c.json {
 		for _, d := range ds {
@@ -361,16 +366,13 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 		got = append(got, ds...)
 	}
-	if err := c.printMessages(got, false); err != nil {
+	if err := c.printMessages(got, false, "no message in "+queue+" (wait for one with --wait 20s)"); err != nil {
 		if *ack && len(got) > 0 {
 			fmt.Fprintf(stderr, "sluice recv: %d message(s) received but not acked: printing them failed (%v); they come back after their visibility timeout\n", len(got), err)
 		} else {
 			fmt.Fprintf(stderr, "sluice recv: printing the messages failed: %v\n", err)
 		}
 		return 1
-	}
-	if len(got) == 0 && !c.json {
-		fmt.Fprintf(stderr, "no message in %s (wait for one with --wait 20s)\n", queue)
 	}
 	if *ack && len(got) > 0 {
 		receipts := make([]string, 0, len(got))
@@ -436,11 +438,7 @@ func peekCmd(ctx context.Context, args []string, env func(string) string, stdout
 	if err != nil {
 		return c.fail(err)
 	}
-	if len(ds) == 0 && !c.json {
-		fmt.Fprintf(stderr, "no message in %s\n", pos[0])
-		return 0
-	}
-	if err := c.printMessages(ds, false); err != nil {
+	if err := c.printMessages(ds, false, "no message in "+pos[0]); err != nil {
 		return c.fail(fmt.Errorf("printing the messages: %w", err))
 	}
 	return 0

@@ -319,6 +319,9 @@ func TestCLISendRecvPeek(t *testing.T) {
 	e.ok("queue", "create", "empty")
 	r = e.ok("recv", "empty")
 	wantContains(t, "recv of an empty queue", r.stderr, "no message in empty")
+	if r.stdout != "" {
+		t.Errorf("recv of an empty queue wrote %q to stdout, want nothing (the note goes to stderr)", r.stdout)
+	}
 
 	// FIFO: the group and dedup id go through.
 	e.ok("queue", "create", "ev.fifo", "--fifo")
