@@ -6,9 +6,12 @@ import (
 )
 
 // Caller is who made a request, as the HTTP server saw it: the audit log
-// names it. The broker does not authenticate: AccessKey is what the
-// request's signature claims (an SQS SDK's access key id), not a verified
-// identity.
+// names it. Without authentication AccessKey is what the request's
+// signature claims (an SQS SDK's access key id), not a verified identity;
+// when authentication is on, the server verifies the request first and sets
+// Authenticated and Account, and the front uses Account to decide which
+// account a queue name belongs to and whether the caller may act on another
+// account's queue.
 type Caller struct {
 	// Addr is the peer's address (host:port).
 	Addr string
@@ -16,6 +19,14 @@ type Caller struct {
 	AccessKey string
 	// UserAgent is the request's User-Agent.
 	UserAgent string
+	// Authenticated is true when the server verified the request's
+	// signature or token against a configured key (AccessKey is then that
+	// key's id).
+	Authenticated bool
+	// Account is the account the verified key belongs to (12 digits), ""
+	// when not Authenticated: the request then acts as the broker's own
+	// account (QueueRef.Account "").
+	Account string
 }
 
 type callerKey struct{}

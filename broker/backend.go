@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -101,6 +102,14 @@ type Backend interface {
 	// on one ends; a FIFO group it held is free), one bool per id: whether
 	// it was there.
 	DeleteMessages(ctx context.Context, q QueueRef, ids []string) ([]bool, error)
+
+	// Receipts returns the codec of the receipt key kept in the store
+	// (ReceiptCodec): the key is made once when the store is created and
+	// read when it is opened, so handles survive restarts and every broker
+	// sharing the store accepts the others'. The backend encodes the
+	// handles of its deliveries with it, and the front decodes with it.
+	// Never nil once the backend is open.
+	Receipts() *ReceiptCodec
 
 	// Close stops background work, syncs and releases the store. Idempotent.
 	Close() error
@@ -259,6 +268,28 @@ type Options struct {
 	// Observer, when not nil, is told what the front and the backend did
 	// (counts per queue, refusals, store syncs), for metrics. Default nil.
 	Observer Observer
+	// BackupDir is the directory under which Broker.Backup writes backups
+	// (each in a new directory of its own name). Default "": backups are
+	// refused.
+	BackupDir string
+	// AccountID is the broker's own account id: the account in its queue
+	// URLs and ARNs, the one unauthenticated requests act as, and whose
+	// queues are stored under QueueRef.Account "". Default
+	// DefaultAccountID; 1..64 characters without '/', ':', '?', '#' or
+	// spaces (an AWS account id is 12 digits). The server's Config.AccountID
+	// should be the same (Broker.ServeAccount aligns them).
+	AccountID string
+}
+
+// DefaultAccountID is Options.AccountID's default.
+const DefaultAccountID = "000000000000"
+
+// validateAccountID checks an account id as Options.AccountID documents.
+func validateAccountID(id string) error {
+	if id == "" || len(id) > 64 || strings.ContainsAny(id, "/:?# \t\n") {
+		return fmt.Errorf("broker: AccountID %q must be 1..64 characters without '/', ':', '?', '#' or spaces", id)
+	}
+	return nil
 }
 
 // WithDefaults returns o with zero fields set to their defaults.
@@ -272,6 +303,9 @@ func (o Options) WithDefaults() Options {
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = DefaultMaxInFlight
 	}
+	if o.AccountID == "" {
+		o.AccountID = DefaultAccountID
+	}
 	return o
 }
 
@@ -279,6 +313,9 @@ func (o Options) WithDefaults() Options {
 func (o Options) Validate() error {
 	if o.MaxInFlight < 0 {
 		return fmt.Errorf("broker: Options.MaxInFlight %d: must be 0 (the default, %d) or more", o.MaxInFlight, DefaultMaxInFlight)
+	}
+	if o.AccountID != "" {
+		return validateAccountID(o.AccountID)
 	}
 	return nil
 }

@@ -63,8 +63,20 @@ var (
 	// other (EnvelopeEntry), or another request the native API cannot read
 	// (a value that does not parse).
 	ErrInvalidRequest = errors.New("invalid request")
+	// ErrAccessDenied: an authenticated caller acted on another account's
+	// queue with an action that queue's Policy does not grant its account
+	// (or that only the owner may take); see access.go.
+	ErrAccessDenied = errors.New("access denied")
 	// ErrClosed: the backend is shutting down or closed.
 	ErrClosed = errors.New("broker is closed")
+	// ErrStoreFull: the store's disk has less free space than its reserve, so
+	// a send is refused before it could fill the disk (see StoreFullError).
+	// Retryable: receives and deletes still work and free space.
+	ErrStoreFull = errors.New("the store's disk is full")
+	// ErrUnavailable: the backend's store cannot be reached now (a database
+	// restarting or unreachable); the request may or may not have been
+	// applied, and a retry may succeed (UnavailableError).
+	ErrUnavailable = errors.New("store unavailable")
 )
 
 // Error is a broker error: one of the sentinels above (Kind) and a message for
@@ -108,6 +120,20 @@ func ClosedError() error {
 	return Errorf(ErrClosed, "The broker is shutting down.")
 }
 
+// StoreFullError: a send refused because the store's disk has free bytes
+// left, fewer than its reserve of reserve bytes. Receives, deletes and
+// visibility changes still work; sends resume once space returns.
+func StoreFullError(free, reserve uint64) error {
+	return Errorf(ErrStoreFull, "The store's disk is full (%d MiB free, below the reserve of %d MiB): sends are refused until space returns; receives and deletes still work. Please retry later.", free>>20, reserve>>20)
+}
+
+// UnavailableError: the store could not be reached (cause, kept for logs
+// and errors.Is but not shown to users); the request may or may not have
+// been applied. Protocols answer it as a retryable 503.
+func UnavailableError(cause error) error {
+	return fmt.Errorf("%w (%w)", Errorf(ErrUnavailable, "The broker cannot reach its store; please try again."), cause)
+}
+
 // invalidParam builds the SQS-style "Value X for parameter Y is invalid. Reason: Z." error.
 func invalidParam(value any, param, reason string) error {
 	return Errorf(ErrInvalidParameterValue, "Value %v for parameter %s is invalid. Reason: %s", value, param, reason)
@@ -118,4 +144,10 @@ func invalidParam(value any, param, reason string) error {
 // account served: no queue of another account exists here.
 func OtherAccountError(account, served string) error {
 	return Errorf(ErrQueueDoesNotExist, "The specified queue does not exist: it would belong to account %s, and this broker serves account %s only.", account, served)
+}
+
+// AccessDeniedError is the error for a caller that may not take action act
+// on queue name of account owner (the access rule, access.go).
+func AccessDeniedError(owner, name string, act Action) error {
+	return Errorf(ErrAccessDenied, "Access to the queue %s of account %s is denied: its policy grants your account no %s.", name, owner, act)
 }

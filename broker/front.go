@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -20,7 +21,9 @@ type Broker struct {
 	backend  Backend
 	opts     Options
 	log      *slog.Logger
-	refusals refusals // sends refused by backpressure, per queue and reason
+	refusals refusals  // sends refused by backpressure, per queue and reason
+	account  accountID // the broker's own account (Options.AccountID; ServeAccount)
+	receipts *ReceiptCodec
 }
 
 // New returns the front over backend, which it owns from then on (Close
@@ -34,7 +37,13 @@ func New(backend Backend, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	opts = opts.WithDefaults()
-	return &Broker{backend: backend, opts: opts, log: opts.Logger}, nil
+	receipts := backend.Receipts()
+	if receipts == nil {
+		return nil, errNoReceiptCodec
+	}
+	b := &Broker{backend: backend, opts: opts, log: opts.Logger, receipts: receipts}
+	b.account.set(opts.AccountID)
+	return b, nil
 }
 
 // Backend returns the backend, for its optional capabilities
@@ -48,10 +57,6 @@ func (b *Broker) Clock() Clock { return b.opts.Clock }
 // Close closes the backend: it stops the background duties, syncs and
 // releases the store. Idempotent.
 func (b *Broker) Close() error { return b.backend.Close() }
-
-// own names a queue of the broker's own account, the only one the front
-// serves until accounts come (see QueueRef).
-func own(name string) QueueRef { return QueueRef{Name: name} }
 
 // purgeInterval is AWS's one purge per queue per 60 s (Options.StrictPurge).
 const purgeInterval = 60 * time.Second
@@ -73,16 +78,23 @@ func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[s
 	if err := b.checkWebhook(cfg.DeadLetterWebhook); err != nil {
 		return Queue{}, err
 	}
+	ref, err := b.resolve(ctx, ActionCreateQueue, name)
+	if err != nil {
+		return Queue{}, err
+	}
+	if err := webhookAccount(ref, cfg.DeadLetterWebhook); err != nil {
+		return Queue{}, err
+	}
 	checked := false
 	if cfg.Redrive != nil {
 		// An existing queue is compared, not checked: its own policy was
 		// checked when it was set, and a repeated CreateQueue must answer
 		// the queue even if its dead-letter queue is gone since. A new
 		// queue's target must pass checkRedrive.
-		_, err := b.backend.GetQueue(ctx, own(name))
+		_, err := b.backend.GetQueue(ctx, ref)
 		switch {
 		case errors.Is(err, ErrQueueDoesNotExist):
-			if err := b.checkRedrive(ctx, name, cfg, attrs[AttrRedrivePolicy]); err != nil {
+			if err := b.checkRedrive(ctx, ref, cfg, attrs[AttrRedrivePolicy]); err != nil {
 				return Queue{}, err
 			}
 			checked = true
@@ -92,7 +104,7 @@ func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[s
 	}
 	// Even for a queue that exists, the backend answers: it waits until the
 	// change that created the queue is durable.
-	q, created, err := b.backend.CreateQueue(ctx, QueueSpec{QueueRef: own(name), Config: cfg, Tags: tags})
+	q, created, err := b.backend.CreateQueue(ctx, QueueSpec{QueueRef: ref, Config: cfg, Tags: tags})
 	switch {
 	case err != nil:
 		return Queue{}, err
@@ -100,8 +112,8 @@ func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[s
 		// The queue was deleted after GetQueue found it: this call created
 		// it, with a policy not checked yet. Check it now; a refusal
 		// deletes the queue again, which nobody was told of.
-		if err := b.checkRedrive(ctx, name, cfg, attrs[AttrRedrivePolicy]); err != nil {
-			if derr := b.backend.DeleteQueue(ctx, own(name)); derr != nil {
+		if err := b.checkRedrive(ctx, ref, cfg, attrs[AttrRedrivePolicy]); err != nil {
+			if derr := b.backend.DeleteQueue(ctx, ref); derr != nil {
 				b.log.Error("a queue created with a refused RedrivePolicy could not be deleted", "queue", name, "err", derr)
 			}
 			return Queue{}, err
@@ -124,11 +136,14 @@ func (b *Broker) existing(q Queue, attrs map[string]string) (Queue, error) {
 }
 
 // checkRedrive checks a RedrivePolicy against its target: not the queue
-// itself, the target exists, has the same type (FIFO or standard), and its
-// RedriveAllowPolicy lets source use it. raw is the attribute as given, for
-// the message. (A target deleted later is the move's concern: a message
-// whose dead-letter queue is gone stays where it is.)
-func (b *Broker) checkRedrive(ctx context.Context, source string, cfg QueueConfig, raw string) error {
+// itself, in the source's account (an ARN naming another account is
+// refused, as AWS refuses it), the target exists, has the same type (FIFO
+// or standard), and its RedriveAllowPolicy lets source use it. raw is the
+// attribute as given, for the message. (A target deleted later is the
+// move's concern: a message whose dead-letter queue is gone stays where it
+// is.)
+func (b *Broker) checkRedrive(ctx context.Context, src QueueRef, cfg QueueConfig, raw string) error {
+	source := src.Name
 	if cfg.Redrive == nil {
 		return nil
 	}
@@ -138,7 +153,10 @@ func (b *Broker) checkRedrive(ctx context.Context, source string, cfg QueueConfi
 	if cfg.Redrive.DeadLetterQueue == source {
 		return bad("A queue can't be its own dead-letter queue.")
 	}
-	dlq, err := b.backend.GetQueue(ctx, own(cfg.Redrive.DeadLetterQueue))
+	if a := arnAccount(cfg.Redrive.DeadLetterTargetARN); a != b.accountOf(src) {
+		return bad("Dead-letter queue must be in the same account as the source queue.")
+	}
+	dlq, err := b.backend.GetQueue(ctx, QueueRef{Account: src.Account, Name: cfg.Redrive.DeadLetterQueue})
 	switch {
 	case errors.Is(err, ErrQueueDoesNotExist):
 		return bad("Dead letter target does not exist.")
@@ -152,15 +170,59 @@ func (b *Broker) checkRedrive(ctx context.Context, source string, cfg QueueConfi
 	return nil
 }
 
-// GetQueue returns a queue and its approximate counts.
+// GetQueue returns a queue and its approximate counts (for
+// GetQueueAttributes; GetQueueFor names another reading action).
 func (b *Broker) GetQueue(ctx context.Context, name string) (QueueInfo, error) {
-	return b.backend.GetQueue(ctx, own(name))
+	return b.GetQueueFor(ctx, ActionGetQueueAttributes, name)
 }
 
-// ListQueues returns queues whose names start with prefix and sort after
-// `after`, in name order, at most limit of them (limit <= 0: all).
+// GetQueueFor is GetQueue for an API action that reads a queue: act is
+// ActionGetQueueAttributes, ActionGetQueueURL, ActionListQueueTags or
+// ActionListDeadLetterSourceQueues (the access rule tells them apart).
+func (b *Broker) GetQueueFor(ctx context.Context, act Action, name string) (QueueInfo, error) {
+	switch act {
+	case ActionGetQueueAttributes, ActionGetQueueURL, ActionListQueueTags, ActionListDeadLetterSourceQueues:
+	default:
+		return QueueInfo{}, fmt.Errorf("broker: GetQueueFor: %s is not an action that reads a queue", act)
+	}
+	ref, err := b.resolve(ctx, act, name)
+	if err != nil {
+		return QueueInfo{}, err
+	}
+	return b.backend.GetQueue(ctx, ref)
+}
+
+// ListQueues returns the caller's account's queues whose names start with
+// prefix and sort after `after`, in name order, at most limit of them
+// (limit <= 0: all). (ListQueueSources lists another account's.)
 func (b *Broker) ListQueues(ctx context.Context, prefix, after string, limit int) ([]Queue, error) {
-	return b.backend.ListQueues(ctx, "", prefix, after, limit)
+	return b.backend.ListQueues(ctx, b.refIn(b.CallerAccount(ctx), "").Account, prefix, after, limit)
+}
+
+// DeadLetterSources returns the queues whose RedrivePolicy names queue
+// name as their dead-letter queue (the queue itself left out), in name
+// order after `after`; the caller needs ListDeadLetterSourceQueues on it.
+// Every queue of its account is looked at: a scan, but of queue records
+// only.
+func (b *Broker) DeadLetterSources(ctx context.Context, name, after string) ([]Queue, error) {
+	ref, err := b.resolve(ctx, ActionListDeadLetterSourceQueues, name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.backend.GetQueue(ctx, ref); err != nil {
+		return nil, err
+	}
+	qs, err := b.backend.ListQueues(ctx, ref.Account, "", after, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := qs[:0]
+	for _, q := range qs {
+		if r := q.Config.Redrive; r != nil && r.DeadLetterQueue == name && q.Name != name {
+			out = append(out, q)
+		}
+	}
+	return out, nil
 }
 
 // SetQueueAttributes changes the given attributes (ApplyAttributes rules; a
@@ -176,8 +238,15 @@ func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[
 			return err
 		}
 	}
+	ref, err := b.resolve(ctx, ActionSetQueueAttributes, name)
+	if err != nil {
+		return err
+	}
+	if err := webhookAccount(ref, attrs[AttrDeadLetterWebhook]); err != nil {
+		return err
+	}
 	if raw, ok := attrs[AttrRedrivePolicy]; ok {
-		q, err := b.backend.GetQueue(ctx, own(name))
+		q, err := b.backend.GetQueue(ctx, ref)
 		if err != nil {
 			return err
 		}
@@ -187,11 +256,11 @@ func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[
 		}
 		// FifoQueue cannot change, so the target's type is checked against
 		// a settled value even if the queue changes meanwhile.
-		if err := b.checkRedrive(ctx, name, cfg, raw); err != nil {
+		if err := b.checkRedrive(ctx, ref, cfg, raw); err != nil {
 			return err
 		}
 	}
-	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
+	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
 		cfg, err := ApplyAttributes(u.Config, attrs)
 		if err != nil {
 			return err
@@ -204,11 +273,15 @@ func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[
 // DeleteQueue deletes a queue: waiting receives end with ErrQueueDoesNotExist,
 // its receipts stop working, and its messages are reclaimed in the background.
 func (b *Broker) DeleteQueue(ctx context.Context, name string) error {
-	if err := b.backend.DeleteQueue(ctx, own(name)); err != nil {
+	ref, err := b.resolve(ctx, ActionDeleteQueue, name)
+	if err != nil {
 		return err
 	}
-	b.refusals.forget(name)
-	b.audit(ctx, "delete_queue", name)
+	if err := b.backend.DeleteQueue(ctx, ref); err != nil {
+		return err
+	}
+	b.refusals.forget(ref.String())
+	b.audit(ctx, "delete_queue", ref.String())
 	return nil
 }
 
@@ -225,10 +298,14 @@ func (b *Broker) PurgeQueue(ctx context.Context, name string) error {
 			return nil
 		}
 	}
-	if err := b.backend.PurgeQueue(ctx, own(name), allow); err != nil {
+	ref, err := b.resolve(ctx, ActionPurgeQueue, name)
+	if err != nil {
 		return err
 	}
-	b.audit(ctx, "purge_queue", name)
+	if err := b.backend.PurgeQueue(ctx, ref, allow); err != nil {
+		return err
+	}
+	b.audit(ctx, "purge_queue", ref.String())
 	return nil
 }
 
@@ -238,12 +315,16 @@ func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([
 	if err := ValidateSendBatch(entries); err != nil {
 		return nil, err
 	}
-	res, err := b.backend.Send(ctx, own(queue), entries)
+	ref, err := b.resolve(ctx, ActionSendMessage, queue)
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.backend.Send(ctx, ref, entries)
 	var full *DepthError
 	if errors.As(err, &full) {
-		b.refusals.add(queue, full.Reason())
+		b.refusals.add(ref.String(), full.Reason())
 		if b.opts.Observer != nil {
-			b.opts.Observer.Refused(queue, full.Reason())
+			b.opts.Observer.Refused(ref.String(), full.Reason())
 		}
 	}
 	if err == nil && b.opts.Observer != nil {
@@ -253,7 +334,7 @@ func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([
 				n++
 			}
 		}
-		b.count(queue, CountSent, n)
+		b.count(ref.String(), CountSent, n)
 	}
 	return res, err
 }
@@ -261,9 +342,13 @@ func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([
 // Receive leases up to req.MaxMessages messages, waiting up to the wait time
 // for a first one (Backend.Receive).
 func (b *Broker) Receive(ctx context.Context, req ReceiveRequest) ([]Delivery, error) {
-	req.InFlightCap, req.Account = int64(b.opts.MaxInFlight), ""
+	ref, err := b.resolve(ctx, ActionReceiveMessage, req.Queue)
+	if err != nil {
+		return nil, err
+	}
+	req.InFlightCap, req.Account = int64(b.opts.MaxInFlight), ref.Account
 	ds, err := b.backend.Receive(ctx, req)
-	b.count(req.Queue, CountReceived, len(ds))
+	b.count(ref.String(), CountReceived, len(ds))
 	return ds, err
 }
 
@@ -274,11 +359,15 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []DeleteEntry
 	if err := ValidateBatch(entries, func(e DeleteEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
+	ref, err := b.resolve(ctx, ActionDeleteMessage, queue)
+	if err != nil {
+		return nil, err
+	}
 	errs := make([]error, len(entries))
 	var receipts []Receipt
 	var at []int // index in entries of each receipt
 	for i, e := range entries {
-		r, err := DecodeReceipt(e.Receipt)
+		r, err := b.receipts.Decode(e.Receipt)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -286,14 +375,14 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []DeleteEntry
 		receipts = append(receipts, r)
 		at = append(at, i)
 	}
-	outcomes, err := b.backend.Delete(ctx, own(queue), receipts)
+	outcomes, err := b.backend.Delete(ctx, ref, receipts)
 	if err != nil {
 		return nil, err
 	}
 	for j, o := range outcomes {
 		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, false)
 	}
-	b.count(queue, CountDeleted, applied(outcomes, nil))
+	b.count(ref.String(), CountDeleted, applied(outcomes, nil))
 	return errs, nil
 }
 
@@ -307,6 +396,10 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 	if err := ValidateBatch(entries, func(e VisibilityEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
+	ref, err := b.resolve(ctx, ActionChangeMessageVisibility, queue)
+	if err != nil {
+		return nil, err
+	}
 	errs := make([]error, len(entries))
 	var changes []VisibilityChange
 	var at []int
@@ -315,7 +408,7 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 			errs[i] = err
 			continue
 		}
-		r, err := DecodeReceipt(e.Receipt)
+		r, err := b.receipts.Decode(e.Receipt)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -323,14 +416,14 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 		changes = append(changes, VisibilityChange{Receipt: r, Timeout: e.Timeout})
 		at = append(at, i)
 	}
-	outcomes, err := b.backend.ChangeVisibility(ctx, own(queue), changes)
+	outcomes, err := b.backend.ChangeVisibility(ctx, ref, changes)
 	if err != nil {
 		return nil, err
 	}
-	b.count(queue, CountNacked, applied(outcomes, func(j int) bool { return changes[j].Timeout == 0 }))
+	b.count(ref.String(), CountNacked, applied(outcomes, func(j int) bool { return changes[j].Timeout == 0 }))
 	var cfg *QueueConfig
 	for j, o := range outcomes {
-		errs[at[j]], err = b.leaseError(ctx, queue, o, entries[at[j]].Receipt, &cfg)
+		errs[at[j]], err = b.leaseError(ctx, ref, o, entries[at[j]].Receipt, &cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -354,7 +447,11 @@ func applied(outcomes []LeaseOutcome, pick func(j int) bool) int {
 // has; the merged set must pass ValidateTags. Tags are not attributes:
 // LastModifiedTimestamp stays.
 func (b *Broker) TagQueue(ctx context.Context, name string, tags map[string]string) error {
-	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
+	ref, err := b.resolve(ctx, ActionTagQueue, name)
+	if err != nil {
+		return err
+	}
+	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
 		merged := MergeTags(u.Tags, tags, nil)
 		if err := ValidateTags(name, merged); err != nil {
 			return err
@@ -366,7 +463,11 @@ func (b *Broker) TagQueue(ctx context.Context, name string, tags map[string]stri
 
 // UntagQueue removes the tags with the given keys; unknown keys are ignored.
 func (b *Broker) UntagQueue(ctx context.Context, name string, keys []string) error {
-	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
+	ref, err := b.resolve(ctx, ActionUntagQueue, name)
+	if err != nil {
+		return err
+	}
+	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
 		u.Tags = MergeTags(u.Tags, nil, keys)
 		return nil
 	})
@@ -378,7 +479,11 @@ func (b *Broker) AddPermission(ctx context.Context, name string, p Permission) e
 	if err := ValidatePermission(p); err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
+	ref, err := b.resolve(ctx, ActionAddPermission, name)
+	if err != nil {
+		return err
+	}
+	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
 		policy, err := AddPolicyStatement(u.Config.Policy, p)
 		if err != nil {
 			return err
@@ -393,7 +498,11 @@ func (b *Broker) RemovePermission(ctx context.Context, name, label string) error
 	if err := ValidateLabel(label); err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, own(name), func(u *QueueUpdate) error {
+	ref, err := b.resolve(ctx, ActionRemovePermission, name)
+	if err != nil {
+		return err
+	}
+	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
 		policy, err := RemovePolicyStatement(u.Config.Policy, label)
 		if err != nil {
 			return err

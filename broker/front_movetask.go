@@ -45,20 +45,24 @@ func (b *Broker) StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTa
 	if err := ValidateMoveRate(req.MaxPerSecond); err != nil {
 		return MoveTask{}, err
 	}
-	src, err := b.backend.GetQueue(ctx, own(req.Source))
+	ref, err := b.resolve(ctx, ActionStartMoveTask, req.Source)
 	if err != nil {
 		return MoveTask{}, sourceErr(err)
 	}
-	isDLQ, err := b.isDeadLetterQueue(ctx, req.Source)
+	src, err := b.backend.GetQueue(ctx, ref)
+	if err != nil {
+		return MoveTask{}, sourceErr(err)
+	}
+	isDLQ, err := b.isDeadLetterQueue(ctx, ref)
 	if err != nil {
 		return MoveTask{}, err
 	}
 	if !isDLQ {
 		return MoveTask{}, MoveSourceNotDLQError()
 	}
-	req.Account, req.SourceID, req.DestinationID = "", src.ID, 0
+	req.Account, req.SourceID, req.DestinationID = ref.Account, src.ID, 0
 	if req.Destination != "" {
-		dst, err := b.backend.GetQueue(ctx, own(req.Destination))
+		dst, err := b.backend.GetQueue(ctx, QueueRef{Account: ref.Account, Name: req.Destination})
 		switch {
 		case errors.Is(err, ErrQueueDoesNotExist):
 			return MoveTask{}, MoveDestinationNotFoundError()
@@ -77,17 +81,19 @@ func (b *Broker) StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTa
 		if dst == "" {
 			dst = "(each message's source queue)"
 		}
-		b.audit(ctx, "replay", req.Source, slog.String("destination", dst), slog.Int("ids", len(req.MessageIDs)),
+		b.audit(ctx, "replay", ref.String(), slog.String("destination", dst), slog.Int("ids", len(req.MessageIDs)),
 			slog.String("message_ids", strings.Join(req.MessageIDs, ",")),
 			slog.Bool("edited", req.Edit != nil), slog.String("task", t.ID))
 	}
 	return t, err
 }
 
-// isDeadLetterQueue reports whether some other queue's RedrivePolicy names
-// the queue name. (A scan of the queues: starting a task is rare.)
-func (b *Broker) isDeadLetterQueue(ctx context.Context, name string) (bool, error) {
-	queues, err := b.backend.ListQueues(ctx, "", "", "", 0)
+// isDeadLetterQueue reports whether some other queue of its account has a
+// RedrivePolicy that names the queue. (A scan of the queues: starting a task
+// is rare.)
+func (b *Broker) isDeadLetterQueue(ctx context.Context, ref QueueRef) (bool, error) {
+	name := ref.Name
+	queues, err := b.backend.ListQueues(ctx, ref.Account, "", "", 0)
 	if err != nil {
 		return false, err
 	}
@@ -113,7 +119,11 @@ func (b *Broker) ListMoveTasks(ctx context.Context, source string, limit int) ([
 	if limit < 1 || limit > MaxListMoveTasks {
 		return nil, invalidParam(limit, "MaxResults", "must be between 1 and 10.")
 	}
-	tasks, err := mt.ListMoveTasks(ctx, own(source), limit)
+	ref, err := b.resolve(ctx, ActionListMoveTasks, source)
+	if err != nil {
+		return nil, sourceErr(err)
+	}
+	tasks, err := mt.ListMoveTasks(ctx, ref, limit)
 	return tasks, sourceErr(err)
 }
 
@@ -127,7 +137,11 @@ func (b *Broker) CancelMoveTask(ctx context.Context, source, id string) (MoveTas
 	if err != nil {
 		return MoveTask{}, err
 	}
-	t, err := mt.CancelMoveTask(ctx, own(source), id)
+	ref, err := b.resolve(ctx, ActionCancelMoveTask, source)
+	if err != nil {
+		return MoveTask{}, sourceErr(err)
+	}
+	t, err := mt.CancelMoveTask(ctx, ref, id)
 	return t, sourceErr(err)
 }
 

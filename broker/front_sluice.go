@@ -37,10 +37,14 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []Lease
 	if err := ValidateBatch(entries, func(e LeaseEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
+	ref, err := b.resolve(ctx, ActionChangeMessageVisibility, queue)
+	if err != nil {
+		return nil, err
+	}
 	var cfg *QueueConfig
 	config := func() (*QueueConfig, error) {
 		if cfg == nil {
-			q, err := b.backend.GetQueue(ctx, own(queue))
+			q, err := b.backend.GetQueue(ctx, ref)
 			if err != nil {
 				return nil, err
 			}
@@ -66,7 +70,7 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []Lease
 				continue
 			}
 		}
-		r, err := DecodeReceipt(e.Receipt)
+		r, err := b.receipts.Decode(e.Receipt)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -74,13 +78,13 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []Lease
 		changes = append(changes, VisibilityChange{Receipt: r, Kind: e.Kind, Timeout: e.Timeout, Delay: e.Delay, Reason: e.Reason})
 		at = append(at, i)
 	}
-	outcomes, err := b.backend.ChangeVisibility(ctx, own(queue), changes)
+	outcomes, err := b.backend.ChangeVisibility(ctx, ref, changes)
 	if err != nil {
 		return nil, err
 	}
-	b.count(queue, CountNacked, applied(outcomes, func(j int) bool { return changes[j].Kind == Nack }))
+	b.count(ref.String(), CountNacked, applied(outcomes, func(j int) bool { return changes[j].Kind == Nack }))
 	for j, o := range outcomes {
-		errs[at[j]], err = b.leaseError(ctx, queue, o, entries[at[j]].Receipt, &cfg)
+		errs[at[j]], err = b.leaseError(ctx, ref, o, entries[at[j]].Receipt, &cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -91,10 +95,10 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []Lease
 // leaseError is LeaseError for a visibility change, but on an at-most-once
 // queue, where every received message is gone, a stale receipt answers
 // MessageNotInflight (the queue's settings are read only then, in *cfg).
-func (b *Broker) leaseError(ctx context.Context, queue string, o LeaseOutcome, handle string, cfg **QueueConfig) (error, error) {
+func (b *Broker) leaseError(ctx context.Context, queue QueueRef, o LeaseOutcome, handle string, cfg **QueueConfig) (error, error) {
 	if o == LeaseStale {
 		if *cfg == nil {
-			q, err := b.backend.GetQueue(ctx, own(queue))
+			q, err := b.backend.GetQueue(ctx, queue)
 			if err != nil {
 				return nil, err
 			}
@@ -153,7 +157,11 @@ func (b *Broker) Browse(ctx context.Context, queue string, req BrowseRequest) (B
 	if req.Limit < 1 || req.Limit > MaxBrowse {
 		return BrowsePage{}, invalidParam(req.Limit, "limit", "must be between 1 and 100.")
 	}
-	return b.backend.Browse(ctx, own(queue), req)
+	ref, err := b.resolve(ctx, ActionBrowse, queue)
+	if err != nil {
+		return BrowsePage{}, err
+	}
+	return b.backend.Browse(ctx, ref, req)
 }
 
 // MaxDeleteByID is the most message ids one DeleteMessages call takes.
@@ -166,7 +174,11 @@ func (b *Broker) DeleteMessages(ctx context.Context, queue string, ids []string)
 	if len(ids) == 0 || len(ids) > MaxDeleteByID {
 		return nil, invalidParam(len(ids), "ids", "give 1 to 100 message ids.")
 	}
-	found, err := b.backend.DeleteMessages(ctx, own(queue), ids)
+	ref, err := b.resolve(ctx, ActionDeleteMessages, queue)
+	if err != nil {
+		return nil, err
+	}
+	found, err := b.backend.DeleteMessages(ctx, ref, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +191,7 @@ func (b *Broker) DeleteMessages(ctx context.Context, queue string, ids []string)
 		}
 	}
 	n := len(deleted)
-	b.audit(ctx, "delete_messages", queue, slog.Int("asked", len(ids)), slog.Int("deleted", n),
+	b.audit(ctx, "delete_messages", ref.String(), slog.Int("asked", len(ids)), slog.Int("deleted", n),
 		slog.String("deleted_ids", strings.Join(deletedIDs, ",")))
 	return found, nil
 }
@@ -208,13 +220,17 @@ type Stats struct {
 
 // Stats returns a queue's stats.
 func (b *Broker) Stats(ctx context.Context, queue string) (QueueInfo, Stats, error) {
-	q, err := b.backend.GetQueue(ctx, own(queue))
+	ref, err := b.resolve(ctx, ActionGetQueueAttributes, queue)
 	if err != nil {
 		return QueueInfo{}, Stats{}, err
 	}
-	s := Stats{QueueStats: q.Stats, DeadLetters: -1, Refused: b.refusals.get(queue)}
+	q, err := b.backend.GetQueue(ctx, ref)
+	if err != nil {
+		return QueueInfo{}, Stats{}, err
+	}
+	s := Stats{QueueStats: q.Stats, DeadLetters: -1, Refused: b.refusals.get(ref.String())}
 	if r := q.Config.Redrive; r != nil {
-		if d, err := b.backend.GetQueue(ctx, own(r.DeadLetterQueue)); err == nil {
+		if d, err := b.backend.GetQueue(ctx, QueueRef{Account: ref.Account, Name: r.DeadLetterQueue}); err == nil {
 			s.DeadLetters = d.Stats.Depth()
 		} else if !errors.Is(err, ErrQueueDoesNotExist) {
 			return QueueInfo{}, Stats{}, err
@@ -241,15 +257,17 @@ func (b *Broker) Ready(ctx context.Context) error {
 	return err
 }
 
-// AllStats returns every queue with its counts, in name order: one read
+// AllStats returns every queue of the caller's account with its counts, in
+// name order: one read
 // when the backend is a StatsLister, else ListQueues and a GetQueue per
 // queue (a queue deleted in between is left out). The counts are as
 // approximate as GetQueue's.
 func (b *Broker) AllStats(ctx context.Context) ([]QueueInfo, error) {
+	account := b.refIn(b.CallerAccount(ctx), "").Account
 	if l, ok := b.backend.(StatsLister); ok {
-		return l.ListQueueStats(ctx, "")
+		return l.ListQueueStats(ctx, account)
 	}
-	qs, err := b.backend.ListQueues(ctx, "", "", "", 0)
+	qs, err := b.backend.ListQueues(ctx, account, "", "", 0)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,14 @@ import (
 // front answers without the backend.
 type coreOnly struct{ Backend }
 
+// Receipts is the one method every backend answers without its store.
+func (coreOnly) Receipts() *ReceiptCodec { return testReceipts }
+
+// noReceipts is a backend that lacks a receipt codec: New refuses it.
+type noReceipts struct{ Backend }
+
+func (noReceipts) Receipts() *ReceiptCodec { return nil }
+
 func TestNew(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -21,6 +29,7 @@ func TestNew(t *testing.T) {
 		wantErr error // nil: New succeeds; errAny: any error
 	}{
 		{name: "nil backend", backend: nil, opts: Options{}, wantErr: errNilBackend},
+		{name: "no receipt codec", backend: noReceipts{}, opts: Options{}, wantErr: errNoReceiptCodec},
 		{name: "negative MaxInFlight", backend: coreOnly{}, opts: Options{MaxInFlight: -1}, wantErr: errAny},
 		{name: "zero options", backend: coreOnly{}, opts: Options{}},
 		{name: "explicit MaxInFlight", backend: coreOnly{}, opts: Options{MaxInFlight: 5}},

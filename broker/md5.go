@@ -6,12 +6,34 @@ import (
 	"encoding/hex"
 	"hash"
 	"sort"
+	"sync"
 )
+
+// md5State is an MD5 hash with the buffers MD5OfBody hands it.
+type md5State struct {
+	h   hash.Hash
+	buf [4096]byte
+	sum [md5.Size]byte
+}
+
+var md5States = sync.Pool{New: func() any { return &md5State{h: md5.New()} }}
 
 // MD5OfBody is SQS's MD5OfMessageBody: the lower-case hex MD5 of the UTF-8 body.
 func MD5OfBody(body string) string {
-	sum := md5.Sum([]byte(body))
-	return hex.EncodeToString(sum[:])
+	// The body goes to a pooled hash through a pooled buffer, a piece at a
+	// time: []byte(body) would copy all of it to the heap, on every send
+	// and every receive.
+	s := md5States.Get().(*md5State)
+	s.h.Reset()
+	for len(body) > 0 {
+		n := copy(s.buf[:], body)
+		s.h.Write(s.buf[:n])
+		body = body[n:]
+	}
+	var out [2 * md5.Size]byte
+	hex.Encode(out[:], s.h.Sum(s.sum[:0]))
+	md5States.Put(s)
+	return string(out[:])
 }
 
 // MD5OfAttributes is SQS's MD5OfMessageAttributes (and, applied to system

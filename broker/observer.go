@@ -39,6 +39,9 @@ const (
 	CountNacked
 	// CountDeadLettered: messages moved to the queue's dead-letter queue.
 	CountDeadLettered
+	// CountDamaged: messages set aside because their stored body could not
+	// be read (on-disk corruption); never delivered again.
+	CountDamaged
 	// NumCounters is the number of counters.
 	NumCounters
 )
@@ -56,6 +59,8 @@ func (c Counter) String() string {
 		return "nacked"
 	case CountDeadLettered:
 		return "dead_lettered"
+	case CountDamaged:
+		return "damaged"
 	}
 	return "unknown"
 }

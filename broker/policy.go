@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// The Policy attribute as AddPermission and RemovePermission edit it. Sluice
-// stores and returns the policy; it does not enforce it (every client may do
-// everything), like the rest of SQS's access control (SigV4 is not checked).
+// The Policy attribute as AddPermission and RemovePermission edit it, and the
+// part of it the access rule enforces (PolicyAllows): which other accounts
+// may take which actions on the queue. The rest of a policy is stored and
+// returned, not enforced.
 
 // Policy limits, as AWS documents them for SQS queue policies.
 const (
@@ -202,4 +203,99 @@ func RemovePolicyStatement(policy, label string) (string, error) {
 		}
 	}
 	return "", invalidParam(label, "Label", "can't be found.")
+}
+
+// PolicyAllows reports whether a queue's Policy attribute lets account take
+// action act on the queue: the access rule's grant (access.go), a pure
+// function of the policy text.
+//
+// What is enforced is what AddPermission writes: an "Allow" statement grants
+// when its Principal names the account ({"AWS": "arn:aws:iam::<id>:root" or
+// "<id>", one or a list}) and its Action names act ("SQS:<act>", "SQS:*" or
+// "*", one or a list; case-insensitive). A statement with any other element
+// (Condition, NotPrincipal, NotAction, NotResource) or another Principal
+// form ("*", a service, a user or role ARN) grants nothing: it is stored,
+// not enforced. Resource is not compared (the policy is the queue's own).
+// A "Deny" statement whose Principal and Action match (a "*" Principal
+// matches every account) refuses, whatever its other elements: Sluice errs
+// on the side of refusing. A policy that does not parse grants nothing.
+func PolicyAllows(policy, account string, act Action) bool {
+	if policy == "" || account == "" {
+		return false
+	}
+	d, err := parsePolicy(policy)
+	if err != nil {
+		return false
+	}
+	allowed := false
+	for _, st := range d.statements {
+		var effect string
+		_ = json.Unmarshal(st["Effect"], &effect)
+		switch effect {
+		case "Deny":
+			if principalMatches(st["Principal"], account, true) && actionMatches(st["Action"], act) {
+				return false
+			}
+		case "Allow":
+			if allowed || !plainStatement(st) {
+				continue
+			}
+			allowed = principalMatches(st["Principal"], account, false) && actionMatches(st["Action"], act)
+		}
+	}
+	return allowed
+}
+
+// plainStatement reports whether st has only the elements AddPermission
+// writes (Sid, Effect, Principal, Action, Resource).
+func plainStatement(st map[string]json.RawMessage) bool {
+	for k := range st {
+		switch k {
+		case "Sid", "Effect", "Principal", "Action", "Resource":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// stringOrList decodes a policy value that is one string or a list of them.
+func stringOrList(raw json.RawMessage) []string {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}
+	}
+	var list []string
+	_ = json.Unmarshal(raw, &list)
+	return list
+}
+
+// principalMatches reports whether a Principal names account; a "*"
+// Principal (bare or as {"AWS": "*"}) matches only when star is true.
+func principalMatches(raw json.RawMessage, account string, star bool) bool {
+	var whole string
+	if json.Unmarshal(raw, &whole) == nil {
+		return star && whole == "*"
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	for _, p := range stringOrList(m["AWS"]) {
+		if p == account || p == "arn:aws:iam::"+account+":root" || star && p == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// actionMatches reports whether an Action names act.
+func actionMatches(raw json.RawMessage, act Action) bool {
+	for _, a := range stringOrList(raw) {
+		a = strings.ToLower(a)
+		if a == "*" || a == "sqs:*" || a == "sqs:"+strings.ToLower(string(act)) {
+			return true
+		}
+	}
+	return false
 }

@@ -270,8 +270,8 @@ func (l *DeadLetterLog) Moved(id string, source, dlq QueueRef, reason string, at
 	if l == nil {
 		return
 	}
-	if l.Observer != nil && source.Account == "" {
-		l.Observer.Count(source.Name, CountDeadLettered, 1)
+	if l.Observer != nil {
+		l.Observer.Count(source.String(), CountDeadLettered, 1) // <account>/<name> for another account's queue
 	}
 	if l.Log == nil {
 		return

@@ -89,6 +89,8 @@ type Client struct {
 	backoff   time.Duration
 	cap       time.Duration
 	userAgent string
+	// token is the Authorization header's value ("" none): WithToken.
+	token string
 	// jitter answers a random duration in [0, n) (n > 0).
 	jitter func(n time.Duration) time.Duration
 	// sleep waits d or until ctx ends (then it answers ctx's error).
@@ -118,6 +120,14 @@ func WithBackoff(base, max time.Duration) Option {
 
 // WithUserAgent sets the User-Agent header (default DefaultUserAgent).
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// WithToken authenticates every request with an access key of the
+// broker's keys file, as "Authorization: Bearer ID:SECRET" (docs/security.md).
+// The secret travels in each request: use https:// to a broker on another
+// machine. Without it, a broker with keys answers ErrUnauthenticated.
+func WithToken(accessKeyID, secretAccessKey string) Option {
+	return func(c *Client) { c.token = "Bearer " + accessKeyID + ":" + secretAccessKey }
+}
 
 // WithJitter replaces the random source of the backoff: jitter(n) answers
 // a duration in [0, n). For tests; the default is math/rand/v2.
@@ -307,6 +317,9 @@ func (c *Client) once(ctx context.Context, r request, body []byte, out any) erro
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
+	if c.token != "" {
+		req.Header.Set("Authorization", c.token)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err // a *url.Error

@@ -99,6 +99,14 @@ var (
 	// answered 502/503/504 (unavailable): retry later, or on another
 	// broker. Retried by the client before it is returned.
 	ErrUnavailable = errors.New("sluice: unavailable")
+	// ErrUnauthenticated: the broker has access keys and the request had
+	// none, or a wrong one (401: unauthenticated, invalid_key,
+	// signature_mismatch, request_expired, incomplete_signature). Give one
+	// with WithToken.
+	ErrUnauthenticated = errors.New("sluice: unauthenticated")
+	// ErrAccessDenied: the key may not do this (403 access_denied: its
+	// allow list in the broker's keys file lacks it).
+	ErrAccessDenied = errors.New("sluice: access denied")
 	// ErrInternal: a bug or a store failure in the broker (internal, or
 	// another 5xx); the broker's log has the details.
 	ErrInternal = errors.New("sluice: internal error")
@@ -137,6 +145,12 @@ var codes = map[string]error{
 	"too_large":                ErrTooLarge,
 	"unavailable":              ErrUnavailable,
 	"internal":                 ErrInternal,
+	"unauthenticated":          ErrUnauthenticated,
+	"invalid_key":              ErrUnauthenticated,
+	"signature_mismatch":       ErrUnauthenticated,
+	"request_expired":          ErrUnauthenticated,
+	"incomplete_signature":     ErrUnauthenticated,
+	"access_denied":            ErrAccessDenied,
 }
 
 // Is reports whether target is the sentinel of e's code family. A code the
@@ -155,6 +169,10 @@ func statusSentinel(status int) error {
 	switch {
 	case status == http.StatusBadRequest:
 		return ErrInvalidParameter
+	case status == http.StatusUnauthorized:
+		return ErrUnauthenticated
+	case status == http.StatusForbidden:
+		return ErrAccessDenied
 	case status == http.StatusNotFound:
 		return ErrNotFound
 	case status == http.StatusConflict:
@@ -193,6 +211,8 @@ var codeStatus = map[string]int{
 	"unknown_field": 400, "invalid_request": 400, "invalid_attribute_name": 400, "invalid_attribute_value": 400,
 	"invalid_message_contents": 400, "empty_batch": 400, "too_many_entries": 400, "batch_ids_not_distinct": 400,
 	"invalid_batch_entry_id": 400, "batch_too_long": 400,
+	"unauthenticated": 401, "invalid_key": 401, "signature_mismatch": 401, "request_expired": 401,
+	"incomplete_signature": 401, "access_denied": 403,
 }
 
 // errorBody is the JSON of a failed batch entry's error.

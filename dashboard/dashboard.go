@@ -15,6 +15,9 @@
 // attributes, failure reasons) is put into the page as text, never as
 // HTML, and the handler sends a Content-Security-Policy that allows only the
 // embedded scripts: a message body holding <script> shows as text.
+//
+// The pages carry a CSRF token to their state-changing calls (csrf.go);
+// package server refuses a browser's call without it.
 package dashboard
 
 import (
@@ -60,6 +63,7 @@ func Handler() http.Handler {
 		// The files change only with the binary: revalidate, so that an
 		// upgraded broker is never shown with an old script.
 		h.Set("Cache-Control", "no-cache")
+		setCSRFCookie(w, r)
 		files.ServeHTTP(w, r)
 	})
 }

@@ -249,6 +249,8 @@ var (
 			"Leases handed back as failures (native nack, or ChangeMessageVisibility to 0) through this broker.", []string{"queue"}, nil),
 		broker.CountDeadLettered: prometheus.NewDesc("sluice_messages_dead_lettered_total",
 			"Messages of the queue this broker moved to its dead-letter queue (the seed's DLQ total).", []string{"queue"}, nil),
+		broker.CountDamaged: prometheus.NewDesc("sluice_messages_damaged_total",
+			"Messages set aside because their stored body could not be read (on-disk corruption; the log names the file and message id).", []string{"queue"}, nil),
 	}
 )
 

@@ -3,7 +3,9 @@
 // read-header, read, write and idle timeouts, a cap on waiting receives), mounts
 // the native API under /v1/, the dashboard under /ui/ (Config.Dashboard) and
 // the SQS API on every other path, and shuts
-// down in a documented order.
+// down in a documented order. A browser guard (guard.go) runs in front of
+// every API, and with Config.TLSCertFile the server speaks HTTPS only
+// (tls.go).
 //
 // Shutdown order (Stop):
 //  1. stop accepting: the listener is closed, so no new connection arrives;
@@ -36,6 +38,7 @@ import (
 	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/api/sqs"
+	"github.com/sluicemq/sluice/auth"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/dashboard"
 	"github.com/sluicemq/sluice/live"
@@ -107,11 +110,35 @@ type Config struct {
 	// also be the broker's Options.Observer (broker.Observers), or its
 	// rates stay 0. Default nil: those routes answer no_such_route.
 	Live *live.Live
+	// AllowedHosts are the host names, besides localhost, IP addresses and
+	// the host of Addr, that a request's Host header may name (the browser
+	// guard, guard.go): a request to another name is refused, so that a web
+	// page whose name is pointed at the broker (DNS rebinding) cannot drive
+	// it. A page served under one of these names (a proxy's) also counts as
+	// the broker's own origin. Names only, without port or scheme; "*" lets
+	// any Host in (it turns the rebinding check off). Default none.
+	AllowedHosts []string
+
+	// TLSCertFile and TLSKeyFile, when set (both or neither), make the
+	// server serve HTTPS only, with this PEM certificate (its chain
+	// after it) and key (tls.go). ReloadTLS reads them again. Queue URLs
+	// are then https. Default "" (plain HTTP).
+	TLSCertFile, TLSKeyFile string
+
 	// Dashboard serves the web dashboard (package dashboard) at /ui/, and
 	// redirects a browser's GET / (asking for HTML, with no SQS Action) to
 	// it. It reads Live's routes, so it needs Live. Default false (sluice
 	// serve turns it on: --dashboard, default true).
 	Dashboard bool
+
+	// Keys, when not nil, turns authentication on (package auth; server/auth.go
+	// says which paths stay open): every other request must be signed with
+	// one of them (SigV4, or a bearer token on /v1/ and /metrics) and be in
+	// its allow list. Default nil: no authentication, which Validate allows
+	// only on a loopback Addr unless InsecureNoAuth.
+	Keys *auth.Keys
+	// InsecureNoAuth allows a non-loopback Addr without Keys. Default false.
+	InsecureNoAuth bool
 }
 
 // Metrics is what the server needs of package metrics: a handler for GET
@@ -160,8 +187,17 @@ func (c Config) Validate() error {
 	if c.Dashboard && c.AccountID == "ui" {
 		return errors.New(`server: AccountID must not be "ui" while Dashboard is on: queue URLs would lie under /ui/, where the dashboard is served`)
 	}
+	if err := validateAllowedHosts(c.AllowedHosts); err != nil {
+		return err
+	}
+	if err := validateTLS(c); err != nil {
+		return err
+	}
 	if c.Region == "" {
 		return errors.New("server: Region must not be empty (e.g. us-east-1)")
+	}
+	if err := c.checkAuth(); err != nil {
+		return err
 	}
 	if c.Dashboard && c.Live == nil {
 		return errors.New("server: Dashboard needs Live (the dashboard reads its live statistics; live.New)")
@@ -202,10 +238,13 @@ type Server struct {
 	broker  *broker.Broker
 	log     *slog.Logger
 	handler http.Handler
+	// mux routes every request; route.go asks it which route serves one.
+	mux *http.ServeMux
 	// gate is both APIs' waiting-receive gate (the cap, the drain).
 	gate  *apicommon.Gate
 	http  *http.Server
 	hooks *webhook.Dispatcher // nil: webhooks off
+	tls   *tlsCert            // nil: plain HTTP
 	// drain is cancelled by Stop to answer waiting receives at once.
 	drain       context.Context
 	cancelDrain context.CancelFunc
@@ -231,6 +270,10 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	// The broker's own account is the one in this server's queue URLs.
+	if err := b.ServeAccount(cfg.AccountID); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{cfg: cfg, broker: b, log: log, stopDone: make(chan struct{})}
 	if cfg.Webhooks != nil {
@@ -270,7 +313,7 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 	if cfg.Live != nil {
 		// Specific patterns: more specific than the native API's /v1/.
 		cfg.Live.Attach(b)
-		cfg.Live.Register(mux, s.drain.Done())
+		s.registerLive(mux) // the broker's own account's only
 	}
 	sqsHandler := sqs.New(b, api)
 	nativeHandler := native.New(b, api)
@@ -295,7 +338,10 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 		})
 	}
 	mux.Handle("/", root)
-	s.handler = withCaller(mux)
+	s.mux = mux
+	// The guard refuses a browser's cross-site request before anything
+	// else; authentication then verifies the key.
+	s.handler = withCaller(s.withGuard(s.authenticate(mux)))
 	s.http = &http.Server{
 		Handler:           s.handler,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
@@ -304,6 +350,13 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if cfg.TLSCertFile != "" {
+		tc, tcfg, err := newTLSConfig(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		s.tls, s.http.TLSConfig = tc, tcfg
 	}
 	return s, nil
 }
@@ -396,12 +449,18 @@ func (s *Server) Start(ctx context.Context) error {
 	s.ln = ln
 	s.started = true
 	s.serveErr = make(chan error, 1)
+	tlsOn := s.tls != nil
 	go func() {
-		err := s.http.Serve(ln)
+		var err error
+		if tlsOn {
+			err = s.http.ServeTLS(ln, "", "") // the certificate comes from TLSConfig.GetCertificate
+		} else {
+			err = s.http.Serve(ln)
+		}
 		s.serveErr <- err
 		close(s.serveErr)
 	}()
-	s.log.Info("listening", "addr", ln.Addr().String())
+	s.log.Info("listening", "addr", ln.Addr().String(), "tls", tlsOn)
 	return nil
 }
 

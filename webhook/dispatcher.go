@@ -236,7 +236,7 @@ func (d *Dispatcher) deliver(ctx context.Context, batch []broker.Delivery) {
 	var drop []broker.Receipt
 	urls := map[string]string{} // source queue -> its webhook ("" = none)
 	for _, m := range batch {
-		r, err := broker.DecodeReceipt(m.Receipt)
+		r, err := d.be.Receipts().Decode(m.Receipt)
 		if err != nil {
 			d.log.Error("dead-letter webhooks: an outbox receipt does not decode", "message_id", m.ID, "err", err)
 			continue

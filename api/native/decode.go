@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -44,6 +45,9 @@ func decodeJSON(body []byte, v any) error {
 	}
 	if at := unpairedSurrogate(body); at >= 0 {
 		return errorf(errMalformed, "The request body has an unpaired UTF-16 surrogate escape at byte %d: text must be valid Unicode.", at)
+	}
+	if err := apicommon.CheckJSONArrays(body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -88,7 +88,7 @@ func TestDocsExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := broker.New(backend, broker.Options{Logger: log, Observer: lv})
+	front, err := broker.New(backend, broker.Options{Logger: log, Observer: lv, BackupDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

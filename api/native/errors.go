@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -63,6 +64,9 @@ var errorTable = []struct {
 	{broker.ErrPurgeInProgress, errorKind{"purge_in_progress", http.StatusConflict}},
 	// A lease that ended: the consumer lost the message to the queue.
 	{broker.ErrMessageNotInflight, errorKind{"message_not_in_flight", http.StatusConflict}},
+	// Another account's queue (the native API names only the caller's own
+	// queues, so it answers this only if that ever changes).
+	{broker.ErrAccessDenied, errorKind{"access_denied", http.StatusForbidden}},
 	// Backpressure: a full queue (a *broker.DepthError, answered
 	// queue_full), too many waiting receives, the in-flight cap. Each is
 	// 429 with Retry-After.
@@ -79,15 +83,29 @@ var errorTable = []struct {
 	{broker.ErrBatchIDsNotDistinct, errorKind{"batch_ids_not_distinct", http.StatusBadRequest}},
 	{broker.ErrInvalidBatchEntryID, errorKind{"invalid_batch_entry_id", http.StatusBadRequest}},
 	{broker.ErrBatchRequestTooLong, errorKind{"batch_too_long", http.StatusBadRequest}},
+	// The server's guard: a browser's cross-site request, a Host not
+	// answered to, a dashboard action without its CSRF token.
+	{apicommon.ErrRefused, errorKind{"request_refused", http.StatusForbidden}},
 	{errMalformed, errorKind{"malformed_json", http.StatusBadRequest}},
 	{errUnknownField, errorKind{"unknown_field", http.StatusBadRequest}},
 	{errBadRequest, errorKind{"invalid_request", http.StatusBadRequest}},
 	{errTooLarge, errorKind{"too_large", http.StatusRequestEntityTooLarge}},
 	{errMethodNotAllowed, errorKind{"method_not_allowed", http.StatusMethodNotAllowed}},
 	{broker.ErrUnsupportedOperation, errorKind{"unsupported", http.StatusNotImplemented}},
+	// Authentication (package auth, checked by the server before the
+	// handler): 401 with WWW-Authenticate, or 403 for a key whose allow
+	// list does not include the call.
+	{broker.ErrMissingAuthenticationToken, errorKind{"unauthenticated", http.StatusUnauthorized}},
+	{broker.ErrIncompleteSignature, errorKind{"incomplete_signature", http.StatusUnauthorized}},
+	{broker.ErrInvalidClientTokenID, errorKind{"invalid_key", http.StatusUnauthorized}},
+	{broker.ErrSignatureDoesNotMatch, errorKind{"signature_mismatch", http.StatusUnauthorized}},
+	{broker.ErrRequestExpired, errorKind{"request_expired", http.StatusUnauthorized}},
 	// 503: the broker is shutting down (or its store failed): retry, here
 	// later or on another broker.
 	{broker.ErrClosed, errorKind{"unavailable", http.StatusServiceUnavailable}},
+	// 503 with Retry-After: the store's disk is below its reserve; sends
+	// are refused until space returns, everything else works.
+	{broker.ErrStoreFull, errorKind{"store_full", http.StatusServiceUnavailable}},
 	{errInternal, errorKind{"internal", http.StatusInternalServerError}},
 }
 
@@ -97,6 +115,9 @@ func kindOf(err error) errorKind {
 	var full *broker.DepthError
 	if errors.As(err, &full) {
 		return errorKind{codeQueueFull, http.StatusTooManyRequests}
+	}
+	if errors.Is(err, broker.ErrUnavailable) {
+		err = broker.ErrClosed // the same "unavailable" 503: the store is unreachable now
 	}
 	for _, e := range errorTable {
 		if errors.Is(err, e.err) {
@@ -146,14 +167,31 @@ func errorOf(err error) (errorBody, errorKind) {
 	return errorBody{Code: k.code, Message: wireMessage(err, k)}, k
 }
 
-// writeError answers err. A 429 carries Retry-After: 1 (seconds).
+// writeError answers err. A 429, and a store_full 503, carry Retry-After: 1
+// (seconds).
 func (h *Handler) writeError(c *call, err error) {
 	c.err = err
 	body, k := errorOf(err)
-	if k.status == http.StatusTooManyRequests {
+	if k.status == http.StatusTooManyRequests || k.code == "store_full" {
 		c.w.Header().Set("Retry-After", strconv.Itoa(1))
 	}
 	h.writeJSON(c, k.status, body)
+}
+
+// WriteError answers err as the native API does, with the code and status
+// of the one error table; a 401 carries WWW-Authenticate: Bearer. The
+// server uses it for the authentication errors (broker.ErrMissingAuthenticationToken,
+// …), raised before the request reaches a Handler, and for GET /metrics.
+func WriteError(w http.ResponseWriter, err error) {
+	body, k := errorOf(err)
+	b, _ := json.Marshal(body)
+	if k.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(k.status)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // writeJSON answers v as JSON with the given status.

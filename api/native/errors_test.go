@@ -70,6 +70,7 @@ func TestErrorTable(t *testing.T) {
 		{broker.Errorf(broker.ErrConflict, "x"), 409, "conflict"},
 		{&broker.DepthError{Queue: "q", Depth: 3, Limit: 3}, 429, "queue_full"},
 		{broker.ClosedError(), 503, "unavailable"},
+		{broker.StoreFullError(10<<20, 64<<20), 503, "store_full"},
 		{errors.New("disk on fire"), 500, "internal"},
 	} {
 		body, k := errorOf(c.err)

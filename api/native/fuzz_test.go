@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -95,6 +96,11 @@ func (*stubBackend) CancelMoveTask(context.Context, broker.QueueRef, string) (br
 func (*stubBackend) SelectiveMoves() {}
 func (*stubBackend) Close() error    { return nil }
 
+// Receipts signs the stub's receipt handles with a fixed key.
+func (*stubBackend) Receipts() *broker.ReceiptCodec { return stubReceipts }
+
+var stubReceipts, _ = broker.NewReceiptCodec(make([]byte, broker.ReceiptKeySize))
+
 // FuzzNativeRequest throws bytes at the routes that decode a body or a
 // query: whatever comes, a route answers a 2xx or a 4xx with this API's
 // error shape (never a 5xx: with this backend only a bug gives one, a
@@ -139,6 +145,11 @@ func FuzzNativeRequest(f *testing.F) {
 	f.Add(uint8(0), "", []byte("{\"body\":\"a\xffb\"}"))
 	f.Add(uint8(0), "x=%zz", []byte(`{"body":"\ud83d\ude00\\ud800"}`))
 	f.Add(uint8(10), "limit=0&cursor=&order=sideways", []byte(nil))
+	// Hostile shapes (issue 12): past the array bound, deep nesting, a
+	// receipt handle with a line break inside.
+	f.Add(uint8(1), "", []byte(`{"messages":[`+strings.Repeat(`{},`, apicommon.MaxJSONArray)+`{}]}`))
+	f.Add(uint8(9), "", []byte(strings.Repeat(`{"ids":[`, 200)))
+	f.Add(uint8(5), "", []byte(`{"receipt":"AgeAgICAgC\r\nADZn2myroFVbvvLN00c3CdIg"}`))
 	f.Fuzz(func(t *testing.T, route uint8, query string, body []byte) {
 		target := targets[int(route)%len(targets)]
 		req := httptest.NewRequest(target.method, "/", bytes.NewReader(body))

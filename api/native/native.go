@@ -95,6 +95,8 @@ var routes = []route{
 	{http.MethodPost, "/v1/queues/{queue}/dead-letters/replay", (*Handler).replayDeadLetters},
 	{http.MethodPost, "/v1/queues/{queue}/dead-letters/delete", (*Handler).deleteDeadLetters},
 	{http.MethodGet, "/v1/queues/{queue}/dead-letters/replays", (*Handler).listReplays},
+
+	{http.MethodPost, "/v1/backups", (*Handler).createBackup},
 }
 
 // served is the answer of a route that wrote its answer itself.

@@ -355,6 +355,9 @@ func exercise(e *env) {
 	e.ok(200, "POST", "/v1/queues/q/pause", nil)
 	e.ok(200, "POST", "/v1/queues/q/resume", nil)
 	e.ok(200, "GET", "/v1/queues/q/stats", nil)
+	e.ok(201, "POST", "/v1/backups", map[string]any{"name": "nightly-1"})
+	e.fails(409, "conflict", "POST", "/v1/backups", map[string]any{"name": "nightly-1"})
+	e.fails(400, "invalid_parameter", "POST", "/v1/backups", map[string]any{"name": "../x"})
 
 	e.ok(201, "POST", "/v1/queues/f.fifo/messages", map[string]any{"body": "f", "groupId": "g"})
 	e.ok(201, "POST", "/v1/queues/q/messages", map[string]any{"body": "one", "priority": 3, "correlationId": "c1",

@@ -58,7 +58,8 @@ type stats struct {
 	Refused map[string]int64 `json:"refused"`
 }
 
-func (h *Handler) arn(name string) string { return broker.ARN(h.cfg.Region, h.cfg.AccountID, name) }
+// arn is the ARN of queue name of account.
+func (h *Handler) arn(account, name string) string { return broker.ARN(h.cfg.Region, account, name) }
 
 func (h *Handler) toStats(s broker.Stats) stats {
 	out := stats{
@@ -91,7 +92,7 @@ func (h *Handler) view(c *call, name string) (*queueView, error) {
 		}
 	}
 	v := &queueView{
-		Name: q.Name, ARN: h.arn(q.Name), Fifo: q.Config.Fifo,
+		Name: q.Name, ARN: h.arn(h.broker.OwnerAccount(q.Queue), q.Name), Fifo: q.Config.Fifo,
 		CreatedAt: q.CreatedAt.UTC(), ModifiedAt: q.ModifiedAt.UTC(),
 		Attributes: attrs, Tags: q.Tags, Stats: h.toStats(s),
 	}

@@ -38,7 +38,7 @@ func setup(t *testing.T, mod ...func(*Config)) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	clock := broker.NewFakeClock(epoch)
-	opts := broker.Options{Logger: log, Clock: clock}
+	opts := broker.Options{Logger: log, Clock: clock, BackupDir: t.TempDir()}
 	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: opts})
 	if err != nil {
 		t.Fatal(err)

@@ -21,9 +21,20 @@ func seconds(n *number, param string) (*time.Duration, error) {
 	return &d, nil
 }
 
-func (c *call) toSendEntry(e *sendEntry, bodyParam string) (broker.SendEntry, error) {
+// batchParam names member param of a batch's entry i (0-based): the
+// parameter an error names, built only for an error.
+func batchParam(entry string, i int, param string) string {
+	if entry == "" {
+		return param
+	}
+	return entry + "." + strconv.Itoa(i+1) + "." + param
+}
+
+// toSendEntry converts SendMessage's input (entry "") or entry i of a
+// SendMessageBatch (entry broker.SendBatchEntry).
+func (c *call) toSendEntry(e *sendEntry, entry string, i int) (broker.SendEntry, error) {
 	if e.MessageBody == nil {
-		return broker.SendEntry{}, missing(bodyParam)
+		return broker.SendEntry{}, missing(batchParam(entry, i, "MessageBody"))
 	}
 	delay, err := seconds(e.DelaySeconds, "DelaySeconds")
 	if err != nil {
@@ -58,7 +69,7 @@ func (h *Handler) sendMessage(c *call, in *sendMessageInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := c.toSendEntry(&in.sendEntry, "MessageBody")
+	e, err := c.toSendEntry(&in.sendEntry, "", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +108,7 @@ func (h *Handler) sendMessageBatch(c *call, in *sendMessageBatchInput) (any, err
 	}
 	entries := make([]broker.SendEntry, len(in.Entries))
 	for i := range in.Entries {
-		if entries[i], err = c.toSendEntry(&in.Entries[i], broker.SendBatchEntry+"."+strconv.Itoa(i+1)+".MessageBody"); err != nil {
+		if entries[i], err = c.toSendEntry(&in.Entries[i], broker.SendBatchEntry, i); err != nil {
 			return nil, err
 		}
 	}
@@ -145,30 +156,47 @@ func wantedSystemAttributes(lists ...[]string) map[string]bool {
 
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-func (h *Handler) toMessage(d broker.Delivery, want map[string]bool, attrNames []string) message {
+func (h *Handler) toMessage(d broker.Delivery, owner string, want map[string]bool, attrNames []string) message {
 	m := message{MessageId: d.ID, ReceiptHandle: d.Receipt, MD5OfBody: broker.MD5OfBody(d.Body), Body: d.Body}
-	sys := map[string]string{}
+	// Each value is formatted, and the map made, only when it is wanted.
+	var sys map[string]string
 	set := func(name, value string) {
-		if want[name] && value != "" {
-			sys[name] = value
+		if value == "" {
+			return
 		}
+		if sys == nil {
+			sys = make(map[string]string, len(want))
+		}
+		sys[name] = value
 	}
-	set("SenderId", d.SenderID)
-	set("SentTimestamp", millis(d.SentAt))
-	set("ApproximateReceiveCount", strconv.Itoa(d.ReceiveCount))
-	if !d.FirstReceiveAt.IsZero() {
+	if want["SenderId"] {
+		set("SenderId", d.SenderID)
+	}
+	if want["SentTimestamp"] {
+		set("SentTimestamp", millis(d.SentAt))
+	}
+	if want["ApproximateReceiveCount"] {
+		set("ApproximateReceiveCount", strconv.Itoa(d.ReceiveCount))
+	}
+	if want["ApproximateFirstReceiveTimestamp"] && !d.FirstReceiveAt.IsZero() {
 		set("ApproximateFirstReceiveTimestamp", millis(d.FirstReceiveAt))
 	}
-	set("AWSTraceHeader", d.SystemAttributes["AWSTraceHeader"].StringValue)
-	if d.DeadLetterSource != "" {
-		set("DeadLetterQueueSourceArn", h.arn(d.DeadLetterSource))
+	if want["AWSTraceHeader"] {
+		set("AWSTraceHeader", d.SystemAttributes["AWSTraceHeader"].StringValue)
 	}
-	set("MessageGroupId", d.GroupID)
-	set("MessageDeduplicationId", d.DedupID)
-	set("SequenceNumber", d.SequenceNumber)
-	if len(sys) > 0 {
-		m.Attributes = sys
+	if want["DeadLetterQueueSourceArn"] && d.DeadLetterSource != "" {
+		set("DeadLetterQueueSourceArn", h.arn(owner, d.DeadLetterSource))
 	}
+	if want["MessageGroupId"] {
+		set("MessageGroupId", d.GroupID)
+	}
+	if want["MessageDeduplicationId"] {
+		set("MessageDeduplicationId", d.DedupID)
+	}
+	if want["SequenceNumber"] {
+		set("SequenceNumber", d.SequenceNumber)
+	}
+	m.Attributes = sys
 	// MD5OfMessageAttributes covers only the attributes returned.
 	attrs := broker.FilterAttributes(d.Attributes, attrNames)
 	m.MessageAttributes = fromBroker(attrs)
@@ -205,14 +233,16 @@ func (h *Handler) receiveMessage(c *call, in *receiveMessageInput) (any, error) 
 	}
 	want := wantedSystemAttributes(in.AttributeNames, in.MessageSystemAttributeNames)
 	for _, d := range ds {
-		out.Messages = append(out.Messages, h.toMessage(d, want, in.MessageAttributeNames))
+		out.Messages = append(out.Messages, h.toMessage(d, h.ownerOf(c), want, in.MessageAttributeNames))
 	}
 	return out, nil
 }
 
-func receiptOf(p *string, param string) (string, error) {
+// receiptOf is the ReceiptHandle of a single request (entry "") or of
+// entry i of a batch.
+func receiptOf(p *string, entry string, i int) (string, error) {
 	if p == nil || *p == "" {
-		return "", missing(param)
+		return "", missing(batchParam(entry, i, "ReceiptHandle"))
 	}
 	return *p, nil
 }
@@ -222,7 +252,7 @@ func (h *Handler) deleteMessage(c *call, in *deleteMessageInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rh, err := receiptOf(in.ReceiptHandle, "ReceiptHandle")
+	rh, err := receiptOf(in.ReceiptHandle, "", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +286,7 @@ func (h *Handler) deleteMessageBatch(c *call, in *deleteMessageBatchInput) (any,
 		return nil, err
 	}
 	for i, e := range in.Entries {
-		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, broker.DeleteBatchEntry+"."+strconv.Itoa(i+1)+".ReceiptHandle"); err != nil {
+		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, broker.DeleteBatchEntry, i); err != nil {
 			return nil, err
 		}
 	}
@@ -293,7 +323,7 @@ func (h *Handler) changeVisibility(c *call, in *changeVisibilityInput) (any, err
 	if err != nil {
 		return nil, err
 	}
-	rh, err := receiptOf(in.ReceiptHandle, "ReceiptHandle")
+	rh, err := receiptOf(in.ReceiptHandle, "", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +353,7 @@ func (h *Handler) changeVisibilityBatch(c *call, in *changeVisibilityBatchInput)
 	entries := make([]broker.VisibilityEntry, len(in.Entries))
 	for i, e := range in.Entries {
 		entries[i].ID = e.Id
-		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, broker.VisibilityBatchEntry+"."+strconv.Itoa(i+1)+".ReceiptHandle"); err != nil {
+		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, broker.VisibilityBatchEntry, i); err != nil {
 			return nil, err
 		}
 		// An absent timeout is 0: aws-sdk-go-v2 omits a zero VisibilityTimeout in batch entries.

@@ -19,7 +19,7 @@ func (h *Handler) createQueue(c *call, in *createQueueInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &queueURLOutput{QueueUrl: h.queueURL(c, q.Name)}, nil
+	return &queueURLOutput{QueueUrl: h.queueURL(c, h.broker.OwnerAccount(q), q.Name)}, nil
 }
 
 func (h *Handler) getQueueURL(c *call, in *getQueueURLInput) (any, error) {
@@ -27,14 +27,14 @@ func (h *Handler) getQueueURL(c *call, in *getQueueURLInput) (any, error) {
 		return nil, missing("QueueName")
 	}
 	c.queue = in.QueueName
-	if a := in.QueueOwnerAWSAccountId; a != "" && a != h.cfg.AccountID {
-		return nil, broker.OtherAccountError(a, h.cfg.AccountID)
+	if a := in.QueueOwnerAWSAccountId; a != "" {
+		c.owner, c.ctx = a, broker.WithQueueOwner(c.ctx, a)
 	}
-	q, err := h.broker.GetQueue(c.ctx, in.QueueName)
+	q, err := h.broker.GetQueueFor(c.ctx, broker.ActionGetQueueURL, in.QueueName)
 	if err != nil {
 		return nil, err
 	}
-	return &queueURLOutput{QueueUrl: h.queueURL(c, q.Name)}, nil
+	return &queueURLOutput{QueueUrl: h.queueURL(c, h.broker.OwnerAccount(q.Queue), q.Name)}, nil
 }
 
 // maxListQueues is the most queues ListQueues returns in one answer.
@@ -86,7 +86,7 @@ func (h *Handler) listQueues(c *call, in *listQueuesInput) (any, error) {
 		qs = qs[:limit]
 	}
 	for _, q := range qs {
-		out.QueueUrls = append(out.QueueUrls, h.queueURL(c, q.Name))
+		out.QueueUrls = append(out.QueueUrls, h.queueURL(c, h.broker.OwnerAccount(q), q.Name))
 	}
 	// SQS gives a NextToken only to a caller that asked for pages.
 	if more && paged {
@@ -131,7 +131,7 @@ func (h *Handler) getQueueAttributes(c *call, in *getQueueAttributesInput) (any,
 	if len(in.AttributeNames) == 0 {
 		return out, nil
 	}
-	attrs := broker.QueueAttributes(info, h.arn(info.Name))
+	attrs := broker.QueueAttributes(info, h.arn(h.broker.OwnerAccount(info.Queue), info.Name))
 	out.Attributes = stringMap{}
 	if all {
 		out.Attributes = attrs

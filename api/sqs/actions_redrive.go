@@ -1,6 +1,8 @@
 package sqs
 
 import (
+	"strings"
+
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -103,39 +105,38 @@ func (h *Handler) listDeadLetterSourceQueues(c *call, in *listDeadLetterSourceQu
 			return nil, err
 		}
 	}
-	if _, err := h.broker.GetQueue(c.ctx, name); err != nil {
-		return nil, err
-	}
-	// Every queue is looked at: a scan, but of queue records only.
-	qs, err := h.broker.ListQueues(c.ctx, "", after, 0)
+	qs, err := h.broker.DeadLetterSources(c.ctx, name, after)
 	if err != nil {
 		return nil, err
 	}
 	out := &listDeadLetterSourceQueuesOutput{QueueUrls: []string{}}
 	last := ""
 	for _, q := range qs {
-		if r := q.Config.Redrive; r == nil || r.DeadLetterQueue != name || q.Name == name {
-			continue
-		}
 		if len(out.QueueUrls) == int(limit) {
 			if paged {
 				out.NextToken = encodeListToken(last)
 			}
 			break
 		}
-		out.QueueUrls = append(out.QueueUrls, h.queueURL(c, q.Name))
+		out.QueueUrls = append(out.QueueUrls, h.queueURL(c, h.broker.OwnerAccount(q), q.Name))
 		last = q.Name
 	}
 	return out, nil
 }
 
-// queueOfARN returns the name of the queue an ARN of this broker names (its
-// region and account), or false.
-func (h *Handler) queueOfARN(arn string) (string, bool) {
+// queueOfARN returns the name of the queue an ARN of this broker's region
+// names, or false, and names the ARN's account as the queue's owner
+// (setOwner; the broker decides whether the caller may act on it).
+func (h *Handler) queueOfARN(c *call, arn string) (string, bool) {
 	name, ok := broker.QueueNameFromARN(arn)
-	if !ok || h.arn(name) != arn {
+	if !ok {
 		return "", false
 	}
+	account := strings.Split(arn, ":")[4] // QueueNameFromARN checked the 6 parts
+	if h.arn(account, name) != arn || account != c.account && !isAccountID(account) {
+		return "", false
+	}
+	c.setOwner(account)
 	return name, true
 }
 
@@ -152,12 +153,14 @@ func (h *Handler) startMoveTask(c *call, in *startMoveTaskInput) (any, error) {
 	}
 	req := broker.MoveTaskRequest{MaxPerSecond: int(rate)}
 	var ok bool
-	if req.Source, ok = h.queueOfARN(in.SourceArn); !ok {
+	if req.Source, ok = h.queueOfARN(c, in.SourceArn); !ok {
 		return nil, broker.MoveSourceNotFoundError()
 	}
 	c.queue = req.Source
 	if in.DestinationArn != "" {
-		if req.Destination, ok = h.queueOfARN(in.DestinationArn); !ok {
+		// The destination is a queue of the source's account.
+		req.Destination, ok = broker.QueueNameFromARN(in.DestinationArn)
+		if !ok || h.arn(h.ownerOf(c), req.Destination) != in.DestinationArn {
 			return nil, broker.MoveDestinationNotFoundError()
 		}
 	}
@@ -165,7 +168,7 @@ func (h *Handler) startMoveTask(c *call, in *startMoveTaskInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &startMoveTaskOutput{TaskHandle: broker.EncodeTaskHandle(task.ID, h.arn(task.Source))}, nil
+	return &startMoveTaskOutput{TaskHandle: broker.EncodeTaskHandle(task.ID, h.arn(h.ownerOf(c), task.Source))}, nil
 }
 
 func (h *Handler) listMoveTasks(c *call, in *listMoveTasksInput) (any, error) {
@@ -182,11 +185,12 @@ func (h *Handler) listMoveTasks(c *call, in *listMoveTasksInput) (any, error) {
 	if limit < 1 || limit > broker.MaxListMoveTasks {
 		return nil, invalidValue(limit, "MaxResults", "must be between 1 and 10, if provided.")
 	}
-	source, ok := h.queueOfARN(in.SourceArn)
+	source, ok := h.queueOfARN(c, in.SourceArn)
 	if !ok {
 		return nil, broker.MoveSourceNotFoundError()
 	}
 	c.queue = source
+	owner := h.ownerOf(c)
 	tasks, err := h.broker.ListMoveTasks(c.ctx, source, int(limit))
 	if err != nil {
 		return nil, err
@@ -194,15 +198,15 @@ func (h *Handler) listMoveTasks(c *call, in *listMoveTasksInput) (any, error) {
 	out := &listMoveTasksOutput{Results: make([]moveTaskEntry, 0, len(tasks))}
 	for _, t := range tasks {
 		e := moveTaskEntry{
-			Status: string(t.Status), SourceArn: h.arn(t.Source),
+			Status: string(t.Status), SourceArn: h.arn(owner, t.Source),
 			ApproximateNumberOfMessagesMoved: t.Moved, ApproximateNumberOfMessagesToMove: t.ToMove,
 			FailureReason: t.FailureReason, StartedTimestamp: t.StartedAt.UnixMilli(),
 		}
 		if t.Status == broker.MoveTaskRunning {
-			e.TaskHandle = broker.EncodeTaskHandle(t.ID, h.arn(t.Source))
+			e.TaskHandle = broker.EncodeTaskHandle(t.ID, h.arn(owner, t.Source))
 		}
 		if t.Destination != "" {
-			e.DestinationArn = h.arn(t.Destination)
+			e.DestinationArn = h.arn(owner, t.Destination)
 		}
 		if t.MaxPerSecond > 0 {
 			rate := t.MaxPerSecond
@@ -221,7 +225,7 @@ func (h *Handler) cancelMoveTask(c *call, in *cancelMoveTaskInput) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	source, ok := h.queueOfARN(sourceARN)
+	source, ok := h.queueOfARN(c, sourceARN)
 	if !ok {
 		return nil, broker.MoveSourceNotFoundError()
 	}

@@ -100,7 +100,7 @@ func (h *Handler) listQueueTags(c *call, in *queueRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := h.broker.GetQueue(c.ctx, name)
+	q, err := h.broker.GetQueueFor(c.ctx, broker.ActionListQueueTags, name)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (h *Handler) addPermission(c *call, in *addPermissionInput) (any, error) {
 		return nil, err
 	}
 	return nil, h.broker.AddPermission(c.ctx, name, broker.Permission{
-		Label: in.Label, AccountIDs: in.AWSAccountIds, Actions: in.Actions, Resource: h.arn(name),
+		Label: in.Label, AccountIDs: in.AWSAccountIds, Actions: in.Actions, Resource: h.arn(h.ownerOf(c), name),
 	})
 }
 

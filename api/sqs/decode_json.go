@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -117,6 +118,9 @@ func hex4(b []byte) rune {
 // SerializationException naming the parameter and the type it must have (as
 // SQS does); a body that is not JSON (or bad base64) as InvalidParameterValue.
 func decodeJSON(body []byte, in any) error {
+	if err := apicommon.CheckJSONArrays(body); err != nil {
+		return err
+	}
 	err := json.Unmarshal(body, in)
 	if err == nil {
 		return nil

@@ -2,6 +2,7 @@ package sqs
 
 import (
 	"encoding/base64"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -13,6 +14,15 @@ import (
 // 1-based indexes: AttributeName.1, Attribute.1.Name/Attribute.1.Value,
 // SendMessageBatchRequestEntry.2.MessageAttribute.1.Value.DataType.
 type params map[string]string
+
+// urlQuery is r's URL query, nil without one (URL.Query would make an empty
+// map).
+func urlQuery(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return r.URL.Query()
+}
 
 // newParams merges the URL query and the form body (first value of each key).
 func newParams(query, form url.Values) params {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -78,6 +79,24 @@ var errorTable = []struct {
 	{broker.ErrThrottled, errorKind{modeled + "RequestThrottled", "RequestThrottled", 403, ""}},
 	// 503 is retried by every SDK: a shutting-down broker sends clients elsewhere or later.
 	{broker.ErrClosed, errorKind{common + "ServiceUnavailableException", "ServiceUnavailable", 503, ""}},
+	// Authentication (package auth, checked by the server before the
+	// handler): AWS's common errors, with the query code in
+	// x-amzn-query-error, which the SDKs read.
+	{broker.ErrMissingAuthenticationToken, errorKind{common + "MissingAuthenticationTokenException", "MissingAuthenticationToken", 403, ""}},
+	{broker.ErrIncompleteSignature, errorKind{common + "IncompleteSignatureException", "IncompleteSignature", 400, ""}},
+	{broker.ErrInvalidClientTokenID, errorKind{common + "UnrecognizedClientException", "InvalidClientTokenId", 403, ""}},
+	{broker.ErrSignatureDoesNotMatch, errorKind{common + "InvalidSignatureException", "SignatureDoesNotMatch", 403, ""}},
+	{broker.ErrRequestExpired, errorKind{common + "InvalidSignatureException", "RequestExpired", 400, ""}},
+	// The server's guard (a browser's cross-site request, a Host not
+	// answered to): SDKs do not retry AccessDenied.
+	{apicommon.ErrRefused, errorKind{common + "AccessDeniedException", "AccessDenied", 403, ""}},
+	// Another account's queue that its Policy does not open to the caller.
+	{broker.ErrAccessDenied, errorKind{common + "AccessDeniedException", "AccessDenied", 403, ""}},
+	// A full disk refuses sends with the same retryable 503.
+	{broker.ErrStoreFull, errorKind{common + "ServiceUnavailableException", "ServiceUnavailable", 503, ""}},
+	// The store is unreachable (a PostgreSQL restart or outage): the same
+	// retryable 503, at once rather than after a timeout.
+	{broker.ErrUnavailable, errorKind{common + "ServiceUnavailableException", "ServiceUnavailable", 503, ""}},
 	{errInvalidAction, errorKind{common + "InvalidActionException", "InvalidAction", 400, ""}},
 	{errUnknownOperation, errorKind{common + "UnknownOperationException", "UnknownOperationException", 400, ""}},
 	{errTooLarge, errorKind{common + "RequestEntityTooLargeException", "RequestEntityTooLarge", 413, ""}},
@@ -97,7 +116,7 @@ func kindOf(err error) errorKind {
 
 // wireMessage is the user-facing text of err (internal errors are not shown).
 func wireMessage(err error, k errorKind) string {
-	if k.status >= 500 && !errors.Is(err, broker.ErrClosed) {
+	if k.status >= 500 && !errors.Is(err, broker.ErrClosed) && !errors.Is(err, broker.ErrStoreFull) && !errors.Is(err, broker.ErrUnavailable) {
 		return "We encountered an internal error. Please try again."
 	}
 	return broker.ErrorMessage(err)

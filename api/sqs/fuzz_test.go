@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -61,7 +62,11 @@ func (stubBackend) Browse(context.Context, broker.QueueRef, broker.BrowseRequest
 func (stubBackend) DeleteMessages(_ context.Context, _ broker.QueueRef, ids []string) ([]bool, error) {
 	return make([]bool, len(ids)), nil
 }
-func (stubBackend) Close() error { return nil }
+func (stubBackend) Receipts() *broker.ReceiptCodec { return stubReceipts }
+func (stubBackend) Close() error                   { return nil }
+
+// stubReceipts signs the stubs' receipt handles with a fixed key.
+var stubReceipts, _ = broker.NewReceiptCodec(make([]byte, broker.ReceiptKeySize))
 
 var fuzzHandler = func() *Handler {
 	b, err := broker.New(stubBackend{}, broker.Options{})
@@ -129,6 +134,11 @@ func FuzzJSONDecode(f *testing.F) {
 		`{"QueueUrl":"q","Entries":[{"Id":"a","MessageBody":"\uD800\uDC00"},{"Id":"b","MessageBody":"\ud800"}]}`,
 		// Members of the wrong JSON type.
 		`{"QueueName":5,"Attributes":{"VisibilityTimeout":30},"tags":[]}`, `{"Entries":{"Id":1},"AttributeNames":"All"}`,
+		// Hostile shapes (issue 12): past the array bound, deep nesting, a
+		// receipt handle with a line break inside (base64 decoders skip it).
+		`{"QueueUrl":"q","Entries":[` + strings.Repeat(`{},`, apicommon.MaxJSONArray) + `{}]}`,
+		strings.Repeat(`[`, 300) + strings.Repeat(`]`, 300),
+		`{"QueueUrl":"q","ReceiptHandle":"AgeAgICAgC\r\nADZn2myroFVbvvLN00c3CdIg","Entries":[{"Id":"a","ReceiptHandle":"=="}]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -54,13 +54,14 @@ type call struct {
 	proto     protocol
 	action    string
 	requestID string
-	// baseURL is scheme://host as the client addressed us; queue URLs echo it.
-	baseURL string
 	// pathAccount and pathQueue are the account and queue of a
 	// /<account>/<queue> request path ("" on /).
 	pathAccount, pathQueue string
-	// account is the one account this broker serves (Config.AccountID).
-	account  string
+	// account is the broker's own account (Config.AccountID).
+	account string
+	// owner is the account the request's queue URL, path or ARN names
+	// ("" when none: the caller's own), also on ctx (broker.WithQueueOwner).
+	owner    string
 	senderID string
 	// queue is the queue the request named, for the log ("" when none).
 	queue string
@@ -121,7 +122,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.sw.ResponseWriter = w
 	c.w = &c.sw
 	defer h.logRequest(c, start)
-	c.baseURL = baseURL(r)
 	c.pathAccount, c.pathQueue = queueFromPath(r.URL.Path)
 	c.account = h.cfg.AccountID
 	c.senderID = senderID(r, h.cfg.AccountID)
@@ -150,7 +150,7 @@ func (h *Handler) readBody(c *call) ([]byte, error) {
 	if c.r.Body == nil {
 		return nil, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.sw.ResponseWriter, c.r.Body, h.cfg.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(c.sw.ResponseWriter, c.r.Body, h.cfg.MaxBodyBytes), c.r.ContentLength, h.cfg.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -159,6 +159,34 @@ func (h *Handler) readBody(c *call) ([]byte, error) {
 		return nil, broker.Errorf(broker.ErrInvalidParameterValue, "Could not read the request body: %v", err)
 	}
 	return body, nil
+}
+
+// readAll is io.ReadAll with its first buffer sized for a body of size
+// bytes (the request's Content-Length, -1 when unknown) when that is at most
+// limit, so that a body of known length is read into one allocation instead
+// of a buffer grown from 512 bytes.
+func readAll(r io.Reader, size, limit int64) ([]byte, error) {
+	n := 512
+	if size >= 0 && size <= limit {
+		// Room for the read that meets the end, up to 64 KiB before any of
+		// the body has come: a client's declared length alone does not
+		// hold megabytes of memory while it trickles the body.
+		n = int(min(size+1, 64<<10))
+	}
+	b := make([]byte, 0, n)
+	for {
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 func baseURL(r *http.Request) string {
@@ -176,11 +204,11 @@ func baseURL(r *http.Request) string {
 // queueFromPath returns the account and queue of a /<account>/<queue> path,
 // or "", "".
 func queueFromPath(path string) (account, queue string) {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+	account, queue, ok := strings.Cut(strings.Trim(path, "/"), "/")
+	if !ok || account == "" || queue == "" || strings.IndexByte(queue, '/') >= 0 {
 		return "", ""
 	}
-	return parts[0], parts[1]
+	return account, queue
 }
 
 // queueFromURL returns the account and queue a QueueUrl names: the last two
@@ -202,11 +230,18 @@ func queueFromURL(u string) (account, queue string, ok bool) {
 	if i := strings.IndexAny(u, "?#"); i >= 0 {
 		u = u[:i]
 	}
-	parts := strings.Split(strings.Trim(u, "/"), "/")
-	if len(parts) < 2 || parts[len(parts)-1] == "" || parts[len(parts)-2] == "" {
+	// The last two segments, without splitting the whole path.
+	rest := strings.Trim(u, "/")
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
 		return "", "", false
 	}
-	return parts[len(parts)-2], parts[len(parts)-1], true
+	rest, queue = rest[:i], rest[i+1:]
+	account = rest[strings.LastIndexByte(rest, '/')+1:]
+	if account == "" || queue == "" {
+		return "", "", false
+	}
+	return account, queue, true
 }
 
 // senderID is the access key id of the request's SigV4 credential (header or
@@ -217,7 +252,7 @@ func senderID(r *http.Request, account string) string {
 		if _, after, ok := strings.Cut(auth, "Credential="); ok {
 			cred = after
 		}
-	} else {
+	} else if r.URL.RawQuery != "" {
 		cred = r.URL.Query().Get("X-Amz-Credential")
 	}
 	if i := strings.IndexAny(cred, "/, "); i >= 0 {
@@ -230,8 +265,9 @@ func senderID(r *http.Request, account string) string {
 }
 
 // queueName resolves the queue of an action: the QueueUrl parameter (a URL
-// or a bare queue name) wins over the request path. A URL or path naming
-// another account than the one this broker serves names no queue here.
+// or a bare queue name) wins over the request path. The URL's or path's
+// account goes to the broker (setOwner), which decides whether the caller
+// may act on that account's queue.
 func (c *call) queueName(ref queueRef) (string, error) {
 	if ref.QueueUrl != "" {
 		account, name, ok := queueFromURL(ref.QueueUrl)
@@ -242,44 +278,60 @@ func (c *call) queueName(ref queueRef) (string, error) {
 		if !ok {
 			return "", broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
 		}
-		if otherAccount(account, c.account) {
-			return "", broker.OtherAccountError(account, c.account)
-		}
+		c.setOwner(account)
 		return name, nil
 	}
 	if c.pathQueue != "" {
 		c.queue = c.pathQueue
-		if otherAccount(c.pathAccount, c.account) {
-			return "", broker.OtherAccountError(c.pathAccount, c.account)
-		}
+		c.setOwner(c.pathAccount)
 		return c.pathQueue, nil
 	}
 	return "", missing("QueueUrl")
 }
 
-// otherAccount reports whether the account segment of a queue URL or path
-// names an AWS account (12 digits) other than served. A segment that is no
+// setOwner names the account segment of a queue URL, path or ARN as the
+// owner of the queue the request names (broker.WithQueueOwner), when it is
+// an account id: the broker's own, or 12 digits. A segment that is no
 // account id (ElasticMQ's /queue/<name>, other emulators' URL forms) names
-// the broker's own queues, as it did before accounts were checked.
-func otherAccount(segment, served string) bool {
-	if segment == "" || segment == served || len(segment) != 12 {
+// the caller's own queues, as it did before accounts came.
+func (c *call) setOwner(segment string) {
+	if segment != c.account && !isAccountID(segment) {
+		return
+	}
+	c.owner = segment
+	c.ctx = broker.WithQueueOwner(c.ctx, segment)
+}
+
+// isAccountID reports whether s is an AWS account id (12 digits).
+func isAccountID(s string) bool {
+	if len(s) != 12 {
 		return false
 	}
-	for i := 0; i < len(segment); i++ {
-		if segment[i] < '0' || segment[i] > '9' {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
 	return true
 }
 
-// queueURL is the URL of queue name as this client addresses the broker.
-func (h *Handler) queueURL(c *call, name string) string {
-	return c.baseURL + "/" + h.cfg.AccountID + "/" + name
+// queueURL is the URL of queue name of account as this client addresses
+// the broker.
+func (h *Handler) queueURL(c *call, account, name string) string {
+	return baseURL(c.r) + "/" + account + "/" + name
 }
 
-// arn is the ARN of queue name.
-func (h *Handler) arn(name string) string { return broker.ARN(h.cfg.Region, h.cfg.AccountID, name) }
+// arn is the ARN of queue name of account.
+func (h *Handler) arn(account, name string) string { return broker.ARN(h.cfg.Region, account, name) }
+
+// ownerOf is the account that owns the queue the request names: the one
+// its URL names, else the caller's own.
+func (h *Handler) ownerOf(c *call) string {
+	if c.owner != "" {
+		return c.owner
+	}
+	return h.broker.CallerAccount(c.ctx)
+}
 
 // fail writes err in the request's protocol.
 func (h *Handler) fail(c *call, err error) {

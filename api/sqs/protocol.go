@@ -30,6 +30,10 @@ func op[I any](accountLevel bool, q func(params) (*I, error), run func(*Handler,
 			if len(bytes.TrimSpace(body)) == 0 {
 				return in, nil
 			}
+			if decodeJSONFast(body, in) {
+				return in, nil
+			}
+			*in = *new(I) // the fast path may have filled part of it
 			if err := decodeJSON(body, in); err != nil {
 				return nil, err
 			}
@@ -139,7 +143,7 @@ func (h *Handler) serveQuery(c *call) {
 			return
 		}
 	}
-	p := newParams(c.r.URL.Query(), form)
+	p := newParams(urlQuery(c.r), form)
 	c.action = p.str("Action")
 	if c.action == "" {
 		// Real SQS answers a bare GET on a queue URL with 404 UnknownOperationException.
@@ -183,25 +187,38 @@ func writeJSON(c *call, out any) { writeJSONAs(c, "application/x-amz-json-1.0", 
 // writeJSONAs writes out as a 200 answer of content type ct (an AWS JSON
 // version: SQS speaks 1.0, STS answers in the version it was asked in).
 func writeJSONAs(c *call, ct string, out any) {
-	h := c.w.Header()
-	h.Set("Content-Type", ct)
-	h.Set("X-Amzn-Requestid", c.requestID)
 	if out == nil {
 		// Actions without output answer 200 with an empty body, as SQS does.
-		h.Set("Content-Length", "0")
+		setAnswerHeaders(c.w.Header(), ct, c.requestID, 0)
 		c.w.WriteHeader(http.StatusOK)
 		return
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		writeJSONError(c, kindOf(errInternal), "We encountered an internal error. Please try again.")
-		return
+	var body []byte
+	if a, ok := out.(jsonAppender); ok {
+		body = appendJSONAnswer(a)
+	} else {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			writeJSONError(c, kindOf(errInternal), "We encountered an internal error. Please try again.")
+			return
+		}
+		body = buf.Bytes()
 	}
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	setAnswerHeaders(c.w.Header(), ct, c.requestID, len(body))
 	c.w.WriteHeader(http.StatusOK)
-	_, _ = c.w.Write(buf.Bytes())
+	_, _ = c.w.Write(body)
+}
+
+// setAnswerHeaders sets the headers every answer has (Content-Type,
+// X-Amzn-Requestid, Content-Length) with one allocation for their values
+// where Header.Set takes one for each. The keys are in canonical form.
+func setAnswerHeaders(h http.Header, ct, requestID string, length int) {
+	v := &[3]string{ct, requestID, strconv.Itoa(length)}
+	h["Content-Type"] = v[0:1:1]
+	h["X-Amzn-Requestid"] = v[1:2:2]
+	h["Content-Length"] = v[2:3:3]
 }
 
 func writeJSONError(c *call, k errorKind, msg string) {
@@ -214,10 +231,8 @@ func writeJSONError(c *call, k errorKind, msg string) {
 	}{k.shape, msg})
 	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	h := c.w.Header()
-	h.Set("Content-Type", "application/x-amz-json-1.0")
-	h.Set("X-Amzn-Requestid", c.requestID)
+	setAnswerHeaders(h, "application/x-amz-json-1.0", c.requestID, len(body))
 	h.Set("X-Amzn-Query-Error", k.code+";"+fault(k))
-	h.Set("Content-Length", strconv.Itoa(len(body)))
 	c.w.WriteHeader(k.status)
 	_, _ = c.w.Write(body)
 }
@@ -266,10 +281,7 @@ func writeXMLIn(c *call, namespace string, out any) {
 }
 
 func writeXMLBytes(c *call, status int, body []byte) {
-	h := c.w.Header()
-	h.Set("Content-Type", "text/xml")
-	h.Set("X-Amzn-Requestid", c.requestID)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	setAnswerHeaders(c.w.Header(), "text/xml", c.requestID, len(body))
 	c.w.WriteHeader(status)
 	_, _ = c.w.Write(body)
 }

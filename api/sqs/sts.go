@@ -31,14 +31,17 @@ type callerIdentity struct {
 	Account string `json:"Account" xml:"Account"`
 }
 
-func (h *Handler) callerIdentity() callerIdentity {
+func (h *Handler) callerIdentity(c *call) callerIdentity {
+	if who := broker.CallerFrom(c.ctx); who.Authenticated {
+		return callerIdentity{Arn: "arn:aws:iam::" + who.Account + ":user/" + who.AccessKey, UserId: who.AccessKey, Account: who.Account}
+	}
 	a := h.cfg.AccountID
 	return callerIdentity{Arn: "arn:aws:iam::" + a + ":root", UserId: a, Account: a}
 }
 
 // serveSTSQuery answers Action=GetCallerIdentity in STS's XML.
 func (h *Handler) serveSTSQuery(c *call) {
-	out := h.callerIdentity()
+	out := h.callerIdentity(c)
 	writeXMLIn(c, stsNamespace, &out)
 }
 
@@ -58,6 +61,6 @@ func (h *Handler) serveSTSJSON(c *call, op string) {
 	if req, _, _ := strings.Cut(c.r.Header.Get("Content-Type"), ";"); strings.TrimSpace(req) == "application/x-amz-json-1.0" {
 		ct = "application/x-amz-json-1.0"
 	}
-	out := h.callerIdentity()
+	out := h.callerIdentity(c)
 	writeJSONAs(c, ct, &out)
 }

@@ -33,7 +33,9 @@
 // atmostonce.go, priority.go (Sluice.* message options), browse.go (Browse
 // and DeleteMessages), longdelay.go (long delays and queue stats),
 // sluice_restart.go (that state across restarts) and webhook.go (the
-// dead-letter webhooks' outbox events), with their helpers in sluice.go.
+// dead-letter webhooks' outbox events), with their helpers in sluice.go;
+// accounts.go (accounts as namespaces, and cross-account grants).
+// receipts.go checks that receipt handles are signed (issue 12).
 package brokertest
 
 import (
@@ -101,6 +103,8 @@ func groups() []group {
 		{"Fair", fairTests},
 		{"Replay", replayTests},
 		{"Webhooks", webhookTests},
+		{"Accounts", accountTests},
+		{"Receipts", receiptTests},
 	}
 }
 

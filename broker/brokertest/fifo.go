@@ -29,6 +29,12 @@ var fifoTests = []testCase{
 	{"DelayedHeadHoldsGroup", testFifoDelayedHead},
 	{"DeleteAfterLeaseExpired", testFifoDeleteExpiredReceipt},
 	{"DeleteBatchExpiredAndStaleReceipts", testFifoDeleteExpiredAndStale},
+	// Unlocks by the clock, a nack, a restart (fifo_wake.go).
+	{"WaitingReceiveWokenByExpiry", testFifoWaiterWokenByExpiry},
+	{"WaitingReceiveWokenByExpiryAfterRestart", testFifoWaiterWokenByExpiryAfterRestart},
+	{"WaitingReceiveWokenByNack", testFifoWaiterWokenByNack},
+	{"AttemptRetriedAfterRestartAndExpiry", testFifoAttemptAfterRestartAndExpiry},
+	{"DrainAfterRestart", testFifoDrainAfterRestart},
 	// The dedup window and sequence numbers (fifo_dedup.go).
 	{"DedupWithinWindow", testFifoDedupWindow},
 	{"DedupAfterDelete", testFifoDedupAfterDelete},

@@ -149,7 +149,7 @@ func testMessageOpsOnMissingQueue(t *testing.T, s suite) {
 	wantErr(t, "short poll of a missing queue", err, broker.ErrQueueDoesNotExist)
 	_, err = e.receive(broker.ReceiveRequest{Queue: "missing", WaitTime: dur(20 * time.Second)})
 	wantErr(t, "long poll of a missing queue", err, broker.ErrQueueDoesNotExist)
-	receipt := broker.Receipt{QueueID: q.ID, Key: 1, Lease: 1}.Encode()
+	receipt := e.be.Receipts().Encode(broker.Receipt{QueueID: q.ID, Key: 1, Lease: 1})
 	wantErr(t, "Delete on a missing queue", e.deleteErr("missing", receipt), broker.ErrQueueDoesNotExist)
 	wantErr(t, "ChangeVisibility on a missing queue", e.changeVisErr("missing", receipt, 0), broker.ErrQueueDoesNotExist)
 }

@@ -29,9 +29,8 @@ var queueTests = []testCase{
 
 // testAccountsKeepQueuesApart drives the seam directly: a backend keys every
 // queue by (account, name), so two accounts may each have a queue "orders"
-// with their own messages, listings, updates and deletes. (The front serves
-// the broker's own account, "", only; accounts will reach it without a
-// storage change.)
+// with their own messages, listings, updates and deletes. (accounts.go
+// reaches other accounts through the front.)
 func testAccountsKeepQueuesApart(t *testing.T, s suite) {
 	e := s.setup(t)
 	own := broker.QueueRef{Name: "orders"}
@@ -69,7 +68,7 @@ func testAccountsKeepQueuesApart(t *testing.T, s suite) {
 			t.Fatalf("ListQueues(%q) = %+v, %v; want only queue %d", account, qs, err, want)
 		}
 	}
-	// The front sees the broker's own account only.
+	// An unauthenticated caller sees the broker's own account only.
 	e.receiveNone("orders")
 	if err := e.be.DeleteQueue(e.ctx, other); err != nil {
 		t.Fatal(err)

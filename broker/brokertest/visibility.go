@@ -215,7 +215,7 @@ func testDeletedMessageReceipt(t *testing.T, s suite) {
 	}
 	wantErr(t, "ChangeVisibility of a deleted message", e.changeVisErr("q", d.Receipt, time.Minute), broker.ErrInvalidParameterValue)
 	// A well-formed handle of a message that never existed behaves alike.
-	never := broker.Receipt{QueueID: q.ID, Key: 1 << 60, Lease: 1}.Encode()
+	never := e.be.Receipts().Encode(broker.Receipt{QueueID: q.ID, Key: 1 << 60, Lease: 1})
 	if err := e.deleteErr("q", never); err != nil {
 		t.Fatalf("Delete with a well-formed handle of no message: %v, want success", err)
 	}

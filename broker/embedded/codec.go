@@ -13,6 +13,7 @@ import (
 //
 //	0x01 "qid"                      next queue id (uint64)
 //	0x01 "key"                      message key ceiling (uint64): no key below it was ever handed out
+//	0x01 "rkey"                     receipt key (32 random bytes, receiptkey.go)
 //	0x02 <name>                     queue record (JSON queueRecord)
 //	0x03 <qid:8> 0x01 <key:8>       message metadata (metaRecord, small)
 //	0x03 <qid:8> 0x02 <key:8>       message body (bodyRecord: id, body, attributes, sender)
@@ -130,28 +131,32 @@ const (
 )
 
 func encodeMeta(m *msg) []byte {
-	b := make([]byte, 0, 96+len(m.groupID)+len(m.dedupID)+len(m.deadLetterSource)+len(m.failureReason))
+	x := m.extra()
+	id := m.id()
+	b := make([]byte, 0, 64+len(id)+len(x.groupID)+len(x.dedupID)+len(x.deadLetterSource)+len(x.failureReason))
 	b = append(b, metaV2, byte(m.state))
 	b = binary.AppendVarint(b, m.visibleAt)
 	b = binary.AppendUvarint(b, m.lease)
 	b = binary.AppendUvarint(b, uint64(m.receiveCount))
-	b = binary.AppendVarint(b, m.firstReceiveAt)
+	b = binary.AppendVarint(b, x.firstReceiveAt)
 	b = binary.AppendVarint(b, m.sentAt)
 	b = binary.AppendVarint(b, int64(m.priority))
-	b = binary.AppendUvarint(b, m.seq)
+	b = binary.AppendUvarint(b, x.seq)
 	b = binary.AppendUvarint(b, uint64(m.size))
-	b = appendStr(b, m.groupID)
-	b = appendStr(b, m.dedupID)
-	b = appendStr(b, m.deadLetterSource)
+	b = appendStr(b, x.groupID)
+	b = appendStr(b, x.dedupID)
+	b = appendStr(b, x.deadLetterSource)
 	b = binary.AppendUvarint(b, uint64(m.attempts))
 	b = binary.AppendUvarint(b, uint64(m.maxAttempts))
-	b = binary.AppendVarint(b, m.lastReceiveAt)
-	b = appendStr(b, m.failureReason)
-	b = appendStr(b, m.id)
+	b = binary.AppendVarint(b, x.lastReceiveAt)
+	b = appendStr(b, x.failureReason)
+	b = appendStr(b, id)
 	return b
 }
 
-// decodeMeta decodes a version-1 or version-2 metadata record.
+// decodeMeta decodes a version-1 or version-2 metadata record. It copies no
+// string it does not keep, and allocates the extra fields only when the
+// record sets one (a plain queued message decodes into one allocation).
 func decodeMeta(key uint64, b []byte) (*msg, error) {
 	if len(b) < 2 || (b[0] != metaV1 && b[0] != metaV2) {
 		return nil, errCorrupt
@@ -165,24 +170,26 @@ func decodeMeta(key uint64, b []byte) (*msg, error) {
 	}
 	m.visibleAt = d.varint()
 	m.lease = d.uvarint()
-	m.receiveCount = int(d.uvarint())
-	m.firstReceiveAt = d.varint()
+	m.receiveCount = int32(d.uvarint())
+	first := d.varint()
 	m.sentAt = d.varint()
-	m.priority = int(d.varint())
-	m.seq = d.uvarint()
-	m.size = int(d.uvarint())
-	m.groupID = d.str()
-	m.dedupID = d.str()
-	m.deadLetterSource = d.str()
+	m.priority = int32(d.varint())
+	m.setSeq(d.uvarint())
+	m.size = int32(d.uvarint())
+	m.setGroupID(d.str())
+	m.setDedupID(d.str())
+	m.setDeadLetterSource(d.str())
+	var last int64
 	if b[0] == metaV1 {
 		m.attempts = m.receiveCount
 	} else {
-		m.attempts = int(d.uvarint())
-		m.maxAttempts = int(d.uvarint())
-		m.lastReceiveAt = d.varint()
-		m.failureReason = d.str()
-		m.id = d.str()
+		m.attempts = int32(d.uvarint())
+		m.maxAttempts = int32(d.uvarint())
+		last = d.varint()
+		m.setFailureReason(d.str())
+		m.setIDBytes(d.bytes())
 	}
+	m.setReceiveTimes(first, last)
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -291,7 +298,14 @@ func (d *decoder) bytes() []byte {
 	return v
 }
 
-func (d *decoder) str() string { return string(d.bytes()) }
+// str reads a string; an empty one allocates nothing.
+func (d *decoder) str() string {
+	v := d.bytes()
+	if len(v) == 0 {
+		return ""
+	}
+	return string(v)
+}
 
 func (d *decoder) attrs() map[string]broker.MessageAttribute {
 	n := d.uvarint()

@@ -51,6 +51,11 @@ type Config struct {
 	// CacheBytes is the store's block cache, from which bodies are read on
 	// receive: the bound on the memory bodies take. Default 64 MiB; 1 MiB..64 GiB.
 	CacheBytes int64
+	// DiskReserve is the free space, in bytes, below which sends are
+	// refused with broker.ErrStoreFull (space.go): DiskReserveAuto (0, the
+	// default) is max(64 MiB, 2 % of the file system) capped at a quarter
+	// of it; DiskReserveOff (-1) never refuses. See ParseDiskReserve.
+	DiskReserve int64
 	// Options are the settings every backend shares; the backend uses Clock
 	// and Logger (MaxInFlight and StrictPurge are the front's).
 	broker.Options
@@ -77,6 +82,8 @@ func (c Config) Validate() error {
 		return errors.New("embedded: Config.Dir is required")
 	case c.CacheBytes < 1<<20 || c.CacheBytes > 64<<30:
 		return fmt.Errorf("embedded: Config.CacheBytes %d: must be 1 MiB..64 GiB", c.CacheBytes)
+	case c.DiskReserve < DiskReserveOff:
+		return fmt.Errorf("embedded: Config.DiskReserve %d: must be -1 (off), 0 (auto) or a number of bytes", c.DiskReserve)
 	}
 	return c.Options.Validate()
 }
@@ -92,6 +99,9 @@ type Backend struct {
 	log   *slog.Logger
 	db    *pebble.DB
 	fs    *syncCountFS
+	dir   string
+	// space refuses sends when the disk is below its reserve (space.go).
+	space spaceGuard
 
 	mu         sync.Mutex
 	queues     map[broker.QueueRef]*queue // by account and name: live queues only
@@ -106,6 +116,9 @@ type Backend struct {
 	moves *moveTasks
 	// dlLog logs the moves to dead-letter queues (rate-limited).
 	dlLog *broker.DeadLetterLog
+	// receipts signs and checks receipt handles with the store's key
+	// (receiptkey.go); set by Open, immutable.
+	receipts *broker.ReceiptCodec
 
 	// life admits the calls and owns the background work: the retention
 	// sweeper (sweeper.go), the move-task runner (movetask.go) and the
@@ -142,6 +155,12 @@ func Open(cfg Config) (*Backend, error) {
 	if err := fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, openError("create", cfg.Dir, err)
 	}
+	if err := createNewest(fs, cfg.Dir, pebbleLogger{opts.Logger}); err != nil { // logcheck.go
+		return nil, openError("create store in", cfg.Dir, err)
+	}
+	if err := checkLogs(fs, cfg.Dir); err != nil {
+		return nil, err
+	}
 	cfs := &syncCountFS{FS: fs, observer: opts.Observer}
 	cache := pebble.NewCache(cfg.CacheBytes)
 	defer cache.Unref()
@@ -149,17 +168,27 @@ func Open(cfg Config) (*Backend, error) {
 		FS:                 cfs,
 		Cache:              cache,
 		Logger:             pebbleLogger{opts.Logger},
+		EventListener:      pebbleEvents(pebbleLogger{opts.Logger}),
 		FormatMajorVersion: pebble.FormatNewest,
 	})
 	if err != nil {
 		return nil, openError("open store in", cfg.Dir, err)
 	}
 	b := &Backend{
-		opts: opts, clock: opts.Clock, log: opts.Logger, db: db, fs: cfs,
+		opts: opts, clock: opts.Clock, log: opts.Logger, db: db, fs: cfs, dir: cfg.Dir,
 		queues: map[broker.QueueRef]*queue{}, byID: map[uint64]*queue{},
 		life: broker.NewLifecycle(), failedOnce: make(chan struct{}),
 		reclaim: make(chan [2][]byte, 64),
 		dlLog:   &broker.DeadLetterLog{Log: opts.Logger, Clock: opts.Clock, Observer: opts.Observer},
+	}
+	b.space = spaceGuard{b: b, reserve: cfg.DiskReserve}
+	if err := b.checkFormat(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if b.receipts, err = b.loadReceipts(); err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	if err := b.recover(); err != nil {
 		_ = db.Close()

@@ -52,12 +52,12 @@ func (q *queue) fairInsert(m *msg) {
 	if q.fair == nil {
 		return
 	}
-	lvl := q.fair[m.priority]
+	lvl := q.fair[int(m.priority)]
 	if lvl == nil {
 		lvl = &fairLevel{tenants: map[string]*tenantTurns{}}
-		q.fair[m.priority] = lvl
+		q.fair[int(m.priority)] = lvl
 	}
-	tenant := broker.Tenant(q.Config, m.groupID)
+	tenant := broker.Tenant(q.Config, m.groupID())
 	tt := lvl.tenants[tenant]
 	if tt == nil {
 		tt = &tenantTurns{}
@@ -70,18 +70,18 @@ func (q *queue) fairInsert(m *msg) {
 
 // fairClaimed advances m's level's cursor: a receive claimed m.
 func (q *queue) fairClaimed(m *msg) {
-	if lvl := q.fair[m.priority]; lvl != nil {
+	if lvl := q.fair[int(m.priority)]; lvl != nil {
 		lvl.cursor = broker.AdvanceCursor(lvl.cursor, m.turn)
 	}
 }
 
 // fairDrop counts a forgotten message out of its tenant's state.
 func (q *queue) fairDrop(m *msg) {
-	lvl := q.fair[m.priority]
+	lvl := q.fair[int(m.priority)]
 	if lvl == nil {
 		return
 	}
-	tenant := broker.Tenant(q.Config, m.groupID)
+	tenant := broker.Tenant(q.Config, m.groupID())
 	tt := lvl.tenants[tenant]
 	if tt == nil {
 		return
@@ -91,6 +91,6 @@ func (q *queue) fairDrop(m *msg) {
 	}
 	delete(lvl.tenants, tenant)
 	if len(lvl.tenants) == 0 {
-		delete(q.fair, m.priority)
+		delete(q.fair, int(m.priority))
 	}
 }

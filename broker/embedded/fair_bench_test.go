@@ -156,7 +156,9 @@ func BenchmarkFairIndex(b *testing.B) {
 			key := uint64(0)
 			add := func() {
 				key++
-				q.add(&msg{key: key, state: stateReady, groupID: groups[int(key)%tenants], pos: -1, agePos: -1}, 0)
+				m := &msg{key: key, state: stateReady, pos: -1, agePos: -1}
+				m.setGroupID(groups[int(key)%tenants])
+				q.add(m, 0)
 			}
 			for range 10_000 {
 				add()

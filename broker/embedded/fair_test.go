@@ -122,7 +122,7 @@ func TestFairTurnsAfterRestart(t *testing.T) {
 		out := map[string][]uint64{}
 		for k := uint64(0); k < e.be.nextKey; k++ {
 			if m := q.msgs[k]; m != nil {
-				out[m.groupID] = append(out[m.groupID], m.turn)
+				out[m.groupID()] = append(out[m.groupID()], m.turn)
 			}
 		}
 		return out

@@ -118,10 +118,10 @@ func (h *availHeap) Pop() any {
 // ---- index hooks (called from index.go; no-ops on standard queues) ----
 
 func (q *queue) fifoGroup(m *msg) *group {
-	g := q.fifo.groups[m.groupID]
+	g := q.fifo.groups[m.groupID()]
 	if g == nil {
-		g = &group{id: m.groupID}
-		q.fifo.groups[m.groupID] = g
+		g = &group{id: m.groupID()}
+		q.fifo.groups[m.groupID()] = g
 	}
 	return g
 }
@@ -166,7 +166,7 @@ func (q *queue) fifoDrop(m *msg) {
 	if q.fifo == nil {
 		return
 	}
-	g := q.fifo.groups[m.groupID]
+	g := q.fifo.groups[m.groupID()]
 	if g == nil {
 		return
 	}
@@ -243,7 +243,7 @@ func (b *Backend) claimFifoLocked(q *queue, batch *pebble.Batch, n int, vis, now
 			}
 			leased = append(leased, m)
 			out = append(out, claimed{key: m.key, lease: m.lease, msg: messageOf(m),
-				receipt: broker.Receipt{QueueID: q.ID, Key: m.key, Lease: m.lease}.Encode()})
+				receipt: b.receipts.Encode(broker.Receipt{QueueID: q.ID, Key: m.key, Lease: m.lease})})
 			taken++
 		}
 	}
@@ -266,14 +266,14 @@ func (b *Backend) claimFifoLocked(q *queue, batch *pebble.Batch, n int, vis, now
 // messageOf is the metadata part of a delivery of m.
 func messageOf(m *msg) broker.Message {
 	out := broker.Message{
-		SentAt: fromNanos(m.sentAt), GroupID: m.groupID, DedupID: m.dedupID,
-		Priority: m.priority, ReceiveCount: m.receiveCount,
-		Attempts: m.attempts, MaxAttempts: m.maxAttempts,
-		FirstReceiveAt: fromNanos(m.firstReceiveAt), LastReceiveAt: fromNanos(m.lastReceiveAt),
-		FailureReason: m.failureReason, DeadLetterSource: m.deadLetterSource,
+		SentAt: fromNanos(m.sentAt), GroupID: m.groupID(), DedupID: m.dedupID(),
+		Priority: int(m.priority), ReceiveCount: int(m.receiveCount),
+		Attempts: int(m.attempts), MaxAttempts: int(m.maxAttempts),
+		FirstReceiveAt: fromNanos(m.firstReceiveAt()), LastReceiveAt: fromNanos(m.lastReceiveAt()),
+		FailureReason: m.failureReason(), DeadLetterSource: m.deadLetterSource(),
 	}
-	if m.seq != 0 {
-		out.SequenceNumber = broker.FormatSequenceNumber(m.seq)
+	if m.seq() != 0 {
+		out.SequenceNumber = broker.FormatSequenceNumber(m.seq())
 	}
 	return out
 }
@@ -389,10 +389,10 @@ func deadLetter(nm *msg, body []byte, dlqFifo bool, now int64) {
 	}
 	d := broker.PlanDeadLetter(m.ID, fromNanos(nm.sentAt), dlqFifo, fromNanos(now))
 	if d.DedupID != "" {
-		nm.dedupID = d.DedupID
+		nm.setDedupID(d.DedupID)
 	}
 	if d.NewSequence {
-		nm.seq = nm.key
+		nm.setSeq(nm.key)
 	}
 	nm.sentAt = nanos(d.SentAt)
 }

@@ -37,32 +37,31 @@ const (
 
 // msg is the in-memory index entry of one message: its metadata, never its
 // body. All fields are guarded by Backend.mu.
+//
+// It is kept small, since a deep queue holds millions (96 bytes: the
+// common fields inline, 32-bit counters and positions, the message id as 16
+// bytes; the fields most queued messages never set live in x). Queue depth
+// is bounded by the 32-bit heap positions (2^31 messages per queue).
 type msg struct {
-	key            uint64 // unique across the store and never reused (the key ceiling)
-	state          msgState
-	visibleAt      int64  // Unix ns: for ready messages when they became visible
-	lease          uint64 // lease version, bumped by every receive; 0 = never received
-	receiveCount   int
-	firstReceiveAt int64 // Unix ns; 0 = never received
-	sentAt         int64 // Unix ns; retention counts from it
-	priority       int
-	turn           uint64 // fair-queue turn (fair.go; memory only); 0 on FIFO queues
-	seq            uint64 // FIFO sequence number (0 on standard queues)
-	size           int    // body + attribute bytes (MessageSize)
-	groupID        string
-	dedupID        string
-	// deadLetterSource is the name of the queue the message was dead-lettered from.
-	deadLetterSource string
-	// id is the message id (also in the body record).
-	id string
+	key       uint64 // unique across the store and never reused (the key ceiling)
+	visibleAt int64  // Unix ns: for ready messages when they became visible
+	lease     uint64 // lease version, bumped by every receive; 0 = never received
+	sentAt    int64  // Unix ns; retention counts from it
+	turn      uint64 // fair-queue turn (fair.go; memory only); 0 on FIFO queues
+	// uuid is the message id (also in the body record): see msgID, id, setID.
+	uuid msgID
+	// x holds the rarely set fields (msgid.go): nil until one is set.
+	x            *msgExtra
+	receiveCount int32
+	priority     int32
+	size         int32 // body + attribute bytes (MessageSize)
 	// attempts is Sluice's attempts count (broker/retry.go); maxAttempts the
 	// message's own Sluice.MaxAttempts (0: the queue's maxReceiveCount).
-	attempts, maxAttempts int
-	lastReceiveAt         int64 // Unix ns; 0 = never received
-	failureReason         string
+	attempts, maxAttempts int32
 
-	pos    int // index in queue.ready or queue.timed, -1 when in neither
-	agePos int // index in queue.age
+	pos    int32 // index in queue.ready or queue.timed, -1 when in neither
+	agePos int32 // index in queue.age
+	state  msgState
 }
 
 // queue is the in-memory state of one queue. Every field is guarded by
@@ -163,6 +162,66 @@ func (q *queue) add(m *msg, now int64) {
 	q.place(m, now)
 }
 
+// load indexes the messages of a queue being recovered, all at once and in
+// key order, on an empty index: what add does for each (with every timed
+// message kept in timed, as stored), with the heaps built once at the end
+// (heap.Init, linear) rather than by a push per message, and the map sized
+// once. The map is filled on a second goroutine: it touches no field that
+// the rest of load writes (a message's key is fixed), and the age heap,
+// which reorders ms itself, is built only after it is done.
+func (q *queue) load(ms []*msg) {
+	q.msgs = make(map[uint64]*msg, len(ms))
+	done := make(chan struct{})
+	go func() {
+		for _, m := range ms {
+			q.msgs[m.key] = m
+		}
+		close(done)
+	}()
+	ready := 0
+	for _, m := range ms {
+		if m.state == stateReady {
+			ready++
+		}
+	}
+	q.ready = make(readyHeap, 0, ready) // sized once: no append slack
+	q.timed = make(timedHeap, 0, len(ms)-ready)
+	for i, m := range ms {
+		m.agePos = int32(i)
+		q.fifoInsert(m)
+		q.fairInsert(m)
+		if m.state == stateReady {
+			m.pos = int32(len(q.ready))
+			q.ready = append(q.ready, m)
+			q.fifoReady(m)
+			continue
+		}
+		q.countTimed(m)
+		m.pos = int32(len(q.timed))
+		q.timed = append(q.timed, m)
+	}
+	heap.Init(&q.ready)
+	heap.Init(&q.timed)
+	<-done // the map's goroutine reads ms, which the age heap reorders
+	q.age = ms
+	heap.Init(&q.age)
+}
+
+// countTimed counts m, about to join timed, as in flight (its FIFO group
+// leased) or delayed; a message in no timed state becomes delayed.
+func (q *queue) countTimed(m *msg) {
+	switch m.state {
+	case stateInflight:
+		q.inflight++
+		q.fifoLeased(m, 1)
+	case stateBackoff:
+		q.delayed++
+	default:
+		m.state = stateDelayed
+		q.delayed++
+	}
+}
+
 // place puts a message that is in no schedule heap into ready or timed. An
 // in-flight message whose lease already ended (a receive with a visibility
 // timeout of 0) goes to timed all the same: its end is an expiry, which
@@ -176,16 +235,7 @@ func (q *queue) place(m *msg, now int64) {
 		q.notify()
 		return
 	}
-	switch m.state {
-	case stateInflight:
-		q.inflight++
-		q.fifoLeased(m, 1)
-	case stateBackoff:
-		q.delayed++
-	default:
-		m.state = stateDelayed
-		q.delayed++
-	}
+	q.countTimed(m)
 	if next, ok := q.nextTimed(); !ok || m.visibleAt < next {
 		q.notify() // waiters re-arm their timers for the earlier deadline
 	}
@@ -196,14 +246,14 @@ func (q *queue) place(m *msg, now int64) {
 func (q *queue) unplace(m *msg) {
 	switch m.state {
 	case stateReady:
-		heap.Remove(&q.ready, m.pos)
+		heap.Remove(&q.ready, int(m.pos))
 	case stateInflight:
-		heap.Remove(&q.timed, m.pos)
+		heap.Remove(&q.timed, int(m.pos))
 		m.pos = -1 // before fifoLeased, which checks whether groups are receivable
 		q.inflight--
 		q.fifoLeased(m, -1)
 	case stateDelayed, stateBackoff:
-		heap.Remove(&q.timed, m.pos)
+		heap.Remove(&q.timed, int(m.pos))
 		q.delayed--
 	case stateDoomed:
 		for i, d := range q.doomed {
@@ -227,7 +277,7 @@ func (q *queue) remove(m *msg) {
 
 // forget drops an unplaced message from the age order and the map.
 func (q *queue) forget(m *msg) {
-	heap.Remove(&q.age, m.agePos)
+	heap.Remove(&q.age, int(m.agePos))
 	m.agePos = -1
 	delete(q.msgs, m.key)
 	q.fifoDrop(m)
@@ -255,9 +305,9 @@ func (q *queue) promote(now int64) bool {
 		// The lease ended unsettled at m.visibleAt.
 		plan := broker.PlanLeaseExpiry(q.Config, m.facts(), fromNanos(m.visibleAt))
 		if plan.SetReason {
-			m.failureReason = plan.Reason // written with the next change of the record
+			m.setFailureReason(plan.Reason) // written with the next change of the record
 		}
-		m.attempts = plan.Attempts
+		m.attempts = int32(plan.Attempts)
 		switch {
 		case plan.Fate == broker.FateDeadLetter:
 			m.state = stateDoomed // still counted in flight, the group still held
@@ -286,7 +336,7 @@ func (q *queue) promote(now int64) bool {
 
 // facts is what the retry planners know of m.
 func (m *msg) facts() broker.LeaseFacts {
-	return broker.LeaseFacts{MessageID: m.id, Attempts: m.attempts, MaxAttempts: m.maxAttempts}
+	return broker.LeaseFacts{MessageID: m.id(), Attempts: int(m.attempts), MaxAttempts: int(m.maxAttempts)}
 }
 
 // expired reports whether m is past its queue's retention at now.
@@ -328,8 +378,8 @@ func (h readyHeap) Less(i, j int) bool {
 	}
 	return a.key < b.key
 }
-func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].pos = i; h[j].pos = j }
-func (h *readyHeap) Push(x any)   { m := x.(*msg); m.pos = len(*h); *h = append(*h, m) }
+func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].pos = int32(i); h[j].pos = int32(j) }
+func (h *readyHeap) Push(x any)   { m := x.(*msg); m.pos = int32(len(*h)); *h = append(*h, m) }
 func (h *readyHeap) Pop() any {
 	old := *h
 	m := old[len(old)-1]
@@ -349,8 +399,8 @@ func (h timedHeap) Less(i, j int) bool {
 	}
 	return h[i].key < h[j].key
 }
-func (h timedHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].pos = i; h[j].pos = j }
-func (h *timedHeap) Push(x any)   { m := x.(*msg); m.pos = len(*h); *h = append(*h, m) }
+func (h timedHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].pos = int32(i); h[j].pos = int32(j) }
+func (h *timedHeap) Push(x any)   { m := x.(*msg); m.pos = int32(len(*h)); *h = append(*h, m) }
 func (h *timedHeap) Pop() any {
 	old := *h
 	m := old[len(old)-1]
@@ -370,8 +420,12 @@ func (h ageHeap) Less(i, j int) bool {
 	}
 	return h[i].key < h[j].key
 }
-func (h ageHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].agePos = i; h[j].agePos = j }
-func (h *ageHeap) Push(x any)   { m := x.(*msg); m.agePos = len(*h); *h = append(*h, m) }
+func (h ageHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].agePos = int32(i)
+	h[j].agePos = int32(j)
+}
+func (h *ageHeap) Push(x any) { m := x.(*msg); m.agePos = int32(len(*h)); *h = append(*h, m) }
 func (h *ageHeap) Pop() any {
 	old := *h
 	m := old[len(old)-1]

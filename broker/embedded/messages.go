@@ -14,6 +14,9 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		return nil, err
 	}
 	defer b.life.Done()
+	if err := b.space.check(); err != nil {
+		return nil, err
+	}
 
 	b.mu.Lock()
 	q := b.queues[queueName]
@@ -83,14 +86,16 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		}
 		m := &msg{
 			key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
-			priority: p.Priority, size: broker.MessageSize(e.Body, e.Attributes),
-			groupID: e.GroupID, dedupID: p.DedupID, pos: -1, agePos: -1,
-			id: p.MessageID, maxAttempts: p.MaxAttempts,
+			priority: int32(p.Priority), size: int32(broker.MessageSize(e.Body, e.Attributes)),
+			pos: -1, agePos: -1, maxAttempts: int32(p.MaxAttempts),
 		}
+		m.setID(p.MessageID)
+		m.setGroupID(e.GroupID)
+		m.setDedupID(p.DedupID)
 		if q.fifo != nil {
-			m.seq = m.key // keys are the queue's send order and never reused
-			results[i].SequenceNumber = broker.FormatSequenceNumber(m.seq)
-			q.rememberLocked(batch, p.DedupKey, results[i].MessageID, m.seq, now)
+			m.setSeq(m.key) // keys are the queue's send order and never reused
+			results[i].SequenceNumber = broker.FormatSequenceNumber(m.key)
+			q.rememberLocked(batch, p.DedupKey, results[i].MessageID, m.key, now)
 		}
 		if p.Delay > 0 {
 			m.state, m.visibleAt = stateDelayed, now+int64(p.Delay)

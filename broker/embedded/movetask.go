@@ -261,7 +261,7 @@ func chosenKeys(src *queue, ids []string) []uint64 {
 	}
 	var keys []uint64
 	for k, m := range src.msgs {
-		if want[m.id] {
+		if want[m.id()] {
 			keys = append(keys, k)
 		}
 	}
@@ -474,9 +474,9 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 		it := broker.MoveItem{Gone: m == nil}
 		if m != nil {
 			it = broker.MoveItem{Gone: src.expired(m, now), Held: m.state == stateInflight,
-				DeadLetterSource: m.deadLetterSource, Low: broker.EditedPriority(t.Edit, m.priority) < 0}
+				DeadLetterSource: m.deadLetterSource(), Low: broker.EditedPriority(t.Edit, int(m.priority)) < 0}
 			if src.fifo != nil { // a standard queue's group ids order nothing
-				it.Group = m.groupID
+				it.Group = m.groupID()
 			}
 		}
 		action, to := walk.Next(it)
@@ -503,7 +503,7 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 			// The edited message does not fit its destination: it stays.
 			t.Skipped++
 			b.log.Warn("move task: edited message does not fit its destination; left in the source",
-				"queue", src.Name, "task_id", t.ID, "message_id", m.id, "destination", to, "err", skip.error)
+				"queue", src.Name, "task_id", t.ID, "message_id", m.id(), "destination", to, "err", skip.error)
 		case err != nil:
 			// Its body cannot be read: it stays in the source, uncounted.
 			b.log.Error("move task: message not moved", "queue", src.Name, "key", m.key, "err", err)
@@ -570,13 +570,13 @@ func (b *Backend) moveOutLocked(src, dst *queue, m *msg, edit *broker.MessageEdi
 		return err
 	}
 	text, attrs, opts, err := broker.ApplyEdit(edit, dst.Config, old.Body, old.Attributes,
-		broker.MessageOptions{Priority: m.priority, MaxAttempts: m.maxAttempts})
+		broker.MessageOptions{Priority: int(m.priority), MaxAttempts: int(m.maxAttempts)})
 	if err != nil {
 		return &editSkip{err}
 	}
 	size := m.size
 	if edit != nil {
-		size = broker.MessageSize(text, attrs)
+		size = int32(broker.MessageSize(text, attrs))
 	}
 	id := broker.NewMessageID()
 	body := encodeBody(id, &broker.SendEntry{
@@ -584,11 +584,14 @@ func (b *Backend) moveOutLocked(src, dst *queue, m *msg, edit *broker.MessageEdi
 	})
 	nm := &msg{
 		key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
-		priority: opts.Priority, size: size, groupID: m.groupID, pos: -1, agePos: -1,
-		id: id, maxAttempts: opts.MaxAttempts,
+		priority: int32(opts.Priority), size: size, pos: -1, agePos: -1,
+		maxAttempts: int32(opts.MaxAttempts),
 	}
+	nm.setID(id)
+	nm.setGroupID(m.groupID())
 	if dst.Config.Fifo {
-		nm.seq, nm.dedupID = nm.key, id
+		nm.setSeq(nm.key)
+		nm.setDedupID(id)
 	}
 	if d := dst.Config.Delay; d > 0 {
 		nm.state, nm.visibleAt = stateDelayed, now+int64(d)

@@ -45,7 +45,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			if err := b.syncEarlier(); err != nil {
 				return nil, err
 			}
-			return b.deliver(b.db, q.ID, claims), nil
+			return b.deliver(b.db, q.ID, claims)
 		}
 	}
 	for {
@@ -106,9 +106,9 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 				return nil, err
 			}
 			if len(claims) > 0 {
-				out := b.deliver(snap, q.ID, claims)
+				out, err := b.deliver(snap, q.ID, claims)
 				closeSnap(snap)
-				return out, nil
+				return out, err
 			}
 			// Only dead-letter moves or expirations: look again.
 			b.mu.Lock()
@@ -194,7 +194,7 @@ func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now in
 		_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
 		return false
 	}
-	if rp := q.Config.Redrive; broker.ShouldDeadLetterOnReceive(rp, m.attempts, m.maxAttempts) {
+	if rp := q.Config.Redrive; broker.ShouldDeadLetterOnReceive(rp, int(m.attempts), int(m.maxAttempts)) {
 		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, broker.ReasonMaxAttempts) {
 			return false
 		}
@@ -202,10 +202,11 @@ func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now in
 	m.lease++
 	m.receiveCount++
 	m.attempts++
-	if m.firstReceiveAt == 0 {
-		m.firstReceiveAt = now
+	first := m.firstReceiveAt()
+	if first == 0 {
+		first = now
 	}
-	m.lastReceiveAt = now
+	m.setReceiveTimes(first, now)
 	m.state = stateInflight
 	m.visibleAt = now + vis
 	_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
@@ -239,11 +240,15 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 		return false
 	}
 	nm := *m
+	if m.x != nil {
+		x := *m.x // nm's own extra fields, not m's
+		nm.x = &x
+	}
 	nm.key = b.allocKey(batch)
 	nm.state = stateReady
 	nm.visibleAt = now
-	nm.deadLetterSource = q.Name
-	nm.failureReason = reason
+	nm.setDeadLetterSource(q.Name)
+	nm.setFailureReason(reason)
 	nm.pos, nm.agePos = -1, -1
 	deadLetter(&nm, body, dlq.fifo != nil, now)
 	_ = batch.Set(msgKey(dlq.ID, kindBody, nm.key), body, nil)
@@ -254,20 +259,29 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	q.forget(m)
 	dlq.add(&nm, now)
 	b.noteExpiryLocked(dlq, &nm) // it keeps its SentAt: it may expire soon under dlq's retention
-	b.dlLog.Moved(nm.id, q.ref(), dlq.ref(), reason, nm.attempts)
+	b.dlLog.Moved(nm.id(), q.ref(), dlq.ref(), reason, int(nm.attempts))
 	b.webhookEventLocked(q, dlq, &nm, reason, batch, now)
 	return true
 }
 
 // deliver reads the bodies of the claimed messages (after their leases are
 // durable) and builds the deliveries. A body that is gone (the queue was
-// purged or deleted meanwhile) drops that message.
-func (b *Backend) deliver(r pebble.Reader, qid uint64, claims []claimed) []broker.Delivery {
+// purged or deleted meanwhile) drops that message. A body that cannot be
+// read (on-disk corruption) sets its message aside (damage.go); the receive
+// fails with errDamagedOnly only when nothing else was readable.
+func (b *Backend) deliver(r pebble.Reader, qid uint64, claims []claimed) ([]broker.Delivery, error) {
 	out := make([]broker.Delivery, 0, len(claims))
+	var damaged []damagedBody
 	for _, c := range claims {
 		v, closer, err := r.Get(msgKey(qid, kindBody, c.key))
 		if err != nil {
-			if !errors.Is(err, pebble.ErrNotFound) {
+			switch {
+			case errors.Is(err, pebble.ErrNotFound):
+			case pebble.IsCorruptionError(err):
+				damaged = append(damaged, damagedBody{key: c.key, lease: c.lease, file: corruptFile(err), err: err})
+			default:
+				// Not known to be damaged (an I/O error): the message
+				// stays leased and comes back when its lease ends.
 				b.log.Error("receive: read body", "key", c.key, "err", err)
 			}
 			continue
@@ -276,16 +290,20 @@ func (b *Backend) deliver(r pebble.Reader, qid uint64, claims []claimed) []broke
 		err = decodeBody(v, &d.Message)
 		_ = closer.Close()
 		if err != nil {
-			b.log.Error("receive: corrupt body", "key", c.key, "err", err)
+			damaged = append(damaged, damagedBody{key: c.key, lease: c.lease, err: err})
 			continue
 		}
 		d.Receipt = c.receipt
 		if d.Receipt == "" {
-			d.Receipt = broker.Receipt{QueueID: qid, Key: c.key, Lease: c.lease}.Encode()
+			d.Receipt = b.receipts.Encode(broker.Receipt{QueueID: qid, Key: c.key, Lease: c.lease})
 		}
 		out = append(out, d)
 	}
-	return out
+	b.setAside(qid, damaged)
+	if len(out) == 0 && len(damaged) > 0 {
+		return nil, errDamagedOnly
+	}
+	return out, nil
 }
 
 // syncEarlier returns once every change already handed to the store is

@@ -2,9 +2,10 @@ package embedded
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
+	"runtime"
+	"runtime/debug"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -56,39 +57,16 @@ func (b *Backend) recover() error {
 	total := 0
 	upgrade := b.db.NewBatch() // version-1 metadata records rewritten as version 2
 	defer upgrade.Close()
+	defer gcPaused()()
 	for _, q := range b.queues {
-		lo, hi := kindRange(q.ID, kindMeta)
-		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		n, last, err := b.loadQueue(q, upgrade)
 		if err != nil {
 			return err
 		}
-		for it.First(); it.Valid(); it.Next() {
-			k := it.Key()
-			key := u64(k[len(k)-8:])
-			v := it.Value()
-			m, err := decodeMeta(key, v)
-			if err == nil && v[0] == metaV1 {
-				err = b.upgradeMeta(q, m, upgrade)
-			}
-			if err != nil {
-				_ = it.Close()
-				return fmt.Errorf("embedded: message %d of queue %s: %w", key, q.Name, err)
-			}
-			// Indexed as stored (every timed message in timed), then
-			// promoted below: a lease that ended while the broker was down
-			// is planned as any expiry (PlanLeaseExpiry from its end), so a
-			// backoff ends at the instant it would have without the restart.
-			// Added in key (send) order: the fair-queue turns start again
-			// from 1 and keep each tenant's order (fair.go).
-			q.add(m, math.MinInt64)
-			if key >= b.nextKey {
-				b.nextKey = key + 1
-			}
-			total++
+		if n > 0 && last >= b.nextKey {
+			b.nextKey = last + 1
 		}
-		if err := it.Close(); err != nil {
-			return err
-		}
+		total += n
 		q.promote(now) // doomed messages are moved by the sweeper's first step
 		if q.fifo != nil {
 			if err := b.recoverFifo(q, now); err != nil {
@@ -111,17 +89,8 @@ func (b *Backend) recover() error {
 	return nil
 }
 
-func (b *Backend) getU64(key []byte) (uint64, error) {
-	v, c, err := b.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	return u64(v), nil
-}
+// getU64 reads a counter of the store (0 when absent).
+func (b *Backend) getU64(key []byte) (uint64, error) { return getU64(b.db, key) }
 
 // upgradeMeta fills in the message id of m, decoded from a version-1
 // metadata record, from its body record, and writes m as version 2 in batch.
@@ -136,6 +105,178 @@ func (b *Backend) upgradeMeta(q *queue, m *msg, batch *pebble.Batch) error {
 	if err != nil {
 		return err
 	}
-	m.id = body.ID
+	m.setID(body.ID)
 	return batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
+}
+
+// loadQueue reads the metadata records of q into its index and reports how
+// many there were and the highest key among them. The records are read and
+// decoded in parallel over slices of the queue's key range (scanMeta), then
+// indexed in key order on this goroutine: the order is what the fair-queue
+// turns and the FIFO groups are built from (fair.go, fifo.go). Messages
+// are indexed as stored (every timed message in timed); the caller promotes
+// them: a lease that ended while the broker was down is planned as any expiry
+// (PlanLeaseExpiry from its end), so a backoff ends at the instant it would
+// have without the restart.
+func (b *Backend) loadQueue(q *queue, upgrade *pebble.Batch) (n int, last uint64, err error) {
+	parts, err := b.scanMeta(q)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range parts {
+		for _, m := range p.v1 {
+			if err := b.upgradeMeta(q, m, upgrade); err != nil {
+				return 0, 0, fmt.Errorf("embedded: message %d of queue %s: %w", m.key, q.Name, err)
+			}
+		}
+		if p.err != nil {
+			return 0, 0, p.err
+		}
+		n += len(p.msgs)
+	}
+	if n == 0 {
+		return 0, 0, nil
+	}
+	// One slice of all the messages in key order: the retention heap once
+	// heapified (nearly in order already), sized once.
+	all := make([]*msg, 0, n)
+	for _, p := range parts {
+		all = append(all, p.msgs...)
+	}
+	last = all[n-1].key
+	q.load(all)
+	return n, last, nil
+}
+
+// metaPart is what scanMeta read from one slice of a queue's key range.
+type metaPart struct {
+	msgs []*msg // decoded, in key order
+	v1   []*msg // those stored as version 1 (to be upgraded)
+	err  error  // the first error of the slice, which ends it
+}
+
+// scanParallelMin is the key span below which a queue is read by a single
+// goroutine.
+var scanParallelMin uint64 = 1 << 14
+
+// scanMeta reads and decodes the metadata records of q, in parallel over
+// GOMAXPROCS slices of its key range (keys are handed out in send order
+// across the store, so a queue's keys spread over its range). The parts come
+// back in key order; each stops at its first error, so the first error in
+// key order is the first error of the first part that has one.
+func (b *Backend) scanMeta(q *queue) ([]metaPart, error) {
+	lo, hi := kindRange(q.ID, kindMeta)
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	var first, last uint64
+	empty := !it.First()
+	if !empty {
+		k := it.Key()
+		first = u64(k[len(k)-8:])
+		if it.Last() {
+			k = it.Key()
+			last = u64(k[len(k)-8:])
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, b.metaDamaged(q, err)
+	}
+	if empty {
+		return nil, nil
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if last < first || last-first < scanParallelMin || workers < 2 { // last < first: a damaged key, reported by the scan
+		workers = 1
+	}
+	parts := make([]metaPart, workers)
+	step := (last - first) / uint64(workers)
+	var wg sync.WaitGroup
+	for i := range parts {
+		plo, phi := lo, hi
+		if i > 0 {
+			plo = msgKey(q.ID, kindMeta, first+step*uint64(i))
+		}
+		if i < workers-1 {
+			phi = msgKey(q.ID, kindMeta, first+step*uint64(i+1))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[i] = b.scanMetaRange(q, plo, phi)
+		}()
+	}
+	wg.Wait()
+	return parts, nil
+}
+
+// scanMetaRange reads and decodes the metadata records of q in [lo, hi).
+func (b *Backend) scanMetaRange(q *queue, lo, hi []byte) (p metaPart) {
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		p.err = err
+		return p
+	}
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		key := u64(k[len(k)-8:])
+		v := it.Value()
+		m, err := decodeMeta(key, v)
+		if err != nil {
+			_ = it.Close()
+			p.err = fmt.Errorf("embedded: message %d of queue %s: %w", key, q.Name, err)
+			return p
+		}
+		if v[0] == metaV1 {
+			p.v1 = append(p.v1, m)
+		}
+		p.msgs = append(p.msgs, m)
+	}
+	if err := it.Close(); err != nil {
+		p.err = b.metaDamaged(q, err)
+	}
+	return p
+}
+
+// metaDamaged is the error of a metadata scan that the store failed.
+func (b *Backend) metaDamaged(q *queue, err error) error {
+	return fmt.Errorf("embedded: read the metadata of queue %s: %s: the store is damaged; `sluice store verify` lists what, `sluice store salvage` copies the rest", q.Name, problemText(err))
+}
+
+// gcPauses counts the recovers running (Open may run concurrently for
+// several stores in one process); gcPercent is the setting they restore.
+var (
+	gcPauseMu sync.Mutex
+	gcPauses  int
+	gcPercent int
+)
+
+// gcPaused relaxes the garbage collector's pacing (GOGC 400, unless the
+// process runs with a higher one or with the collector off) until the
+// function it returns is called, and returns that function. Nearly all that
+// recover allocates stays live (the index), so collecting at the default
+// pace marks a growing heap again and again for little to free (at 10
+// million messages, most of the restart's CPU); at 400 the heap is marked
+// a few times in all, and what is not live stays bounded by four times
+// what is (a memory limit, GOMEMLIMIT, still applies).
+const recoverGCPercent = 400
+
+func gcPaused() (restore func()) {
+	gcPauseMu.Lock()
+	if gcPauses == 0 {
+		gcPercent = debug.SetGCPercent(recoverGCPercent)
+		if gcPercent < 0 || gcPercent > recoverGCPercent {
+			debug.SetGCPercent(gcPercent) // the process's own is laxer: kept
+		}
+	}
+	gcPauses++
+	gcPauseMu.Unlock()
+	return func() {
+		gcPauseMu.Lock()
+		if gcPauses--; gcPauses == 0 {
+			debug.SetGCPercent(gcPercent)
+		}
+		gcPauseMu.Unlock()
+	}
 }

@@ -48,7 +48,7 @@ func (b *Backend) flushDoomedLocked(q *queue, batch *pebble.Batch, now int64, li
 		m := q.doomed[0]
 		q.unplace(m)
 		n++
-		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, m.failureReason) {
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, m.failureReason()) {
 			continue
 		}
 		// Visible from its lease's end (m.visibleAt), as PlanLeaseExpiry
@@ -63,7 +63,7 @@ func (b *Backend) flushDoomedLocked(q *queue, batch *pebble.Batch, now int64, li
 // end would dead-letter it (its last attempt), so that the move is prompt
 // even when no one calls. b.mu must be held.
 func (b *Backend) noteLeaseLocked(q *queue, m *msg) {
-	if limit := broker.MaxAttempts(q.Config.Redrive, m.maxAttempts); limit > 0 && m.attempts >= limit {
+	if limit := broker.MaxAttempts(q.Config.Redrive, int(m.maxAttempts)); limit > 0 && int(m.attempts) >= limit {
 		b.noteDeadlineLocked(m.visibleAt)
 	}
 }
@@ -82,9 +82,9 @@ func (b *Backend) noteDeadlineLocked(at int64) {
 func (b *Backend) changeLeaseLocked(q *queue, m *msg, c broker.VisibilityChange, batch *pebble.Batch, now int64) {
 	q.invalidateAttemptLocked(m, batch)
 	plan := broker.PlanLeaseChange(q.Config, m.facts(), c, fromNanos(now))
-	m.attempts = plan.Attempts
+	m.attempts = int32(plan.Attempts)
 	if plan.SetReason {
-		m.failureReason = plan.Reason
+		m.setFailureReason(plan.Reason)
 	}
 	q.unplace(m)
 	switch plan.Fate {

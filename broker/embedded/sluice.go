@@ -157,7 +157,7 @@ func (b *Backend) DeleteMessages(ctx context.Context, name broker.QueueRef, ids 
 		}
 		var hit []*msg
 		for _, m := range q.msgs {
-			if at, ok := want[m.id]; ok {
+			if at, ok := want[m.id()]; ok {
 				for _, i := range at {
 					found[i] = true
 				}

@@ -22,43 +22,73 @@ func encodeMetaV1(m *msg) []byte {
 	b = binary.AppendVarint(b, m.visibleAt)
 	b = binary.AppendUvarint(b, m.lease)
 	b = binary.AppendUvarint(b, uint64(m.receiveCount))
-	b = binary.AppendVarint(b, m.firstReceiveAt)
+	b = binary.AppendVarint(b, m.firstReceiveAt())
 	b = binary.AppendVarint(b, m.sentAt)
 	b = binary.AppendVarint(b, int64(m.priority))
-	b = binary.AppendUvarint(b, m.seq)
+	b = binary.AppendUvarint(b, m.seq())
 	b = binary.AppendUvarint(b, uint64(m.size))
-	b = appendStr(b, m.groupID)
-	b = appendStr(b, m.dedupID)
-	return appendStr(b, m.deadLetterSource)
+	b = appendStr(b, m.groupID())
+	b = appendStr(b, m.dedupID())
+	return appendStr(b, m.deadLetterSource())
+}
+
+// flatMsg is a msg with its extra fields and id inline, comparable with ==.
+type flatMsg struct {
+	msg
+	extra msgExtra
+	id    string
+}
+
+func flat(m *msg) flatMsg {
+	f := flatMsg{msg: *m, extra: *m.extra(), id: m.id()}
+	f.msg.x = nil
+	f.extra.id = ""
+	return f
 }
 
 func TestMetaRecordVersions(t *testing.T) {
 	t.Parallel()
 	m := &msg{
-		state: stateInflight, visibleAt: 7e18, lease: 3, receiveCount: 3, firstReceiveAt: 11, sentAt: 5,
-		priority: -7, seq: 42, size: 99, groupID: "g", dedupID: "d", deadLetterSource: "src",
+		state: stateInflight, visibleAt: 7e18, lease: 3, receiveCount: 3, sentAt: 5,
+		priority: -7, size: 99,
 	}
+	m.setReceiveTimes(11, 0)
+	m.setSeq(42)
+	m.setGroupID("g")
+	m.setDedupID("d")
+	m.setDeadLetterSource("src")
 	// Version 1: attempts are the receive count, the rest is zero.
 	v1, err := decodeMeta(9, encodeMetaV1(m))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := *m
+	want := flat(m)
 	want.key, want.attempts, want.pos, want.agePos = 9, 3, -1, -1
-	if *v1 != want {
-		t.Fatalf("v1 decodes to %+v, want %+v", *v1, want)
+	if flat(v1) != want {
+		t.Fatalf("v1 decodes to %+v, want %+v", flat(v1), want)
 	}
-	// Version 2 keeps every field.
-	m.attempts, m.maxAttempts, m.lastReceiveAt, m.failureReason, m.id = 2, 5, 13, "boom ☃", "id-1"
-	m.state = stateBackoff
-	v2, err := decodeMeta(9, encodeMeta(m))
-	if err != nil {
-		t.Fatal(err)
+	// Version 2 keeps every field, with an id of any form.
+	for _, id := range []string{"id-1", "5fea7756-0ea4-451a-a703-a558b933e274", "5FEA7756-0EA4-451A-A703-A558B933E274", "00000000-0000-0000-0000-000000000000"} {
+		m.attempts, m.maxAttempts = 2, 5
+		m.setReceiveTimes(11, 13)
+		m.setFailureReason("boom ☃")
+		m.setID(id)
+		m.state = stateBackoff
+		v2, err := decodeMeta(9, encodeMeta(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = flat(m)
+		want.key, want.pos, want.agePos = 9, -1, -1
+		if flat(v2) != want || v2.id() != id {
+			t.Fatalf("v2 decodes to %+v, want %+v", flat(v2), want)
+		}
 	}
-	want = *m
-	want.key, want.pos, want.agePos = 9, -1, -1
-	if *v2 != want {
-		t.Fatalf("v2 decodes to %+v, want %+v", *v2, want)
+	// A plain queued message keeps no extra fields.
+	plain := &msg{state: stateReady, sentAt: 5}
+	plain.setID("5fea7756-0ea4-451a-a703-a558b933e274")
+	if d, err := decodeMeta(1, encodeMeta(plain)); err != nil || d.x != nil || d.id() != plain.id() {
+		t.Fatalf("plain message decodes to %+v (extra %v), %v", d, d.x, err)
 	}
 	// Truncated, unknown version, unknown state: corrupt.
 	enc := encodeMeta(m)

@@ -12,7 +12,7 @@ import (
 // is. Nothing is written when q has no DeadLetterWebhook or the outbox does
 // not exist (no dispatcher ever started). b.mu must be held.
 func (b *Backend) webhookEventLocked(q, dlq *queue, nm *msg, reason string, batch *pebble.Batch, now int64) {
-	ev, ok := broker.WebhookEvent(q.Config, q.Name, dlq.Name, nm.id, reason, nm.attempts, nm.receiveCount, fromNanos(now))
+	ev, ok := broker.WebhookEvent(q.Config, q.Name, dlq.Name, nm.id(), reason, int(nm.attempts), int(nm.receiveCount), fromNanos(now))
 	if !ok {
 		return
 	}
@@ -23,9 +23,10 @@ func (b *Backend) webhookEventLocked(q, dlq *queue, nm *msg, reason string, batc
 	e := broker.SendEntry{Body: ev.Body()}
 	m := &msg{
 		key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
-		size: broker.MessageSize(e.Body, nil), pos: -1, agePos: -1, id: broker.NewMessageID(),
+		size: int32(broker.MessageSize(e.Body, nil)), pos: -1, agePos: -1,
 	}
-	_ = batch.Set(msgKey(ob.ID, kindBody, m.key), encodeBody(m.id, &e), nil)
+	m.setID(broker.NewMessageID())
+	_ = batch.Set(msgKey(ob.ID, kindBody, m.key), encodeBody(m.id(), &e), nil)
 	_ = batch.Set(msgKey(ob.ID, kindMeta, m.key), encodeMeta(m), nil)
 	ob.add(m, now)
 	b.noteExpiryLocked(ob, m)

@@ -302,7 +302,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 			}
 			items := make([]attemptItem, len(out))
 			for i, d := range out {
-				r, _ := broker.DecodeReceipt(d.Receipt)
+				r, _ := b.receipts.Decode(d.Receipt)
 				items[i] = attemptItem{Key: int64(r.Key), Lease: int64(r.Lease), Receipt: d.Receipt}
 			}
 			ij, _ := json.Marshal(items)

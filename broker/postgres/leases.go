@@ -273,7 +273,8 @@ type leaseResult struct {
 // each receipt's message (in row order), classifies the receipt (a message
 // gone or backing off: stale; a lease that ended: ended), plans the change
 // with broker.PlanLeaseChange and applies the plans (leaseApply).
-func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRef, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRef, changes []broker.VisibilityChange) (_ []broker.LeaseOutcome, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -444,6 +445,12 @@ func (b *Backend) expireLeases(ctx context.Context, q queueRow) ([]movedLetter, 
 	if !due {
 		return nil, false, nil
 	}
+	return b.expireEnded(ctx, q)
+}
+
+// expireEnded is expireLeases once it is known that some leases of q have
+// ended (look's statement read it).
+func (b *Backend) expireEnded(ctx context.Context, q queueRow) ([]movedLetter, bool, error) {
 	var res leaseResult
 	var full bool
 	err := retry(func() error {

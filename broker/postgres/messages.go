@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,17 +33,29 @@ func encodeAttrs(e *broker.SendEntry) []byte {
 // Send implements broker.Backend: one INSERT of the valid entries whose CTE
 // also adds them to a counter shard, in one autocommit statement (FIFO: one
 // transaction, sendFifo).
-func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, error) {
+func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries []broker.SendEntry) (_ []broker.SendResult, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer b.life.Done()
-	s := sendOn{db: b.pool, now: b.tnow(), run: retry}
+	s := sendOn{db: b.pool, now: b.tnow(), run: retry, cache: &b.sendCache}
 	results, q, delay, err := s.send(ctx, queueName, entries)
 	if err != nil || delay < 0 {
 		return results, err
 	}
-	b.changed(q.id, b.clock.Now().Add(delay), false)
+	if delay == 0 {
+		// Some messages are ready now: at most as many as were stored.
+		n := 0
+		for i := range results {
+			if results[i].Err == nil {
+				n++
+			}
+		}
+		b.readied(q.id, n)
+	} else {
+		b.changed(q.id, b.clock.Now().Add(delay), false)
+	}
 	b.noteExpiry(q)
 	return results, nil
 }
@@ -70,16 +84,86 @@ type sendOn struct {
 	// whole makes the send all or nothing: an entry that fails (its plan's
 	// error) fails the call, and nothing is stored.
 	whole bool
+	// cache, when set, holds the queue rows of earlier sends: a send to a
+	// standard queue without a depth limit plans with the cached row, and
+	// its insert stores nothing unless the row is unchanged (see send).
+	cache *queueCache
 }
+
+// queueCache is a broker's cache of queue rows by name, for sends.
+type queueCache struct {
+	mu   sync.Mutex
+	rows map[broker.QueueRef]queueRow
+}
+
+// maxCachedQueues bounds queueCache: past it the cache starts empty again.
+const maxCachedQueues = 4096
+
+func (c *queueCache) get(ref broker.QueueRef) (queueRow, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q, ok := c.rows[ref]
+	return q, ok
+}
+
+func (c *queueCache) put(ref broker.QueueRef, q queueRow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rows == nil || len(c.rows) >= maxCachedQueues {
+		c.rows = map[broker.QueueRef]queueRow{}
+	}
+	c.rows[ref] = q
+}
+
+func (c *queueCache) drop(ref broker.QueueRef) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.rows, ref)
+}
+
+// errStaleQueue is a cached send's insert finding its queue row changed.
+var errStaleQueue = errors.New("postgres: the cached queue row changed")
 
 // send stores entries into queue ref. It returns the results, the queue,
 // and the delay after which the first stored message becomes ready (-1:
 // nothing stored), for the caller's wake-ups.
+//
+// With a cache, a send to a standard queue without a depth limit is one
+// round trip once the queue's row is cached: it plans with the cached row
+// and its insert checks, in its own statement, that the queue still has
+// that row (same id, message space and settings, not deleted); if not, or
+// if the plan refused an entry, it drops the row and starts again from a
+// fresh read.
 func (s sendOn) send(ctx context.Context, ref broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, queueRow, time.Duration, error) {
+	if s.cache != nil && !s.share {
+		if q, ok := s.cache.get(ref); ok {
+			results, q, delay, err := s.sendTo(ctx, ref, q, true, entries)
+			if !errors.Is(err, errStaleQueue) {
+				return results, q, delay, err
+			}
+			s.cache.drop(ref)
+		}
+	}
 	q, err := readQueue(ctx, s.db, ref, s.share)
 	if err != nil {
 		return nil, q, -1, err
 	}
+	results, q, delay, err := s.sendTo(ctx, ref, q, false, entries)
+	if s.cache != nil && !s.share && err == nil && !q.cfg.Fifo {
+		s.cache.put(ref, q)
+	}
+	return results, q, delay, err
+}
+
+// sendTo is send to queue q, read by the caller; cached says q came from
+// the cache: the send then fails with errStaleQueue, storing nothing, when
+// it cannot use it (a FIFO queue or a depth limit, an entry the plan
+// refused, or a row changed since).
+func (s sendOn) sendTo(ctx context.Context, ref broker.QueueRef, q queueRow, cached bool, entries []broker.SendEntry) ([]broker.SendResult, queueRow, time.Duration, error) {
+	if cached && (q.cfg.Fifo || q.cfg.MaxDepth > 0 || q.cfg.LowPriorityMaxDepth > 0) {
+		return nil, q, -1, errStaleQueue
+	}
+	var err error
 	var depth int64
 	if q.cfg.MaxDepth > 0 || q.cfg.LowPriorityMaxDepth > 0 {
 		// The depth as of this read: concurrent sends (on any broker) read
@@ -91,7 +175,17 @@ func (s sendOn) send(ctx context.Context, ref broker.QueueRef, entries []broker.
 	}
 	plans, err := broker.PlanSend(q.cfg, ref.Name, depth, entries)
 	if err != nil {
+		if cached {
+			return nil, q, -1, errStaleQueue // judged on fresh settings
+		}
 		return nil, q, -1, err
+	}
+	if cached {
+		for i := range plans {
+			if plans[i].Err != nil {
+				return nil, q, -1, errStaleQueue
+			}
+		}
 	}
 	results := make([]broker.SendResult, len(entries))
 	for i := range entries {
@@ -141,18 +235,30 @@ func (s sendOn) send(ctx context.Context, ref broker.QueueRef, entries []broker.
 	// Each message takes its fair-queue turn (fair.go): the n-th message of
 	// a tenant and level in this batch takes max(last[p][T], cursor[p]) + n.
 	turn := turns.sql("$2::bigint", "v", &args)
+	// guard: on a cached row, the queue must still have it (the
+	// statement's snapshot, like a fresh read's).
+	guard := "true"
+	if cached {
+		args = append(args, q.id, q.rawCfg)
+		guard = fmt.Sprintf("EXISTS (SELECT 1 FROM queues WHERE id = $%d AND mid = $2 AND NOT deleted AND config = $%d::jsonb)", len(args)-1, len(args))
+	}
 	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts, slot, n) AS (VALUES ` + strings.Join(values, ", ") + `),
 		ins AS (
 			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts, turn)
 			SELECT $2, CASE WHEN delay > 0 THEN 'd' ELSE 'r' END::"char",
 				` + nowSQL + ` + delay * interval '1 microsecond', ` + nowSQL + `,
 				priority, message_id, sender_id, attrs, body, group_id, max_attempts, ` + turn + `
-			FROM v RETURNING state)
-		INSERT INTO counts AS c (queue_id, shard, ready, delayed)
-		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins
-		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready, delayed = c.delayed + excluded.delayed`
-	if err := s.run(func() error { _, err := s.db.Exec(ctx, sql, args...); return err }); err != nil {
+			FROM v WHERE ` + guard + ` RETURNING state),
+		cnt AS (INSERT INTO counts AS c (queue_id, shard, ready, delayed)
+		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins HAVING count(*) > 0
+		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready, delayed = c.delayed + excluded.delayed)
+		SELECT count(*) FROM ins`
+	var stored int
+	if err := s.run(func() error { return s.db.QueryRow(ctx, sql, args...).Scan(&stored) }); err != nil {
 		return nil, q, -1, dbErr("send", err)
+	}
+	if stored < len(values) {
+		return nil, q, -1, errStaleQueue // only a guard stores nothing
 	}
 	return results, q, minDelay, nil
 }
@@ -171,17 +277,83 @@ func leaseOf(qid int64, r broker.Receipt) (key, lease int64, o broker.LeaseOutco
 	return int64(r.Key), int64(r.Lease), broker.LeaseApplied, true
 }
 
+// deleteSQL is the deletion of the rows named by the CTE r (id, lease) of
+// queue mid, whose lease version matches (a stale receipt matches
+// nothing), as CTEs (d, inv, cnt) of a statement whose $1 is the instant
+// (nowSQL). fifo and policy are the SQL of whether the queue is FIFO and
+// whether it is a standard queue with a policy; shard is the counter shard.
+//
+// On a FIFO queue only a live lease deletes: an expired one has lost its
+// group lock. A message backing off or snoozed ('d') is not under the
+// receipt's lease any more: stale. On a standard queue with a policy an
+// ended lease is not deleted by this statement: it is planned first
+// (broker.PlanLeaseExpiry; see Delete), since its message may be backing
+// off or dead-lettered by now. Deleting a leased message invalidates the
+// receive attempt that returned it. d returns the deleted rows' ids.
+func deleteSQL(mid, fifo, policy, shard string) string {
+	return `d AS (DELETE FROM messages m USING r WHERE m.id = r.id AND m.queue_id = ` + mid + ` AND m.lease = r.lease
+			AND m.state <> 'd' AND (NOT ` + fifo + ` OR (m.state = 'i' AND m.visible_at > ` + nowSQL + `))
+			AND NOT (` + policy + ` AND m.state = 'i' AND m.visible_at <= ` + nowSQL + `)
+			RETURNING m.id, m.state, m.attempt),
+		inv AS (UPDATE attempts SET invalid = true
+			WHERE queue_id = ` + mid + ` AND attempt_id IN (SELECT attempt FROM d WHERE attempt IS NOT NULL)),
+		cnt AS (` + countsFromStates("d", mid, shard) + `)`
+}
+
+// deleteByMidSQL deletes the rows $3 with lease versions $4 of queue mid $2
+// (deleteSQL; $5: FIFO, $7: a standard queue with a policy, $6 the shard)
+// and returns their ids.
+var deleteByMidSQL = `WITH r (id, lease) AS (SELECT * FROM unnest($3::bigint[], $4::bigint[]) ORDER BY 1),
+		` + deleteSQL("$2", "$5", "$7", "$6") + `
+		SELECT id FROM d`
+
+// deleteByRefSQL reads the live queue of account $2 and name $7 and deletes
+// its rows $3 with lease versions $4, of those whose receipts name queue id
+// $5 (deleteSQL; $6 the shard), in one statement: one round trip. Its one
+// row (none when the queue does not exist) is the queue's columns and the
+// ids of the deleted rows.
+var deleteByRefSQL = `WITH q AS (
+			SELECT ` + queueCols + `, coalesce(config->>'Fifo', '') = 'true' AS fifo, ` + storedPolicySQL + ` AS policy
+			FROM queues WHERE account = $2 AND name = $7 AND NOT deleted),
+		r (id, lease) AS (SELECT u.id, u.lease FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) u (id, lease, qid)
+			WHERE u.qid = (SELECT id FROM q) ORDER BY 1),
+		` + deleteSQL("(SELECT mid FROM q)", "(SELECT fifo FROM q)", "(SELECT policy AND NOT fifo FROM q)", "$6") + `
+		SELECT ` + queueCols + `, (SELECT coalesce(array_agg(id), '{}') FROM d) FROM q`
+
 // Delete implements broker.Backend: one DELETE of the rows whose lease
 // version matches the receipts (a stale receipt matches nothing),
-// subtracting them from the counters.
-func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
+// subtracting them from the counters, in the statement that reads the queue
+// row (deleteByRefSQL).
+func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipts []broker.Receipt) (_ []broker.LeaseOutcome, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer b.life.Done()
-	q, err := b.getQueue(ctx, b.pool, queueName)
+	// The receipts some row may match, with the queue they name (the
+	// statement keeps those of the queue it reads); leaseOf sorts out the
+	// others once the queue is known.
+	var qids, rkeys, rleases []int64
+	for _, r := range receipts {
+		if r.QueueID < 1<<63 {
+			if key, lease, _, ok := leaseOf(int64(r.QueueID), r); ok {
+				qids, rkeys, rleases = append(qids, int64(r.QueueID)), append(rkeys, key), append(rleases, lease)
+			}
+		}
+	}
+	var q queueRow
+	var gone []int64
+	err = retry(func() error {
+		var err error
+		q, err = scanQueueWith(b.pool.QueryRow(ctx, deleteByRefSQL, b.tnow(), queueName.Account, rkeys, rleases, qids,
+			shard(), queueName.Name), &gone)
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, broker.QueueNotFoundError()
+	}
 	if err != nil {
-		return nil, err
+		return nil, dbErr("delete", err)
 	}
 	out := make([]broker.LeaseOutcome, len(receipts))
 	var keys, leases []int64
@@ -196,27 +368,11 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 	if len(keys) == 0 {
 		return out, nil
 	}
-	// On a FIFO queue only a live lease deletes: an expired one has lost its
-	// group lock ($5). A message backing off or snoozed ('d') is not under
-	// the receipt's lease any more: stale. On a standard queue with a policy
-	// ($7) an ended lease is not deleted by this statement: it is planned
-	// first (broker.PlanLeaseExpiry; below), since its message may be
-	// backing off or dead-lettered by now. Deleting a leased message
-	// invalidates the receive attempt that returned it.
-	sql := `WITH r (id, lease) AS (SELECT * FROM unnest($3::bigint[], $4::bigint[]) ORDER BY 1),
-		d AS (DELETE FROM messages m USING r WHERE m.id = r.id AND m.queue_id = $2 AND m.lease = r.lease
-			AND m.state <> 'd' AND (NOT $5 OR (m.state = 'i' AND m.visible_at > ` + nowSQL + `))
-			AND NOT ($7 AND m.state = 'i' AND m.visible_at <= ` + nowSQL + `)
-			RETURNING m.id, m.state, m.attempt),
-		inv AS (UPDATE attempts SET invalid = true
-			WHERE queue_id = $2 AND attempt_id IN (SELECT attempt FROM d WHERE attempt IS NOT NULL)),
-		cnt AS (` + countsFromStates("d", "$2", "$6") + `)
-		SELECT id FROM d`
 	policy := hasPolicy(q.cfg)
 	del := func(keys, leases []int64) ([]int64, error) {
 		var gone []int64
 		err := retry(func() error {
-			rows, err := b.pool.Query(ctx, sql, b.tnow(), q.mid, keys, leases, q.cfg.Fifo, shard(), policy && !q.cfg.Fifo)
+			rows, err := b.pool.Query(ctx, deleteByMidSQL, b.tnow(), q.mid, keys, leases, q.cfg.Fifo, shard(), policy && !q.cfg.Fifo)
 			if err != nil {
 				return err
 			}
@@ -228,14 +384,10 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 		}
 		return gone, nil
 	}
-	gone, err := del(keys, leases)
-	if err != nil {
-		return nil, err
-	}
 	if policy && len(gone) < len(keys) {
 		// Some receipts may name ended leases: plan them (as a receive
 		// would), then delete what is still deletable.
-		moved, err := b.promote(ctx, q)
+		moved, _, err := b.promote(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -314,38 +466,167 @@ func addCounts(ctx context.Context, tx pgx.Tx, qid, ready, inflight, delayed int
 // next receive or GetQueue).
 const promoteLimit = 10000
 
-// promote makes queue q's delayed and in-flight messages whose visible_at
-// has passed ready, in one statement that also moves them between counters;
-// an in-flight message so promoted failed by its lease's end (reason
-// broker.ReasonLeaseExpired; broker.PlanLeaseExpiry's FateVisible). On a
-// queue with a RetryPolicy or RedrivePolicy that statement promotes only
-// the delayed messages, and the ended leases are planned one by one
-// (expireLeases). Rows locked by another transaction are skipped (it is
-// changing them). It returns the messages moved to the dead-letter queue.
-func (b *Backend) promote(ctx context.Context, q queueRow) ([]movedLetter, error) {
-	policy := hasPolicy(q.cfg)
-	err := retry(func() error {
-		_, err := b.pool.Exec(ctx, `
-		WITH due AS (
+// promoteSQL is the promotion of one queue's due messages, as CTEs (due, up,
+// ins) of a statement whose $1 is the instant (nowSQL), $3 the counter
+// shard, $4 promoteLimit and $5 broker.ReasonLeaseExpired: its delayed and
+// in-flight messages whose visible_at has passed become ready (an in-flight
+// one so promoted failed by its lease's end: broker.PlanLeaseExpiry's
+// FateVisible), and the counters move with them. mid is the SQL of the
+// queue's mid; policy the SQL of whether it has a RetryPolicy or
+// RedrivePolicy, whose ended leases are not promoted here but planned one by
+// one (expireLeases). Rows locked by another transaction are skipped (it is
+// changing them). up returns the old state of each promoted row.
+func promoteSQL(mid, policy string) string {
+	return `due AS (
 			SELECT id, state FROM messages
-			WHERE queue_id = $2 AND state <> 'r' AND visible_at <= `+nowSQL+` AND (NOT $5 OR state = 'd')
+			WHERE queue_id = ` + mid + ` AND state <> 'r' AND visible_at <= ` + nowSQL + ` AND (NOT ` + policy + ` OR state = 'd')
 			ORDER BY visible_at LIMIT $4 FOR UPDATE SKIP LOCKED),
-		up AS (UPDATE messages m SET state = 'r', reason = CASE WHEN due.state = 'i' THEN $6 ELSE m.reason END
-			FROM due WHERE m.id = due.id RETURNING due.state AS old)
-		INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
-		SELECT $2, $3, count(*), -count(*) FILTER (WHERE old = 'i'), -count(*) FILTER (WHERE old = 'd')
-		FROM up HAVING count(*) > 0
-		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
-			inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed`,
-			b.tnow(), q.mid, shard(), promoteLimit, policy, broker.ReasonLeaseExpired)
-		return err
+		up AS (UPDATE messages m SET state = 'r', reason = CASE WHEN due.state = 'i' THEN $5 ELSE m.reason END
+			FROM due WHERE m.id = due.id RETURNING due.state AS old),
+		ins AS (INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
+			SELECT ` + mid + `, $3, count(*), -count(*) FILTER (WHERE old = 'i'), -count(*) FILTER (WHERE old = 'd')
+			FROM up HAVING count(*) > 0
+			ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
+				inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed)`
+}
+
+// inflightAfterSQL is the in-flight count of queue mid after promoteSQL's
+// statement: the counters as its snapshot has them, less the leases it
+// ended (a statement does not see its own CTEs' changes).
+func inflightAfterSQL(mid string) string {
+	return `(SELECT coalesce(sum(inflight), 0) FROM counts WHERE queue_id = ` + mid + `)
+			- (SELECT count(*) FROM up WHERE old = 'i')`
+}
+
+// promote makes queue q's due messages ready (promoteSQL) in one statement,
+// then, on a queue with a RetryPolicy or RedrivePolicy, plans its ended
+// leases (expireLeases). It returns the messages moved to the dead-letter
+// queue, and the queue's in-flight count after the promotion, read by the
+// same statement, so that a receive needs no round trip of its own for the
+// in-flight cap; -1 when expireLeases ran after it (the count may have
+// changed since).
+func (b *Backend) promote(ctx context.Context, q queueRow) ([]movedLetter, int64, error) {
+	policy := hasPolicy(q.cfg)
+	var inflight int64
+	err := retry(func() error {
+		return b.pool.QueryRow(ctx, `WITH `+promoteSQL("$2", "$6")+`
+		SELECT `+inflightAfterSQL("$2"),
+			b.tnow(), q.mid, shard(), promoteLimit, broker.ReasonLeaseExpired, policy).Scan(&inflight)
 	})
 	if err != nil {
-		return nil, dbErr("promote", err)
+		return nil, 0, dbErr("promote", err)
 	}
 	if !policy {
-		return nil, nil
+		return nil, inflight, nil
 	}
 	moved, _, err := b.expireLeases(ctx, q)
-	return moved, err
+	return moved, -1, err
+}
+
+// looked is what look read and did besides the queue row.
+type looked struct {
+	// inflight is the queue's in-flight count after the promotion (see
+	// promote); -1 when ended leases were planned after it.
+	inflight int64
+	// moved are the messages the planning of ended leases moved to the
+	// dead-letter queue.
+	moved []movedLetter
+	// dlq and hook are the queue's dead-letter queue and the webhook
+	// outbox, when they exist and the queue names them (see lookSQL).
+	dlq, hook *queueRow
+}
+
+// storedPolicySQL is hasPolicy spelled on the config column of a queues
+// row: broker.QueueConfig's Retry and Redrive are JSON objects when set,
+// null or absent when not.
+const storedPolicySQL = "(coalesce(jsonb_typeof(config->'Retry'), '') = 'object' OR coalesce(jsonb_typeof(config->'Redrive'), '') = 'object')"
+
+// lookSQL reads a live queue by account $2 and name $6 and promotes its due
+// messages (promoteSQL) in one statement, one round trip: the start of a
+// receive attempt and of a GetQueue. Its first row (none when the queue
+// does not exist), of kind 0 (the last column), is the queue's columns, its in-flight count
+// after the promotion, and, on a queue with a policy, whether some of its
+// leases have ended (planned by expireLeases after it). The rows after it
+// are the queues a claim may move messages to (claimTarget): kind 1, the
+// dead-letter queue its RedrivePolicy names, if it exists; kind 2, when the
+// queue also has a DeadLetterWebhook, the webhook outbox (account $7, name
+// $8), if it exists.
+var lookSQL = `WITH q AS (
+			SELECT ` + queueCols + `, ` + storedPolicySQL + ` AS policy
+			FROM queues WHERE account = $2 AND name = $6 AND NOT deleted),
+		` + promoteSQL("(SELECT mid FROM q)", "(SELECT policy FROM q)") + `
+		SELECT ` + queueCols + `, ` + inflightAfterSQL("q.mid") + `,
+			q.policy AND EXISTS (SELECT 1 FROM messages WHERE queue_id = q.mid AND state = 'i' AND visible_at <= ` + nowSQL + `),
+			0 AS kind
+		FROM q
+		UNION ALL
+		SELECT ` + queueCols + `, 0, false, 1 FROM queues
+		WHERE account = (SELECT account FROM q) AND name = (SELECT config->'Redrive'->>'DeadLetterQueue' FROM q) AND NOT deleted
+		UNION ALL
+		SELECT ` + queueCols + `, 0, false, 2 FROM queues
+		WHERE account = $7 AND name = $8 AND NOT deleted
+			AND (SELECT coalesce(config->>'DeadLetterWebhook', '') <> '' AND jsonb_typeof(config->'Redrive') = 'object' FROM q)
+		ORDER BY kind`
+
+// look reads queue ref (ErrQueueDoesNotExist if none) and promotes its due
+// messages in one statement (lookSQL); on a queue with a policy whose leases
+// ended, it then plans them (expireLeases).
+func (b *Backend) look(ctx context.Context, ref broker.QueueRef) (queueRow, looked, error) {
+	var q queueRow
+	var lk looked
+	var ended, found bool
+	err := retry(func() error {
+		q, lk, ended, found = queueRow{}, looked{}, false, false
+		rows, err := b.pool.Query(ctx, lookSQL, b.tnow(), ref.Account, shard(), promoteLimit,
+			broker.ReasonLeaseExpired, ref.Name, broker.WebhookOutbox.Account, broker.WebhookOutbox.Name)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var kind int
+			var inflight int64
+			var e bool
+			r, err := scanQueueWith(rows, &inflight, &e, &kind)
+			if err != nil {
+				return err
+			}
+			switch kind {
+			case 0:
+				q, lk.inflight, ended, found = r, inflight, e, true
+			case 1:
+				lk.dlq = &r
+			case 2:
+				lk.hook = &r
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return q, lk, dbErr("read queue", err)
+	}
+	if !found {
+		return q, lk, broker.QueueNotFoundError()
+	}
+	if ended {
+		lk.inflight = -1
+		if lk.moved, _, err = b.expireEnded(ctx, q); err != nil {
+			return q, lk, err
+		}
+	}
+	return q, lk, nil
+}
+
+// target is claimTarget's answer for queue q from the rows look read with
+// it.
+func (lk looked) target(q queueRow) claimTo {
+	rp := q.cfg.Redrive
+	if rp == nil || lk.dlq == nil || lk.dlq.id == q.id || lk.dlq.name != rp.DeadLetterQueue {
+		return claimTo{}
+	}
+	to := claimTo{dlq: lk.dlq, redrive: rp}
+	if q.cfg.DeadLetterWebhook != "" {
+		to.hook = lk.hook
+	}
+	return to
 }

@@ -132,13 +132,14 @@ func txErr(op string, err error) error {
 
 // StartMoveTask implements broker.MoveTasker: one transaction, holding the
 // source queue row FOR UPDATE so that starts on one source are serialized.
-func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
+func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (_ broker.MoveTask, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return broker.MoveTask{}, err
 	}
 	defer b.life.Done()
 	var out broker.MoveTask
-	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		src, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", req.Account, req.Source))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) || err == nil && uint64(src.id) != req.SourceID:
@@ -222,7 +223,8 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 }
 
 // ListMoveTasks implements broker.MoveTasker.
-func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, limit int) ([]broker.MoveTask, error) {
+func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, limit int) (_ []broker.MoveTask, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -247,7 +249,8 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, lim
 // at once (due now), and CANCELLED at the next step of any broker's runner;
 // this broker's runner is woken for it. The UPDATE waits for a step in
 // progress, so the moved count it returns is final.
-func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id string) (broker.MoveTask, error) {
+func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id string) (_ broker.MoveTask, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return broker.MoveTask{}, err
 	}

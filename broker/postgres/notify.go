@@ -16,6 +16,10 @@ import (
 type waiter struct {
 	ch     chan struct{}
 	wakeAt time.Time
+	// missed is the earliest deadline a change announced while the
+	// waiter was attempting (wakeAt zero), which its look may have read
+	// too early to see; arm wakes it by then.
+	missed time.Time
 }
 
 // waiters are this broker's waiting receives by queue id, guarded by mu.
@@ -48,10 +52,17 @@ func (ws *waiters) remove(qid int64, w *waiter) {
 	}
 }
 
-func (ws *waiters) arm(w *waiter, at time.Time) {
+// arm sets when w's timer fires (zero: w is attempting, and any change
+// concerns it) and returns that time: at, or the deadline w missed while it
+// attempted when that is earlier.
+func (ws *waiters) arm(w *waiter, at time.Time) time.Time {
 	ws.mu.Lock()
-	w.wakeAt = at
-	ws.mu.Unlock()
+	defer ws.mu.Unlock()
+	if !at.IsZero() && !w.missed.IsZero() && w.missed.Before(at) {
+		at = w.missed
+	}
+	w.wakeAt, w.missed = at, time.Time{}
+	return at
 }
 
 // wake signals the waiters of qid whose timer fires after due (all of them
@@ -60,7 +71,71 @@ func (ws *waiters) wake(qid int64, due time.Time) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for w := range ws.byQueue[qid] {
-		if due.IsZero() || w.wakeAt.IsZero() || due.Before(w.wakeAt) {
+		if w.wakeAt.IsZero() && !due.IsZero() {
+			// Attempting: a deadline (a lease taken or moved, a
+			// delay) does not need another look now, only a timer
+			// no later than due (arm). Signalling it made every
+			// attempting receive look again after each claim.
+			if w.missed.IsZero() || due.Before(w.missed) {
+				w.missed = due
+			}
+			continue
+		}
+		if due.IsZero() || due.Before(w.wakeAt) {
+			select {
+			case w.ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// wakeSome signals the waiters of qid after a commit that made n messages
+// ready now: n of the sleeping ones not signalled yet, or, when there are
+// fewer than n of those, also every waiter that is attempting (wakeAt
+// zero: it looks once more after its attempt, so none of them misses the
+// messages for a look that began before the commit). A woken receive
+// claims what it can of the n messages or finds them claimed by another
+// receive; waking every waiter for each message made them all look and all
+// but a few find nothing. A woken receive that ends before it looks passes
+// its wake-up on (passOn).
+func (ws *waiters) wakeSome(qid int64, n int) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for w := range ws.byQueue[qid] {
+		if n > 0 && !w.wakeAt.IsZero() && len(w.ch) == 0 {
+			w.ch <- struct{}{}
+			n--
+		}
+	}
+	if n == 0 {
+		return
+	}
+	ws.signalAttempting(qid)
+}
+
+// passOn gives a wake-up that a receive of qid took but will not act on
+// (it is ending) to another sleeping waiter of qid not signalled yet or,
+// when there is none, to every waiter that is attempting (its look may
+// have begun before the commit that made the message ready, and wakeSome
+// may have signalled only the receive now ending).
+func (ws *waiters) passOn(qid int64) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for w := range ws.byQueue[qid] {
+		if !w.wakeAt.IsZero() && len(w.ch) == 0 {
+			w.ch <- struct{}{}
+			return
+		}
+	}
+	ws.signalAttempting(qid)
+}
+
+// signalAttempting signals every waiter of qid that is attempting (wakeAt
+// zero): it looks once more after its attempt. ws.mu is held.
+func (ws *waiters) signalAttempting(qid int64) {
+	for w := range ws.byQueue[qid] {
+		if w.wakeAt.IsZero() {
 			select {
 			case w.ch <- struct{}{}:
 			default:
@@ -93,6 +168,14 @@ func (b *Backend) changed(qid int64, due time.Time, force bool) {
 	if force || due.IsZero() || due.Before(b.clock.Now().Add(b.cfg.PollInterval)) {
 		b.notifier.add(qid)
 	}
+}
+
+// readied is called after a commit that made n messages of queue qid ready
+// now (a send): it wakes n of this broker's sleeping waiters (wakeSome) and
+// asks the notifier to tell the other brokers.
+func (b *Backend) readied(qid int64, n int) {
+	b.waiters.wakeSome(qid, n)
+	b.notifier.add(qid)
 }
 
 // notifier sends this broker's wake-ups to the other brokers. It keeps NOTIFY

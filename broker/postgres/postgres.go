@@ -98,6 +98,11 @@ type Config struct {
 	// NotifyInterval is the least real time between two NOTIFYs of this
 	// broker (the coalescing window). Default 5 ms; 0..1 s.
 	NotifyInterval time.Duration
+	// QueryTracer, when not nil, is told every statement and batch the pool's
+	// connections send (pgx's tracer interfaces: a pgx.BatchTracer too is
+	// told batches), not the listening and notifying connections'. Tests
+	// count a receive's round trips with it. Default nil.
+	QueryTracer pgx.QueryTracer
 }
 
 // DefaultConfig returns a Config with every default set and URL empty.
@@ -172,9 +177,14 @@ type Backend struct {
 	// id tells this broker's NOTIFYs apart from other brokers'.
 	id      string
 	channel string // the LISTEN/NOTIFY channel of this schema
+	// receipts signs and checks receipt handles with the schema's key
+	// (receiptkey.go); set by Open, immutable.
+	receipts *broker.ReceiptCodec
 
 	waiters  waiters
 	notifier *notifier
+	// sendCache holds the queue rows of this broker's sends (sendOn).
+	sendCache queueCache
 	// dlLog logs the moves to dead-letter queues (rate-limited).
 	dlLog *broker.DeadLetterLog
 
@@ -217,6 +227,8 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err := migrate(ctx, pcfg.ConnConfig, cfg.Schema, cfg.Logger); err != nil {
 		return nil, err
 	}
+	dedicated := pcfg.ConnConfig.Copy() // the listener's and notifier's: untraced
+	pcfg.ConnConfig.Tracer = cfg.QueryTracer
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
@@ -225,6 +237,11 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err := pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&syncCommit); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	receipts, err := loadReceipts(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
 	}
 	if syncCommit == "off" {
 		cfg.Logger.Warn("synchronous_commit is off: a PostgreSQL crash can lose messages whose send was acknowledged",
@@ -235,16 +252,16 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
 		id: hex.EncodeToString(idb[:]), channel: channelName(cfg.Schema),
-		life: broker.NewLifecycle(),
+		life: broker.NewLifecycle(), receipts: receipts,
 	}
 	_, b.testClock = cfg.Clock.(broker.OffsetClock)
 	b.dlLog = &broker.DeadLetterLog{Log: b.log, Clock: b.clock, Observer: cfg.Observer}
 	b.waiters.init()
-	b.notifier = newNotifier(b, pcfg.ConnConfig)
+	b.notifier = newNotifier(b, dedicated)
 	b.sweeper = broker.Duty{Name: "sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
 	b.mover = broker.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle,
 		Retry: cfg.PollInterval, Step: b.moveTick}
-	b.life.Go(func(ctx context.Context) { b.listenLoop(ctx, pcfg.ConnConfig) })
+	b.life.Go(func(ctx context.Context) { b.listenLoop(ctx, dedicated) })
 	b.life.Go(b.notifier.loop)
 	b.life.Start(&b.sweeper)
 	b.life.Start(&b.mover)
@@ -334,7 +351,8 @@ func retry(f func() error) error {
 }
 
 // Ping implements broker.Pinger: a round trip on the pool.
-func (b *Backend) Ping(ctx context.Context) error {
+func (b *Backend) Ping(ctx context.Context) (err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}

@@ -28,19 +28,27 @@ type queueRow struct {
 	createdAt  time.Time
 	modifiedAt time.Time
 	lastPurge  *time.Time
+	// rawCfg is the config column as read (the send cache's check).
+	rawCfg []byte
 }
 
 const queueCols = "id, mid, name, config, tags, created_at, modified_at, last_purge, account"
 
-func scanQueue(row pgx.Row) (queueRow, error) {
+func scanQueue(row pgx.Row) (queueRow, error) { return scanQueueWith(row) }
+
+// scanQueueWith reads the queueCols of row, then the columns after them
+// into more.
+func scanQueueWith(row pgx.Row, more ...any) (queueRow, error) {
 	var q queueRow
 	var cfg, tags []byte
-	if err := row.Scan(&q.id, &q.mid, &q.name, &cfg, &tags, &q.createdAt, &q.modifiedAt, &q.lastPurge, &q.account); err != nil {
+	dest := append([]any{&q.id, &q.mid, &q.name, &cfg, &tags, &q.createdAt, &q.modifiedAt, &q.lastPurge, &q.account}, more...)
+	if err := row.Scan(dest...); err != nil {
 		return q, err
 	}
 	if err := json.Unmarshal(cfg, &q.cfg); err != nil {
 		return q, err
 	}
+	q.rawCfg = cfg
 	if err := json.Unmarshal(tags, &q.tags); err != nil {
 		return q, err
 	}
@@ -92,7 +100,8 @@ type querier interface {
 // CreateQueue implements broker.Backend. Two brokers creating the same name at
 // once: the unique index on live names lets one insert win; the other reads
 // the winner and returns it (created == false).
-func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
+func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (_ broker.Queue, _ bool, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return broker.Queue{}, false, err
 	}
@@ -132,20 +141,17 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 // GetQueue implements broker.Backend: the counters' sums, after promoting the
 // queue's due delayed and in-flight messages (amortised: each message is
 // promoted once; nothing is scanned when nothing is due).
-func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.QueueInfo, error) {
+func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (_ broker.QueueInfo, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return broker.QueueInfo{}, err
 	}
 	defer b.life.Done()
-	q, err := b.getQueue(ctx, b.pool, name)
+	q, lk, err := b.look(ctx, name)
 	if err != nil {
 		return broker.QueueInfo{}, err
 	}
-	moved, err := b.promote(ctx, q)
-	if err != nil {
-		return broker.QueueInfo{}, err
-	}
-	b.deadLettered(ctx, q, moved)
+	b.deadLettered(ctx, q, lk.moved)
 	info := broker.QueueInfo{Queue: q.queue()}
 	// OldestSentAt: the first live entry of messages_age (messages past
 	// retention wait for the sweeper and are not counted as oldest).
@@ -163,7 +169,8 @@ func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.Qu
 }
 
 // ListQueues implements broker.Backend. Names sort bytewise (COLLATE "C").
-func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]broker.Queue, error) {
+func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) (_ []broker.Queue, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -196,13 +203,14 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 // UPDATE), edited and written back (config, tags, and modified_at = now when
 // u.Modified) in one transaction, so concurrent updates never lose one
 // another's change.
-func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit func(u *broker.QueueUpdate) error) error {
+func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit func(u *broker.QueueUpdate) error) (err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
 	defer b.life.Done()
 	retentionChanged, qid := false, int64(0)
-	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", name.Account, name.Name))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return broker.QueueNotFoundError()
@@ -243,13 +251,14 @@ func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit fu
 // DeleteQueue implements broker.Backend: the queue row becomes a tombstone at
 // once (its id is never reused, so its receipts stop working); the sweeper of
 // any broker deletes its messages and counters in bounded batches.
-func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) error {
+func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) (err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
 	defer b.life.Done()
 	var id int64
-	err := b.pool.QueryRow(ctx, "UPDATE queues SET deleted = true, deleted_at = "+nowSQL+" WHERE account = $2 AND name = $3 AND NOT deleted RETURNING id", b.tnow(), name.Account, name.Name).Scan(&id)
+	err = b.pool.QueryRow(ctx, "UPDATE queues SET deleted = true, deleted_at = "+nowSQL+" WHERE account = $2 AND name = $3 AND NOT deleted RETURNING id", b.tnow(), name.Account, name.Name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return broker.QueueNotFoundError()
 	}
@@ -275,7 +284,8 @@ func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) error {
 // its message, and adds its counters, under the old mid: purged as a whole,
 // never half. A purge runs under the queue row's lock (FOR UPDATE), which
 // also orders it with move-task steps (FOR SHARE).
-func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow func(last, now time.Time) error) error {
+func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow func(last, now time.Time) error) (err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
@@ -339,7 +349,8 @@ func countsFromStates(cte, qid, shardParam string) string {
 // messages_age). Unlike GetQueue it promotes no delayed message: a delay
 // that ended since the last receive or sweep still counts as delayed until
 // one of them runs.
-func (b *Backend) ListQueueStats(ctx context.Context, account string) ([]broker.QueueInfo, error) {
+func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []broker.QueueInfo, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}

@@ -15,15 +15,25 @@ import (
 // contendedRetry is the real-time pause before a waiting receive looks again
 // when ready messages exist but were all locked by other receives (SKIP
 // LOCKED returned none): they are being claimed and will be gone or leased
-// within a transaction's time.
+// within a transaction's time. It doubles with each look in a row that
+// finds the queue so, up to maxContendedRetry: under load a claim holds its
+// rows for milliseconds, and every look costs three statements (a fixed
+// 2 ms made each message's losing receives look ten times and more). A
+// wake-up (a send, a lease change on this broker) still ends the pause.
 const contendedRetry = 2 * time.Millisecond
+
+// maxContendedRetry bounds contendedRetry's doubling.
+const maxContendedRetry = 64 * time.Millisecond
 
 // Receive implements broker.Backend.
 //
-// One attempt is a few statements, each its own short transaction: promote
-// (due delays and leases become ready; on a queue with a retry or redrive
-// policy ended leases are planned, see leases.go), the in-flight count for
-// the cap, and the claim. No transaction is open while the receive waits.
+// One attempt is two statements, each its own short transaction (two round
+// trips, TestReceiveRoundTrips): look reads the queue row, promotes its due
+// messages (due delays, and ended leases on a queue without a retry or
+// redrive policy), reads the in-flight count for the cap and the queues a
+// claim may move messages to; then the claim. On a queue with a policy
+// whose leases have ended, they are planned between the two (leases.go). No
+// transaction is open while the receive waits.
 // A paused queue is not attempted: the receive only waits, re-reading the
 // queue row at each wake-up (UpdateQueue wakes it on every broker).
 //
@@ -35,29 +45,47 @@ const contendedRetry = 2 * time.Millisecond
 // earlier) wakes it directly; one on another broker wakes it through
 // LISTEN/NOTIFY. Polling stays the source of truth: a lost notification
 // delays a receive by at most PollInterval.
-func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]broker.Delivery, error) {
+func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) (_ []broker.Delivery, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer b.life.Done()
-	q, err := b.getQueue(ctx, b.pool, req.Ref())
+	// The queue row is read by the statement that promotes its due
+	// messages (look): a paused queue's or an invalid request's promotion
+	// is harmless (a GetQueue does the same).
+	q, lk, err := b.look(ctx, req.Ref())
 	if err != nil {
 		return nil, err
 	}
 	plan, err := broker.PlanReceive(q.cfg, req)
 	if err != nil {
+		b.deadLettered(ctx, q, lk.moved) // look's planning moved them all the same
 		return nil, err
 	}
 	vis, attemptID := plan.Visibility, plan.AttemptID
 	if attemptID != "" {
 		if ds, ok, err := b.replayAttempt(ctx, q, attemptID); ok || err != nil {
+			b.deadLettered(ctx, q, lk.moved)
 			return ds, err
 		}
 	}
 	deadline := b.clock.Now().Add(plan.Wait)
-	w := b.waiters.add(q.id)
-	defer b.waiters.remove(q.id, w)
+	qid := q.id
+	w := b.waiters.add(qid)
+	// signalled: the receive was woken and has not looked since; if it
+	// ends so, another waiter gets the wake-up (wakeSome wakes only as many
+	// as there are new messages).
+	signalled := false
+	defer func() {
+		pending := signalled || len(w.ch) > 0
+		b.waiters.remove(qid, w)
+		if pending {
+			b.waiters.passOn(qid)
+		}
+	}()
 	var timer broker.Timer
+	contended := 0 // looks in a row that found only locked messages
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -73,14 +101,17 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			return nil, err
 		}
 		var ds []broker.Delivery
-		var moved []movedLetter
+		moved := lk.moved // by the planning of ended leases (look)
 		if !q.cfg.Paused {
 			// A paused queue delivers nothing: the receive waits as on an
 			// empty queue, and is woken when an UpdateQueue resumes it.
-			if ds, moved, err = b.attempt(ctx, q, req, plan, attemptID); err != nil {
+			var more []movedLetter
+			if ds, more, err = b.attempt(ctx, q, lk.inflight, lk.target(q), req, plan, attemptID); err != nil {
 				return nil, err
 			}
+			moved = append(moved, more...)
 		}
+		signalled = false
 		if len(moved) > 0 {
 			b.deadLettered(ctx, q, moved)
 		}
@@ -93,7 +124,11 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			return ds, nil
 		}
 		if len(moved) > 0 {
-			continue // the moved messages made room: look again at once
+			// The moved messages made room: look again at once.
+			if q, lk, err = b.relook(ctx, req.Ref(), q.id); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		now := b.clock.Now()
 		if !now.Before(deadline) {
@@ -108,13 +143,29 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		} else if wakeAt, real, err = b.nextWake(ctx, q, now, deadline); err != nil {
 			return nil, err
 		}
+		if real > 0 {
+			real <<= contended
+			if real >= maxContendedRetry {
+				real = maxContendedRetry
+			} else {
+				contended++
+			}
+		} else {
+			contended = 0
+		}
 		var fire <-chan time.Time
 		var rt *time.Timer
 		if real > 0 {
+			// The waiter sleeps as on its clock timer: a send may wake it,
+			// the commits of the claims it lost to do not (they leased the
+			// messages it saw).
+			if at := b.waiters.arm(w, now.Add(real)); at.Before(now.Add(real)) {
+				real = max(at.Sub(now), time.Millisecond)
+			}
 			rt = time.NewTimer(real)
 			fire = rt.C
 		} else {
-			b.waiters.arm(w, wakeAt)
+			wakeAt = b.waiters.arm(w, wakeAt)
 			// The timer counts from the clock's reading now, not from now
 			// above: the queries since may have taken long enough for a
 			// fake clock to move (a timer set for wakeAt-now from a later
@@ -128,6 +179,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		}
 		select {
 		case <-w.ch:
+			signalled = true
 		case <-fire:
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -138,16 +190,20 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			rt.Stop()
 		}
 		b.waiters.arm(w, time.Time{}) // wake on anything while attempting
-		// The queue may have been deleted (and re-created) or changed.
-		nq, err := b.getQueue(ctx, b.pool, req.Ref())
-		if err != nil {
+		if q, lk, err = b.relook(ctx, req.Ref(), q.id); err != nil {
 			return nil, err
 		}
-		if nq.id != q.id {
-			return nil, broker.QueueNotFoundError()
-		}
-		q = nq
 	}
+}
+
+// relook is look for a receive's next attempt at queue ref, whose id was
+// id: the queue may have been deleted (and re-created) or changed since.
+func (b *Backend) relook(ctx context.Context, ref broker.QueueRef, id int64) (queueRow, looked, error) {
+	q, lk, err := b.look(ctx, ref)
+	if err == nil && q.id != id {
+		err = broker.QueueNotFoundError()
+	}
+	return q, lk, err
 }
 
 // nextWake decides how a receive that found nothing waits: until wakeAt on
@@ -182,17 +238,18 @@ func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.T
 	return wakeAt, 0, nil
 }
 
-// attempt is one look of a receive at queue q: it promotes the queue's due
-// messages (and plans its ended leases), then claims up to plan.Max of them
-// under the in-flight cap. It returns the deliveries and the messages moved
-// to the dead-letter queue instead.
-func (b *Backend) attempt(ctx context.Context, q queueRow, req broker.ReceiveRequest, plan broker.ReceivePlan, attemptID string) ([]broker.Delivery, []movedLetter, error) {
-	if _, err := b.promote(ctx, q); err != nil {
-		return nil, nil, err
-	}
-	var inflight int64
-	if err := b.pool.QueryRow(ctx, "SELECT coalesce(sum(inflight), 0) FROM counts WHERE queue_id = $1", q.mid).Scan(&inflight); err != nil {
-		return nil, nil, dbErr("read counts", err)
+// attempt is one look of a receive at queue q, whose due messages look has
+// just promoted (and whose ended leases it planned), leaving inflight in
+// flight (-1: unknown): it claims up to plan.Max messages under the
+// in-flight cap, moving those past their attempts to to (claimTarget's
+// answer, read by look; FIFO queues read it in their claim's transaction). It returns the deliveries and the messages moved to the
+// dead-letter queue instead.
+func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to claimTo, req broker.ReceiveRequest, plan broker.ReceivePlan, attemptID string) ([]broker.Delivery, []movedLetter, error) {
+	if inflight < 0 && req.InFlightCap > 0 {
+		// expireLeases ran after the promotion's count: count again.
+		if err := b.pool.QueryRow(ctx, "SELECT coalesce(sum(inflight), 0) FROM counts WHERE queue_id = $1", q.mid).Scan(&inflight); err != nil {
+			return nil, nil, dbErr("read counts", err)
+		}
 	}
 	n, err := broker.ClaimRoom(q.name, q.cfg.Fifo, plan.Max, inflight, req.InFlightCap)
 	if err != nil || n == 0 {
@@ -205,10 +262,6 @@ func (b *Backend) attempt(ctx context.Context, q queueRow, req broker.ReceiveReq
 	// would leave it unknown whether leases were taken.
 	if q.cfg.Fifo {
 		return b.claimFifo(context.WithoutCancel(ctx), q, n, plan.Visibility, attemptID)
-	}
-	to, err := b.claimTarget(ctx, b.pool, q)
-	if err != nil {
-		return nil, nil, err
 	}
 	return b.claim(context.WithoutCancel(ctx), b.pool, q, to, n, plan.Visibility, nil, "")
 }
@@ -539,7 +592,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 			if id < 0 {
 				continue
 			}
-			d.Receipt = broker.Receipt{QueueID: uint64(q.id), Key: uint64(id), Lease: uint64(lease)}.Encode()
+			d.Receipt = b.receipts.Encode(broker.Receipt{QueueID: uint64(q.id), Key: uint64(id), Lease: uint64(lease)})
 			out = append(out, d)
 		}
 		return rows.Err()

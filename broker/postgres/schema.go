@@ -264,6 +264,14 @@ CREATE TABLE cursors (
 ALTER TABLE move_tasks ADD COLUMN edit jsonb;
 ALTER TABLE move_tasks ADD COLUMN skipped bigint NOT NULL DEFAULT 0;
 `,
+	// 9: the receipt key (issue 12, broker.ReceiptCodec): one row, inserted
+	// by the first broker that opens the schema (receiptkey.go).
+	`
+CREATE TABLE receipt_keys (
+	id  integer PRIMARY KEY CHECK (id = 1),
+	key bytea NOT NULL CHECK (length(key) = 32)
+);
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

@@ -22,7 +22,8 @@ const browseChunk = 500
 // reading. The cursor is the last examined row id, as a decimal string. A
 // page examines at most broker.BrowseScanLimit rows: a filter that matches
 // little returns a short page and a cursor to go on from.
-func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.BrowseRequest) (broker.BrowsePage, error) {
+func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.BrowseRequest) (_ broker.BrowsePage, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return broker.BrowsePage{}, err
 	}
@@ -109,7 +110,8 @@ var messageIDRe = regexp.MustCompile(`^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]
 // invalidating the FIFO receive attempts that returned them (a FIFO group
 // an in-flight one held is free: the lock is derived from the rows). An id
 // that is not a UUID names no message.
-func (b *Backend) DeleteMessages(ctx context.Context, name broker.QueueRef, ids []string) ([]bool, error) {
+func (b *Backend) DeleteMessages(ctx context.Context, name broker.QueueRef, ids []string) (_ []bool, err error) {
+	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}

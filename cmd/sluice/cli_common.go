@@ -34,8 +34,12 @@ type cli struct {
 	stdout, stderr io.Writer
 	fs             *flag.FlagSet
 	url            string
+	caFile         string // --ca-file: a private CA for an https --url (cli_tls.go)
 	json           bool
 	c              *sclient.Client
+	// key is the access key (cli_auth.go); env reads the environment.
+	key cliKey
+	env func(string) string
 }
 
 // cmdSpec describes a client command for its --help.
@@ -49,7 +53,7 @@ type cmdSpec struct {
 // newCLI makes a command's flag set with the shared flags; the command adds
 // its own before calling parse.
 func newCLI(ctx context.Context, spec cmdSpec, env func(string) string, stdout, stderr io.Writer) *cli {
-	c := &cli{ctx: ctx, name: spec.name, stdout: stdout, stderr: stderr}
+	c := &cli{ctx: ctx, name: spec.name, stdout: stdout, stderr: stderr, env: env}
 	c.fs = flag.NewFlagSet("sluice "+spec.name, flag.ContinueOnError)
 	c.fs.SetOutput(stderr)
 	def := defaultURL
@@ -58,6 +62,8 @@ func newCLI(ctx context.Context, spec cmdSpec, env func(string) string, stdout, 
 	}
 	c.fs.StringVar(&c.url, "url", def, "the broker's base URL (env SLUICE_URL)")
 	c.fs.BoolVar(&c.json, "json", false, "print JSON (for scripts) instead of tables")
+	c.key.add(c.fs)
+	c.fs.StringVar(&c.caFile, "ca-file", env("SLUICE_CA_FILE"), "PEM file of the certificate authority that signed an https broker's certificate, besides the system's (env SLUICE_CA_FILE)")
 	c.fs.Usage = func() {
 		w := c.fs.Output()
 		fmt.Fprintf(w, "usage: sluice %s [flags] %s\n\n%s\n", spec.name, spec.args, spec.summary)
@@ -106,7 +112,18 @@ func (c *cli) parse(args []string, min, max int) (pos []string, code int, ok boo
 		fmt.Fprintf(c.stderr, "sluice %s: takes %s argument(s), got %d; see sluice %s --help\n", c.name, want, len(pos), c.name)
 		return nil, 2, false
 	}
-	cl, err := sclient.New(c.url)
+	opts, err := c.tlsOptions()
+	if err != nil {
+		fmt.Fprintf(c.stderr, "sluice %s: %v\n", c.name, err)
+		return nil, 2, false
+	}
+	if o, err := c.key.option(c.env); err != nil {
+		fmt.Fprintf(c.stderr, "sluice %s: %v\n", c.name, err)
+		return nil, 2, false
+	} else if o != nil {
+		opts = append(opts, o)
+	}
+	cl, err := sclient.New(c.url, opts...)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "sluice %s: --url %q is not a broker URL: give one like %s (flag --url or env SLUICE_URL)\n", c.name, c.url, defaultURL)
 		return nil, 2, false
@@ -167,8 +184,14 @@ func (c *cli) hint(err error) string {
 		return "the broker does not offer this: upgrade it, or check that --url names a Sluice broker."
 	case errors.Is(err, sclient.ErrUnavailable), errors.Is(err, sclient.ErrThrottled), errors.Is(err, sclient.ErrOverLimit):
 		return "the broker is busy or shutting down: retry in a moment."
+	case errors.Is(err, sclient.ErrUnauthenticated):
+		return "the broker has access keys: give one with --access-key and --secret-key, or SLUICE_TOKEN=ID:SECRET (docs/security.md)."
+	case errors.Is(err, sclient.ErrAccessDenied):
+		return "this key's allow list (in the broker's keys file) does not include this command: use another key."
 	case errors.Is(err, sclient.ErrInternal):
 		return "the broker's log has the details."
+	case untrustedCert(err):
+		return "the broker's certificate is not signed by an authority this machine trusts: give the one that signed it with --ca-file (or SLUICE_CA_FILE)."
 	case errors.As(err, &ue), errors.As(err, &ne):
 		return fmt.Sprintf("cannot reach the broker at %s: is `sluice serve` running? set --url or SLUICE_URL.", c.url)
 	}

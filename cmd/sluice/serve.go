@@ -37,10 +37,20 @@ type serveFlags struct {
 	// dashboard and of GET /v1/stats.
 	dashboard  bool
 	thresholds live.Thresholds
+	// auth: the keys file and --insecure-no-auth (serve_auth.go).
+	auth authFlags
+	// allowedHosts are the extra names the broker answers to (the browser
+	// guard); tlsCert and tlsKey turn HTTPS on (serve_tls.go).
+	allowedHosts    hostsFlag
+	tlsCert, tlsKey string
+	// diskReserve is embedded.Config.DiskReserve (--disk-reserve).
+	diskReserve int64
+	// backupDir is broker.Options.BackupDir (--backup-dir).
+	backupDir string
 }
 
-// hostsFlag is --webhook-allow-host: repeatable, each value a host or a
-// comma-separated list of hosts. Values from the environment are replaced,
+// hostsFlag is --webhook-allow-host and --allowed-host: repeatable, each
+// value a host or a comma-separated list of hosts. Values from the environment are replaced,
 // not extended, by the first one given on the command line.
 type hostsFlag struct {
 	hosts   []string
@@ -110,6 +120,10 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	}
 	fs.Var(&f.webhookHosts, "webhook-allow-host",
 		"a host dead-letter webhooks may call: host (ports 80 and 443) or host:port; repeat it or give a comma-separated list (env SLUICE_WEBHOOK_ALLOW_HOSTS)")
+	var diskReserve string
+	str(&diskReserve, "disk-reserve", "SLUICE_DISK_RESERVE", "auto",
+		"free space on the data directory's disk below which sends are refused (503, retried by clients): auto = max(64MiB, 2% of the disk), a size such as 256MiB, or off")
+	str(&f.backupDir, "backup-dir", "SLUICE_BACKUP_DIR", "", "directory under which POST /v1/backups (sluice backup) writes online copies of the embedded store; empty: backups are refused")
 	var healthDepth, healthAge, healthDead string
 	str(&healthDepth, "health-depth", "SLUICE_HEALTH_DEPTH", "1000,10000", "queue depth (visible + in flight + delayed) at which a queue's health is warning, then critical; 0 turns one off")
 	str(&healthAge, "health-age", "SLUICE_HEALTH_AGE", "1m,5m", "age of a queue's oldest message at which its health is warning, then critical; 0 turns one off")
@@ -123,8 +137,16 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 		dashDef = b
 	}
 	fs.BoolVar(&f.dashboard, "dashboard", dashDef, "serve the web dashboard at /ui/ (env SLUICE_DASHBOARD); the live statistics under /v1/ are served either way")
+	if err := f.auth.add(fs, env); err != nil {
+		return f, err
+	}
+	addSecurityFlags(fs, &f, env, str)
 	if err := fs.Parse(args); err != nil {
 		return f, err
+	}
+	var err error
+	if f.diskReserve, err = embedded.ParseDiskReserve(diskReserve); err != nil {
+		return f, fmt.Errorf("--disk-reserve: %v", err)
 	}
 	f.thresholds = live.DefaultThresholds()
 	if err := f.thresholds.ParseDepthThresholds(healthDepth); err != nil {
@@ -158,6 +180,9 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	}
 	if f.webhookSecret == "" && len(f.webhookHosts.hosts) > 0 {
 		return f, errors.New("--webhook-allow-host needs --webhook-secret (or SLUICE_WEBHOOK_SECRET): webhook calls are always signed")
+	}
+	if err := checkSecurityFlags(f); err != nil {
+		return f, err
 	}
 	if f.webhookSecret != "" {
 		if err := f.webhooks().Validate(); err != nil {
@@ -215,9 +240,21 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.AccountID, cfg.Region, cfg.Logger = f.addr, f.account, f.region, log
 	cfg.ShutdownTimeout = f.shutdownTimeout
+	if cfg.Keys, err = f.auth.load(); err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
+	}
+	cfg.InsecureNoAuth = f.auth.insecureNoAuth
+	f.applySecurity(&cfg)
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
+	}
+	if cfg.Keys != nil {
+		log.Info("authentication on", "keys_file", cfg.Keys.Path(), "keys", cfg.Keys.Len())
+		defer reloadKeysOnHUP(ctx, cfg.Keys, log)()
+	} else if cfg.InsecureNoAuth {
+		log.Warn("authentication off, and --insecure-no-auth allows any --addr: anyone who reaches the port can do anything")
 	}
 
 	m := metrics.New()
@@ -230,7 +267,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		return 2
 	}
 	cfg.Live, cfg.Dashboard = lv, f.dashboard
-	opts := broker.Options{Logger: log, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge, Observer: broker.Observers(m, lv)}
+	opts := broker.Options{Logger: log, AccountID: f.account, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge, Observer: broker.Observers(m, lv), BackupDir: f.backupDir}
 	if wc := f.webhooks(); wc != nil {
 		// The front refuses a DeadLetterWebhook of another host; the
 		// dispatcher (started by the server) calls only these.
@@ -252,7 +289,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 			return 1
 		}
 	} else {
-		backend, err = embedded.Open(embedded.Config{Dir: f.data, Options: opts})
+		backend, err = embedded.Open(embedded.Config{Dir: f.data, DiskReserve: f.diskReserve, Options: opts})
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: open data directory %s: %v\n", f.data, err)
@@ -276,6 +313,9 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	if err == nil {
 		err = srv.Start(ctx)
 	}
+	if err == nil && cfg.TLSCertFile != "" {
+		defer reloadTLSOnHangup(srv)()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		closeBackend(backend, log)
@@ -283,6 +323,10 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	}
 	// Tests and scripts parse this line for the address (port 0 picks one).
 	fmt.Fprintf(stdout, "sluice listening on %s\n", srv.Addr())
+
+	releaseCtx, stopRelease := context.WithCancel(ctx)
+	defer stopRelease()
+	go releaseMemory(releaseCtx, memoryReleaseInterval) // memory.go
 
 	code := 0
 	serveErr := make(chan error, 1)

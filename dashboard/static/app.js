@@ -52,15 +52,27 @@ function fmtTime(t) {
 }
 const qpath = (name) => "/v1/queues/" + encodeURIComponent(name);
 
+// csrfToken is the token the broker set in the sluice_csrf cookie when it
+// served this page; the broker refuses a state-changing call from a browser
+// that does not echo it in the X-Sluice-CSRF header.
+function csrfToken() {
+  for (const part of document.cookie.split(";")) {
+    const [k, v] = part.trim().split("=");
+    if (k === "sluice_csrf") return v || "";
+  }
+  return "";
+}
+
 // api calls the native API and answers its JSON (null for 204). An error
 // answer ({"code","message"}) throws an Error carrying both.
 async function api(method, path, body) {
   const init = { method, headers: {} };
+  if (method !== "GET" && method !== "HEAD") init.headers["X-Sluice-CSRF"] = csrfToken();
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const res = await fetch(path, init);
+  const res = await authFetch(path, init);
   if (res.status === 204) return null;
   const text = await res.text();
   let data = null;
@@ -74,6 +86,45 @@ async function api(method, path, body) {
   return data;
 }
 
+// ---------- access key ----------
+
+// When the broker has access keys, the API answers 401: the page asks for
+// a key id and secret (the #login dialog), keeps them for this tab in
+// sessionStorage, and sends them as "Authorization: Bearer ID:SECRET". A
+// broker without keys never answers 401, so the page opens directly.
+const keyStore = "sluice_key";
+
+function accessKey() {
+  try { return sessionStorage.getItem(keyStore) || ""; } catch (e) { return ""; }
+}
+
+// authFetch is fetch with the tab's key; a 401 opens the key dialog.
+async function authFetch(path, init) {
+  const key = accessKey();
+  if (key) init.headers = Object.assign({}, init.headers, { Authorization: "Bearer " + key });
+  const res = await fetch(path, init);
+  if (res.status === 401) askForKey(key ? "The broker refused this key." : "");
+  return res;
+}
+
+// askForKey opens the key dialog once; a key given reloads the page with it.
+function askForKey(message) {
+  const dlg = document.getElementById("login");
+  if (!dlg || dlg.open) return;
+  setText(document.getElementById("login-error"), message);
+  try { sessionStorage.removeItem(keyStore); } catch (e) { /* storage off: asked again */ }
+  setConn("down", "access key needed");
+  dlg.addEventListener("close", () => {
+    const id = document.getElementById("login-id").value.trim();
+    const secret = document.getElementById("login-secret").value;
+    if (!id || !secret) return;
+    try { sessionStorage.setItem(keyStore, id + ":" + secret); } catch (e) { /* keeps asking */ }
+    location.reload();
+  }, { once: true });
+  dlg.showModal();
+  document.getElementById("login-id").focus();
+}
+
 let toastTimer = 0;
 function toast(msg, isError) {
   const el = document.getElementById("toast");
@@ -84,16 +135,29 @@ function toast(msg, isError) {
 }
 
 // confirmAction opens the in-page dialog and resolves true when the user
-// confirms.
+// confirms. The browser delivers a dialog's close event later, as a task:
+// when the dialog is asked again before that (Cancel, then at once Delete
+// again), the earlier showing is answered here from its returnValue, and
+// its close event, arriving while the dialog is open for the new question,
+// is not taken for the new answer.
+let settleConfirm = null;
 function confirmAction(title, text, okLabel) {
   const dlg = document.getElementById("confirm");
+  if (settleConfirm) settleConfirm();
   setText(document.getElementById("confirm-title"), title);
   setText(document.getElementById("confirm-text"), text);
   setText(document.getElementById("confirm-ok"), okLabel || "Confirm");
   dlg.returnValue = "";
   return new Promise((resolve) => {
-    dlg.addEventListener("close", () => resolve(dlg.returnValue === "ok"), { once: true });
-    dlg.showModal();
+    const settle = () => {
+      dlg.removeEventListener("close", onClose);
+      if (settleConfirm === settle) settleConfirm = null;
+      resolve(!dlg.open && dlg.returnValue === "ok");
+    };
+    const onClose = () => { if (!dlg.open) settle(); };
+    settleConfirm = settle;
+    dlg.addEventListener("close", onClose);
+    if (!dlg.open) dlg.showModal();
     document.getElementById("confirm-cancel").focus();
   });
 }
@@ -121,7 +185,8 @@ class Live {
     this.start();
   }
   start() {
-    if (typeof EventSource === "undefined") return this.poll();
+    // EventSource cannot send a key: with one, poll (GET /v1/stats).
+    if (typeof EventSource === "undefined" || accessKey()) return this.poll();
     const url = "/v1/events" + (this.queue ? "?queue=" + encodeURIComponent(this.queue) : "");
     const es = new EventSource(url);
     this.es = es;

@@ -1,0 +1,238 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+)
+
+// The access rule: which account's queue a request names, and whether the
+// caller may act on it. Every front method that names a queue resolves it
+// here (Broker.resolve), so the rule and its error texts live once.
+//
+//   - The caller's account is Caller.Account when the server authenticated
+//     the request (Caller.Authenticated), else the broker's own account
+//     (Options.AccountID): without authentication everything acts as the
+//     broker's own account, as before accounts came.
+//   - The owner is the account the request names (WithQueueOwner: a queue
+//     URL's account segment, GetQueueUrl's QueueOwnerAWSAccountId, a move
+//     task's ARN); none names the caller's own account.
+//   - A caller acts freely on its own account's queues. The broker's own
+//     account stores its queues under QueueRef.Account ""; every other
+//     account is a separate namespace, QueueRef{Account: id}, so the same
+//     name in two accounts is two queues.
+//   - On another account's queue an authenticated caller may do only what
+//     the queue's Policy grants its account (PolicyAllows: statements of
+//     AddPermission's shape), and only the actions AWS lets another account
+//     have (CrossAccountAction); the rest (SetQueueAttributes, DeleteQueue,
+//     AddPermission, RemovePermission, tags, move tasks, and Sluice's own
+//     controls) are the owner's. A refusal is AccessDeniedError, or for
+//     GetQueueUrl QueueDoesNotExist, as AWS answers: a queue another account
+//     may not touch and a queue that does not exist look the same.
+//   - An unauthenticated request naming another account names no queue here
+//     (OtherAccountError), as before accounts came.
+//
+// The own-account path reads nothing from the store; only a cross-account
+// request reads the queue's Policy first (one GetQueue). A grant is checked
+// when the request starts: a RemovePermission racing a request in flight
+// does not stop it.
+
+// Action is an SQS action name, as a queue policy grants it.
+type Action string
+
+// The actions the access rule tells apart. The batch forms share their
+// single form's action (AWS: granting SendMessage grants SendMessageBatch).
+const (
+	ActionSendMessage                Action = "SendMessage"
+	ActionReceiveMessage             Action = "ReceiveMessage"
+	ActionDeleteMessage              Action = "DeleteMessage"
+	ActionChangeMessageVisibility    Action = "ChangeMessageVisibility"
+	ActionGetQueueAttributes         Action = "GetQueueAttributes"
+	ActionGetQueueURL                Action = "GetQueueUrl"
+	ActionListDeadLetterSourceQueues Action = "ListDeadLetterSourceQueues"
+	ActionPurgeQueue                 Action = "PurgeQueue"
+	// The owner's only.
+	ActionCreateQueue        Action = "CreateQueue"
+	ActionDeleteQueue        Action = "DeleteQueue"
+	ActionSetQueueAttributes Action = "SetQueueAttributes"
+	ActionListQueueTags      Action = "ListQueueTags"
+	ActionTagQueue           Action = "TagQueue"
+	ActionUntagQueue         Action = "UntagQueue"
+	ActionAddPermission      Action = "AddPermission"
+	ActionRemovePermission   Action = "RemovePermission"
+	ActionStartMoveTask      Action = "StartMessageMoveTask"
+	ActionListMoveTasks      Action = "ListMessageMoveTasks"
+	ActionCancelMoveTask     Action = "CancelMessageMoveTask"
+	// Sluice's own controls (the native API): the owner's only.
+	ActionBrowse         Action = "Browse"
+	ActionDeleteMessages Action = "DeleteMessages"
+)
+
+// crossAccountActions are the actions another account may be granted. AWS
+// documents the others (AddPermission, CancelMessageMoveTask, CreateQueue,
+// DeleteQueue, ListMessageMoveTasks, ListQueues, ListQueueTags,
+// RemovePermission, SetQueueAttributes, StartMessageMoveTask, TagQueue,
+// UntagQueue) as ones cross-account permissions do not apply to.
+var crossAccountActions = map[Action]bool{
+	ActionSendMessage: true, ActionReceiveMessage: true, ActionDeleteMessage: true,
+	ActionChangeMessageVisibility: true, ActionGetQueueAttributes: true, ActionGetQueueURL: true,
+	ActionListDeadLetterSourceQueues: true, ActionPurgeQueue: true,
+}
+
+// CrossAccountAction reports whether a queue policy can grant act to
+// another account than the queue's owner.
+func CrossAccountAction(act Action) bool { return crossAccountActions[act] }
+
+type ownerKey struct{}
+
+// WithQueueOwner returns ctx naming account as the owner of the queue the
+// request names: the account segment of its queue URL or ARN, or GetQueueUrl's
+// QueueOwnerAWSAccountId. "" (or no call) names the caller's own account. An
+// API sets it; the front decides what it allows (Broker.resolve).
+func WithQueueOwner(ctx context.Context, account string) context.Context {
+	if account == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, ownerKey{}, account)
+}
+
+// QueueOwnerFrom returns the owner account ctx names ("" for none).
+func QueueOwnerFrom(ctx context.Context) string {
+	a, _ := ctx.Value(ownerKey{}).(string)
+	return a
+}
+
+// accountID holds the broker's own account id (Options.AccountID, or what
+// ServeAccount set).
+type accountID struct{ v atomic.Pointer[string] }
+
+func (a *accountID) get() string {
+	if p := a.v.Load(); p != nil {
+		return *p
+	}
+	return DefaultAccountID
+}
+
+func (a *accountID) set(id string) { a.v.Store(&id) }
+
+// AccountID returns the broker's own account id: the account whose queues
+// are stored under QueueRef.Account "" and the one unauthenticated requests
+// act as.
+func (b *Broker) AccountID() string { return b.account.get() }
+
+// ServeAccount makes id the broker's own account id, for a server whose
+// configured account (the one in its queue URLs) differs from
+// Options.AccountID; call it before serving. It refuses an id that
+// Options.Validate would refuse.
+func (b *Broker) ServeAccount(id string) error {
+	if err := validateAccountID(id); err != nil {
+		return err
+	}
+	b.account.set(id)
+	return nil
+}
+
+// CallerAccount returns the account ctx's caller acts as: its Account when
+// authenticated, else the broker's own.
+func (b *Broker) CallerAccount(ctx context.Context) string {
+	if c := CallerFrom(ctx); c.Authenticated {
+		return c.Account
+	}
+	return b.AccountID()
+}
+
+// OwnAccountOnly returns nil when ctx's caller acts as the broker's own
+// account (CallerAccount: unauthenticated, or a key of that account), else
+// an ErrAccessDenied error naming what, the broker-wide thing refused. What
+// spans every account's queues or only the broker's own (a backup of the
+// whole store, the dashboard's live statistics) is that account's only.
+func (b *Broker) OwnAccountOnly(ctx context.Context, what string) error {
+	if mine, own := b.CallerAccount(ctx), b.AccountID(); mine != own {
+		return Errorf(ErrAccessDenied, "Only the broker's own account (%s) may %s; the request's key is of account %s.", own, what, mine)
+	}
+	return nil
+}
+
+// OwnerAccount returns the account id that owns q (q.Account "" is the
+// broker's own account), for queue URLs and ARNs.
+func (b *Broker) OwnerAccount(q Queue) string {
+	if q.Account == "" {
+		return b.AccountID()
+	}
+	return q.Account
+}
+
+// refIn names queue name of account (the broker's own account is "").
+func (b *Broker) refIn(account, name string) QueueRef {
+	if account == b.AccountID() {
+		return QueueRef{Name: name}
+	}
+	return QueueRef{Account: account, Name: name}
+}
+
+// resolve is the access rule (see the top of this file): the queue that
+// name means for ctx's caller and owner, or why the caller may not act on
+// it with act.
+func (b *Broker) resolve(ctx context.Context, act Action, name string) (QueueRef, error) {
+	c := CallerFrom(ctx)
+	mine := b.AccountID()
+	if c.Authenticated {
+		mine = c.Account
+	}
+	owner := QueueOwnerFrom(ctx)
+	if owner == "" || owner == mine {
+		return b.refIn(mine, name), nil
+	}
+	if !c.Authenticated {
+		return QueueRef{}, OtherAccountError(owner, b.AccountID())
+	}
+	deny := func() error {
+		if act == ActionGetQueueURL {
+			return Errorf(ErrQueueDoesNotExist, "The specified queue does not exist or you do not have access to it.")
+		}
+		return AccessDeniedError(owner, name, act)
+	}
+	if !CrossAccountAction(act) {
+		return QueueRef{}, deny()
+	}
+	ref := b.refIn(owner, name)
+	q, err := b.backend.GetQueue(ctx, ref)
+	switch {
+	case errors.Is(err, ErrQueueDoesNotExist):
+		return QueueRef{}, deny()
+	case err != nil:
+		return QueueRef{}, err
+	case !PolicyAllows(q.Config.Policy, mine, act):
+		return QueueRef{}, deny()
+	}
+	return ref, nil
+}
+
+// accountOf returns the account id that owns ref.
+func (b *Broker) accountOf(ref QueueRef) string {
+	if ref.Account == "" {
+		return b.AccountID()
+	}
+	return ref.Account
+}
+
+// arnAccount returns the account segment of an ARN ("" when it has none).
+func arnAccount(arn string) string {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 {
+		return ""
+	}
+	return parts[4]
+}
+
+// webhookAccount refuses a DeadLetterWebhook (raw, "" for none) on a queue
+// of another account than the broker's own: the webhook dispatcher and its
+// outbox know queues by name in the broker's own account only, so another
+// account's events would reach the wrong queue's webhook.
+func webhookAccount(ref QueueRef, raw string) error {
+	if raw == "" || ref.Account == "" {
+		return nil
+	}
+	return Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter DeadLetterWebhook. Reason: dead-letter webhooks are served for the broker's own account's queues only, not for account %s.", ref.Account)
+}

@@ -1,0 +1,52 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+)
+
+// Backuper is the optional capability of a backend that copies its store
+// online (the embedded backend; PostgreSQL has its own tools).
+type Backuper interface {
+	// Backup writes a consistent copy of the store, holding every change
+	// acknowledged before the call, into the new directory dir.
+	Backup(ctx context.Context, dir string) error
+}
+
+// backupName is what a backup's name may be: it names a directory under
+// Options.BackupDir.
+var backupName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$`)
+
+// Backup writes an online backup of the store into the directory name
+// under Options.BackupDir, and returns its path. It is refused when
+// BackupDir is not set (ErrUnsupportedOperation), when the backend cannot
+// (ErrUnsupportedOperation), for a bad name (ErrInvalidParameterValue),
+// when a backup of that name exists (ErrConflict), and for a caller of
+// another account than the broker's own (ErrAccessDenied: a backup holds
+// every account's queues).
+func (b *Broker) Backup(ctx context.Context, name string) (string, error) {
+	if err := b.OwnAccountOnly(ctx, "take a backup of the store"); err != nil {
+		return "", err
+	}
+	if b.opts.BackupDir == "" {
+		return "", Errorf(ErrUnsupportedOperation, "Backups are off: start the broker with --backup-dir (or SLUICE_BACKUP_DIR) to name where they go.")
+	}
+	bk, ok := b.backend.(Backuper)
+	if !ok {
+		return "", Errorf(ErrUnsupportedOperation, "This broker's store cannot take backups (the PostgreSQL store is backed up with PostgreSQL's own tools).")
+	}
+	if !backupName.MatchString(name) {
+		return "", invalidParam(name, "name", "a backup name is 1 to 80 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+	}
+	dir := filepath.Join(b.opts.BackupDir, name)
+	if err := bk.Backup(ctx, dir); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", Errorf(ErrConflict, "A backup named %s exists already.", name)
+		}
+		return "", err
+	}
+	return dir, nil
+}

@@ -1,0 +1,50 @@
+package embedded
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The data directory's format version, a record of its own:
+//
+//	0x01 "fmt"   format version (uint64)
+//
+// Version 1 is the format before the record existed (a directory without
+// it); version 2 adds damage records (damage.go). Open upgrades an older
+// directory by writing the record (recover rewrites version-1 metadata
+// records as it reads them), and refuses a directory of a newer version:
+// it was written by a newer Sluice, whose records this one may misread.
+// A downgrade is not supported.
+const (
+	formatImplicit = 1 // a directory with no format record
+	formatCurrent  = 2
+)
+
+var keyFormat = []byte{pfxCounter, 'f', 'm', 't'}
+
+// ErrNewerFormat: the data directory was written by a newer Sluice.
+var ErrNewerFormat = fmt.Errorf("the data directory was written by a newer version of Sluice")
+
+// checkFormat reads the directory's format version, refuses a newer one, and
+// writes the current one when it is older or absent. It runs in Open before
+// recover.
+func (b *Backend) checkFormat() error {
+	v, err := b.getU64(keyFormat)
+	if err != nil {
+		return fmt.Errorf("embedded: read the format version: %w", err)
+	}
+	if v == 0 {
+		v = formatImplicit
+	}
+	switch {
+	case v > formatCurrent:
+		return fmt.Errorf("embedded: %s: %w (format %d; this one reads formats up to %d): run the newer version, or restore a backup", b.dir, ErrNewerFormat, v, formatCurrent)
+	case v < formatCurrent:
+		if err := b.db.Set(keyFormat, u64Bytes(formatCurrent), pebble.Sync); err != nil {
+			return fmt.Errorf("embedded: write the format version: %w", err)
+		}
+		b.log.Info("data directory upgraded", "dir", b.dir, "from_format", v, "to_format", formatCurrent)
+	}
+	return nil
+}

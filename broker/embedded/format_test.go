@@ -1,0 +1,85 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// writeFormat1 writes, with Pebble alone, a data directory as the previous
+// format left it: no format record, a queue record, and one message with a
+// version-1 metadata record.
+func writeFormat1(t *testing.T, dir string) {
+	t.Helper()
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := queueRecord{ID: 7, Name: "old", Config: broker.DefaultQueueConfig(false), CreatedAt: t0, ModifiedAt: t0}
+	meta := []byte{metaV1, byte(stateReady)}
+	meta = binary.AppendVarint(meta, t0.UnixNano()) // visibleAt
+	meta = binary.AppendUvarint(meta, 0)            // lease
+	meta = binary.AppendUvarint(meta, 0)            // receiveCount
+	meta = binary.AppendVarint(meta, 0)             // firstReceiveAt
+	meta = binary.AppendVarint(meta, t0.UnixNano()) // sentAt
+	meta = binary.AppendVarint(meta, 0)             // priority
+	meta = binary.AppendUvarint(meta, 0)            // seq
+	meta = binary.AppendUvarint(meta, 5)            // size
+	meta = appendStr(appendStr(appendStr(meta, ""), ""), "")
+	body := encodeBody("id-from-format-1", &broker.SendEntry{Body: "hello"})
+	b := db.NewBatch()
+	_ = b.Set(keyNextQueueID, u64Bytes(8), nil)
+	_ = b.Set(keyKeyCeiling, u64Bytes(1<<16), nil)
+	_ = b.Set(queueKey(rec.ref()), rec.encode(), nil)
+	_ = b.Set(msgKey(7, kindMeta, 3), meta, nil)
+	_ = b.Set(msgKey(7, kindBody, 3), body, nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenPreviousFormat: a directory written in the previous format (no
+// format record, version-1 metadata) opens, serves its message, and is
+// marked with the current format.
+func TestOpenPreviousFormat(t *testing.T) {
+	t.Parallel()
+	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: t.TempDir()}
+	writeFormat1(t, e.dir)
+	e.open()
+	t.Cleanup(func() { _ = e.be.Close() })
+	ds := e.receive("old", 10, time.Minute)
+	if len(ds) != 1 || ds[0].Body != "hello" || ds[0].ID != "id-from-format-1" {
+		t.Fatalf("received %+v, want the format-1 message", ds)
+	}
+	if v, err := e.be.getU64(keyFormat); err != nil || v != formatCurrent {
+		t.Fatalf("format record %d, %v; want %d", v, err, formatCurrent)
+	}
+	e.restart()
+	e.wantStats("old", broker.QueueStats{InFlight: 1})
+}
+
+// TestOpenRefusesNewerFormat: a directory of a newer format is refused with
+// ErrNewerFormat, and left as it was.
+func TestOpenRefusesNewerFormat(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Set(keyFormat, u64Bytes(formatCurrent+1), pebble.Sync)
+	_ = db.Close()
+	_, err = Open(Config{Dir: dir, Options: broker.Options{Logger: testLogger(t)}})
+	if !errors.Is(err, ErrNewerFormat) {
+		t.Fatalf("open a newer format: %v, want ErrNewerFormat", err)
+	}
+	t.Logf("refusal: %v", err)
+}

@@ -1,0 +1,111 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// freeSpaceFS is an in-memory file system whose free space the test sets.
+type freeSpaceFS struct {
+	vfs.FS
+	free, total atomic.Uint64
+}
+
+func (f *freeSpaceFS) GetDiskUsage(string) (vfs.DiskUsage, error) {
+	free, total := f.free.Load(), f.total.Load()
+	return vfs.DiskUsage{AvailBytes: free, TotalBytes: total, UsedBytes: total - free}, nil
+}
+
+// TestDiskReserve: below the reserve a send is refused with ErrStoreFull
+// (nothing stored), while receives, visibility changes and deletes go on;
+// sends resume by themselves when space returns.
+func TestDiskReserve(t *testing.T) {
+	fs := &freeSpaceFS{FS: vfs.NewMem()}
+	fs.total.Store(10 << 30)
+	fs.free.Store(5 << 30)
+	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: "/data", fs: fs}
+	e.open() // DiskReserveAuto: 2 % of 10 GiB = 204.8 MiB
+	t.Cleanup(func() { _ = e.be.Close() })
+	ctx := context.Background()
+	e.createQueue("q", nil)
+	e.send("q", "a", "b", "c")
+
+	fs.free.Store(200 << 20)
+	_, err := e.b.Send(ctx, "q", []broker.SendEntry{{ID: "x", Body: "refused"}})
+	if !errors.Is(err, broker.ErrStoreFull) {
+		t.Fatalf("send below the reserve: err %v, want ErrStoreFull", err)
+	}
+	t.Logf("refusal: %v", err)
+	e.wantStats("q", broker.QueueStats{Visible: 3})
+
+	ds := e.receive("q", 3, time.Minute)
+	if len(ds) != 3 {
+		t.Fatalf("receive on a full disk: %d messages, want 3", len(ds))
+	}
+	if _, err := e.b.ChangeVisibility(ctx, "q", []broker.VisibilityEntry{{ID: "v", Receipt: ds[0].Receipt, Timeout: 0}}); err != nil {
+		t.Fatalf("change visibility on a full disk: %v", err)
+	}
+	errs, err := e.b.Delete(ctx, "q", []broker.DeleteEntry{{ID: "d1", Receipt: ds[1].Receipt}, {ID: "d2", Receipt: ds[2].Receipt}})
+	if err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("delete on a full disk: %v %v", err, errs)
+	}
+
+	fs.free.Store(300 << 20)
+	e.send("q", "d")
+	e.wantStats("q", broker.QueueStats{Visible: 2})
+}
+
+// TestDiskReserveValues: explicit and special reserves, and the flag's syntax.
+func TestDiskReserveValues(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+	}{
+		{"auto", DiskReserveAuto}, {"", DiskReserveAuto}, {"off", DiskReserveOff}, {"0", DiskReserveOff},
+		{"64MiB", 64 << 20}, {"1.5GiB", 3 << 29}, {"100mb", 100e6}, {"4096", 4096}, {"8m", 8 << 20},
+	} {
+		got, err := ParseDiskReserve(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("ParseDiskReserve(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"lots", "-5MiB", "12XB"} {
+		if _, err := ParseDiskReserve(bad); err == nil {
+			t.Errorf("ParseDiskReserve(%q): no error", bad)
+		}
+	}
+	if got := autoReserve(48 << 20); got != 12<<20 {
+		t.Errorf("auto reserve of 48 MiB = %d, want a quarter", got)
+	}
+	if got := autoReserve(1 << 40); got != (1<<40)/50 {
+		t.Errorf("auto reserve of 1 TiB = %d, want 2 %%", got)
+	}
+
+	fs := &freeSpaceFS{FS: vfs.NewMem()}
+	fs.total.Store(1 << 30)
+	fs.free.Store(900 << 20)
+	opts := broker.Options{Clock: broker.NewFakeClock(t0), Logger: testLogger(t)}
+	for _, c := range []struct {
+		reserve int64
+		refused bool
+	}{{DiskReserveOff, false}, {800 << 20, false}, {901 << 20, true}} {
+		b, err := Open(Config{Dir: "/r", FS: fs, DiskReserve: c.reserve, Options: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.space.check(); (err != nil) != c.refused {
+			t.Errorf("reserve %d with 900 MiB free: refused = %v, want %v", c.reserve, err != nil, c.refused)
+		}
+		_ = b.Close()
+	}
+	if _, err := Open(Config{Dir: "/r", FS: fs, DiskReserve: -2, Options: opts}); err == nil {
+		t.Error("DiskReserve -2: no error")
+	}
+}
