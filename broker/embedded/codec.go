@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/sluicemq/sluice/broker"
 )
 
@@ -326,4 +328,21 @@ func (d *decoder) attrs() map[string]broker.MessageAttribute {
 		m[k] = a
 	}
 	return m
+}
+
+// deleteMessageRecords deletes a message's metadata and body records. The
+// body record is written once, under a key never reused, and never changed
+// (a move writes a new key), so it is deleted with a single delete: when the
+// set and the single delete meet in a flush or a compaction both vanish,
+// whereas a delete's tombstone is carried down the levels. A message sent
+// and deleted within one memtable's life thus leaves no body bytes in any
+// table file. (Were a body key ever set twice, a single delete would
+// uncover the older value: a body without metadata, which nothing indexes
+// or delivers and a purge or the queue's deletion removes: space, never a
+// message.)
+// The metadata record is rewritten by every receive, so it takes an
+// ordinary delete.
+func deleteMessageRecords(batch *pebble.Batch, qid, key uint64) {
+	_ = batch.Delete(msgKey(qid, kindMeta, key), nil)
+	_ = batch.SingleDelete(msgKey(qid, kindBody, key), nil)
 }

@@ -153,8 +153,7 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 				q.invalidateAttemptLocked(m, batch)
 			}
 			q.remove(m)
-			_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
-			_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+			deleteMessageRecords(batch, q.ID, m.key)
 		}
 		return nil
 	})

@@ -598,8 +598,7 @@ func (b *Backend) moveOutLocked(src, dst *queue, m *msg, edit *broker.MessageEdi
 	}
 	_ = batch.Set(msgKey(dst.ID, kindBody, nm.key), body, nil)
 	_ = batch.Set(msgKey(dst.ID, kindMeta, nm.key), encodeMeta(nm), nil)
-	_ = batch.Delete(msgKey(src.ID, kindMeta, m.key), nil)
-	_ = batch.Delete(msgKey(src.ID, kindBody, m.key), nil)
+	deleteMessageRecords(batch, src.ID, m.key)
 	src.remove(m)
 	dst.add(nm, now)
 	b.noteExpiryLocked(dst, nm)

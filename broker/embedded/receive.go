@@ -167,8 +167,7 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 		out = append(out, claimed{key: m.key, lease: m.lease, msg: messageOf(m)})
 		if q.Config.AtMostOnce() {
 			q.forget(m)
-			_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
-			_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+			deleteMessageRecords(batch, q.ID, m.key)
 			continue
 		}
 		leased = append(leased, m)
@@ -190,8 +189,7 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now int64) bool {
 	if q.expired(m, now) {
 		q.forget(m)
-		_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
-		_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+		deleteMessageRecords(batch, q.ID, m.key)
 		return false
 	}
 	if rp := q.Config.Redrive; broker.ShouldDeadLetterOnReceive(rp, int(m.attempts), int(m.maxAttempts)) {
@@ -254,8 +252,7 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	_ = batch.Set(msgKey(dlq.ID, kindBody, nm.key), body, nil)
 	_ = closer.Close()
 	_ = batch.Set(msgKey(dlq.ID, kindMeta, nm.key), encodeMeta(&nm), nil)
-	_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
-	_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+	deleteMessageRecords(batch, q.ID, m.key)
 	q.forget(m)
 	dlq.add(&nm, now)
 	b.noteExpiryLocked(dlq, &nm) // it keeps its SentAt: it may expire soon under dlq's retention

@@ -167,8 +167,7 @@ func (b *Backend) DeleteMessages(ctx context.Context, name broker.QueueRef, ids 
 		for _, m := range hit {
 			q.invalidateAttemptLocked(m, batch)
 			q.remove(m)
-			_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
-			_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+			deleteMessageRecords(batch, q.ID, m.key)
 		}
 		return nil
 	})

@@ -71,8 +71,7 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 			}
 			m := q.age[0]
 			q.remove(m)
-			_ = batch.Delete(msgKey(q.ID, kindMeta, m.key), nil)
-			_ = batch.Delete(msgKey(q.ID, kindBody, m.key), nil)
+			deleteMessageRecords(batch, q.ID, m.key)
 			n++
 		}
 		if exp, ok := q.nextExpiry(); ok && (next == 0 || exp < next) {
