@@ -51,10 +51,6 @@ type Config struct {
 	// CacheBytes is the store's block cache, from which bodies are read on
 	// receive: the bound on the memory bodies take. Default 64 MiB; 1 MiB..64 GiB.
 	CacheBytes int64
-	// MemTableBytes is the size of the store's memtable, the in-memory
-	// table that takes writes (after the WAL) until it is flushed to a table
-	// file. Default DefaultMemTableBytes; 1 MiB..1 GiB.
-	MemTableBytes int64
 	// DiskReserve is the free space, in bytes, below which sends are
 	// refused with broker.ErrStoreFull (space.go): DiskReserveAuto (0, the
 	// default) is max(64 MiB, 2 % of the file system) capped at a quarter
@@ -67,20 +63,15 @@ type Config struct {
 
 // DefaultConfig returns a Config with every default set and Dir empty.
 func DefaultConfig() Config {
-	return Config{CacheBytes: 64 << 20, MemTableBytes: DefaultMemTableBytes}
+	return Config{CacheBytes: 64 << 20}
 }
-
-// DefaultMemTableBytes is the default MemTableBytes.
-var DefaultMemTableBytes int64 = 4 << 20
 
 // withDefaults fills zero fields with DefaultConfig's values.
 func (c Config) withDefaults() Config {
 	if c.CacheBytes == 0 {
 		c.CacheBytes = DefaultConfig().CacheBytes
 	}
-	if c.MemTableBytes == 0 {
-		c.MemTableBytes = DefaultConfig().MemTableBytes
-	}
+
 	c.Options = c.Options.WithDefaults()
 	return c
 }
@@ -92,8 +83,6 @@ func (c Config) Validate() error {
 		return errors.New("embedded: Config.Dir is required")
 	case c.CacheBytes < 1<<20 || c.CacheBytes > 64<<30:
 		return fmt.Errorf("embedded: Config.CacheBytes %d: must be 1 MiB..64 GiB", c.CacheBytes)
-	case c.MemTableBytes < 1<<20 || c.MemTableBytes > 1<<30:
-		return fmt.Errorf("embedded: Config.MemTableBytes %d: must be 1 MiB..1 GiB", c.MemTableBytes)
 	case c.DiskReserve < DiskReserveOff:
 		return fmt.Errorf("embedded: Config.DiskReserve %d: must be -1 (off), 0 (auto) or a number of bytes", c.DiskReserve)
 	}
@@ -182,7 +171,6 @@ func Open(cfg Config) (*Backend, error) {
 		Logger:             pebbleLogger{opts.Logger},
 		EventListener:      pebbleEvents(pebbleLogger{opts.Logger}),
 		FormatMajorVersion: pebble.FormatNewest,
-		MemTableSize:       uint64(cfg.MemTableBytes),
 	})
 	if err != nil {
 		return nil, openError("open store in", cfg.Dir, err)
