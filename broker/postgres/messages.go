@@ -149,10 +149,17 @@ func (s sendOn) send(ctx context.Context, ref broker.QueueRef, entries []broker.
 		return nil, q, -1, err
 	}
 	results, q, delay, err := s.sendTo(ctx, ref, q, false, entries)
-	if s.cache != nil && !s.share && err == nil && !q.cfg.Fifo {
+	if s.cache != nil && !s.share && err == nil && q.sendCacheable() {
 		s.cache.put(ref, q)
 	}
 	return results, q, delay, err
+}
+
+// sendCacheable says whether a send may plan with q's row from the cache:
+// a FIFO queue's send reads its deduplication and sequence state, and a
+// queue with a depth limit its depth, so either reads its row every time.
+func (q queueRow) sendCacheable() bool {
+	return !q.cfg.Fifo && q.cfg.MaxDepth == 0 && q.cfg.LowPriorityMaxDepth == 0
 }
 
 // sendTo is send to queue q, read by the caller; cached says q came from
@@ -160,7 +167,7 @@ func (s sendOn) send(ctx context.Context, ref broker.QueueRef, entries []broker.
 // it cannot use it (a FIFO queue or a depth limit, an entry the plan
 // refused, or a row changed since).
 func (s sendOn) sendTo(ctx context.Context, ref broker.QueueRef, q queueRow, cached bool, entries []broker.SendEntry) ([]broker.SendResult, queueRow, time.Duration, error) {
-	if cached && (q.cfg.Fifo || q.cfg.MaxDepth > 0 || q.cfg.LowPriorityMaxDepth > 0) {
+	if cached && !q.sendCacheable() {
 		return nil, q, -1, errStaleQueue
 	}
 	var err error

@@ -1,0 +1,27 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/sluicemq/sluice/broker"
+)
+
+// TestSendCacheable: only a standard queue without a depth limit is kept in
+// the send cache; the others read their row on every send, so caching
+// theirs would only cost a map write per send.
+func TestSendCacheable(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  broker.QueueConfig
+		want bool
+	}{
+		{"standard", broker.QueueConfig{}, true},
+		{"fifo", broker.QueueConfig{Fifo: true}, false},
+		{"max depth", broker.QueueConfig{MaxDepth: 10}, false},
+		{"low-priority max depth", broker.QueueConfig{LowPriorityMaxDepth: 10}, false},
+	} {
+		if got := (queueRow{cfg: c.cfg}).sendCacheable(); got != c.want {
+			t.Errorf("%s: sendCacheable = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
