@@ -71,7 +71,6 @@ func (c Config) withDefaults() Config {
 	if c.CacheBytes == 0 {
 		c.CacheBytes = DefaultConfig().CacheBytes
 	}
-
 	c.Options = c.Options.WithDefaults()
 	return c
 }

@@ -17,7 +17,8 @@ import (
 // metadata's tombstone (with an ordinary delete, the flushed table holds a
 // tombstone in the body range: this test failed so); and a body that
 // reached a table file before its delete is gone, tombstone and all, once
-// a compaction has met the two.
+// a compaction has met the two (a sanity check: a compaction into the
+// bottom level drops an ordinary delete's tombstone too).
 func TestDeletedBodyLeavesNoTombstone(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

@@ -18,8 +18,8 @@ import (
 // each send first asks the file system for the data directory's free space
 // (one statfs through the vfs) and is refused with broker.ErrStoreFull when
 // it is below the reserve. Only sends are refused: receives, deletes and
-// visibility changes write little and free space (a delete's tombstone lets
-// compaction drop the body), so they go on. Sends resume by themselves as
+// visibility changes write little and free space (a body's single delete lets a
+// flush or compaction drop it), so they go on. Sends resume by themselves as
 // soon as space returns; there is no state to reset.
 
 // Special values of Config.DiskReserve.
