@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/auth"
 	"github.com/sluicemq/sluice/internal/testbroker"
+	"github.com/sluicemq/sluice/server"
 )
 
 func TestHistogramQuantiles(t *testing.T) {
@@ -224,5 +226,43 @@ func TestBrokerCPUFromProc(t *testing.T) {
 	var text strings.Builder
 	if err := s.WriteText(&text); err != nil || !strings.Contains(text.String(), "µs CPU per message") {
 		t.Errorf("text summary: %v\n%s", err, text.String())
+	}
+}
+
+// TestClientsWithKeys: against a broker with keys, every protocol's client
+// authenticates with the access key it is given (SigV4, or a bearer token
+// for native) and passes; given none, the lean SQS clients send no
+// signature (what a broker without keys reads), the SDK signs with
+// test/test, and all are refused.
+func TestClientsWithKeys(t *testing.T) {
+	keys, err := auth.NewKeys([]auth.Key{{AccessKeyID: "bench", SecretAccessKey: "bench-secret", Account: "111111111111", Allow: []string{"*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testbroker.Start(t, testbroker.Config{Server: func(c *server.Config) { c.Keys = keys }})
+	for _, proto := range []string{ProtocolJSON, ProtocolQuery, ProtocolSDK, ProtocolNative} {
+		t.Run(proto, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			signed, err := NewSQS(SQSConfig{Endpoint: b.URL, Protocol: proto, Queue: "lg-keys-" + proto, Conns: 2,
+				AccessKey: "bench", SecretKey: "bench-secret"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Run(ctx, signed, quick(ModeDrain))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, s)
+			unsigned, err := NewSQS(SQSConfig{Endpoint: b.URL, Protocol: proto, Queue: "lg-keys-" + proto})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unsigned.Setup(ctx); err == nil {
+				t.Error("setup without keys against a broker with keys succeeded")
+			} else if (proto == ProtocolJSON || proto == ProtocolQuery) && !strings.Contains(err.Error(), "MissingAuthenticationToken") {
+				t.Errorf("setup without keys: %v, want MissingAuthenticationToken (no signature sent)", err)
+			}
+		})
 	}
 }

@@ -18,7 +18,11 @@ type nativeDriver struct {
 }
 
 func newNativeDriver(cfg SQSConfig, hc *http.Client) (*nativeDriver, error) {
-	c, err := sclient.New(cfg.Endpoint, sclient.WithHTTPClient(hc), sclient.WithRetries(0), sclient.WithUserAgent("sluice-bench"))
+	opts := []sclient.Option{sclient.WithHTTPClient(hc), sclient.WithRetries(0), sclient.WithUserAgent("sluice-bench")}
+	if cfg.AccessKey != "" {
+		opts = append(opts, sclient.WithToken(cfg.AccessKey, cfg.SecretKey))
+	}
+	c, err := sclient.New(cfg.Endpoint, opts...)
 	if err != nil {
 		return nil, err
 	}

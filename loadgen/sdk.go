@@ -28,7 +28,7 @@ func newSDKDriver(cfg SQSConfig, hc *http.Client) *sdkDriver {
 	c := sqs.New(sqs.Options{
 		Region:       cfg.Region,
 		BaseEndpoint: aws.String(cfg.Endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(orTest(cfg.AccessKey), orTest(cfg.SecretKey), ""),
 		HTTPClient:   hc,
 	})
 	return &sdkDriver{cfg: cfg, hc: hc, c: c}
@@ -121,4 +121,13 @@ func (c sdkConn) Delete(ctx context.Context, msgs []Received) error {
 		return fmt.Errorf("DeleteMessageBatch: %d failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Code))
 	}
 	return nil
+}
+
+// orTest is s, or "test" when s is empty: the SDK signs every request and
+// needs some credentials.
+func orTest(s string) string {
+	if s == "" {
+		return "test"
+	}
+	return s
 }

@@ -23,13 +23,23 @@ func (k *cliKey) add(fs *flag.FlagSet) {
 
 // option returns the client option for the key, nil without one.
 func (k *cliKey) option(env func(string) string) (sclient.Option, error) {
-	id, secret := k.id, k.secret
+	id, secret, err := k.resolve(env)
+	if err != nil || id == "" {
+		return nil, err
+	}
+	return sclient.WithToken(id, secret), nil
+}
+
+// resolve returns the key's id and secret from the flags or the variables,
+// both empty without a key.
+func (k *cliKey) resolve(env func(string) string) (id, secret string, err error) {
+	id, secret = k.id, k.secret
 	if id == "" && secret == "" {
 		if tok := env("SLUICE_TOKEN"); tok != "" {
 			var ok bool
 			id, secret, ok = strings.Cut(tok, ":")
 			if !ok || id == "" || secret == "" {
-				return nil, fmt.Errorf("SLUICE_TOKEN must be ACCESS_KEY_ID:SECRET")
+				return "", "", fmt.Errorf("SLUICE_TOKEN must be ACCESS_KEY_ID:SECRET")
 			}
 		} else {
 			id, secret = env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")
@@ -38,11 +48,8 @@ func (k *cliKey) option(env func(string) string) (sclient.Option, error) {
 	if secret == "" && id != "" {
 		secret = env("AWS_SECRET_ACCESS_KEY")
 	}
-	switch {
-	case id == "" && secret == "":
-		return nil, nil
-	case id == "" || secret == "":
-		return nil, fmt.Errorf("--access-key and --secret-key go together")
+	if (id == "") != (secret == "") {
+		return "", "", fmt.Errorf("--access-key and --secret-key go together")
 	}
-	return sclient.WithToken(id, secret), nil
+	return id, secret, nil
 }

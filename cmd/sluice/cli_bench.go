@@ -78,9 +78,14 @@ func benchCmd(ctx context.Context, args []string, env func(string) string, stdou
 	if queue == "" {
 		queue = fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	}
+	// The key of every client command (--access-key, SLUICE_TOKEN, the AWS
+	// variables): SigV4 for the SQS protocols, a bearer token for native.
+	id, secret, err := c.key.resolve(env)
+	if err != nil {
+		return c.usageErr("%v", err)
+	}
 	d, err := loadgen.NewSQS(loadgen.SQSConfig{Endpoint: endpoint, Protocol: proto, Queue: queue, Keep: keep,
-		Conns: cfg.Producers + cfg.Consumers, AccessKey: env("AWS_ACCESS_KEY_ID"), SecretKey: env("AWS_SECRET_ACCESS_KEY"),
-		Region: env("AWS_REGION")})
+		Conns: cfg.Producers + cfg.Consumers, AccessKey: id, SecretKey: secret, Region: env("AWS_REGION")})
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
