@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -94,14 +95,19 @@ func pooledClient(conns int) *http.Client {
 type lean struct {
 	cfg      SQSConfig
 	hc       *http.Client
+	raw      *rawTransport // plain http:// endpoints (rawhttp.go); nil for https
 	signer   *v4.Signer
 	creds    aws.Credentials
 	queueURL string
 }
 
 func newLean(cfg SQSConfig, hc *http.Client) *lean {
-	return &lean{cfg: cfg, hc: hc, signer: v4.NewSigner(),
+	l := &lean{cfg: cfg, hc: hc, signer: v4.NewSigner(),
 		creds: aws.Credentials{AccessKeyID: cfg.AccessKey, SecretAccessKey: cfg.SecretKey}}
+	if u, err := url.Parse(cfg.Endpoint); err == nil && u.Scheme == "http" && u.Host != "" {
+		l.raw = newRawTransport(u.Host, max(cfg.Conns, 2))
+	}
+	return l
 }
 
 func (l *lean) sign(ctx context.Context, req *http.Request, body []byte) error {
@@ -119,6 +125,9 @@ func (l *lean) do(ctx context.Context, req *http.Request, body []byte) (status i
 	if err := l.sign(ctx, req, body); err != nil {
 		return 0, nil, err
 	}
+	if l.raw != nil && req.URL.Scheme == "http" && req.URL.Host == l.raw.host {
+		return l.raw.do(ctx, req, body)
+	}
 	resp, err := l.hc.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -128,7 +137,12 @@ func (l *lean) do(ctx context.Context, req *http.Request, body []byte) (status i
 	return resp.StatusCode, b, err
 }
 
-func (l *lean) close() { l.hc.CloseIdleConnections() }
+func (l *lean) close() {
+	l.hc.CloseIdleConnections()
+	if l.raw != nil {
+		l.raw.close()
+	}
+}
 
 // describe names the endpoint for the summary.
 func (l *lean) describe(proto string) string {
