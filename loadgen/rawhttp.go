@@ -96,9 +96,15 @@ func (rc *rawConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 		return 0, nil, false, err
 	}
 	// A cancelled context ends a request in flight (a long poll at the end
-	// of a run) as net/http's client does.
+	// of a run) as net/http's client does. If it fired at all, the
+	// connection is not reused: the deadline it sets could land on the
+	// connection's next request.
 	stop := context.AfterFunc(ctx, func() { _ = rc.c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer func() {
+		if !stop() {
+			keep = false
+		}
+	}()
 
 	w := append(rc.buf[:0], req.Method...)
 	w = append(w, ' ')
