@@ -51,4 +51,16 @@ func TestCLIAccessKey(t *testing.T) {
 	if r := runEnv(nil, "queue", "list", "--access-key", "ops"); r.code != 2 {
 		t.Fatalf("id without secret: %+v", r)
 	}
+	// sluice bench takes the same key: SigV4 for the SQS protocols, a
+	// bearer token for native (it once read only the AWS variables).
+	for _, proto := range []string{"json", "query", "native"} {
+		bench := []string{"bench", "--mode", "drain", "--messages", "40", "--producers", "2", "--consumers", "2",
+			"--protocol", proto, "--quiet"}
+		if r := runEnv(nil, append(bench, "--access-key", "ops", "--secret-key", "ops-secret")...); r.code != 0 || !strings.Contains(r.stdout, "0 missing") {
+			t.Fatalf("bench --protocol %s with the key's flags: %+v", proto, r)
+		}
+		if r := runEnv(nil, bench...); r.code == 0 {
+			t.Fatalf("bench --protocol %s without a key succeeded: %+v", proto, r)
+		}
+	}
 }
