@@ -170,7 +170,10 @@ func TestMoveTaskErrorsAndCancel(t *testing.T) {
 	if task.ApproximateNumberOfMessagesMoved < c.ApproximateNumberOfMessagesMoved || task.TaskHandle != nil {
 		t.Fatalf("cancelled task = %+v (cancel said %d moved)", task, c.ApproximateNumberOfMessagesMoved)
 	}
-	if moved := int(task.ApproximateNumberOfMessagesMoved); e.count(dlqURL)+e.count(e.URL+"/"+acct+"/plain") != 5 || moved < 1 || moved > 5 {
+	// The cancel can reach the task before its first step (CI saw 0 moved on
+	// a loaded machine), so any count from 0 to 5 is right as long as every
+	// message is in one of the two queues.
+	if moved := int(task.ApproximateNumberOfMessagesMoved); e.count(dlqURL)+e.count(e.URL+"/"+acct+"/plain") != 5 || moved > 5 {
 		t.Fatalf("after cancel: %d moved, dlq %d, plain %d", moved, e.count(dlqURL), e.count(e.URL+"/"+acct+"/plain"))
 	}
 	_, err = e.client.CancelMessageMoveTask(ctx, &awssqs.CancelMessageMoveTaskInput{TaskHandle: aws.String("garbage")})
