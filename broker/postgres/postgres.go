@@ -185,6 +185,8 @@ type Backend struct {
 	notifier *notifier
 	// sendCache holds the queue rows of this broker's sends (sendOn).
 	sendCache queueCache
+	// sendCombiner combines concurrent sends to one queue (sendOn).
+	sendCombiner combiner[sendKey, *sendJob]
 	// dlLog logs the moves to dead-letter queues (rate-limited).
 	dlLog *broker.DeadLetterLog
 
@@ -253,6 +255,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
 		id: hex.EncodeToString(idb[:]), channel: channelName(cfg.Schema),
 		life: broker.NewLifecycle(), receipts: receipts,
+		sendCombiner: combiner[sendKey, *sendJob]{width: combineWidth, maxJobs: maxCombinedSends},
 	}
 	_, b.testClock = cfg.Clock.(broker.OffsetClock)
 	b.dlLog = &broker.DeadLetterLog{Log: b.log, Clock: b.clock, Observer: cfg.Observer}

@@ -1,0 +1,159 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// combineWidth is how many combined statements of one queue run at once.
+const combineWidth = 2
+
+// combiner runs concurrent calls on one key (a queue) as fewer statements:
+// the application's group commit. Every statement is a commit, and what a
+// commit costs PostgreSQL (parse, plan, the WAL record and its flush, the
+// round trip) hardly depends on how many rows it carries, so 32 producers
+// sending one message each are better served by a few statements of many
+// rows than by 32 of one.
+//
+// At most width batches of one key run at once. A call that finds fewer
+// running runs at once, alone: at low load nothing waits. A call that finds
+// width running waits; when a batch ends, every call waiting then (up to
+// maxJobs) becomes the next batch, run by the first of them on its own
+// goroutine. A batch's statement runs on a context that ends only when
+// every call in it has ended its own, so one client's disconnect does not
+// fail the others' work; a call whose context ends while it waits leaves at
+// once (if it was not yet in a batch nothing of it runs; if it was, its
+// outcome is unknown, as for any call cancelled during its statement).
+type combiner[K comparable, J any] struct {
+	width, maxJobs int
+
+	mu    sync.Mutex
+	lines map[K]*combineLine[J]
+}
+
+// combineLine is one key's state: its running batches and waiting calls.
+// Invariant: a call waits only while width batches run.
+type combineLine[J any] struct {
+	running int
+	waiting []*combineCall[J]
+}
+
+type combineCall[J any] struct {
+	ctx context.Context
+	job J
+	// lead receives the batch this call is to run (buffered: the sender
+	// holds the combiner's lock); done is closed when its batch has run.
+	lead chan []*combineCall[J]
+	done chan struct{}
+	err  error
+}
+
+// do runs job, alone or in one batch with other calls' jobs of key k:
+// run(ctx, jobs) sets each job's own results and returns the error of the
+// whole batch, which do then returns to each of its calls.
+func (c *combiner[K, J]) do(ctx context.Context, k K, job J, run func(context.Context, []J) error) error {
+	call := &combineCall[J]{ctx: ctx, job: job}
+	c.mu.Lock()
+	l := c.lines[k]
+	if l == nil {
+		if c.lines == nil {
+			c.lines = map[K]*combineLine[J]{}
+		}
+		l = &combineLine[J]{}
+		c.lines[k] = l
+	}
+	if l.running < c.width {
+		l.running++
+		c.mu.Unlock()
+		c.runBatch(k, l, []*combineCall[J]{call}, run)
+		return call.err
+	}
+	call.lead, call.done = make(chan []*combineCall[J], 1), make(chan struct{})
+	l.waiting = append(l.waiting, call)
+	c.mu.Unlock()
+	select {
+	case batch := <-call.lead:
+		c.runBatch(k, l, batch, run)
+		return call.err
+	case <-call.done:
+		return call.err
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if i := slices.Index(l.waiting, call); i >= 0 {
+		l.waiting = slices.Delete(l.waiting, i, i+1)
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+	c.mu.Unlock()
+	// Already in a batch (handed out under the lock): its leader must run
+	// it, since the others wait on it; a member need not wait.
+	select {
+	case batch := <-call.lead:
+		c.runBatch(k, l, batch, run)
+		return call.err
+	case <-call.done:
+		return call.err
+	default:
+		return ctx.Err()
+	}
+}
+
+// runBatch runs batch, hands each call its outcome, then hands the calls
+// waiting meanwhile to the next batch's leader.
+func (c *combiner[K, J]) runBatch(k K, l *combineLine[J], batch []*combineCall[J], run func(context.Context, []J) error) {
+	ctx, release := batchContext(batch)
+	jobs := make([]J, len(batch))
+	for i, call := range batch {
+		jobs[i] = call.job
+	}
+	err := run(ctx, jobs)
+	release()
+	for _, call := range batch {
+		call.err = err
+		if call.done != nil {
+			close(call.done)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l.running--
+	if len(l.waiting) == 0 {
+		if l.running == 0 {
+			delete(c.lines, k)
+		}
+		return
+	}
+	n := min(len(l.waiting), c.maxJobs)
+	next := slices.Clone(l.waiting[:n])
+	l.waiting = slices.Delete(l.waiting, 0, n)
+	l.running++
+	next[0].lead <- next
+}
+
+// batchContext is the context of a batch's statement: the first call's
+// values, ended when every call's context has ended. release frees it.
+func batchContext[J any](batch []*combineCall[J]) (ctx context.Context, release func()) {
+	if len(batch) == 1 {
+		return batch[0].ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
+	var left atomic.Int32
+	left.Store(int32(len(batch)))
+	stops := make([]func() bool, len(batch))
+	for i, call := range batch {
+		stops[i] = context.AfterFunc(call.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
