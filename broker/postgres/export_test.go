@@ -43,3 +43,15 @@ func (b *Backend) SendsWaiting() int {
 	}
 	return n
 }
+
+// DeletesWaiting is how many deletes wait in b's combiner.
+func (b *Backend) DeletesWaiting() int {
+	c := &b.deleteCombiner
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, l := range c.lines {
+		n += len(l.waiting)
+	}
+	return n
+}

@@ -342,7 +342,7 @@ func deleteSQL(mid, fifo, policy, shard string) string {
 	return `d AS (DELETE FROM messages m USING r WHERE m.id = r.id AND m.queue_id = ` + mid + ` AND m.lease = r.lease
 			AND m.state <> 'd' AND (NOT ` + fifo + ` OR (m.state = 'i' AND m.visible_at > ` + nowSQL + `))
 			AND NOT (` + policy + ` AND m.state = 'i' AND m.visible_at <= ` + nowSQL + `)
-			RETURNING m.id, m.state, m.attempt),
+			RETURNING m.id, m.state, m.attempt, m.lease),
 		inv AS (UPDATE attempts SET invalid = true
 			WHERE queue_id = ` + mid + ` AND attempt_id IN (SELECT attempt FROM d WHERE attempt IS NOT NULL)),
 		cnt AS (` + countsFromStates("d", mid, shard) + `)`
@@ -359,14 +359,15 @@ var deleteByMidSQL = `WITH r (id, lease) AS (SELECT * FROM unnest($3::bigint[], 
 // its rows $3 with lease versions $4, of those whose receipts name queue id
 // $5 (deleteSQL; $6 the shard), in one statement: one round trip. Its one
 // row (none when the queue does not exist) is the queue's columns and the
-// ids of the deleted rows.
+// ids and lease versions of the deleted rows (two arrays in one order).
 var deleteByRefSQL = `WITH q AS (
 			SELECT ` + queueCols + `, coalesce(config->>'Fifo', '') = 'true' AS fifo, ` + storedPolicySQL + ` AS policy
 			FROM queues WHERE account = $2 AND name = $7 AND NOT deleted),
 		r (id, lease) AS (SELECT u.id, u.lease FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) u (id, lease, qid)
 			WHERE u.qid = (SELECT id FROM q) ORDER BY 1),
 		` + deleteSQL("(SELECT mid FROM q)", "(SELECT fifo FROM q)", "(SELECT policy AND NOT fifo FROM q)", "$6") + `
-		SELECT ` + queueCols + `, (SELECT coalesce(array_agg(id), '{}') FROM d) FROM q`
+		SELECT ` + queueCols + `, (SELECT coalesce(array_agg(id ORDER BY id, lease), '{}') FROM d),
+			(SELECT coalesce(array_agg(lease ORDER BY id, lease), '{}') FROM d) FROM q`
 
 // Delete implements broker.Backend: one DELETE of the rows whose lease
 // version matches the receipts (a stale receipt matches nothing),
@@ -389,19 +390,24 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 			}
 		}
 	}
-	var q queueRow
-	var gone []int64
-	err = retry(func() error {
-		var err error
-		q, err = scanQueueWith(b.pool.QueryRow(ctx, deleteByRefSQL, b.tnow(), queueName.Account, rkeys, rleases, qids,
-			shard(), queueName.Name), &gone)
-		return err
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	job := &deleteJob{ref: queueName, qids: qids, keys: rkeys, leases: rleases}
+	if err := b.deleteCombiner.do(ctx, queueName, job, b.deleteByRef); err != nil {
+		return nil, dbErr("delete", err)
+	}
+	if !job.found {
 		return nil, broker.QueueNotFoundError()
 	}
-	if err != nil {
-		return nil, dbErr("delete", err)
+	q := job.q
+	// The rows this call's receipts deleted (the statement may have served
+	// other calls' too).
+	var gone []int64
+	for _, g := range job.gone {
+		for j := range rkeys {
+			if rkeys[j] == g.id && rleases[j] == g.lease && qids[j] == q.id {
+				gone = append(gone, g.id)
+				break
+			}
+		}
 	}
 	out := make([]broker.LeaseOutcome, len(receipts))
 	var keys, leases []int64
@@ -488,6 +494,57 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 		b.changed(q.id, time.Time{}, false) // group locks may have ended
 	}
 	return out, nil
+}
+
+// deleteJob is one Delete's first statement (deleteByRefSQL): the
+// receipts some row may match, and what the statement found: the queue
+// (found false: it does not exist) and the rows deleted, by any call of
+// the combined statement.
+type deleteJob struct {
+	ref                broker.QueueRef
+	qids, keys, leases []int64
+
+	found bool
+	q     queueRow
+	gone  []leaseKey
+}
+
+// maxCombinedDeletes caps the deletes combined into one statement.
+const maxCombinedDeletes = 64
+
+// leaseKey is a message row and a lease version of it.
+type leaseKey struct{ id, lease int64 }
+
+// deleteByRef runs deleteByRefSQL for the receipts of jobs, Delete calls
+// on one queue, in one statement.
+func (b *Backend) deleteByRef(ctx context.Context, jobs []*deleteJob) error {
+	var qids, keys, leases []int64
+	for _, j := range jobs {
+		qids, keys, leases = append(qids, j.qids...), append(keys, j.keys...), append(leases, j.leases...)
+	}
+	var q queueRow
+	var goneIDs, goneLeases []int64
+	err := retry(func() error {
+		var err error
+		q, err = scanQueueWith(b.pool.QueryRow(ctx, deleteByRefSQL, b.tnow(), jobs[0].ref.Account, keys, leases, qids,
+			shard(), jobs[0].ref.Name), &goneIDs, &goneLeases)
+		return err
+	})
+	found := true
+	if errors.Is(err, pgx.ErrNoRows) {
+		found, err = false, nil
+	}
+	if err != nil {
+		return err
+	}
+	gone := make([]leaseKey, len(goneIDs))
+	for i := range goneIDs {
+		gone[i] = leaseKey{goneIDs[i], goneLeases[i]}
+	}
+	for _, j := range jobs {
+		j.found, j.q, j.gone = found, q, gone
+	}
+	return nil
 }
 
 // readDepth is queue mid's depth (broker.QueueStats.Depth): the sum of its

@@ -187,6 +187,8 @@ type Backend struct {
 	sendCache queueCache
 	// sendCombiner combines concurrent sends to one queue (sendOn).
 	sendCombiner combiner[sendKey, *sendJob]
+	// deleteCombiner combines concurrent deletes on one queue (Delete).
+	deleteCombiner combiner[broker.QueueRef, *deleteJob]
 	// dlLog logs the moves to dead-letter queues (rate-limited).
 	dlLog *broker.DeadLetterLog
 
@@ -255,7 +257,8 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
 		id: hex.EncodeToString(idb[:]), channel: channelName(cfg.Schema),
 		life: broker.NewLifecycle(), receipts: receipts,
-		sendCombiner: combiner[sendKey, *sendJob]{width: combineWidth, maxJobs: maxCombinedSends},
+		sendCombiner:   combiner[sendKey, *sendJob]{width: combineWidth, maxJobs: maxCombinedSends},
+		deleteCombiner: combiner[broker.QueueRef, *deleteJob]{width: combineWidth, maxJobs: maxCombinedDeletes},
 	}
 	_, b.testClock = cfg.Clock.(broker.OffsetClock)
 	b.dlLog = &broker.DeadLetterLog{Log: b.log, Clock: b.clock, Observer: cfg.Observer}
