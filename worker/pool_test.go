@@ -142,16 +142,20 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 	})
 	cfg := config(src, h)
 	cfg.Concurrency, cfg.Prefetch = 1, 1
-	cfg.Lease = time.Second // heartbeat every 333 ms
+	// A lease of 3 s extended every 250 ms: the test holds unless one
+	// extension (a synced write) stalls for 2.75 s, and watching for 2.5
+	// lease lengths still shows the lease kept past its own length. (A 1 s
+	// lease extended every 333 ms left a loaded machine 667 ms.)
+	cfg.Lease, cfg.HeartbeatInterval = 3*time.Second, 250*time.Millisecond
 	p := start(t, cfg)
 	testutil.Eventually(t, wait, "one running, one prefetched", func() bool {
 		st := p.Stats()
 		return st.Running == 1 && st.Prefetched == 1
 	})
 
-	// For 3.5 lease lengths, another consumer finds nothing to receive.
+	// For 2.5 lease lengths, another consumer finds nothing to receive.
 	zero := time.Duration(0)
-	for end := time.Now().Add(3500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(7500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		ds, err := e.b.Receive(context.Background(), broker.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: &zero})
 		if err != nil {
 			t.Fatal(err)

@@ -202,7 +202,7 @@ func TestSendReceiveMD5s(t *testing.T) {
 		QueueUrl:                    &url,
 		MessageAttributeNames:       []string{"test-key"},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{"All"},
-		VisibilityTimeout:           1,
+		VisibilityTimeout:           30, // released below; a short lease could end first on a loaded machine
 		WaitTimeSeconds:             5,
 	})
 	if err != nil || len(got.Messages) != 1 {

@@ -69,13 +69,15 @@ func TestRetryPolicyBackoffAfterNack(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	// Backoffs 1 s, 2 s, 4 s (jitter none, so exact).
-	q := e.queue("backoff", map[string]string{"RetryPolicy": `{"baseSeconds":1,"maxSeconds":4,"jitter":"none"}`})
+	// Backoffs 2 s, 4 s, 8 s (jitter none, so exact): the checks "while
+	// backing off" below must all fit in the first backoff, synced writes
+	// included, on a loaded machine.
+	q := e.queue("backoff", map[string]string{"RetryPolicy": `{"baseSeconds":2,"maxSeconds":8,"jitter":"none"}`})
 	if _, err := e.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &q, MessageBody: aws.String("retry me")}); err != nil {
 		t.Fatal(err)
 	}
 	m := e.receiveOne(q, 10*time.Second)
-	for attempt, backoff := range []time.Duration{time.Second, 2 * time.Second} {
+	for attempt, backoff := range []time.Duration{2 * time.Second, 4 * time.Second} {
 		nacked := time.Now()
 		if _, err := e.client.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{QueueUrl: &q, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}); err != nil {
 			t.Fatalf("nack %d: %v", attempt+1, err)
@@ -93,7 +95,7 @@ func TestRetryPolicyBackoffAfterNack(t *testing.T) {
 		// restart) and this test measures on the monotonic clock: the two
 		// may differ by a few hundred µs over seconds while the wall clock
 		// is slewed (CI saw 1.999247 s for 2 s). A millisecond-level
-		// tolerance still tells a 2 s backoff from a 1 s one.
+		// tolerance still tells a 4 s backoff from a 2 s one.
 		if waited := time.Since(nacked); waited < backoff-clockSlack {
 			t.Fatalf("after nack %d the message came back in %v, before its backoff of %v", attempt+1, waited, backoff)
 		}
@@ -101,13 +103,13 @@ func TestRetryPolicyBackoffAfterNack(t *testing.T) {
 			t.Errorf("ApproximateReceiveCount = %s, want %s", got, want)
 		}
 	}
-	// A non-zero ChangeMessageVisibility is honoured exactly: the lease is
-	// set to that length and the message stays in flight, not backing off.
-	if _, err := e.client.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{QueueUrl: &q, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 1}); err != nil {
+	// A non-zero ChangeMessageVisibility is honoured: the lease is set to
+	// that length and the message stays in flight, not backing off.
+	if _, err := e.client.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{QueueUrl: &q, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 30}); err != nil {
 		t.Fatal(err)
 	}
-	if a := e.attrsOf(q, "ApproximateNumberOfMessagesNotVisible"); a["ApproximateNumberOfMessagesNotVisible"] != "1" {
-		t.Errorf("after ChangeMessageVisibility 1: %v", a)
+	if a := e.attrsOf(q, "All"); a["ApproximateNumberOfMessagesNotVisible"] != "1" || a["ApproximateNumberOfMessagesDelayed"] != "0" {
+		t.Errorf("after ChangeMessageVisibility 30: %v", a)
 	}
 }
 
