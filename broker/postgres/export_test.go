@@ -31,19 +31,6 @@ func MigrateTo(ctx context.Context, url, schema string, version int) error {
 	return migrateTo(ctx, cc, schema, slog.New(slog.DiscardHandler), version)
 }
 
-// SendsWaiting is how many sends wait in b's combiner for a running insert
-// of their queue to end.
-func (b *Backend) SendsWaiting() int {
-	c := &b.sendCombiner
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, l := range c.lines {
-		n += len(l.waiting)
-	}
-	return n
-}
-
 // DeletesWaiting is how many deletes wait in b's combiner.
 func (b *Backend) DeletesWaiting() int {
 	c := &b.deleteCombiner

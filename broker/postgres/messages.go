@@ -39,7 +39,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		return nil, err
 	}
 	defer b.life.Done()
-	s := sendOn{db: b.pool, now: b.tnow(), run: retry, cache: &b.sendCache, combine: &b.sendCombiner}
+	s := sendOn{db: b.pool, now: b.tnow(), run: retry, cache: &b.sendCache}
 	results, q, delay, err := s.send(ctx, queueName, entries)
 	if err != nil || delay < 0 {
 		return results, err
@@ -88,9 +88,6 @@ type sendOn struct {
 	// standard queue without a depth limit plans with the cached row, and
 	// its insert stores nothing unless the row is unchanged (see send).
 	cache *queueCache
-	// combine, when set, combines the inserts of concurrent sends that plan
-	// with the same cached row into one statement (combiner).
-	combine *combiner[sendKey, *sendJob]
 }
 
 // queueCache is a broker's cache of queue rows by name, for sends.
@@ -214,74 +211,36 @@ func (s sendOn) sendTo(ctx context.Context, ref broker.QueueRef, q queueRow, cac
 		return results, q, q.cfg.Delay, nil
 	}
 
-	job := &sendJob{entries: entries, plans: plans}
-	minDelay := time.Duration(-1)
-	for i := range plans {
-		if plans[i].Err == nil && (minDelay < 0 || plans[i].Delay < minDelay) {
-			minDelay = plans[i].Delay
-		}
-	}
-	if minDelay < 0 {
-		return results, q, -1, nil // nothing to store
-	}
-	insert := func(ctx context.Context, jobs []*sendJob) error { return s.insert(ctx, q, cached, jobs) }
-	if cached && s.combine != nil {
-		err = s.combine.do(ctx, sendKey{q.id, q.mid, string(q.rawCfg)}, job, insert)
-	} else {
-		err = insert(ctx, []*sendJob{job})
-	}
-	if err != nil {
-		return nil, q, -1, err
-	}
-	return results, q, minDelay, nil
-}
-
-// sendJob is one send's entries and their plans, for insert.
-type sendJob struct {
-	entries []broker.SendEntry
-	plans   []broker.SendPlan
-}
-
-// sendKey is what sends must share to be combined into one insert: the
-// same cached queue row (the insert's guard checks it once for all).
-type sendKey struct {
-	id, mid int64
-	cfg     string
-}
-
-// maxCombinedSends caps the sends combined into one insert (at most 10
-// entries each, 8 parameters per entry: well under PostgreSQL's 65,535).
-const maxCombinedSends = 64
-
-// insert stores the valid entries of jobs into standard queue q in one
-// autocommit statement, which also adds them to a counter shard; on a
-// cached row (cached) the statement stores nothing unless the queue still
-// has that row, and insert then fails with errStaleQueue.
-func (s sendOn) insert(ctx context.Context, q queueRow, cached bool, jobs []*sendJob) error {
 	args := []any{s.now, q.mid, shard()}
 	var values []string
 	var turns sendTurns
-	for _, job := range jobs {
-		for i := range job.entries {
-			e, plan := &job.entries[i], &job.plans[i]
-			if plan.Err != nil {
-				continue
-			}
-			slot, nth := turns.add(e.GroupID, plan.Priority)
-			n := len(args)
-			// (delay µs, priority, message id, sender, attrs, body, group,
-			// max attempts, tenant slot, n-th of its tenant and level)
-			values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text, $%d::integer, %d, %d)",
-				n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, slot, nth))
-			var group any
-			if e.GroupID != "" {
-				group = e.GroupID
-			}
-			args = append(args, micros(plan.Delay), plan.Priority, plan.MessageID, e.SenderID, encodeAttrs(e), e.Body, group, plan.MaxAttempts)
+	minDelay := time.Duration(-1)
+	for i := range entries {
+		e := &entries[i]
+		if plans[i].Err != nil {
+			continue
 		}
+		delay := plans[i].Delay
+		if minDelay < 0 || delay < minDelay {
+			minDelay = delay
+		}
+		slot, nth := turns.add(e.GroupID, plans[i].Priority)
+		n := len(args)
+		// (delay µs, priority, message id, sender, attrs, body, group, max
+		// attempts, tenant slot, n-th of its tenant and level)
+		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text, $%d::integer, %d, %d)",
+			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, slot, nth))
+		var group any
+		if e.GroupID != "" {
+			group = e.GroupID
+		}
+		args = append(args, micros(delay), plans[i].Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body, group, plans[i].MaxAttempts)
+	}
+	if len(values) == 0 {
+		return results, q, -1, nil
 	}
 	// Each message takes its fair-queue turn (fair.go): the n-th message of
-	// a tenant and level in this statement takes max(last[p][T], cursor[p]) + n.
+	// a tenant and level in this batch takes max(last[p][T], cursor[p]) + n.
 	turn := turns.sql("$2::bigint", "v", &args)
 	// guard: on a cached row, the queue must still have it (the
 	// statement's snapshot, like a fresh read's).
@@ -303,12 +262,12 @@ func (s sendOn) insert(ctx context.Context, q queueRow, cached bool, jobs []*sen
 		SELECT count(*) FROM ins`
 	var stored int
 	if err := s.run(func() error { return s.db.QueryRow(ctx, sql, args...).Scan(&stored) }); err != nil {
-		return dbErr("send", err)
+		return nil, q, -1, dbErr("send", err)
 	}
 	if stored < len(values) {
-		return errStaleQueue // only a guard stores nothing
+		return nil, q, -1, errStaleQueue // only a guard stores nothing
 	}
-	return nil
+	return results, q, minDelay, nil
 }
 
 // leaseOf resolves a receipt of queue qid to the message row id and lease

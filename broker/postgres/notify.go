@@ -14,7 +14,10 @@ import (
 // to make it look again; wakeAt is when its own timer fires (zero while it
 // is attempting: then any change wakes it).
 type waiter struct {
-	ch     chan struct{}
+	ch chan struct{}
+	// max is how many messages the receive takes at most (its MaxMessages):
+	// wakeSome counts a woken receive for that many.
+	max    int
 	wakeAt time.Time
 	// missed is the earliest deadline a change announced while the
 	// waiter was attempting (wakeAt zero), which its look may have read
@@ -30,8 +33,8 @@ type waiters struct {
 
 func (ws *waiters) init() { ws.byQueue = map[int64]map[*waiter]struct{}{} }
 
-func (ws *waiters) add(qid int64) *waiter {
-	w := &waiter{ch: make(chan struct{}, 1)}
+func (ws *waiters) add(qid int64, max int) *waiter {
+	w := &waiter{ch: make(chan struct{}, 1), max: max}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	m := ws.byQueue[qid]
@@ -91,8 +94,10 @@ func (ws *waiters) wake(qid int64, due time.Time) {
 }
 
 // wakeSome signals the waiters of qid after a commit that made n messages
-// ready now: n of the sleeping ones not signalled yet, or, when there are
-// fewer than n of those, also every waiter that is attempting (wakeAt
+// ready now: sleeping ones not signalled yet until their MaxMessages add up
+// to n (one receive of up to 10 for a send of 10 messages, or for 10 sends
+// combined into one insert), or, when those cannot take n, also every
+// waiter that is attempting (wakeAt
 // zero: it looks once more after its attempt, so none of them misses the
 // messages for a look that began before the commit). A woken receive
 // claims what it can of the n messages or finds them claimed by another
@@ -105,10 +110,10 @@ func (ws *waiters) wakeSome(qid int64, n int) {
 	for w := range ws.byQueue[qid] {
 		if n > 0 && !w.wakeAt.IsZero() && len(w.ch) == 0 {
 			w.ch <- struct{}{}
-			n--
+			n -= max(1, w.max)
 		}
 	}
-	if n == 0 {
+	if n <= 0 {
 		return
 	}
 	ws.signalAttempting(qid)

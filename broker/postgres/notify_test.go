@@ -14,7 +14,7 @@ func TestPassOnReachesAnAttemptingWaiter(t *testing.T) {
 	var ws waiters
 	ws.init()
 	const qid = 7
-	w1, w2 := ws.add(qid), ws.add(qid)
+	w1, w2 := ws.add(qid, 1), ws.add(qid, 1)
 	ws.arm(w1, time.Now().Add(time.Second)) // sleeping
 	ws.arm(w2, time.Time{})                 // attempting
 	ws.wakeSome(qid, 1)
@@ -29,11 +29,48 @@ func TestPassOnReachesAnAttemptingWaiter(t *testing.T) {
 	}
 
 	// With a sleeping waiter not yet signalled, that one gets it (and only it).
-	w3 := ws.add(qid)
+	w3 := ws.add(qid, 1)
 	ws.arm(w3, time.Now().Add(time.Second))
 	<-w2.ch
 	ws.passOn(qid)
 	if len(w3.ch) != 1 || len(w2.ch) != 0 {
 		t.Fatalf("passOn with a sleeping waiter: w3 signalled %d, w2 %d; want w3 only", len(w3.ch), len(w2.ch))
+	}
+}
+
+// TestWakeSomeCountsMaxMessages: a commit that made n messages ready wakes
+// sleeping receives until their MaxMessages cover n: one receive of up to
+// 10 for 10 messages (waking one per message made the others look and
+// find nothing), two for 15; and, when the sleeping ones cannot cover n,
+// the attempting ones too.
+func TestWakeSomeCountsMaxMessages(t *testing.T) {
+	var ws waiters
+	ws.init()
+	const qid = 7
+	sleep := time.Now().Add(time.Second)
+	w1, w2 := ws.add(qid, 10), ws.add(qid, 10)
+	busy := ws.add(qid, 10)
+	ws.arm(w1, sleep)
+	ws.arm(w2, sleep)
+	ws.arm(busy, time.Time{}) // attempting
+	signalled := func() (n int) {
+		for _, w := range []*waiter{w1, w2} {
+			select {
+			case <-w.ch:
+				n++
+			default:
+			}
+		}
+		return n
+	}
+	for _, c := range []struct{ ready, want int }{{1, 1}, {10, 1}, {15, 2}, {20, 2}} {
+		ws.wakeSome(qid, c.ready)
+		if got := signalled(); got != c.want || len(busy.ch) != 0 {
+			t.Errorf("wakeSome(%d) signalled %d sleeping receives and %d attempting, want %d and 0", c.ready, got, len(busy.ch), c.want)
+		}
+	}
+	ws.wakeSome(qid, 25)
+	if got := signalled(); got != 2 || len(busy.ch) != 1 {
+		t.Errorf("wakeSome(25) for sleeping receives of 20 in all: signalled %d sleeping and %d attempting, want 2 and 1", got, len(busy.ch))
 	}
 }

@@ -185,8 +185,6 @@ type Backend struct {
 	notifier *notifier
 	// sendCache holds the queue rows of this broker's sends (sendOn).
 	sendCache queueCache
-	// sendCombiner combines concurrent sends to one queue (sendOn).
-	sendCombiner combiner[sendKey, *sendJob]
 	// deleteCombiner combines concurrent deletes on one queue (Delete).
 	deleteCombiner combiner[broker.QueueRef, *deleteJob]
 	// dlLog logs the moves to dead-letter queues (rate-limited).
@@ -257,7 +255,6 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
 		id: hex.EncodeToString(idb[:]), channel: channelName(cfg.Schema),
 		life: broker.NewLifecycle(), receipts: receipts,
-		sendCombiner:   combiner[sendKey, *sendJob]{width: combineWidth, maxJobs: maxCombinedSends},
 		deleteCombiner: combiner[broker.QueueRef, *deleteJob]{width: combineWidth, maxJobs: maxCombinedDeletes},
 	}
 	_, b.testClock = cfg.Clock.(broker.OffsetClock)
