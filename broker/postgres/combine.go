@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,11 +30,13 @@ const combineWidth = 2
 // running runs at once, alone: at low load nothing waits. A call that finds
 // width running waits; when a batch ends, every call waiting then (up to
 // maxJobs) becomes the next batch, run by the first of them on its own
-// goroutine. A batch's statement runs on a context that ends only when
-// every call in it has ended its own, so one client's disconnect does not
-// fail the others' work; a call whose context ends while it waits leaves at
-// once (if it was not yet in a batch nothing of it runs; if it was, its
-// outcome is unknown, as for any call cancelled during its statement).
+// goroutine (a batch of several calls runs on a goroutine of its own). A
+// batch's statement runs on a context that ends only when every call in it
+// has ended its own, so one client's disconnect does not fail the others'
+// work; a call whose context ends while it waits leaves at once (if it was
+// not yet in a batch nothing of it runs; if it was, its outcome is unknown,
+// as for any call cancelled during its statement, and run must do whatever
+// follows the statement for every call of the batch, such as wake-ups).
 type combiner[K comparable, J any] struct {
 	width, maxJobs int
 
@@ -82,8 +86,8 @@ func (c *combiner[K, J]) do(ctx context.Context, k K, job J, run func(context.Co
 	c.mu.Unlock()
 	select {
 	case batch := <-call.lead:
-		c.runBatch(k, l, batch, run)
-		return call.err
+		c.lead(k, l, batch, run)
+		return c.wait(ctx, call)
 	case <-call.done:
 		return call.err
 	case <-ctx.Done():
@@ -95,15 +99,34 @@ func (c *combiner[K, J]) do(ctx context.Context, k K, job J, run func(context.Co
 		return ctx.Err()
 	}
 	c.mu.Unlock()
-	// Already in a batch (handed out under the lock): its leader must run
-	// it, since the others wait on it; a member need not wait.
+	// Already in a batch (handed out under the lock): if it leads, the
+	// batch must run all the same, since the others wait on it.
 	select {
 	case batch := <-call.lead:
+		c.lead(k, l, batch, run)
+	default:
+	}
+	return c.wait(ctx, call)
+}
+
+// lead runs a batch handed to one of its calls: on the calling goroutine
+// when it is that call alone (its statement ends with its context), on a
+// new one otherwise, so that the leading call, like the others, can leave
+// when its own context ends while the batch runs on for the rest.
+func (c *combiner[K, J]) lead(k K, l *combineLine[J], batch []*combineCall[J], run func(context.Context, []J) error) {
+	if len(batch) == 1 {
 		c.runBatch(k, l, batch, run)
-		return call.err
+		return
+	}
+	go c.runBatch(k, l, batch, run)
+}
+
+// wait waits for call's batch to have run, or for ctx to end.
+func (c *combiner[K, J]) wait(ctx context.Context, call *combineCall[J]) error {
+	select {
 	case <-call.done:
 		return call.err
-	default:
+	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
@@ -116,7 +139,7 @@ func (c *combiner[K, J]) runBatch(k K, l *combineLine[J], batch []*combineCall[J
 	for i, call := range batch {
 		jobs[i] = call.job
 	}
-	err := run(ctx, jobs)
+	err := safeRun(ctx, jobs, run)
 	release()
 	for _, call := range batch {
 		call.err = err
@@ -163,4 +186,16 @@ func batchContext[J any](batch []*combineCall[J]) (ctx context.Context, release 
 		}
 		cancel()
 	}
+}
+
+// safeRun is run(ctx, jobs), with a panic turned into the batch's error: a
+// batch may run on a goroutine of its own, where a panic would end the
+// process, and a batch that never ends would hold its queue's line.
+func safeRun[J any](ctx context.Context, jobs []J, run func(context.Context, []J) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("postgres: a combined statement panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return run(ctx, jobs)
 }

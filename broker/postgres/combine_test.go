@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,27 +130,42 @@ func TestCombinerCancelledCalls(t *testing.T) {
 		t.Fatalf("first call: %v", err)
 	}
 	<-second
-	cancel2() // the batch's leader
 	b.mu.Lock()
 	batchCtx := b.ctxs[len(b.ctxs)-1]
 	b.mu.Unlock()
+	cancel2() // the batch's leader: it leaves at once, the batch runs on
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled leader returned %v", err)
+	}
 	if batchCtx.Err() != nil {
 		t.Fatal("the batch's context ended with one of its two calls")
 	}
 	cancel3()
-	for range 2 {
-		if err := <-errs; !errors.Is(err, context.Canceled) {
-			t.Fatalf("batched call returned %v", err)
-		}
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled member returned %v", err)
 	}
-	if batchCtx.Err() == nil {
-		t.Fatal("the batch's context outlived both calls")
-	}
+	testutil.Eventually(t, 10*time.Second, "the batch's context to end with its last call", func() bool { return batchCtx.Err() != nil })
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, batch := range b.batches {
 		for _, j := range batch {
 			if j == 1 {
 				t.Fatalf("the cancelled call's job ran: %v", b.batches)
 			}
 		}
+	}
+}
+
+// TestCombinerPanic: a batch whose run panics fails each of its calls with
+// an error and frees its place: the next call runs.
+func TestCombinerPanic(t *testing.T) {
+	c := combiner[string, int]{width: 1, maxJobs: 10}
+	err := c.do(context.Background(), "q", 1, func(context.Context, []int) error { panic("boom") })
+	if err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("panicking batch returned %v", err)
+	}
+	ran := false
+	if err := c.do(context.Background(), "q", 2, func(context.Context, []int) error { ran = true; return nil }); err != nil || !ran {
+		t.Fatalf("the next call: ran %v, %v", ran, err)
 	}
 }

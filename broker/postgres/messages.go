@@ -449,9 +449,6 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 			}
 		}
 	}
-	if q.cfg.Fifo && len(gone) > 0 {
-		b.changed(q.id, time.Time{}, false) // group locks may have ended
-	}
 	return out, nil
 }
 
@@ -502,6 +499,12 @@ func (b *Backend) deleteByRef(ctx context.Context, jobs []*deleteJob) error {
 	}
 	for _, j := range jobs {
 		j.found, j.q, j.gone = found, q, gone
+	}
+	if found && q.cfg.Fifo && len(gone) > 0 {
+		// Group locks may have ended. Here, not in each Delete call: a
+		// call cancelled while its batch ran has left, and its rows are
+		// deleted all the same.
+		b.changed(q.id, time.Time{}, false)
 	}
 	return nil
 }

@@ -95,8 +95,8 @@ func (ws *waiters) wake(qid int64, due time.Time) {
 
 // wakeSome signals the waiters of qid after a commit that made n messages
 // ready now: sleeping ones not signalled yet until their MaxMessages add up
-// to n (one receive of up to 10 for a send of 10 messages, or for 10 sends
-// combined into one insert), or, when those cannot take n, also every
+// to n (one receive of up to 10 for a send of 10 messages, not 10
+// receives), or, when those cannot take n, also every
 // waiter that is attempting (wakeAt
 // zero: it looks once more after its attempt, so none of them misses the
 // messages for a look that began before the commit). A woken receive
@@ -120,21 +120,12 @@ func (ws *waiters) wakeSome(qid int64, n int) {
 }
 
 // passOn gives a wake-up that a receive of qid took but will not act on
-// (it is ending) to another sleeping waiter of qid not signalled yet or,
-// when there is none, to every waiter that is attempting (its look may
-// have begun before the commit that made the message ready, and wakeSome
-// may have signalled only the receive now ending).
-func (ws *waiters) passOn(qid int64) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	for w := range ws.byQueue[qid] {
-		if !w.wakeAt.IsZero() && len(w.ch) == 0 {
-			w.ch <- struct{}{}
-			return
-		}
-	}
-	ws.signalAttempting(qid)
-}
+// (it is ending) to others: as wakeSome does for the max messages the
+// ending receive would have taken (sleeping waiters not signalled yet, or,
+// when they cannot take that many, every waiter that is attempting: its
+// look may have begun before the commit that made the messages ready, and
+// wakeSome may have signalled only the receive now ending).
+func (ws *waiters) passOn(qid int64, max int) { ws.wakeSome(qid, max) }
 
 // signalAttempting signals every waiter of qid that is attempting (wakeAt
 // zero): it looks once more after its attempt. ws.mu is held.

@@ -23,7 +23,7 @@ func TestPassOnReachesAnAttemptingWaiter(t *testing.T) {
 	}
 	<-w1.ch // W1 takes the wake-up, then ends before it looks
 	ws.remove(qid, w1)
-	ws.passOn(qid)
+	ws.passOn(qid, 1)
 	if len(w2.ch) != 1 {
 		t.Fatal("the wake-up W1 passed on reached no one: W2, attempting, was not signalled")
 	}
@@ -32,7 +32,7 @@ func TestPassOnReachesAnAttemptingWaiter(t *testing.T) {
 	w3 := ws.add(qid, 1)
 	ws.arm(w3, time.Now().Add(time.Second))
 	<-w2.ch
-	ws.passOn(qid)
+	ws.passOn(qid, 1)
 	if len(w3.ch) != 1 || len(w2.ch) != 0 {
 		t.Fatalf("passOn with a sleeping waiter: w3 signalled %d, w2 %d; want w3 only", len(w3.ch), len(w2.ch))
 	}
@@ -72,5 +72,33 @@ func TestWakeSomeCountsMaxMessages(t *testing.T) {
 	ws.wakeSome(qid, 25)
 	if got := signalled(); got != 2 || len(busy.ch) != 1 {
 		t.Errorf("wakeSome(25) for sleeping receives of 20 in all: signalled %d sleeping and %d attempting, want 2 and 1", got, len(busy.ch))
+	}
+}
+
+// TestPassOnCoversTheEndingReceivesMax: a receive of up to 10, woken alone
+// for 10 ready messages, that ends before it looks passes its wake-up on to
+// receives that can take 10 together, not to one receive of 1.
+func TestPassOnCoversTheEndingReceivesMax(t *testing.T) {
+	var ws waiters
+	ws.init()
+	const qid = 7
+	big := ws.add(qid, 10)
+	var small []*waiter
+	for range 10 {
+		w := ws.add(qid, 1)
+		ws.arm(w, time.Now().Add(time.Second))
+		small = append(small, w)
+	}
+	ws.arm(big, time.Now().Add(time.Second))
+	big.ch <- struct{}{} // woken by a send of 10 (wakeSome chose it)
+	<-big.ch             // it ends before it looks
+	ws.remove(qid, big)
+	ws.passOn(qid, big.max)
+	n := 0
+	for _, w := range small {
+		n += len(w.ch)
+	}
+	if n != 10 {
+		t.Fatalf("passOn woke %d receives of 1 for the 10 messages a receive of 10 left", n)
 	}
 }
