@@ -16,9 +16,11 @@ import (
 type waiter struct {
 	ch chan struct{}
 	// max is how many messages the receive takes at most (its MaxMessages):
-	// wakeSome counts a woken receive for that many.
-	max    int
-	wakeAt time.Time
+	// wakeSome counts a woken receive for that many; share is how many of
+	// the messages that woke it it was counted for (what it passes on if it
+	// ends before it looks).
+	max, share int
+	wakeAt     time.Time
 	// missed is the earliest deadline a change announced while the
 	// waiter was attempting (wakeAt zero), which its look may have read
 	// too early to see; arm wakes it by then.
@@ -87,6 +89,7 @@ func (ws *waiters) wake(qid int64, due time.Time) {
 		if due.IsZero() || due.Before(w.wakeAt) {
 			select {
 			case w.ch <- struct{}{}:
+				w.share = 1
 			default:
 			}
 		}
@@ -110,7 +113,8 @@ func (ws *waiters) wakeSome(qid int64, n int) {
 	for w := range ws.byQueue[qid] {
 		if n > 0 && !w.wakeAt.IsZero() && len(w.ch) == 0 {
 			w.ch <- struct{}{}
-			n -= max(1, w.max)
+			w.share = min(n, max(1, w.max))
+			n -= w.share
 		}
 	}
 	if n <= 0 {
@@ -120,12 +124,20 @@ func (ws *waiters) wakeSome(qid int64, n int) {
 }
 
 // passOn gives a wake-up that a receive of qid took but will not act on
-// (it is ending) to others: as wakeSome does for the max messages the
-// ending receive would have taken (sleeping waiters not signalled yet, or,
+// (it is ending) to others: as wakeSome does for the n messages the ending
+// receive was counted for (sleeping waiters not signalled yet, or,
 // when they cannot take that many, every waiter that is attempting: its
 // look may have begun before the commit that made the messages ready, and
 // wakeSome may have signalled only the receive now ending).
-func (ws *waiters) passOn(qid int64, max int) { ws.wakeSome(qid, max) }
+func (ws *waiters) passOn(qid int64, n int) { ws.wakeSome(qid, max(1, n)) }
+
+// shareOf is how many messages w's latest wake-up counted it for
+// (wakeSome; 1 for any other wake-up).
+func (ws *waiters) shareOf(w *waiter) int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return w.share
+}
 
 // signalAttempting signals every waiter of qid that is attempting (wakeAt
 // zero): it looks once more after its attempt. ws.mu is held.
@@ -134,6 +146,7 @@ func (ws *waiters) signalAttempting(qid int64) {
 		if w.wakeAt.IsZero() {
 			select {
 			case w.ch <- struct{}{}:
+				w.share = 1
 			default:
 			}
 		}

@@ -77,28 +77,38 @@ func TestWakeSomeCountsMaxMessages(t *testing.T) {
 
 // TestPassOnCoversTheEndingReceivesMax: a receive of up to 10, woken alone
 // for 10 ready messages, that ends before it looks passes its wake-up on to
-// receives that can take 10 together, not to one receive of 1.
+// receives that can take 10 together, not to one receive of 1; a receive
+// woken for one message passes on one.
 func TestPassOnCoversTheEndingReceivesMax(t *testing.T) {
-	var ws waiters
-	ws.init()
-	const qid = 7
-	big := ws.add(qid, 10)
-	var small []*waiter
-	for range 10 {
-		w := ws.add(qid, 1)
-		ws.arm(w, time.Now().Add(time.Second))
-		small = append(small, w)
-	}
-	ws.arm(big, time.Now().Add(time.Second))
-	big.ch <- struct{}{} // woken by a send of 10 (wakeSome chose it)
-	<-big.ch             // it ends before it looks
-	ws.remove(qid, big)
-	ws.passOn(qid, big.max)
-	n := 0
-	for _, w := range small {
-		n += len(w.ch)
-	}
-	if n != 10 {
-		t.Fatalf("passOn woke %d receives of 1 for the 10 messages a receive of 10 left", n)
+	for _, c := range []struct{ ready, want int }{{10, 10}, {1, 1}} {
+		var ws waiters
+		ws.init()
+		const qid = 7
+		big := ws.add(qid, 10)
+		ws.arm(big, time.Now().Add(time.Second))
+		var small []*waiter
+		for range 10 {
+			small = append(small, ws.add(qid, 1)) // attempting: not woken while big covers the send
+		}
+		ws.wakeSome(qid, c.ready)
+		if len(big.ch) != 1 {
+			t.Fatalf("a send of %d did not wake the sleeping receive of 10", c.ready)
+		}
+		for _, w := range small {
+			if len(w.ch) != 0 {
+				t.Fatalf("a send of %d that the receive of 10 covers woke a receive of 1", c.ready)
+			}
+			ws.arm(w, time.Now().Add(time.Second)) // now asleep
+		}
+		<-big.ch // it ends before it looks
+		ws.remove(qid, big)
+		ws.passOn(qid, ws.shareOf(big))
+		n := 0
+		for _, w := range small {
+			n += len(w.ch)
+		}
+		if n != c.want {
+			t.Fatalf("for the %d messages a receive of 10 left, passOn woke %d receives of 1, want %d", c.ready, n, c.want)
+		}
 	}
 }

@@ -277,6 +277,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.life.Close()
+		b.deleteCombiner.drain()
 		b.pool.Close()
 	})
 	return nil

@@ -81,7 +81,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) (_ []b
 		pending := signalled || len(w.ch) > 0
 		b.waiters.remove(qid, w)
 		if pending {
-			b.waiters.passOn(qid, w.max)
+			b.waiters.passOn(qid, b.waiters.shareOf(w))
 		}
 	}()
 	var timer broker.Timer
