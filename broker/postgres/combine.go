@@ -20,8 +20,8 @@ const combineWidth = 2
 // by a few statements of many rows than by 32 of a few.
 //
 // Sends are not combined: measured, combining them cut the inserts per
-// message eight times and still lost a quarter of the steady throughput. PostgreSQL
-// already shares one WAL flush among concurrent commits, so the wait for
+// message eight times and still lost a quarter of the steady throughput.
+// PostgreSQL already shares one WAL flush among concurrent commits, so the wait for
 // the running insert only added latency to every send, and the consumers,
 // starved in a closed loop, spent the saving on receives that found
 // nothing (docs/performance.md).
@@ -29,8 +29,8 @@ const combineWidth = 2
 // At most width batches of one key run at once. A call that finds fewer
 // running runs at once, alone: at low load nothing waits. A call that finds
 // width running waits; when a batch ends, every call waiting then (up to
-// maxJobs) becomes the next batch, run by the first of them on its own
-// goroutine (a batch of several calls runs on a goroutine of its own). A
+// maxJobs) becomes the next batch, handed to the first of them, which runs
+// it itself when it is alone and on a new goroutine otherwise (lead). A
 // batch's statement runs on a context that ends only when every call in it
 // has ended its own, so one client's disconnect does not fail the others'
 // work; a call whose context ends while it waits leaves at once (if it was

@@ -99,9 +99,8 @@ func (ws *waiters) wake(qid int64, due time.Time) {
 // wakeSome signals the waiters of qid after a commit that made n messages
 // ready now: sleeping ones not signalled yet until their MaxMessages add up
 // to n (one receive of up to 10 for a send of 10 messages, not 10
-// receives), or, when those cannot take n, also every
-// waiter that is attempting (wakeAt
-// zero: it looks once more after its attempt, so none of them misses the
+// receives), or, when those cannot take n, also every waiter that is
+// attempting (wakeAt zero: it looks once more after its attempt, so none of them misses the
 // messages for a look that began before the commit). A woken receive
 // claims what it can of the n messages or finds them claimed by another
 // receive; waking every waiter for each message made them all look and all

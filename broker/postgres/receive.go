@@ -72,7 +72,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) (_ []b
 	}
 	deadline := b.clock.Now().Add(plan.Wait)
 	qid := q.id
-	w := b.waiters.add(qid, max(1, req.MaxMessages))
+	w := b.waiters.add(qid, max(1, plan.Max))
 	// signalled: the receive was woken and has not looked since; if it
 	// ends so, another waiter gets the wake-up (wakeSome wakes only as many
 	// as there are new messages).
