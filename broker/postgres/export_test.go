@@ -42,3 +42,6 @@ func (b *Backend) DeletesWaiting() int {
 	}
 	return n
 }
+
+// SetsPoolMaxConns exposes setsPoolMaxConns.
+var SetsPoolMaxConns = setsPoolMaxConns

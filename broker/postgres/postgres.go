@@ -59,8 +59,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,7 +85,9 @@ type Config struct {
 	// and Logger, and Observer for dead-letter moves (MaxInFlight and StrictPurge are the front's).
 	broker.Options
 	// MaxConns is the connection pool size, besides the two dedicated
-	// connections (listener, notifier). Default 16; 1..1000.
+	// connections (listener, notifier). Default 16; 1..1000. A
+	// pool_max_conns parameter in URL (pgxpool's own) overrides it, so
+	// that `sluice serve --store` can size the pool.
 	MaxConns int32
 	// StatementTimeout is the sessions' statement_timeout. Default 30 s; >= 1 s.
 	StatementTimeout time.Duration
@@ -165,6 +169,20 @@ func (c Config) Validate() error {
 	return c.Options.Validate()
 }
 
+// setsPoolMaxConns reports whether a connection string (a URL or a
+// keyword/value string) sets pgxpool's pool_max_conns.
+func setsPoolMaxConns(conn string) bool {
+	if u, err := url.Parse(conn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		return u.Query().Has("pool_max_conns")
+	}
+	for _, f := range strings.Fields(conn) {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.TrimSpace(k) == "pool_max_conns" {
+			return true
+		}
+	}
+	return false
+}
+
 // Backend is the PostgreSQL broker.Backend. Create it with Open.
 type Backend struct {
 	cfg   Config
@@ -218,7 +236,11 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse URL: %w", err)
 	}
-	pcfg.MaxConns = cfg.MaxConns
+	if !setsPoolMaxConns(cfg.URL) {
+		pcfg.MaxConns = cfg.MaxConns
+	} else if pcfg.MaxConns > 1000 {
+		return nil, fmt.Errorf("postgres: pool_max_conns %d in the URL: must be 1..1000", pcfg.MaxConns)
+	}
 	rp := pcfg.ConnConfig.RuntimeParams
 	rp["search_path"] = pgx.Identifier{cfg.Schema}.Sanitize()
 	rp["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
