@@ -43,10 +43,12 @@ func TestPoolMaxConnsInURL(t *testing.T) {
 		url  string
 		want int
 	}{
-		{url, 4},
+		{url, 7},
 		{url + sep + "pool_max_conns=3", 3},
 	} {
-		be, err := postgres.Open(ctx, testConfig(c.url, schema))
+		cfg := testConfig(c.url, schema)
+		cfg.MaxConns = 7 // no default of pgxpool's
+		be, err := postgres.Open(ctx, cfg)
 		if err != nil {
 			t.Fatalf("Open(%s): %v", c.url, err)
 		}
@@ -58,7 +60,11 @@ func TestPoolMaxConnsInURL(t *testing.T) {
 			t.Errorf("Open(%s): pool of %d connections, want %d", c.url, got, c.want)
 		}
 	}
-	if _, err := postgres.Open(ctx, testConfig(url+sep+"pool_max_conns=1001", schema)); err == nil || !strings.Contains(err.Error(), "pool_max_conns") {
+	be, err := postgres.Open(ctx, testConfig(url+sep+"pool_max_conns=1001", schema))
+	if err == nil {
+		be.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "pool_max_conns") {
 		t.Errorf("Open with pool_max_conns=1001: %v, want an error naming pool_max_conns", err)
 	}
 }

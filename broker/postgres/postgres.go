@@ -59,10 +59,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -169,18 +167,16 @@ func (c Config) Validate() error {
 	return c.Options.Validate()
 }
 
-// setsPoolMaxConns reports whether a connection string (a URL or a
-// keyword/value string) sets pgxpool's pool_max_conns.
+// setsPoolMaxConns reports whether a connection string sets pgxpool's
+// pool_max_conns, as pgx itself parses it (URL or keyword/value string,
+// service files included).
 func setsPoolMaxConns(conn string) bool {
-	if u, err := url.Parse(conn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		return u.Query().Has("pool_max_conns")
+	cc, err := pgconn.ParseConfig(conn)
+	if err != nil {
+		return false
 	}
-	for _, f := range strings.Fields(conn) {
-		if k, _, ok := strings.Cut(f, "="); ok && strings.TrimSpace(k) == "pool_max_conns" {
-			return true
-		}
-	}
-	return false
+	_, ok := cc.RuntimeParams["pool_max_conns"]
+	return ok
 }
 
 // Backend is the PostgreSQL broker.Backend. Create it with Open.
