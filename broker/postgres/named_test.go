@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -35,11 +34,11 @@ func TestCompiledNamedMatchesPgx(t *testing.T) {
 		if q.sql != wantSQL {
 			t.Errorf("%s: compiled statement differs from pgx's rewriting", name)
 		}
+		if len(q.names) < 10 {
+			t.Errorf("%s: %d positional arguments, want the claim's named ones", name, len(q.names))
+		}
 		if got := q.args(values); !reflect.DeepEqual(got, wantArgs) {
 			t.Errorf("%s: arguments %v, pgx gives %v", name, got, wantArgs)
-		}
-		if strings.Contains(q.sql, "@") {
-			t.Errorf("%s: a named argument is left in the compiled statement", name)
 		}
 	}
 	defer func() {

@@ -19,6 +19,9 @@ func TestSetsPoolMaxConns(t *testing.T) {
 		"host=h dbname=db pool_max_conns=12":                       true,
 		"host=h dbname=db application_name=pool_max_conns_watcher": false,
 		"host=h dbname=db":                                         false,
+		"postgres://u:pa#ss@h/db?pool_max_conns=64":                true,
+		"host=h pool_max_conns = 12":                               true,
+		"host=h application_name='x pool_max_conns=5'":             false,
 	} {
 		if got := postgres.SetsPoolMaxConns(conn); got != want {
 			t.Errorf("setsPoolMaxConns(%q) = %v, want %v", conn, got, want)
