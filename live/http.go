@@ -3,9 +3,12 @@ package live
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sluicemq/sluice/broker"
 )
 
 // The routes Live answers (server mounts them; docs/api.md and
@@ -72,9 +75,25 @@ func (l *Live) serveHistory(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
 	h, ok := l.QueueHistory(name)
 	if !ok {
-		writeError(w, http.StatusNotFound, "queue_not_found",
-			fmt.Sprintf("The dashboard has no history of queue %q: it does not exist, or was created less than %v ago. List the queues with GET /v1/stats.", name, l.cfg.Interval))
-		return
+		// Not sampled yet: a queue created since the last sample has a
+		// history, an empty one (a 404 would tell a dashboard that has just
+		// created it that it does not exist).
+		b := l.front.Load()
+		if b == nil {
+			writeError(w, http.StatusServiceUnavailable, "not_ready", "The broker is starting: try again in a second.")
+			return
+		}
+		if _, err := b.GetQueue(r.Context(), name); err != nil {
+			if errors.Is(err, broker.ErrQueueDoesNotExist) {
+				writeError(w, http.StatusNotFound, "queue_not_found",
+					fmt.Sprintf("Queue %q does not exist. List the queues with GET /v1/stats.", name))
+			} else {
+				writeError(w, http.StatusServiceUnavailable, "store_unavailable",
+					fmt.Sprintf("Could not read queue %q: %v. Try again; if it persists, check the broker's log.", name, err))
+			}
+			return
+		}
+		h = History{Queue: name, StepSeconds: l.cfg.HistoryStep.Seconds(), Points: []Point{}}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")

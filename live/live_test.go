@@ -243,6 +243,34 @@ func TestHistoryFills(t *testing.T) {
 	}
 }
 
+// TestHistoryOfANewQueue: a queue created since the last sample has an
+// empty history, not a 404 (the dashboard opens a queue's page at once after
+// creating it); a queue that does not exist is still a 404.
+func TestHistoryOfANewQueue(t *testing.T) {
+	t.Parallel()
+	clock := broker.NewFakeClock(epoch)
+	tb, lv := setup(t, clock, nil)
+	if _, err := lv.Sample(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	createQueue(t, tb.Front, "fresh", nil)
+	if _, ok := lv.QueueHistory("fresh"); ok {
+		t.Fatal("the sampler has seen a queue created after its last sample")
+	}
+	resp, err := http.Get(tb.URL + "/v1/queues/fresh/history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != `{"queue":"fresh","stepSeconds":5,"points":[]}`+"\n" {
+		t.Fatalf("history of a queue not sampled yet: %d %s, want 200 with no points", resp.StatusCode, body)
+	}
+	if code := getJSON(t, tb.URL+"/v1/queues/nosuch/history", nil); code != http.StatusNotFound {
+		t.Errorf("history of a queue that does not exist: %d, want 404", code)
+	}
+}
+
 func TestHealthLevels(t *testing.T) {
 	t.Parallel()
 	th := live.DefaultThresholds()

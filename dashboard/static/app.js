@@ -660,8 +660,8 @@ class QueuePage {
     try {
       doc = await api("GET", qpath(this.name) + "/history");
     } catch (e) {
-      // 404: no history yet (a new queue) or no history route; the charts
-      // fill from the live events.
+      // 404: the queue is gone, or an older broker without the history
+      // route; the charts fill from the live events.
       if (e.status !== 404) toast("Could not load the history: " + e.message, true);
       return;
     }
