@@ -77,19 +77,25 @@ func (l *Live) serveHistory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		// Not sampled yet: a queue created since the last sample has a
 		// history, an empty one (a 404 would tell a dashboard that has just
-		// created it that it does not exist).
+		// created it that it does not exist). A name no queue can have is
+		// not looked up.
 		b := l.front.Load()
 		if b == nil {
-			writeError(w, http.StatusServiceUnavailable, "not_ready", "The broker is starting: try again in a second.")
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "The broker is starting: try again in a second.")
 			return
 		}
-		if _, err := b.GetQueue(r.Context(), name); err != nil {
-			if errors.Is(err, broker.ErrQueueDoesNotExist) {
+		var err error
+		if err = broker.ValidateQueueName(name); err == nil {
+			_, err = b.GetQueue(r.Context(), name)
+		}
+		if err != nil {
+			if errors.Is(err, broker.ErrQueueDoesNotExist) || errors.Is(err, broker.ErrInvalidParameterValue) {
 				writeError(w, http.StatusNotFound, "queue_not_found",
 					fmt.Sprintf("Queue %q does not exist. List the queues with GET /v1/stats.", name))
 			} else {
-				writeError(w, http.StatusServiceUnavailable, "store_unavailable",
-					fmt.Sprintf("Could not read queue %q: %v. Try again; if it persists, check the broker's log.", name, err))
+				l.log.Warn("live: history: reading the queue failed", "queue", name, "err", err)
+				writeError(w, http.StatusServiceUnavailable, "unavailable",
+					"The broker could not read the queue: try again; if it persists, the broker's log says why.")
 			}
 			return
 		}

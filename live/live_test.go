@@ -266,8 +266,10 @@ func TestHistoryOfANewQueue(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != `{"queue":"fresh","stepSeconds":5,"points":[]}`+"\n" {
 		t.Fatalf("history of a queue not sampled yet: %d %s, want 200 with no points", resp.StatusCode, body)
 	}
-	if code := getJSON(t, tb.URL+"/v1/queues/nosuch/history", nil); code != http.StatusNotFound {
-		t.Errorf("history of a queue that does not exist: %d, want 404", code)
+	for _, name := range []string{"nosuch", "no%20such", "bad%00name", strings.Repeat("x", 81)} {
+		if code := getJSON(t, tb.URL+"/v1/queues/"+name+"/history", nil); code != http.StatusNotFound {
+			t.Errorf("history of queue %q, which does not exist: %d, want 404", name, code)
+		}
 	}
 }
 
