@@ -98,19 +98,25 @@ function accessKey() {
   try { return sessionStorage.getItem(keyStore) || ""; } catch (e) { return ""; }
 }
 
-// authFetch is fetch with the tab's key; a 401 opens the key dialog.
+// reloading is set once a key was given: the page reloads with it, and a
+// 401 that arrives meanwhile must not take it back.
+let reloading = false;
+
+// authFetch is fetch with the tab's key; a 401 opens the key dialog. A 401
+// for a key that is no longer the tab's (a request sent before the user gave
+// a new one, answered after) asks nothing: the answer is about the old key.
 async function authFetch(path, init) {
   const key = accessKey();
   if (key) init.headers = Object.assign({}, init.headers, { Authorization: "Bearer " + key });
   const res = await fetch(path, init);
-  if (res.status === 401) askForKey(key ? "The broker refused this key." : "");
+  if (res.status === 401 && key === accessKey()) askForKey(key ? "The broker refused this key." : "");
   return res;
 }
 
 // askForKey opens the key dialog once; a key given reloads the page with it.
 function askForKey(message) {
   const dlg = document.getElementById("login");
-  if (!dlg || dlg.open) return;
+  if (!dlg || dlg.open || reloading) return;
   setText(document.getElementById("login-error"), message);
   try { sessionStorage.removeItem(keyStore); } catch (e) { /* storage off: asked again */ }
   setConn("down", "access key needed");
@@ -119,6 +125,7 @@ function askForKey(message) {
     const secret = document.getElementById("login-secret").value;
     if (!id || !secret) return;
     try { sessionStorage.setItem(keyStore, id + ":" + secret); } catch (e) { /* keeps asking */ }
+    reloading = true;
     location.reload();
   }, { once: true });
   dlg.showModal();
