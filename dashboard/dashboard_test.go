@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdpage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicemq/sluice/internal/browsertest"
@@ -549,4 +552,30 @@ func TestDeleteQueueAsksFirst(t *testing.T) {
 	// sent one DELETE and no other request for the queue in the runs
 	// traced: the deleted queue's own 404 is allowed, nothing else.
 	e.page.CleanExcept("404 (Not Found) (" + e.url + "/v1/queues/old:")
+}
+
+// TestListWorksWithoutStorage: a browser that blocks sessionStorage (it
+// throws on access) still gets the queue list, and its filter works; the
+// list's view is then not kept. The list page read and wrote the storage
+// unguarded, so it threw in its constructor and showed nothing.
+func TestListWorksWithoutStorage(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("kept", nil)
+	e.createQueue("other", nil)
+	block := chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, cdpage.AddScriptToEvaluateOnNewDocument, cdpage.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `Object.defineProperty(window, "sessionStorage", { configurable: true, get() { throw new DOMException("storage is blocked", "SecurityError"); } });`,
+		})
+		return chromedp.Void{}, err
+	})
+	e.page.Do(block)
+	e.open("")
+	if browsertest.Eval[bool](e.page, `(() => { try { sessionStorage.length; return true; } catch (err) { return false; } })()`) {
+		t.Fatal("sessionStorage is not blocked: the test checks nothing")
+	}
+	e.page.Eventually(wait, "the list", `document.querySelectorAll("#queue-rows tr").length === 2`)
+	e.filter("kep")
+	e.page.Eventually(wait, "the filtered list", `document.querySelectorAll("#queue-rows tr").length === 1 && document.querySelector('#queue-rows tr[data-queue="kept"]') !== null`)
+	e.page.Clean()
 }

@@ -331,7 +331,9 @@ function sortValue(q, key) {
 
 class ListPage {
   constructor(main) {
-    const saved = JSON.parse(sessionStorage.getItem("sluice.list") || "{}");
+    // Storage off (blocked by the browser) or a value spoiled: defaults.
+    let saved = {};
+    try { saved = JSON.parse(sessionStorage.getItem("sluice.list") || "{}") || {}; } catch (e) { saved = {}; }
     this.sortKey = saved.sortKey || "name";
     this.sortDir = saved.sortDir || 1;
     this.filter = saved.filter || "";
@@ -344,7 +346,9 @@ class ListPage {
     this.live = new Live("", (doc) => this.update(doc));
   }
   save() {
-    sessionStorage.setItem("sluice.list", JSON.stringify({ sortKey: this.sortKey, sortDir: this.sortDir, filter: this.filter, pageSize: this.pageSize }));
+    try {
+      sessionStorage.setItem("sluice.list", JSON.stringify({ sortKey: this.sortKey, sortDir: this.sortDir, filter: this.filter, pageSize: this.pageSize }));
+    } catch (e) { /* storage off: the view is not kept */ }
   }
   build(main) {
     this.summary = h("p", { class: "summary", id: "summary", "aria-live": "polite" }, "Loading…");
