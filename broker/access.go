@@ -174,7 +174,15 @@ func (b *Broker) refIn(account, name string) QueueRef {
 // resolve is the access rule (see the top of this file): the queue that
 // name means for ctx's caller and owner, or why the caller may not act on
 // it with act.
+//
+// A name no queue can have (CreateQueue refuses it first, with
+// ValidateQueueName's error) does not exist, here, for every call that names a queue: no backend sees it
+// (PostgreSQL refuses a NUL byte or invalid UTF-8 in a query, which made
+// such a name a 500 instead of the embedded store's "does not exist").
 func (b *Broker) resolve(ctx context.Context, act Action, name string) (QueueRef, error) {
+	if ValidateQueueName(name) != nil {
+		return QueueRef{}, QueueNotFoundError()
+	}
 	c := CallerFrom(ctx)
 	mine := b.AccountID()
 	if c.Authenticated {

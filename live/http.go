@@ -77,26 +77,20 @@ func (l *Live) serveHistory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		// Not sampled yet: a queue created since the last sample has a
 		// history, an empty one (a 404 would tell a dashboard that has just
-		// created it that it does not exist). A name no queue can have is
-		// not looked up.
+		// created it that it does not exist).
 		b := l.front.Load()
 		if b == nil {
 			writeError(w, http.StatusServiceUnavailable, "unavailable", "The broker is starting: try again in a second.")
 			return
 		}
-		var err error
-		if err = broker.ValidateQueueName(name); err == nil {
-			_, err = b.GetQueue(r.Context(), name)
-		}
-		if err != nil {
-			if errors.Is(err, broker.ErrQueueDoesNotExist) || errors.Is(err, broker.ErrInvalidParameterValue) {
-				writeError(w, http.StatusNotFound, "queue_not_found",
-					fmt.Sprintf("Queue %q does not exist. List the queues with GET /v1/stats.", name))
-			} else {
-				l.log.Warn("live: history: reading the queue failed", "queue", name, "err", err)
-				writeError(w, http.StatusServiceUnavailable, "unavailable",
-					"The broker could not read the queue: try again; if it persists, the broker's log says why.")
-			}
+		if _, err := b.GetQueue(r.Context(), name); errors.Is(err, broker.ErrQueueDoesNotExist) {
+			writeError(w, http.StatusNotFound, "queue_not_found",
+				fmt.Sprintf("Queue %q does not exist. List the queues with GET /v1/stats.", name))
+			return
+		} else if err != nil {
+			l.log.Warn("live: history: reading the queue failed", "queue", name, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "unavailable",
+				"The broker could not read the queue: try again; if it persists, the broker's log says why.")
 			return
 		}
 		h = History{Queue: name, StepSeconds: l.cfg.HistoryStep.Seconds(), Points: []Point{}}

@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -223,6 +224,19 @@ func testGetQueueMissing(t *testing.T, s suite) {
 	e.createQueue("nope-not", nil)
 	_, err = e.b.GetQueue(e.ctx, "nope")
 	wantErr(t, "GetQueue(nope) beside nope-not", err, broker.ErrQueueDoesNotExist)
+	// A name no queue can have does not exist either, on every backend: the
+	// front answers it without asking the store (PostgreSQL refuses a NUL
+	// byte or invalid UTF-8 in a query: that was an internal error).
+	for _, name := range []string{"bad\x00name", "bad\xffname", "", strings.Repeat("a", 81), "dot.name"} {
+		_, err := e.b.GetQueue(e.ctx, name)
+		wantErr(t, fmt.Sprintf("GetQueue(%q)", name), err, broker.ErrQueueDoesNotExist)
+		_, err = e.b.Send(e.ctx, name, []broker.SendEntry{{Body: "x"}})
+		wantErr(t, fmt.Sprintf("Send(%q)", name), err, broker.ErrQueueDoesNotExist)
+		_, err = e.b.Receive(e.ctx, broker.ReceiveRequest{Queue: name})
+		wantErr(t, fmt.Sprintf("Receive(%q)", name), err, broker.ErrQueueDoesNotExist)
+		err = e.b.DeleteQueue(e.ctx, name)
+		wantErr(t, fmt.Sprintf("DeleteQueue(%q)", name), err, broker.ErrQueueDoesNotExist)
+	}
 }
 
 func queueNames(qs []broker.Queue) []string {
