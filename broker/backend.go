@@ -2,10 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"strings"
 	"time"
 )
 
@@ -135,57 +131,6 @@ type QueueUpdate struct {
 	Modified bool
 }
 
-// LeaseOutcome is what a backend did with one receipt of Delete or
-// ChangeVisibility; the front turns it into the answer (LeaseError).
-type LeaseOutcome uint8
-
-// The lease outcomes.
-const (
-	// LeaseApplied: the receipt is the message's latest lease; the change was made.
-	LeaseApplied LeaseOutcome = iota
-	// LeaseStale: the message is gone, or was leased again since.
-	LeaseStale
-	// LeaseOtherQueue: the receipt belongs to another queue (or an earlier
-	// queue of the same name).
-	LeaseOtherQueue
-	// LeaseEnded: the receipt is the latest, but its lease has ended (the
-	// message is visible again); nothing was changed.
-	LeaseEnded
-)
-
-// VisibilityChange is one ChangeVisibility entry: a decoded receipt and what
-// to do with its lease. The backend plans it with PlanLeaseChange against
-// the message as it finds it, inside its atomic step.
-type VisibilityChange struct {
-	Receipt Receipt
-	// Kind is what the consumer asks for (ChangeTimeout for SQS).
-	Kind LeaseChangeKind
-	// Timeout is the new remaining lease time (ChangeTimeout; 0..12 h,
-	// checked by the front; 0 is a nack) or the snooze (Snooze; 0 = release).
-	Timeout time.Duration
-	// Delay is a Nack's explicit delay before the message is visible again
-	// (nil: the queue's retry policy, or at once).
-	Delay *time.Duration
-	// Reason is a Nack's or DeadLetterNow's failure reason (at most
-	// MaxReasonBytes).
-	Reason string
-}
-
-// LeaseChangeKind is the kind of a VisibilityChange.
-type LeaseChangeKind uint8
-
-// The lease change kinds (PlanLeaseChange says what each does).
-const (
-	// ChangeTimeout is SQS's ChangeMessageVisibility and the native extend.
-	ChangeTimeout LeaseChangeKind = iota
-	// Nack is a failure, with an optional reason and delay.
-	Nack
-	// Snooze hands the message back for a while without counting an attempt.
-	Snooze
-	// DeadLetterNow moves the message to the dead-letter queue at once.
-	DeadLetterNow
-)
-
 // The optional capabilities of a backend, each its own interface so that the
 // core one never breaks.
 
@@ -220,105 +165,3 @@ type Pinger interface {
 type PoolReporter interface {
 	PoolStats() PoolStats
 }
-
-// PoolStats are a connection pool's figures.
-type PoolStats struct {
-	// Max is the pool's size; Total the connections open, Acquired those in
-	// use and Idle those waiting.
-	Max, Total, Acquired, Idle int
-	// Acquires counts the connections taken from the pool since it opened,
-	// EmptyAcquires those that had to wait for one (the pool was
-	// exhausted), and AcquireWait is the time spent waiting in all.
-	Acquires, EmptyAcquires int64
-	AcquireWait             time.Duration
-}
-
-// OffsetClock is a Clock that is a fixed offset from the wall clock (a
-// *FakeClock): a backend whose store keeps time of its own (PostgreSQL's
-// now()) then computes with the clock's reading instead of the store's.
-type OffsetClock interface {
-	Clock
-	Offset() time.Duration
-}
-
-// Options are the settings of the front (Broker) and, for Clock and Logger,
-// of every backend.
-type Options struct {
-	// Clock drives leases, delays, retention and move-task pacing. Default
-	// RealClock. A backend and the front it serves share one clock.
-	Clock Clock
-	// Logger receives structured logs. Default: discard (slog.Default() is
-	// never used).
-	Logger *slog.Logger
-	// MaxInFlight caps leased messages per queue: a standard-queue receive
-	// past it gets ErrOverLimit, a FIFO receive gets no messages. The front
-	// applies it. Default DefaultMaxInFlight (120,000); 0 means the default;
-	// must not be negative.
-	MaxInFlight int
-	// StrictPurge enforces AWS's one purge per queue per 60 s. The front
-	// applies it. Default off.
-	StrictPurge bool
-	// WebhookHosts are the hosts a DeadLetterWebhook may call. The front
-	// asks it when a CreateQueue or SetQueueAttributes sets the attribute,
-	// and refuses the URL (InvalidAttributeValue) when its host is not
-	// allowed. Default nil: dead-letter webhooks are off, and every URL is
-	// refused (an operator turns them on with a secret and allowed hosts;
-	// see package webhook, whose *HostList implements it).
-	WebhookHosts WebhookHosts
-	// Observer, when not nil, is told what the front and the backend did
-	// (counts per queue, refusals, store syncs), for metrics. Default nil.
-	Observer Observer
-	// BackupDir is the directory under which Broker.Backup writes backups
-	// (each in a new directory of its own name). Default "": backups are
-	// refused.
-	BackupDir string
-	// AccountID is the broker's own account id: the account in its queue
-	// URLs and ARNs, the one unauthenticated requests act as, and whose
-	// queues are stored under QueueRef.Account "". Default
-	// DefaultAccountID; 1..64 characters without '/', ':', '?', '#' or
-	// spaces (an AWS account id is 12 digits). The server's Config.AccountID
-	// should be the same (Broker.ServeAccount aligns them).
-	AccountID string
-}
-
-// DefaultAccountID is Options.AccountID's default.
-const DefaultAccountID = "000000000000"
-
-// validateAccountID checks an account id as Options.AccountID documents.
-func validateAccountID(id string) error {
-	if id == "" || len(id) > 64 || strings.ContainsAny(id, "/:?# \t\n") {
-		return fmt.Errorf("broker: AccountID %q must be 1..64 characters without '/', ':', '?', '#' or spaces", id)
-	}
-	return nil
-}
-
-// WithDefaults returns o with zero fields set to their defaults.
-func (o Options) WithDefaults() Options {
-	if o.Clock == nil {
-		o.Clock = RealClock{}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.MaxInFlight == 0 {
-		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if o.AccountID == "" {
-		o.AccountID = DefaultAccountID
-	}
-	return o
-}
-
-// Validate refuses what the field comments refuse.
-func (o Options) Validate() error {
-	if o.MaxInFlight < 0 {
-		return fmt.Errorf("broker: Options.MaxInFlight %d: must be 0 (the default, %d) or more", o.MaxInFlight, DefaultMaxInFlight)
-	}
-	if o.AccountID != "" {
-		return validateAccountID(o.AccountID)
-	}
-	return nil
-}
-
-// errNilBackend is New's error for a nil backend.
-var errNilBackend = errors.New("broker: New needs a backend")

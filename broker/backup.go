@@ -8,14 +8,6 @@ import (
 	"regexp"
 )
 
-// Backuper is the optional capability of a backend that copies its store
-// online (the embedded backend; PostgreSQL has its own tools).
-type Backuper interface {
-	// Backup writes a consistent copy of the store, holding every change
-	// acknowledged before the call, into the new directory dir.
-	Backup(ctx context.Context, dir string) error
-}
-
 // backupName is what a backup's name may be: it names a directory under
 // Options.BackupDir.
 var backupName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$`)

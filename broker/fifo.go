@@ -66,29 +66,6 @@ func ValidateFifoID(param, value string) error {
 	return invalidParam(value, param, param+" can only include alphanumeric and punctuation characters. 1 to 128 in length.")
 }
 
-// ValidateSendGroupParams checks the FIFO parameters of a whole send call,
-// before anything is stored: on a FIFO queue every entry needs a
-// MessageGroupId (ErrMissingParameter) and a MessageDeduplicationId unless
-// the queue has ContentBasedDeduplication (ErrInvalidParameterValue). As in
-// SQS, a missing FIFO parameter fails the whole call, batch or not; a
-// malformed one fails only its entry (ValidateSendEntry).
-func ValidateSendGroupParams(c QueueConfig, entries []SendEntry) error {
-	if !c.Fifo {
-		return nil
-	}
-	for i := range entries {
-		if entries[i].GroupID == "" {
-			return Errorf(ErrMissingParameter, "The request must contain the parameter MessageGroupId.")
-		}
-	}
-	for i := range entries {
-		if entries[i].DedupID == "" && !c.ContentBasedDedup {
-			return Errorf(ErrInvalidParameterValue, "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
-		}
-	}
-	return nil
-}
-
 // validateGroupFields is the per-entry part of the FIFO rules, called by
 // ValidateSendEntry. A MessageGroupId is allowed on a standard queue too
 // (fair queues: it carries no ordering there) and is validated the same way;
@@ -115,33 +92,6 @@ func validateGroupFields(c QueueConfig, e *SendEntry) error {
 func ContentDedupID(body string) string {
 	sum := sha256.Sum256([]byte(body))
 	return hex.EncodeToString(sum[:])
-}
-
-// DedupID returns the dedup id of a FIFO send: the explicit
-// MessageDeduplicationId, which wins, or the content-based one. It is "" on
-// standard queues and when neither applies (ValidateSendGroupParams refuses
-// that case).
-func DedupID(c QueueConfig, e *SendEntry) string {
-	switch {
-	case !c.Fifo:
-		return ""
-	case e.DedupID != "":
-		return e.DedupID
-	case c.ContentBasedDedup:
-		return ContentDedupID(e.Body)
-	}
-	return ""
-}
-
-// DedupKey is the key of the dedup window for a send with group id group
-// and dedup id dedup: the dedup id alone with DeduplicationScope=queue (the
-// same id in another group is a duplicate), or the pair (group, dedup id)
-// with messageGroup. A NUL separates the pair; neither id can contain one.
-func DedupKey(c QueueConfig, group, dedup string) string {
-	if c.DedupScope == DedupScopeMessageGroup {
-		return group + "\x00" + dedup
-	}
-	return dedup
 }
 
 // FormatSequenceNumber renders a FIFO sequence number as SQS does: a decimal

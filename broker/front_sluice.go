@@ -6,27 +6,11 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
-	"unicode/utf8"
 )
 
 // The front's methods beyond SQS: consumer controls, browsing, deletes by id,
 // pause and resume, and stats. The native API calls them; SQS clients reach
 // what ChangeMessageVisibility expresses through ChangeVisibility.
-
-// LeaseEntry is one consumer control on a leased message (ChangeLeases).
-type LeaseEntry struct {
-	// ID is the batch entry id ("" for a single call).
-	ID      string
-	Receipt string
-	// Kind, Timeout, Delay and Reason are VisibilityChange's. Timeout is
-	// the new lease time for ChangeTimeout (0..12 h) and the snooze for
-	// Snooze (0..12 h); Delay a Nack's explicit delay (0..12 h).
-	Kind    LeaseChangeKind
-	Timeout time.Duration
-	Delay   *time.Duration
-	Reason  string
-}
 
 // ChangeLeases applies consumer controls (extend, nack, snooze, release,
 // dead-letter now) to leased messages and answers one error (or nil) per
@@ -134,18 +118,6 @@ func validateLeaseEntry(e *LeaseEntry) error {
 	}
 	e.Reason = CutReason(e.Reason)
 	return nil
-}
-
-// CutReason cuts a failure reason to MaxReasonBytes at a UTF-8 boundary.
-func CutReason(s string) string {
-	if len(s) <= MaxReasonBytes {
-		return s
-	}
-	s = s[:MaxReasonBytes]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // Browse returns a page of a queue's messages without leasing them

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -13,7 +14,16 @@ import (
 type coreOnly struct{ Backend }
 
 // Receipts is the one method every backend answers without its store.
-func (coreOnly) Receipts() *ReceiptCodec { return testReceipts }
+func (coreOnly) Receipts() *ReceiptCodec { return frontReceipts }
+
+// frontReceipts is a codec with a fixed key.
+var frontReceipts = func() *ReceiptCodec {
+	c, err := NewReceiptCodec(bytes.Repeat([]byte{7}, ReceiptKeySize))
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
 
 // noReceipts is a backend that lacks a receipt codec: New refuses it.
 type noReceipts struct{ Backend }

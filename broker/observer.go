@@ -65,13 +65,6 @@ func (c Counter) String() string {
 	return "unknown"
 }
 
-// count reports n events to the observer, when there is one.
-func (b *Broker) count(queue string, c Counter, n int) {
-	if b.opts.Observer != nil && n > 0 {
-		b.opts.Observer.Count(queue, c, n)
-	}
-}
-
 // Observers returns an Observer that reports to each non-nil observer in
 // order (Options holds one Observer: metrics and the live dashboard's
 // sampler both listen). It returns nil when none is given, the only one when

@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"sync"
@@ -82,9 +81,6 @@ func NewReceiptCodec(key []byte) (*ReceiptCodec, error) {
 	c.macs.New = func() any { return &receiptMAC{h: hmac.New(sha256.New, c.key)} }
 	return c, nil
 }
-
-// errNoReceiptCodec is New's error for a backend without a receipt codec.
-var errNoReceiptCodec = errors.New("broker: the backend has no receipt codec (Backend.Receipts returned nil)")
 
 // fields appends the signed part of r's handle to b.
 func (r Receipt) fields(b []byte) []byte {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestTaskHandleRoundTrip(t *testing.T) {
@@ -30,22 +29,6 @@ func TestTaskHandleRoundTrip(t *testing.T) {
 		if !errors.Is(err, ErrInvalidParameterValue) || ErrorMessage(err) != "Value for parameter TaskHandle is invalid." {
 			t.Errorf("DecodeTaskHandle(%.20q) = %v", bad, err)
 		}
-	}
-}
-
-func TestMovePace(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		rate, chunk int
-		pace        time.Duration
-	}{{1, 1, time.Second}, {10, 1, 100 * time.Millisecond}, {500, 50, 100 * time.Millisecond}, {0, 50, 100 * time.Millisecond}} {
-		n := MoveChunk(c.rate)
-		if n != c.chunk || MovePace(n, c.rate) != c.pace {
-			t.Errorf("rate %d: chunk %d pace %v, want %d %v", c.rate, n, MovePace(n, c.rate), c.chunk, c.pace)
-		}
-	}
-	if ValidateMoveRate(501) == nil || ValidateMoveRate(-1) == nil || ValidateMoveRate(0) != nil || ValidateMoveRate(500) != nil {
-		t.Error("ValidateMoveRate bounds")
 	}
 }
 

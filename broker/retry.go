@@ -2,9 +2,7 @@ package broker
 
 import (
 	"hash/fnv"
-	"log/slog"
 	"math/bits"
-	"sync"
 	"time"
 )
 
@@ -23,21 +21,6 @@ import (
 // retry policy's backoff (counted from the nack or from the lease's end; it
 // is "delayed" meanwhile, and its receipt is stale), or, with no retry
 // policy, is visible again at once.
-
-// The failure reasons a backend records when no reason was given.
-const (
-	// ReasonLeaseExpired: the lease ended with neither a delete nor a nack.
-	ReasonLeaseExpired = "lease expired"
-	// ReasonNack: a nack without a reason (ChangeMessageVisibility to 0).
-	ReasonNack = "nacked"
-	// ReasonMaxAttempts: a receive found the message past its attempts (its
-	// queue's maxReceiveCount was lowered, or its failure was not seen).
-	ReasonMaxAttempts = "maximum attempts reached"
-)
-
-// MaxReasonBytes bounds a failure reason; a longer one is cut (at a UTF-8
-// boundary) by the front.
-const MaxReasonBytes = 1024
 
 // Backoff is how long a message waits after its attempts-th attempt failed,
 // under policy p: min(Base * 2^(attempts-1), Max), jittered. The jitter is
@@ -87,19 +70,6 @@ func uniform(seed, n uint64) uint64 {
 	z ^= z >> 31
 	hi, _ := bits.Mul64(z, n)
 	return hi
-}
-
-// MaxAttempts is a message's attempt limit: its own Sluice.MaxAttempts when
-// set (> 0), else its queue's maxReceiveCount; 0 when the queue has no
-// RedrivePolicy (no limit: nothing to move to).
-func MaxAttempts(r *RedrivePolicy, own int) int {
-	if r == nil {
-		return 0
-	}
-	if own > 0 {
-		return own
-	}
-	return r.MaxReceiveCount
 }
 
 // LeaseFacts is what a backend knows of a leased message when it plans a
@@ -243,66 +213,4 @@ func reasonOr(reason, dflt string) string {
 func ShouldDeadLetterOnReceive(r *RedrivePolicy, attempts, ownMax int) bool {
 	limit := MaxAttempts(r, ownMax)
 	return limit > 0 && attempts >= limit
-}
-
-// DeadLetterLog logs moves to dead-letter queues at warn level, at most
-// Burst lines per Interval (the rest are counted and reported with the next
-// line that is written), so that a poison-pill storm cannot flood the log.
-// Backends share one per store. Safe for concurrent use.
-type DeadLetterLog struct {
-	Log      *slog.Logger
-	Clock    Clock
-	Interval time.Duration // default 1 s
-	Burst    int           // default 10
-	// Observer, when not nil, counts every move (CountDeadLettered), logged
-	// or not.
-	Observer Observer
-
-	mu         sync.Mutex
-	windowFrom time.Time
-	written    int
-	dropped    int
-}
-
-// Moved logs that message id moved from queue source to its dead-letter
-// queue dlq, with its reason and attempts.
-func (l *DeadLetterLog) Moved(id string, source, dlq QueueRef, reason string, attempts int) {
-	if l == nil {
-		return
-	}
-	if l.Observer != nil {
-		l.Observer.Count(source.String(), CountDeadLettered, 1) // <account>/<name> for another account's queue
-	}
-	if l.Log == nil {
-		return
-	}
-	interval, burst := l.Interval, l.Burst
-	if interval <= 0 {
-		interval = time.Second
-	}
-	if burst <= 0 {
-		burst = 10
-	}
-	now := time.Now()
-	if l.Clock != nil {
-		now = l.Clock.Now()
-	}
-	l.mu.Lock()
-	if now.Sub(l.windowFrom) >= interval || now.Before(l.windowFrom) {
-		l.windowFrom, l.written = now, 0
-	}
-	if l.written >= burst {
-		l.dropped++
-		l.mu.Unlock()
-		return
-	}
-	l.written++
-	dropped := l.dropped
-	l.dropped = 0
-	l.mu.Unlock()
-	args := []any{"message_id", id, "queue", source.String(), "dead_letter_queue", dlq.String(), "reason", reason, "attempts", attempts}
-	if dropped > 0 {
-		args = append(args, "not_logged_before", dropped)
-	}
-	l.Log.Warn("message moved to the dead-letter queue", args...)
 }

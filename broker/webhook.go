@@ -3,9 +3,6 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/url"
-	"strings"
 	"time"
 )
 
@@ -20,35 +17,6 @@ import (
 // happened, and it survives restarts. The dispatcher long-polls the outbox,
 // signs and POSTs the events, deletes them on a 2xx and nacks them
 // otherwise; the outbox's RetryPolicy (WebhookOutboxConfig) backs them off.
-
-// WebhookOutbox is the outbox queue of the dead-letter events. Its account
-// is not one a client can name (real accounts are 12-digit ids, and the
-// front serves only the broker's own, ""), so it never shows in ListQueues
-// and no SQS or native call reaches it.
-var WebhookOutbox = QueueRef{Account: "sluice", Name: "dead-letter-webhooks"}
-
-// The outbox's settings (WebhookOutboxConfig).
-const (
-	// WebhookRetryBase and WebhookRetryMax bound the backoff of a failed
-	// delivery: min(2 s * 2^(n-1), 300 s), full jitter.
-	WebhookRetryBase = 2 * time.Second
-	WebhookRetryMax  = 300 * time.Second
-	// WebhookRetention is how long an undelivered event is kept (14 days,
-	// the longest retention): past it the event is dropped.
-	WebhookRetention = MaxRetention
-)
-
-// WebhookOutboxConfig is the outbox queue's settings: a standard queue,
-// retention WebhookRetention, a RetryPolicy (the backoff of failed
-// deliveries) and no RedrivePolicy (an event is retried until it is
-// delivered or expires).
-func WebhookOutboxConfig() QueueConfig {
-	c := DefaultQueueConfig(false)
-	c.Retention = WebhookRetention
-	c.VisibilityTimeout = time.Minute
-	c.Retry = &RetryPolicy{Base: WebhookRetryBase, Max: WebhookRetryMax, Jitter: JitterFull}
-	return c
-}
 
 // EventTimeFormat is the form of DeadLetterEvent's "at": UTC, microseconds
 // (PostgreSQL's precision), so that every backend writes the same bytes for
@@ -119,71 +87,4 @@ func ParseDeadLetterEvent(body string) (DeadLetterEvent, error) {
 	var e DeadLetterEvent
 	err := json.Unmarshal([]byte(body), &e)
 	return e, err
-}
-
-// WebhookEvent is the event of a dead-letter move of message m (as it is in
-// the dead-letter queue: its counts after the move) from queue source to
-// queue dlq at now, with its reason; ok is false when source has no
-// DeadLetterWebhook (no event is written). A backend calls it inside the
-// move's atomic step and inserts the event's Body into WebhookOutbox.
-func WebhookEvent(source QueueConfig, sourceName, dlqName, messageID, reason string, attempts, receiveCount int, now time.Time) (DeadLetterEvent, bool) {
-	if source.DeadLetterWebhook == "" {
-		return DeadLetterEvent{}, false
-	}
-	return DeadLetterEvent{Queue: sourceName, DeadLetterQueue: dlqName, MessageID: messageID, Reason: reason,
-		Attempts: attempts, ReceiveCount: receiveCount, At: now}, true
-}
-
-// WebhookHost is the host a webhook URL calls, as "host:port" in lower
-// case, the port made explicit (80 for http, 443 for https): what an
-// operator's allowed hosts are matched against (WebhookHosts).
-func WebhookHost(rawURL string) (string, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("webhook URL %q has no host", rawURL)
-	}
-	port := u.Port()
-	if port == "" {
-		switch u.Scheme {
-		case "https":
-			port = "443"
-		case "http":
-			port = "80"
-		default:
-			return "", fmt.Errorf("webhook URL %q is not http or https", rawURL)
-		}
-	}
-	return net.JoinHostPort(strings.ToLower(u.Hostname()), port), nil
-}
-
-// WebhookHosts is the operator's list of the hosts that dead-letter
-// webhooks may call (Options.WebhookHosts).
-type WebhookHosts interface {
-	// Allowed reports whether a webhook may call host, given as WebhookHost
-	// gives it ("host:port", lower case, the port explicit).
-	Allowed(host string) bool
-}
-
-// checkWebhook refuses a DeadLetterWebhook (raw, as given) that the
-// operator does not allow: every URL when webhooks are off
-// (Options.WebhookHosts nil), else one whose host is not allowed.
-// "" (no webhook) is always accepted.
-func (b *Broker) checkWebhook(raw string) error {
-	if raw == "" {
-		return nil
-	}
-	bad := func(reason string) error {
-		return Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter DeadLetterWebhook. Reason: %s", reason)
-	}
-	if b.opts.WebhookHosts == nil {
-		return bad("dead-letter webhooks are off on this broker: the operator must start it with --webhook-secret and allow the host with --webhook-allow-host.")
-	}
-	host, err := WebhookHost(raw)
-	if err != nil {
-		return bad("must be an http or https URL.")
-	}
-	if !b.opts.WebhookHosts.Allowed(host) {
-		return bad(fmt.Sprintf("host %s is not allowed on this broker: the operator allows hosts with --webhook-allow-host.", host))
-	}
-	return nil
 }

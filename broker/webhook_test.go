@@ -34,35 +34,3 @@ func TestDeadLetterEventJSON(t *testing.T) {
 		t.Fatal("WebhookEvent of a queue without a webhook made an event")
 	}
 }
-
-func TestWebhookHost(t *testing.T) {
-	t.Parallel()
-	for u, want := range map[string]string{
-		"https://Hooks.Example.com/x?y=1": "hooks.example.com:443",
-		"http://hooks.example.com/":       "hooks.example.com:80",
-		"http://hooks.example.com:8080/":  "hooks.example.com:8080",
-		"https://[::1]:9/x":               "[::1]:9",
-		"https://[::1]/x":                 "[::1]:443",
-	} {
-		if got, err := WebhookHost(u); err != nil || got != want {
-			t.Errorf("WebhookHost(%q) = %q, %v; want %q", u, got, err, want)
-		}
-	}
-	for _, u := range []string{"ftp://x/", "/relative", "https://"} {
-		if _, err := WebhookHost(u); err == nil {
-			t.Errorf("WebhookHost(%q) succeeded", u)
-		}
-	}
-}
-
-func TestWebhookOutboxConfig(t *testing.T) {
-	t.Parallel()
-	c := WebhookOutboxConfig()
-	if c.Fifo || c.Redrive != nil || c.Retry == nil || c.Retry.Base != 2*time.Second || c.Retry.Max != 300*time.Second ||
-		c.Retry.Jitter != JitterFull || c.Retention != MaxRetention {
-		t.Fatalf("WebhookOutboxConfig() = %+v", c)
-	}
-	if err := ValidateQueueName(WebhookOutbox.Name); err != nil {
-		t.Fatalf("the outbox's name: %v", err)
-	}
-}

@@ -1,0 +1,8 @@
+package broker
+
+// count reports n events to the observer, when there is one.
+func (b *Broker) count(queue string, c Counter, n int) {
+	if b.opts.Observer != nil && n > 0 {
+		b.opts.Observer.Count(queue, c, n)
+	}
+}

@@ -1,0 +1,18 @@
+package broker
+
+import (
+	"testing"
+	"time"
+)
+
+func TestWebhookOutboxConfig(t *testing.T) {
+	t.Parallel()
+	c := WebhookOutboxConfig()
+	if c.Fifo || c.Redrive != nil || c.Retry == nil || c.Retry.Base != 2*time.Second || c.Retry.Max != 300*time.Second ||
+		c.Retry.Jitter != JitterFull || c.Retention != MaxRetention {
+		t.Fatalf("WebhookOutboxConfig() = %+v", c)
+	}
+	if err := ValidateQueueName(WebhookOutbox.Name); err != nil {
+		t.Fatalf("the outbox's name: %v", err)
+	}
+}
