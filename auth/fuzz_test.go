@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // FuzzAuthenticate feeds the verifier requests built from fuzzed parts
@@ -50,8 +50,8 @@ func FuzzAuthenticate(f *testing.F) {
 	f.Add("GET", "/v1/queues", "Bearer "+testID+":"+testSecret, "", "", []byte(nil))
 	f.Add("POST", "/?Action=ListQueues", "AWS4-HMAC-SHA256 Credential=AKIDTEST/20260314/us-east-1/sqs/aws4_request, SignedHeaders=host;x-amz-date, Signature=00", "20260314T150926Z", "", []byte("x"))
 
-	kinds := []error{broker.ErrMissingAuthenticationToken, broker.ErrIncompleteSignature, broker.ErrInvalidClientTokenID,
-		broker.ErrSignatureDoesNotMatch, broker.ErrRequestExpired}
+	kinds := []error{model.ErrMissingAuthenticationToken, model.ErrIncompleteSignature, model.ErrInvalidClientTokenID,
+		model.ErrSignatureDoesNotMatch, model.ErrRequestExpired}
 	f.Fuzz(func(t *testing.T, method, uri, authz, date, target string, body []byte) {
 		req, ok := fuzzRequest(method, uri, authz, date, target, body)
 		if !ok {

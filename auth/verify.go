@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The limits of a signature's time.
@@ -52,7 +52,7 @@ func (id Identity) ARN() string { return "arn:aws:iam::" + id.Account + ":user/"
 
 // DeniedError is the error for an identity whose key may not do action.
 func (id Identity) DeniedError(action string) error {
-	return broker.Errorf(broker.ErrKeyNotAllowed, "User: %s is not authorized to perform: %s (the key's allow list in the keys file does not include it).", id.ARN(), permissionName(action))
+	return model.Errorf(model.ErrKeyNotAllowed, "User: %s is not authorized to perform: %s (the key's allow list in the keys file does not include it).", id.ARN(), permissionName(action))
 }
 
 func permissionName(action string) string {
@@ -67,15 +67,15 @@ func permissionName(action string) string {
 // bearer token. Safe for concurrent use.
 type Verifier struct {
 	keys  *Keys
-	clock broker.Clock
+	clock model.Clock
 	// services are the services a credential's scope may name.
 	services map[string]bool
 }
 
 // NewVerifier returns a Verifier of keys on clock (nil: the real clock).
-func NewVerifier(keys *Keys, clock broker.Clock) *Verifier {
+func NewVerifier(keys *Keys, clock model.Clock) *Verifier {
 	if clock == nil {
-		clock = broker.RealClock{}
+		clock = model.RealClock{}
 	}
 	return &Verifier{keys: keys, clock: clock, services: map[string]bool{"sqs": true, "sts": true}}
 }
@@ -108,7 +108,7 @@ func (v *Verifier) Authenticate(r *http.Request, body []byte, bearer bool) (Iden
 		if presigned {
 			return v.presigned(r, body)
 		}
-		return Identity{}, broker.Errorf(broker.ErrMissingAuthenticationToken, "Request is missing Authentication Token: this broker has access keys, so sign requests with AWS Signature Version 4 (the native API also takes Authorization: Bearer ID:SECRET).")
+		return Identity{}, model.Errorf(model.ErrMissingAuthenticationToken, "Request is missing Authentication Token: this broker has access keys, so sign requests with AWS Signature Version 4 (the native API also takes Authorization: Bearer ID:SECRET).")
 	}
 	if presigned {
 		return Identity{}, incomplete("Only one authentication mechanism is allowed: the Authorization header or the X-Amz-* query parameters, not both.")
@@ -137,7 +137,7 @@ func (v *Verifier) bearer(token string) (Identity, error) {
 	// about the secret's length either.
 	given, want := sha256.Sum256([]byte(secret)), sha256.Sum256([]byte(k.SecretAccessKey))
 	if !hmac.Equal(given[:], want[:]) {
-		return Identity{}, broker.Errorf(broker.ErrSignatureDoesNotMatch, "The bearer token's secret is not the key's secret access key.")
+		return Identity{}, model.Errorf(model.ErrSignatureDoesNotMatch, "The bearer token's secret is not the key's secret access key.")
 	}
 	return Identity{AccessKeyID: k.AccessKeyID, Account: k.Account, key: k}, nil
 }
@@ -246,11 +246,11 @@ func (v *Verifier) verify(r *http.Request, body []byte, s signed) (Identity, err
 	now := v.clock.Now().UTC()
 	switch {
 	case t.After(now.Add(MaxSkew)):
-		return Identity{}, broker.Errorf(broker.ErrRequestExpired, "Signature not yet current: %s is still later than %s (%s + %v).", s.date, now.Add(MaxSkew).Format(amzDate), now.Format(amzDate), MaxSkew)
+		return Identity{}, model.Errorf(model.ErrRequestExpired, "Signature not yet current: %s is still later than %s (%s + %v).", s.date, now.Add(MaxSkew).Format(amzDate), now.Format(amzDate), MaxSkew)
 	case s.presigned && now.After(t.Add(s.expires)):
-		return Identity{}, broker.Errorf(broker.ErrRequestExpired, "Request has expired: it was valid until %s, and it is now %s.", t.Add(s.expires).Format(amzDate), now.Format(amzDate))
+		return Identity{}, model.Errorf(model.ErrRequestExpired, "Request has expired: it was valid until %s, and it is now %s.", t.Add(s.expires).Format(amzDate), now.Format(amzDate))
 	case !s.presigned && t.Before(now.Add(-MaxSkew)):
-		return Identity{}, broker.Errorf(broker.ErrRequestExpired, "Signature expired: %s is now earlier than %s (%s - %v).", s.date, now.Add(-MaxSkew).Format(amzDate), now.Format(amzDate), MaxSkew)
+		return Identity{}, model.Errorf(model.ErrRequestExpired, "Signature expired: %s is now earlier than %s (%s - %v).", s.date, now.Add(-MaxSkew).Format(amzDate), now.Format(amzDate), MaxSkew)
 	}
 	canonQuery, err := canonicalQuery(r.URL.RawQuery, s.presigned)
 	if err != nil {
@@ -428,13 +428,13 @@ func escape(s string, slash bool) string {
 }
 
 func incomplete(format string, args ...any) error {
-	return broker.Errorf(broker.ErrIncompleteSignature, format, args...)
+	return model.Errorf(model.ErrIncompleteSignature, format, args...)
 }
 
-func mismatch(msg string) error { return broker.Errorf(broker.ErrSignatureDoesNotMatch, "%s", msg) }
+func mismatch(msg string) error { return model.Errorf(model.ErrSignatureDoesNotMatch, "%s", msg) }
 
 func unknownKey() error {
-	return broker.Errorf(broker.ErrInvalidClientTokenID, "The security token included in the request is invalid: no key with this access key id is configured.")
+	return model.Errorf(model.ErrInvalidClientTokenID, "The security token included in the request is invalid: no key with this access key id is configured.")
 }
 
 // truncate shortens a client's string for an error message.

@@ -18,7 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 const (
@@ -31,13 +32,13 @@ var testNow = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 
 // setup returns a verifier of one key allowed everything, on a fake clock
 // at testNow, and the clock.
-func setup(t testing.TB, extra ...Key) (*Verifier, *broker.FakeClock) {
+func setup(t testing.TB, extra ...Key) (*Verifier, *clocktest.FakeClock) {
 	t.Helper()
 	keys, err := NewKeys(append([]Key{{AccessKeyID: testID, SecretAccessKey: testSecret, Account: testAcct, Allow: []string{"*"}}}, extra...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := broker.NewFakeClock(testNow)
+	clock := clocktest.NewFakeClock(testNow)
 	return NewVerifier(keys, clock), clock
 }
 
@@ -111,92 +112,92 @@ func TestErrors(t *testing.T) {
 	}{
 		{"unsigned", func() (*http.Request, []byte) {
 			return httptest.NewRequest(http.MethodGet, "http://h/?Action=ListQueues", nil), nil
-		}, broker.ErrMissingAuthenticationToken},
-		{"wrong secret", func() (*http.Request, []byte) { return jsonRequest(t, testID, "not-the-secret", testNow) }, broker.ErrSignatureDoesNotMatch},
-		{"unknown key", func() (*http.Request, []byte) { return jsonRequest(t, "AKIDOTHER", testSecret, testNow) }, broker.ErrInvalidClientTokenID},
-		{"6 min old", func() (*http.Request, []byte) { return jsonRequest(t, testID, testSecret, testNow.Add(-6*time.Minute)) }, broker.ErrRequestExpired},
-		{"6 min ahead", func() (*http.Request, []byte) { return jsonRequest(t, testID, testSecret, testNow.Add(6*time.Minute)) }, broker.ErrRequestExpired},
+		}, model.ErrMissingAuthenticationToken},
+		{"wrong secret", func() (*http.Request, []byte) { return jsonRequest(t, testID, "not-the-secret", testNow) }, model.ErrSignatureDoesNotMatch},
+		{"unknown key", func() (*http.Request, []byte) { return jsonRequest(t, "AKIDOTHER", testSecret, testNow) }, model.ErrInvalidClientTokenID},
+		{"6 min old", func() (*http.Request, []byte) { return jsonRequest(t, testID, testSecret, testNow.Add(-6*time.Minute)) }, model.ErrRequestExpired},
+		{"6 min ahead", func() (*http.Request, []byte) { return jsonRequest(t, testID, testSecret, testNow.Add(6*time.Minute)) }, model.ErrRequestExpired},
 		{"body changed", func() (*http.Request, []byte) {
 			r, body := jsonRequest(t, testID, testSecret, testNow)
 			return r, bytes.Replace(body, []byte("hello"), []byte("HELLO"), 1)
-		}, broker.ErrSignatureDoesNotMatch},
+		}, model.ErrSignatureDoesNotMatch},
 		{"target unsigned", func() (*http.Request, []byte) {
 			r, body := jsonRequest(t, testID, testSecret, testNow)
 			a := r.Header.Get("Authorization")
 			r.Header.Set("Authorization", strings.Replace(a, ";x-amz-target", "", 1))
 			return r, body
-		}, broker.ErrIncompleteSignature},
+		}, model.ErrIncompleteSignature},
 		{"target changed", func() (*http.Request, []byte) {
 			r, body := jsonRequest(t, testID, testSecret, testNow)
 			r.Header.Set("X-Amz-Target", "AmazonSQS.PurgeQueue")
 			return r, body
-		}, broker.ErrSignatureDoesNotMatch},
+		}, model.ErrSignatureDoesNotMatch},
 		{"other scheme", func() (*http.Request, []byte) {
 			r := httptest.NewRequest(http.MethodGet, "http://h/", nil)
 			r.Header.Set("Authorization", "Basic dXNlcjpwYXNz")
 			return r, nil
-		}, broker.ErrIncompleteSignature},
+		}, model.ErrIncompleteSignature},
 		{"bearer off", func() (*http.Request, []byte) {
 			r := httptest.NewRequest(http.MethodGet, "http://h/", nil)
 			r.Header.Set("Authorization", "Bearer "+testID+":"+testSecret)
 			return r, nil
-		}, broker.ErrIncompleteSignature},
+		}, model.ErrIncompleteSignature},
 		{"no signature part", func() (*http.Request, []byte) {
 			r, body := jsonRequest(t, testID, testSecret, testNow)
 			a := r.Header.Get("Authorization")
 			r.Header.Set("Authorization", a[:strings.Index(a, ", Signature=")])
 			return r, body
-		}, broker.ErrIncompleteSignature},
+		}, model.ErrIncompleteSignature},
 		{"no date", func() (*http.Request, []byte) {
 			r, body := jsonRequest(t, testID, testSecret, testNow)
 			r.Header.Del("X-Amz-Date")
 			return r, body
-		}, broker.ErrIncompleteSignature},
+		}, model.ErrIncompleteSignature},
 		{"scope date", func() (*http.Request, []byte) {
 			r, body := jsonRequest(t, testID, testSecret, testNow)
 			r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), "/20260314/", "/20260313/", 1))
 			return r, body
-		}, broker.ErrSignatureDoesNotMatch},
+		}, model.ErrSignatureDoesNotMatch},
 		{"service", func() (*http.Request, []byte) {
 			r, body := jsonRequest(t, testID, testSecret, testNow)
 			r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), "/sqs/", "/s3/", 1))
 			return r, body
-		}, broker.ErrIncompleteSignature},
+		}, model.ErrIncompleteSignature},
 		{"header and query", func() (*http.Request, []byte) {
 			r, body := jsonRequest(t, testID, testSecret, testNow)
 			r.URL.RawQuery = "X-Amz-Signature=00"
 			return r, body
-		}, broker.ErrIncompleteSignature},
+		}, model.ErrIncompleteSignature},
 		{"presigned expired", func() (*http.Request, []byte) {
 			return presign(t, testID, testSecret, testNow.Add(-2*time.Hour), time.Hour), nil
-		}, broker.ErrRequestExpired},
+		}, model.ErrRequestExpired},
 		{"presigned future", func() (*http.Request, []byte) {
 			return presign(t, testID, testSecret, testNow.Add(10*time.Minute), time.Hour), nil
-		}, broker.ErrRequestExpired},
+		}, model.ErrRequestExpired},
 		{"presigned too long", func() (*http.Request, []byte) {
 			return presign(t, testID, testSecret, testNow, 8*24*time.Hour), nil
-		}, broker.ErrIncompleteSignature},
+		}, model.ErrIncompleteSignature},
 		{"presigned wrong secret", func() (*http.Request, []byte) {
 			return presign(t, testID, "not-the-secret", testNow, time.Hour), nil
-		}, broker.ErrSignatureDoesNotMatch},
+		}, model.ErrSignatureDoesNotMatch},
 		{"presigned with a body", func() (*http.Request, []byte) {
 			r := presign(t, testID, testSecret, testNow, time.Hour)
 			return r, []byte("Action=PurgeQueue")
-		}, broker.ErrSignatureDoesNotMatch},
+		}, model.ErrSignatureDoesNotMatch},
 		{"presigned missing part", func() (*http.Request, []byte) {
 			r := presign(t, testID, testSecret, testNow, time.Hour)
 			q := r.URL.Query()
 			q.Del("X-Amz-SignedHeaders")
 			r.URL.RawQuery = q.Encode()
 			return r, nil
-		}, broker.ErrIncompleteSignature},
+		}, model.ErrIncompleteSignature},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r, body := c.req()
 			_, err := v.Authenticate(r, body, false)
 			wantKind(t, err, c.kind)
-			if broker.ErrorMessage(err) == "" {
+			if model.ErrorMessage(err) == "" {
 				t.Fatal("no message")
 			}
 		})
@@ -225,7 +226,7 @@ func TestPresigned(t *testing.T) {
 	}
 	clock.Advance(2 * time.Minute)
 	_, err := v.Authenticate(r, nil, false)
-	wantKind(t, err, broker.ErrRequestExpired)
+	wantKind(t, err, model.ErrRequestExpired)
 
 	// A presigned request with UNSIGNED-PAYLOAD and no body (some signers).
 	q := url.Values{"Action": {"ListQueues"}, "X-Amz-Expires": {"60"}}
@@ -250,12 +251,12 @@ func TestBearer(t *testing.T) {
 	if id.Account != "000000000001" || !id.Allowed(NativeRead) || id.Allowed(NativeWrite) || id.Allowed("ReceiveMessage") || !id.Allowed("ListQueues") {
 		t.Fatalf("identity %+v", id)
 	}
-	wantKind(t, id.DeniedError("SendMessage"), broker.ErrKeyNotAllowed)
+	wantKind(t, id.DeniedError("SendMessage"), model.ErrKeyNotAllowed)
 	for token, kind := range map[string]error{
-		"reader:wrong-secret":  broker.ErrSignatureDoesNotMatch,
-		"nobody:reader-secret": broker.ErrInvalidClientTokenID,
-		"reader":               broker.ErrIncompleteSignature,
-		":":                    broker.ErrIncompleteSignature,
+		"reader:wrong-secret":  model.ErrSignatureDoesNotMatch,
+		"nobody:reader-secret": model.ErrInvalidClientTokenID,
+		"reader":               model.ErrIncompleteSignature,
+		":":                    model.ErrIncompleteSignature,
 	} {
 		r.Header.Set("Authorization", "Bearer "+token)
 		_, err := v.Authenticate(r, nil, true)
@@ -271,7 +272,7 @@ func TestVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := NewVerifier(keys, broker.NewFakeClock(time.Date(2015, 8, 30, 12, 36, 0, 0, time.UTC)))
+	v := NewVerifier(keys, clocktest.NewFakeClock(time.Date(2015, 8, 30, 12, 36, 0, 0, time.UTC)))
 	v.services["service"], v.services["iam"] = true, true
 	cases := []struct {
 		name, url, service, signedHeaders, signature string

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"github.com/sluicemq/sluice/broker/model"
 	"strings"
 	"sync/atomic"
 )
@@ -103,14 +104,14 @@ func (b *Broker) CallerAccount(ctx context.Context) string {
 // whole store, the dashboard's live statistics) is that account's only.
 func (b *Broker) OwnAccountOnly(ctx context.Context, what string) error {
 	if mine, own := b.CallerAccount(ctx), b.AccountID(); mine != own {
-		return Errorf(ErrAccessDenied, "Only the broker's own account (%s) may %s; the request's key is of account %s.", own, what, mine)
+		return model.Errorf(model.ErrAccessDenied, "Only the broker's own account (%s) may %s; the request's key is of account %s.", own, what, mine)
 	}
 	return nil
 }
 
 // OwnerAccount returns the account id that owns q (q.Account "" is the
 // broker's own account), for queue URLs and ARNs.
-func (b *Broker) OwnerAccount(q Queue) string {
+func (b *Broker) OwnerAccount(q model.Queue) string {
 	if q.Account == "" {
 		return b.AccountID()
 	}
@@ -118,11 +119,11 @@ func (b *Broker) OwnerAccount(q Queue) string {
 }
 
 // refIn names queue name of account (the broker's own account is "").
-func (b *Broker) refIn(account, name string) QueueRef {
+func (b *Broker) refIn(account, name string) model.QueueRef {
 	if account == b.AccountID() {
-		return QueueRef{Name: name}
+		return model.QueueRef{Name: name}
 	}
-	return QueueRef{Account: account, Name: name}
+	return model.QueueRef{Account: account, Name: name}
 }
 
 // resolve is the access rule (see the top of this file): the queue that
@@ -133,9 +134,9 @@ func (b *Broker) refIn(account, name string) QueueRef {
 // ValidateQueueName's error) does not exist, here, for every call that names a queue: no backend sees it
 // (PostgreSQL refuses a NUL byte or invalid UTF-8 in a query, which made
 // such a name a 500 instead of the embedded store's "does not exist").
-func (b *Broker) resolve(ctx context.Context, act Action, name string) (QueueRef, error) {
-	if ValidateQueueName(name) != nil {
-		return QueueRef{}, QueueNotFoundError()
+func (b *Broker) resolve(ctx context.Context, act model.Action, name string) (model.QueueRef, error) {
+	if model.ValidateQueueName(name) != nil {
+		return model.QueueRef{}, model.QueueNotFoundError()
 	}
 	c := CallerFrom(ctx)
 	mine := b.AccountID()
@@ -147,32 +148,32 @@ func (b *Broker) resolve(ctx context.Context, act Action, name string) (QueueRef
 		return b.refIn(mine, name), nil
 	}
 	if !c.Authenticated {
-		return QueueRef{}, OtherAccountError(owner, b.AccountID())
+		return model.QueueRef{}, OtherAccountError(owner, b.AccountID())
 	}
 	deny := func() error {
-		if act == ActionGetQueueURL {
-			return Errorf(ErrQueueDoesNotExist, "The specified queue does not exist or you do not have access to it.")
+		if act == model.ActionGetQueueURL {
+			return model.Errorf(model.ErrQueueDoesNotExist, "The specified queue does not exist or you do not have access to it.")
 		}
 		return AccessDeniedError(owner, name, act)
 	}
-	if !CrossAccountAction(act) {
-		return QueueRef{}, deny()
+	if !model.CrossAccountAction(act) {
+		return model.QueueRef{}, deny()
 	}
 	ref := b.refIn(owner, name)
 	q, err := b.backend.GetQueue(ctx, ref)
 	switch {
-	case errors.Is(err, ErrQueueDoesNotExist):
-		return QueueRef{}, deny()
+	case errors.Is(err, model.ErrQueueDoesNotExist):
+		return model.QueueRef{}, deny()
 	case err != nil:
-		return QueueRef{}, err
-	case !PolicyAllows(q.Config.Policy, mine, act):
-		return QueueRef{}, deny()
+		return model.QueueRef{}, err
+	case !model.PolicyAllows(q.Config.Policy, mine, act):
+		return model.QueueRef{}, deny()
 	}
 	return ref, nil
 }
 
 // accountOf returns the account id that owns ref.
-func (b *Broker) accountOf(ref QueueRef) string {
+func (b *Broker) accountOf(ref model.QueueRef) string {
 	if ref.Account == "" {
 		return b.AccountID()
 	}
@@ -192,9 +193,9 @@ func arnAccount(arn string) string {
 // of another account than the broker's own: the webhook dispatcher and its
 // outbox know queues by name in the broker's own account only, so another
 // account's events would reach the wrong queue's webhook.
-func webhookAccount(ref QueueRef, raw string) error {
+func webhookAccount(ref model.QueueRef, raw string) error {
 	if raw == "" || ref.Account == "" {
 		return nil
 	}
-	return Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter DeadLetterWebhook. Reason: dead-letter webhooks are served for the broker's own account's queues only, not for account %s.", ref.Account)
+	return model.Errorf(model.ErrInvalidAttributeValue, "Invalid value for the parameter DeadLetterWebhook. Reason: dead-letter webhooks are served for the broker's own account's queues only, not for account %s.", ref.Account)
 }

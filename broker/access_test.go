@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The access rule (access.go), over the embedded backend: who may take
@@ -59,110 +60,110 @@ func TestAccessRule(t *testing.T) {
 	mustDo(err)
 	_, err = b.CreateQueue(context.Background(), "q0", nil, nil) // the broker's own account
 	mustDo(err)
-	mustDo(b.AddPermission(as(acctA, ""), "q", broker.Permission{Label: "b-send", AccountIDs: []string{acctB}, Actions: []string{"SendMessage"}, Resource: "arn"}))
-	mustDo(b.AddPermission(as(acctA, ""), "q", broker.Permission{Label: "c-all", AccountIDs: []string{acctC}, Actions: []string{"*"}, Resource: "arn"}))
+	mustDo(b.AddPermission(as(acctA, ""), "q", model.Permission{Label: "b-send", AccountIDs: []string{acctB}, Actions: []string{"SendMessage"}, Resource: "arn"}))
+	mustDo(b.AddPermission(as(acctA, ""), "q", model.Permission{Label: "c-all", AccountIDs: []string{acctC}, Actions: []string{"*"}, Resource: "arn"}))
 
 	zero := time.Duration(0)
-	ops := map[broker.Action]func(ctx context.Context, q string) error{
-		broker.ActionSendMessage: func(ctx context.Context, q string) error {
-			_, err := b.Send(ctx, q, []broker.SendEntry{{Body: "x"}})
+	ops := map[model.Action]func(ctx context.Context, q string) error{
+		model.ActionSendMessage: func(ctx context.Context, q string) error {
+			_, err := b.Send(ctx, q, []model.SendEntry{{Body: "x"}})
 			return err
 		},
-		broker.ActionReceiveMessage: func(ctx context.Context, q string) error {
-			_, err := b.Receive(ctx, broker.ReceiveRequest{Queue: q, WaitTime: &zero})
+		model.ActionReceiveMessage: func(ctx context.Context, q string) error {
+			_, err := b.Receive(ctx, model.ReceiveRequest{Queue: q, WaitTime: &zero})
 			return err
 		},
-		broker.ActionGetQueueAttributes: func(ctx context.Context, q string) error {
+		model.ActionGetQueueAttributes: func(ctx context.Context, q string) error {
 			_, err := b.GetQueue(ctx, q)
 			return err
 		},
-		broker.ActionGetQueueURL: func(ctx context.Context, q string) error {
-			_, err := b.GetQueueFor(ctx, broker.ActionGetQueueURL, q)
+		model.ActionGetQueueURL: func(ctx context.Context, q string) error {
+			_, err := b.GetQueueFor(ctx, model.ActionGetQueueURL, q)
 			return err
 		},
-		broker.ActionListQueueTags: func(ctx context.Context, q string) error {
-			_, err := b.GetQueueFor(ctx, broker.ActionListQueueTags, q)
+		model.ActionListQueueTags: func(ctx context.Context, q string) error {
+			_, err := b.GetQueueFor(ctx, model.ActionListQueueTags, q)
 			return err
 		},
-		broker.ActionListDeadLetterSourceQueues: func(ctx context.Context, q string) error {
+		model.ActionListDeadLetterSourceQueues: func(ctx context.Context, q string) error {
 			_, err := b.DeadLetterSources(ctx, q, "")
 			return err
 		},
-		broker.ActionPurgeQueue: func(ctx context.Context, q string) error { return b.PurgeQueue(ctx, q) },
-		broker.ActionSetQueueAttributes: func(ctx context.Context, q string) error {
-			return b.SetQueueAttributes(ctx, q, map[string]string{broker.AttrVisibilityTimeout: "31"})
+		model.ActionPurgeQueue: func(ctx context.Context, q string) error { return b.PurgeQueue(ctx, q) },
+		model.ActionSetQueueAttributes: func(ctx context.Context, q string) error {
+			return b.SetQueueAttributes(ctx, q, map[string]string{model.AttrVisibilityTimeout: "31"})
 		},
-		broker.ActionDeleteQueue: func(ctx context.Context, q string) error { return b.DeleteQueue(ctx, q) },
-		broker.ActionTagQueue: func(ctx context.Context, q string) error {
+		model.ActionDeleteQueue: func(ctx context.Context, q string) error { return b.DeleteQueue(ctx, q) },
+		model.ActionTagQueue: func(ctx context.Context, q string) error {
 			return b.TagQueue(ctx, q, map[string]string{"k": "v"})
 		},
-		broker.ActionUntagQueue: func(ctx context.Context, q string) error { return b.UntagQueue(ctx, q, []string{"k"}) },
-		broker.ActionAddPermission: func(ctx context.Context, q string) error {
-			return b.AddPermission(ctx, q, broker.Permission{Label: "x", AccountIDs: []string{acctD}, Actions: []string{"*"}, Resource: "arn"})
+		model.ActionUntagQueue: func(ctx context.Context, q string) error { return b.UntagQueue(ctx, q, []string{"k"}) },
+		model.ActionAddPermission: func(ctx context.Context, q string) error {
+			return b.AddPermission(ctx, q, model.Permission{Label: "x", AccountIDs: []string{acctD}, Actions: []string{"*"}, Resource: "arn"})
 		},
-		broker.ActionRemovePermission: func(ctx context.Context, q string) error { return b.RemovePermission(ctx, q, "b-send") },
-		broker.ActionStartMoveTask: func(ctx context.Context, q string) error {
-			_, err := b.StartMoveTask(ctx, broker.MoveTaskRequest{Source: q})
+		model.ActionRemovePermission: func(ctx context.Context, q string) error { return b.RemovePermission(ctx, q, "b-send") },
+		model.ActionStartMoveTask: func(ctx context.Context, q string) error {
+			_, err := b.StartMoveTask(ctx, model.MoveTaskRequest{Source: q})
 			return err
 		},
-		broker.ActionListMoveTasks: func(ctx context.Context, q string) error {
+		model.ActionListMoveTasks: func(ctx context.Context, q string) error {
 			_, err := b.ListMoveTasks(ctx, q, 1)
 			return err
 		},
-		broker.ActionBrowse: func(ctx context.Context, q string) error {
-			_, err := b.Browse(ctx, q, broker.BrowseRequest{})
+		model.ActionBrowse: func(ctx context.Context, q string) error {
+			_, err := b.Browse(ctx, q, model.BrowseRequest{})
 			return err
 		},
-		broker.ActionDeleteMessages: func(ctx context.Context, q string) error {
+		model.ActionDeleteMessages: func(ctx context.Context, q string) error {
 			_, err := b.DeleteMessages(ctx, q, []string{"00000000-0000-0000-0000-000000000000"})
 			return err
 		},
 	}
 	var (
-		denied = broker.ErrAccessDenied
-		gone   = broker.ErrQueueDoesNotExist
+		denied = model.ErrAccessDenied
+		gone   = model.ErrQueueDoesNotExist
 	)
-	ownerOnly := []broker.Action{broker.ActionSetQueueAttributes, broker.ActionDeleteQueue, broker.ActionTagQueue,
-		broker.ActionUntagQueue, broker.ActionAddPermission, broker.ActionRemovePermission, broker.ActionStartMoveTask,
-		broker.ActionListMoveTasks, broker.ActionListQueueTags, broker.ActionBrowse, broker.ActionDeleteMessages}
+	ownerOnly := []model.Action{model.ActionSetQueueAttributes, model.ActionDeleteQueue, model.ActionTagQueue,
+		model.ActionUntagQueue, model.ActionAddPermission, model.ActionRemovePermission, model.ActionStartMoveTask,
+		model.ActionListMoveTasks, model.ActionListQueueTags, model.ActionBrowse, model.ActionDeleteMessages}
 	type tc struct {
 		name          string
 		caller, owner string // caller "" is unauthenticated
 		queue         string
-		act           broker.Action
+		act           model.Action
 		want          error // nil: allowed
 	}
 	cases := []tc{
 		// A caller acts on its own account's queues, named or not.
-		{"A sends to its own q", acctA, "", "q", broker.ActionSendMessage, nil},
-		{"A names itself", acctA, acctA, "q", broker.ActionSetQueueAttributes, nil},
-		{"A lists its tags", acctA, "", "q", broker.ActionListQueueTags, nil},
+		{"A sends to its own q", acctA, "", "q", model.ActionSendMessage, nil},
+		{"A names itself", acctA, acctA, "q", model.ActionSetQueueAttributes, nil},
+		{"A lists its tags", acctA, "", "q", model.ActionListQueueTags, nil},
 		// Accounts are namespaces: A has no q0, the broker's own account has no q.
-		{"A has no q0", acctA, "", "q0", broker.ActionGetQueueAttributes, gone},
-		{"own account has no q", "", "", "q", broker.ActionGetQueueAttributes, gone},
-		{"unauthenticated acts as the own account", "", "", "q0", broker.ActionSendMessage, nil},
-		{"unauthenticated names the own account", "", broker.DefaultAccountID, "q0", broker.ActionSendMessage, nil},
-		{"the own account's key acts on its queues", broker.DefaultAccountID, "", "q0", broker.ActionSendMessage, nil},
+		{"A has no q0", acctA, "", "q0", model.ActionGetQueueAttributes, gone},
+		{"own account has no q", "", "", "q", model.ActionGetQueueAttributes, gone},
+		{"unauthenticated acts as the own account", "", "", "q0", model.ActionSendMessage, nil},
+		{"unauthenticated names the own account", "", broker.DefaultAccountID, "q0", model.ActionSendMessage, nil},
+		{"the own account's key acts on its queues", broker.DefaultAccountID, "", "q0", model.ActionSendMessage, nil},
 		// Unauthenticated requests never reach another account.
-		{"unauthenticated names A", "", acctA, "q", broker.ActionSendMessage, gone},
+		{"unauthenticated names A", "", acctA, "q", model.ActionSendMessage, gone},
 		// B: SendMessage only.
-		{"B sends", acctB, acctA, "q", broker.ActionSendMessage, nil},
-		{"B receives", acctB, acctA, "q", broker.ActionReceiveMessage, denied},
-		{"B reads attributes", acctB, acctA, "q", broker.ActionGetQueueAttributes, denied},
-		{"B asks the URL", acctB, acctA, "q", broker.ActionGetQueueURL, gone},
-		{"B purges", acctB, acctA, "q", broker.ActionPurgeQueue, denied},
-		{"B sends to a queue A does not have", acctB, acctA, "nope", broker.ActionSendMessage, denied},
-		{"B without naming A sends to its own (missing) q", acctB, "", "q", broker.ActionSendMessage, gone},
+		{"B sends", acctB, acctA, "q", model.ActionSendMessage, nil},
+		{"B receives", acctB, acctA, "q", model.ActionReceiveMessage, denied},
+		{"B reads attributes", acctB, acctA, "q", model.ActionGetQueueAttributes, denied},
+		{"B asks the URL", acctB, acctA, "q", model.ActionGetQueueURL, gone},
+		{"B purges", acctB, acctA, "q", model.ActionPurgeQueue, denied},
+		{"B sends to a queue A does not have", acctB, acctA, "nope", model.ActionSendMessage, denied},
+		{"B without naming A sends to its own (missing) q", acctB, "", "q", model.ActionSendMessage, gone},
 		// C: "*", which covers every action another account may have.
-		{"C sends", acctC, acctA, "q", broker.ActionSendMessage, nil},
-		{"C receives", acctC, acctA, "q", broker.ActionReceiveMessage, nil},
-		{"C reads attributes", acctC, acctA, "q", broker.ActionGetQueueAttributes, nil},
-		{"C asks the URL", acctC, acctA, "q", broker.ActionGetQueueURL, nil},
-		{"C lists dead-letter sources", acctC, acctA, "dlq", broker.ActionListDeadLetterSourceQueues, denied},
-		{"C purges", acctC, acctA, "q", broker.ActionPurgeQueue, nil},
+		{"C sends", acctC, acctA, "q", model.ActionSendMessage, nil},
+		{"C receives", acctC, acctA, "q", model.ActionReceiveMessage, nil},
+		{"C reads attributes", acctC, acctA, "q", model.ActionGetQueueAttributes, nil},
+		{"C asks the URL", acctC, acctA, "q", model.ActionGetQueueURL, nil},
+		{"C lists dead-letter sources", acctC, acctA, "dlq", model.ActionListDeadLetterSourceQueues, denied},
+		{"C purges", acctC, acctA, "q", model.ActionPurgeQueue, nil},
 		// D: nothing.
-		{"D sends", acctD, acctA, "q", broker.ActionSendMessage, denied},
-		{"D asks the URL", acctD, acctA, "q", broker.ActionGetQueueURL, gone},
+		{"D sends", acctD, acctA, "q", model.ActionSendMessage, denied},
+		{"D asks the URL", acctD, acctA, "q", model.ActionGetQueueURL, gone},
 	}
 	for _, act := range ownerOnly {
 		cases = append(cases, tc{"C (granted *) takes owner-only " + string(act), acctC, acctA, "q", act, denied})
@@ -179,12 +180,12 @@ func TestAccessRule(t *testing.T) {
 		})
 	}
 	// The grants were to A's "q" only: "dlq" (no policy) refuses C.
-	if _, err := b.Send(as(acctC, acctA), "dlq", []broker.SendEntry{{Body: "x"}}); !errors.Is(err, denied) {
+	if _, err := b.Send(as(acctC, acctA), "dlq", []model.SendEntry{{Body: "x"}}); !errors.Is(err, denied) {
 		t.Fatalf("C sends to A's dlq (no policy): %v", err)
 	}
 	// RemovePermission revokes.
 	mustDo(b.RemovePermission(as(acctA, ""), "q", "b-send"))
-	if err := ops[broker.ActionSendMessage](as(acctB, acctA), "q"); !errors.Is(err, denied) {
+	if err := ops[model.ActionSendMessage](as(acctB, acctA), "q"); !errors.Is(err, denied) {
 		t.Fatalf("B sends after RemovePermission: %v", err)
 	}
 	// ListQueues lists the caller's account only.
@@ -218,15 +219,15 @@ func TestAccessRuleRedriveSameAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := func(account string) map[string]string {
-		return map[string]string{broker.AttrRedrivePolicy: `{"deadLetterTargetArn":"` + broker.ARN("us-east-1", account, "dlq") + `","maxReceiveCount":1}`}
+		return map[string]string{model.AttrRedrivePolicy: `{"deadLetterTargetArn":"` + model.ARN("us-east-1", account, "dlq") + `","maxReceiveCount":1}`}
 	}
-	if _, err := b.CreateQueue(ctx, "src", policy(broker.DefaultAccountID), nil); !errors.Is(err, broker.ErrInvalidParameterValue) {
+	if _, err := b.CreateQueue(ctx, "src", policy(broker.DefaultAccountID), nil); !errors.Is(err, model.ErrInvalidParameterValue) {
 		t.Fatalf("A's queue with the own account's dlq: %v, want InvalidParameterValue", err)
 	}
 	if _, err := b.CreateQueue(ctx, "src", policy(acctA), nil); err != nil {
 		t.Fatalf("A's queue with A's dlq: %v", err)
 	}
-	if _, err := b.CreateQueue(context.Background(), "src", policy(acctA), nil); !errors.Is(err, broker.ErrInvalidParameterValue) {
+	if _, err := b.CreateQueue(context.Background(), "src", policy(acctA), nil); !errors.Is(err, model.ErrInvalidParameterValue) {
 		t.Fatalf("the own account's queue with A's dlq: %v, want InvalidParameterValue", err)
 	}
 	srcs, err := b.DeadLetterSources(ctx, "dlq", "")
@@ -277,14 +278,14 @@ func TestAccessRuleWebhookOwnAccountOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	hook := map[string]string{broker.AttrDeadLetterWebhook: "https://hooks.example.com/x"}
-	if _, err := b.CreateQueue(as(acctA, ""), "q", hook, nil); !errors.Is(err, broker.ErrInvalidAttributeValue) {
+	hook := map[string]string{model.AttrDeadLetterWebhook: "https://hooks.example.com/x"}
+	if _, err := b.CreateQueue(as(acctA, ""), "q", hook, nil); !errors.Is(err, model.ErrInvalidAttributeValue) {
 		t.Fatalf("A's CreateQueue with a webhook: %v", err)
 	}
 	if _, err := b.CreateQueue(as(acctA, ""), "q", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetQueueAttributes(as(acctA, ""), "q", hook); !errors.Is(err, broker.ErrInvalidAttributeValue) {
+	if err := b.SetQueueAttributes(as(acctA, ""), "q", hook); !errors.Is(err, model.ErrInvalidAttributeValue) {
 		t.Fatalf("A's SetQueueAttributes with a webhook: %v", err)
 	}
 	if _, err := b.CreateQueue(context.Background(), "q", hook, nil); err != nil {

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"io/fs"
 	"path/filepath"
 	"regexp"
@@ -24,19 +26,19 @@ func (b *Broker) Backup(ctx context.Context, name string) (string, error) {
 		return "", err
 	}
 	if b.opts.BackupDir == "" {
-		return "", Errorf(ErrUnsupportedOperation, "Backups are off: start the broker with --backup-dir (or SLUICE_BACKUP_DIR) to name where they go.")
+		return "", model.Errorf(model.ErrUnsupportedOperation, "Backups are off: start the broker with --backup-dir (or SLUICE_BACKUP_DIR) to name where they go.")
 	}
-	bk, ok := b.backend.(Backuper)
+	bk, ok := b.backend.(storage.Backuper)
 	if !ok {
-		return "", Errorf(ErrUnsupportedOperation, "This broker's store cannot take backups (the PostgreSQL store is backed up with PostgreSQL's own tools).")
+		return "", model.Errorf(model.ErrUnsupportedOperation, "This broker's store cannot take backups (the PostgreSQL store is backed up with PostgreSQL's own tools).")
 	}
 	if !backupName.MatchString(name) {
-		return "", invalidParam(name, "name", "a backup name is 1 to 80 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+		return "", model.InvalidParameterError(name, "name", "a backup name is 1 to 80 letters, digits, '.', '_' or '-', starting with a letter or digit.")
 	}
 	dir := filepath.Join(b.opts.BackupDir, name)
 	if err := bk.Backup(ctx, dir); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return "", Errorf(ErrConflict, "A backup named %s exists already.", name)
+			return "", model.Errorf(model.ErrConflict, "A backup named %s exists already.", name)
 		}
 		return "", err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"log/slog"
 	"time"
 )
@@ -18,18 +20,18 @@ import (
 // (QueueConfig's parsers are the one home of their names and ranges) and
 // answer *Error values wrapping the sentinels of errors.go.
 type Broker struct {
-	backend  Backend
+	backend  storage.Backend
 	opts     Options
 	log      *slog.Logger
 	refusals refusals  // sends refused by backpressure, per queue and reason
 	account  accountID // the broker's own account (Options.AccountID; ServeAccount)
-	receipts *ReceiptCodec
+	receipts *model.ReceiptCodec
 }
 
 // New returns the front over backend, which it owns from then on (Close
 // closes it). opts are the same Options the backend was opened with (one
 // Clock for both); zero fields take their defaults.
-func New(backend Backend, opts Options) (*Broker, error) {
+func New(backend storage.Backend, opts Options) (*Broker, error) {
 	if backend == nil {
 		return nil, errNilBackend
 	}
@@ -48,11 +50,11 @@ func New(backend Backend, opts Options) (*Broker, error) {
 
 // Backend returns the backend, for its optional capabilities
 // (FailureNotifier, SyncCounter).
-func (b *Broker) Backend() Backend { return b.backend }
+func (b *Broker) Backend() storage.Backend { return b.backend }
 
 // Clock returns the clock the front and its backend share (Options.Clock),
 // for an API that turns an instant into a delay or an age.
-func (b *Broker) Clock() Clock { return b.opts.Clock }
+func (b *Broker) Clock() model.Clock { return b.opts.Clock }
 
 // Close closes the backend: it stops the background duties, syncs and
 // releases the store. Idempotent.
@@ -64,26 +66,26 @@ const purgeInterval = 60 * time.Second
 // CreateQueue creates a queue with the given SQS attributes and tags, or
 // returns the existing queue when every given attribute equals the existing
 // value (ErrQueueExists otherwise). Names follow ValidateQueueName.
-func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[string]string) (Queue, error) {
-	if err := ValidateQueueName(name); err != nil {
-		return Queue{}, err
+func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[string]string) (model.Queue, error) {
+	if err := model.ValidateQueueName(name); err != nil {
+		return model.Queue{}, err
 	}
-	cfg, err := ParseAttributes(name, attrs)
+	cfg, err := model.ParseAttributes(name, attrs)
 	if err != nil {
-		return Queue{}, err
+		return model.Queue{}, err
 	}
-	if err := ValidateTags(name, tags); err != nil {
-		return Queue{}, err
+	if err := model.ValidateTags(name, tags); err != nil {
+		return model.Queue{}, err
 	}
 	if err := b.checkWebhook(cfg.DeadLetterWebhook); err != nil {
-		return Queue{}, err
+		return model.Queue{}, err
 	}
-	ref, err := b.resolve(ctx, ActionCreateQueue, name)
+	ref, err := b.resolve(ctx, model.ActionCreateQueue, name)
 	if err != nil {
-		return Queue{}, err
+		return model.Queue{}, err
 	}
 	if err := webhookAccount(ref, cfg.DeadLetterWebhook); err != nil {
-		return Queue{}, err
+		return model.Queue{}, err
 	}
 	checked := false
 	if cfg.Redrive != nil {
@@ -93,30 +95,30 @@ func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[s
 		// queue's target must pass checkRedrive.
 		_, err := b.backend.GetQueue(ctx, ref)
 		switch {
-		case errors.Is(err, ErrQueueDoesNotExist):
-			if err := b.checkRedrive(ctx, ref, cfg, attrs[AttrRedrivePolicy]); err != nil {
-				return Queue{}, err
+		case errors.Is(err, model.ErrQueueDoesNotExist):
+			if err := b.checkRedrive(ctx, ref, cfg, attrs[model.AttrRedrivePolicy]); err != nil {
+				return model.Queue{}, err
 			}
 			checked = true
 		case err != nil:
-			return Queue{}, err
+			return model.Queue{}, err
 		}
 	}
 	// Even for a queue that exists, the backend answers: it waits until the
 	// change that created the queue is durable.
-	q, created, err := b.backend.CreateQueue(ctx, QueueSpec{QueueRef: ref, Config: cfg, Tags: tags})
+	q, created, err := b.backend.CreateQueue(ctx, storage.QueueSpec{QueueRef: ref, Config: cfg, Tags: tags})
 	switch {
 	case err != nil:
-		return Queue{}, err
+		return model.Queue{}, err
 	case created && cfg.Redrive != nil && !checked:
 		// The queue was deleted after GetQueue found it: this call created
 		// it, with a policy not checked yet. Check it now; a refusal
 		// deletes the queue again, which nobody was told of.
-		if err := b.checkRedrive(ctx, ref, cfg, attrs[AttrRedrivePolicy]); err != nil {
+		if err := b.checkRedrive(ctx, ref, cfg, attrs[model.AttrRedrivePolicy]); err != nil {
 			if derr := b.backend.DeleteQueue(ctx, ref); derr != nil {
 				b.log.Error("a queue created with a refused RedrivePolicy could not be deleted", "queue", name, "err", derr)
 			}
-			return Queue{}, err
+			return model.Queue{}, err
 		}
 	case !created:
 		return b.existing(q, attrs)
@@ -127,9 +129,9 @@ func (b *Broker) CreateQueue(ctx context.Context, name string, attrs, tags map[s
 // existing answers a CreateQueue of a queue that exists: the queue, when
 // every given attribute has its value (after parsing, so "30" and " 30"
 // match), ErrQueueExists otherwise.
-func (b *Broker) existing(q Queue, attrs map[string]string) (Queue, error) {
+func (b *Broker) existing(q model.Queue, attrs map[string]string) (model.Queue, error) {
 	if attr := q.Config.ConflictingAttribute(q.Name, attrs); attr != "" {
-		return Queue{}, Errorf(ErrQueueExists,
+		return model.Queue{}, model.Errorf(model.ErrQueueExists,
 			"A queue already exists with the same name and a different value for attribute %s", attr)
 	}
 	return q, nil
@@ -142,13 +144,13 @@ func (b *Broker) existing(q Queue, attrs map[string]string) (Queue, error) {
 // attribute as given, for the message. (A target deleted later is the
 // move's concern: a message whose dead-letter queue is gone stays where it
 // is.)
-func (b *Broker) checkRedrive(ctx context.Context, src QueueRef, cfg QueueConfig, raw string) error {
+func (b *Broker) checkRedrive(ctx context.Context, src model.QueueRef, cfg model.QueueConfig, raw string) error {
 	source := src.Name
 	if cfg.Redrive == nil {
 		return nil
 	}
 	bad := func(reason string) error {
-		return Errorf(ErrInvalidParameterValue, "Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
+		return model.Errorf(model.ErrInvalidParameterValue, "Value %s for parameter RedrivePolicy is invalid. Reason: %s", raw, reason)
 	}
 	if cfg.Redrive.DeadLetterQueue == source {
 		return bad("A queue can't be its own dead-letter queue.")
@@ -156,9 +158,9 @@ func (b *Broker) checkRedrive(ctx context.Context, src QueueRef, cfg QueueConfig
 	if a := arnAccount(cfg.Redrive.DeadLetterTargetARN); a != b.accountOf(src) {
 		return bad("Dead-letter queue must be in the same account as the source queue.")
 	}
-	dlq, err := b.backend.GetQueue(ctx, QueueRef{Account: src.Account, Name: cfg.Redrive.DeadLetterQueue})
+	dlq, err := b.backend.GetQueue(ctx, model.QueueRef{Account: src.Account, Name: cfg.Redrive.DeadLetterQueue})
 	switch {
-	case errors.Is(err, ErrQueueDoesNotExist):
+	case errors.Is(err, model.ErrQueueDoesNotExist):
 		return bad("Dead letter target does not exist.")
 	case err != nil:
 		return err
@@ -172,22 +174,22 @@ func (b *Broker) checkRedrive(ctx context.Context, src QueueRef, cfg QueueConfig
 
 // GetQueue returns a queue and its approximate counts (for
 // GetQueueAttributes; GetQueueFor names another reading action).
-func (b *Broker) GetQueue(ctx context.Context, name string) (QueueInfo, error) {
-	return b.GetQueueFor(ctx, ActionGetQueueAttributes, name)
+func (b *Broker) GetQueue(ctx context.Context, name string) (model.QueueInfo, error) {
+	return b.GetQueueFor(ctx, model.ActionGetQueueAttributes, name)
 }
 
 // GetQueueFor is GetQueue for an API action that reads a queue: act is
 // ActionGetQueueAttributes, ActionGetQueueURL, ActionListQueueTags or
 // ActionListDeadLetterSourceQueues (the access rule tells them apart).
-func (b *Broker) GetQueueFor(ctx context.Context, act Action, name string) (QueueInfo, error) {
+func (b *Broker) GetQueueFor(ctx context.Context, act model.Action, name string) (model.QueueInfo, error) {
 	switch act {
-	case ActionGetQueueAttributes, ActionGetQueueURL, ActionListQueueTags, ActionListDeadLetterSourceQueues:
+	case model.ActionGetQueueAttributes, model.ActionGetQueueURL, model.ActionListQueueTags, model.ActionListDeadLetterSourceQueues:
 	default:
-		return QueueInfo{}, fmt.Errorf("broker: GetQueueFor: %s is not an action that reads a queue", act)
+		return model.QueueInfo{}, fmt.Errorf("broker: GetQueueFor: %s is not an action that reads a queue", act)
 	}
 	ref, err := b.resolve(ctx, act, name)
 	if err != nil {
-		return QueueInfo{}, err
+		return model.QueueInfo{}, err
 	}
 	return b.backend.GetQueue(ctx, ref)
 }
@@ -195,7 +197,7 @@ func (b *Broker) GetQueueFor(ctx context.Context, act Action, name string) (Queu
 // ListQueues returns the caller's account's queues whose names start with
 // prefix and sort after `after`, in name order, at most limit of them
 // (limit <= 0: all). (ListQueueSources lists another account's.)
-func (b *Broker) ListQueues(ctx context.Context, prefix, after string, limit int) ([]Queue, error) {
+func (b *Broker) ListQueues(ctx context.Context, prefix, after string, limit int) ([]model.Queue, error) {
 	return b.backend.ListQueues(ctx, b.refIn(b.CallerAccount(ctx), "").Account, prefix, after, limit)
 }
 
@@ -204,8 +206,8 @@ func (b *Broker) ListQueues(ctx context.Context, prefix, after string, limit int
 // order after `after`; the caller needs ListDeadLetterSourceQueues on it.
 // Every queue of its account is looked at: a scan, but of queue records
 // only.
-func (b *Broker) DeadLetterSources(ctx context.Context, name, after string) ([]Queue, error) {
-	ref, err := b.resolve(ctx, ActionListDeadLetterSourceQueues, name)
+func (b *Broker) DeadLetterSources(ctx context.Context, name, after string) ([]model.Queue, error) {
+	ref, err := b.resolve(ctx, model.ActionListDeadLetterSourceQueues, name)
 	if err != nil {
 		return nil, err
 	}
@@ -228,29 +230,29 @@ func (b *Broker) DeadLetterSources(ctx context.Context, name, after string) ([]Q
 // SetQueueAttributes changes the given attributes (ApplyAttributes rules; a
 // RedrivePolicy is checked as CreateQueue checks it).
 func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
-	if raw := attrs[AttrDeadLetterWebhook]; raw != "" {
+	if raw := attrs[model.AttrDeadLetterWebhook]; raw != "" {
 		// The URL's form is ApplyAttributes' to refuse; its host is the
 		// operator's.
-		if _, err := parseWebhook(raw); err != nil {
+		if _, err := model.ParseWebhook(raw); err != nil {
 			return err
 		}
 		if err := b.checkWebhook(raw); err != nil {
 			return err
 		}
 	}
-	ref, err := b.resolve(ctx, ActionSetQueueAttributes, name)
+	ref, err := b.resolve(ctx, model.ActionSetQueueAttributes, name)
 	if err != nil {
 		return err
 	}
-	if err := webhookAccount(ref, attrs[AttrDeadLetterWebhook]); err != nil {
+	if err := webhookAccount(ref, attrs[model.AttrDeadLetterWebhook]); err != nil {
 		return err
 	}
-	if raw, ok := attrs[AttrRedrivePolicy]; ok {
+	if raw, ok := attrs[model.AttrRedrivePolicy]; ok {
 		q, err := b.backend.GetQueue(ctx, ref)
 		if err != nil {
 			return err
 		}
-		cfg, err := ApplyAttributes(q.Config, attrs)
+		cfg, err := model.ApplyAttributes(q.Config, attrs)
 		if err != nil {
 			return err
 		}
@@ -260,8 +262,8 @@ func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[
 			return err
 		}
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
-		cfg, err := ApplyAttributes(u.Config, attrs)
+	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
+		cfg, err := model.ApplyAttributes(u.Config, attrs)
 		if err != nil {
 			return err
 		}
@@ -273,7 +275,7 @@ func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[
 // DeleteQueue deletes a queue: waiting receives end with ErrQueueDoesNotExist,
 // its receipts stop working, and its messages are reclaimed in the background.
 func (b *Broker) DeleteQueue(ctx context.Context, name string) error {
-	ref, err := b.resolve(ctx, ActionDeleteQueue, name)
+	ref, err := b.resolve(ctx, model.ActionDeleteQueue, name)
 	if err != nil {
 		return err
 	}
@@ -293,12 +295,12 @@ func (b *Broker) PurgeQueue(ctx context.Context, name string) error {
 	if b.opts.StrictPurge {
 		allow = func(last, now time.Time) error {
 			if !last.IsZero() && now.Sub(last) < purgeInterval {
-				return Errorf(ErrPurgeInProgress, "Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+				return model.Errorf(model.ErrPurgeInProgress, "Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
 			}
 			return nil
 		}
 	}
-	ref, err := b.resolve(ctx, ActionPurgeQueue, name)
+	ref, err := b.resolve(ctx, model.ActionPurgeQueue, name)
 	if err != nil {
 		return err
 	}
@@ -311,16 +313,16 @@ func (b *Broker) PurgeQueue(ctx context.Context, name string) error {
 
 // Send stores messages: 1..10 entries with distinct ids, or one entry with
 // no id (a plain SendMessage). Per-entry failures are in the results.
-func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([]SendResult, error) {
-	if err := ValidateSendBatch(entries); err != nil {
+func (b *Broker) Send(ctx context.Context, queue string, entries []model.SendEntry) ([]model.SendResult, error) {
+	if err := model.ValidateSendBatch(entries); err != nil {
 		return nil, err
 	}
-	ref, err := b.resolve(ctx, ActionSendMessage, queue)
+	ref, err := b.resolve(ctx, model.ActionSendMessage, queue)
 	if err != nil {
 		return nil, err
 	}
 	res, err := b.backend.Send(ctx, ref, entries)
-	var full *DepthError
+	var full *model.DepthError
 	if errors.As(err, &full) {
 		b.refusals.add(ref.String(), full.Reason())
 		if b.opts.Observer != nil {
@@ -334,37 +336,37 @@ func (b *Broker) Send(ctx context.Context, queue string, entries []SendEntry) ([
 				n++
 			}
 		}
-		b.count(ref.String(), CountSent, n)
+		b.count(ref.String(), model.CountSent, n)
 	}
 	return res, err
 }
 
 // Receive leases up to req.MaxMessages messages, waiting up to the wait time
 // for a first one (Backend.Receive).
-func (b *Broker) Receive(ctx context.Context, req ReceiveRequest) ([]Delivery, error) {
-	ref, err := b.resolve(ctx, ActionReceiveMessage, req.Queue)
+func (b *Broker) Receive(ctx context.Context, req model.ReceiveRequest) ([]model.Delivery, error) {
+	ref, err := b.resolve(ctx, model.ActionReceiveMessage, req.Queue)
 	if err != nil {
 		return nil, err
 	}
 	req.InFlightCap, req.Account = int64(b.opts.MaxInFlight), ref.Account
 	ds, err := b.backend.Receive(ctx, req)
-	b.count(ref.String(), CountReceived, len(ds))
+	b.count(ref.String(), model.CountReceived, len(ds))
 	return ds, err
 }
 
 // Delete deletes leased messages and answers one error (or nil) per entry. A
 // stale but well-formed receipt (the message was since deleted or leased
 // again) succeeds without effect.
-func (b *Broker) Delete(ctx context.Context, queue string, entries []DeleteEntry) ([]error, error) {
-	if err := ValidateBatch(entries, func(e DeleteEntry) string { return e.ID }); err != nil {
+func (b *Broker) Delete(ctx context.Context, queue string, entries []model.DeleteEntry) ([]error, error) {
+	if err := model.ValidateBatch(entries, func(e model.DeleteEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
-	ref, err := b.resolve(ctx, ActionDeleteMessage, queue)
+	ref, err := b.resolve(ctx, model.ActionDeleteMessage, queue)
 	if err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(entries))
-	var receipts []Receipt
+	var receipts []model.Receipt
 	var at []int // index in entries of each receipt
 	for i, e := range entries {
 		r, err := b.receipts.Decode(e.Receipt)
@@ -382,7 +384,7 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []DeleteEntry
 	for j, o := range outcomes {
 		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, false)
 	}
-	b.count(ref.String(), CountDeleted, applied(outcomes, nil))
+	b.count(ref.String(), model.CountDeleted, applied(outcomes, nil))
 	return errs, nil
 }
 
@@ -392,19 +394,19 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []DeleteEntry
 // PlanLeaseChange), and answers one error (or nil) per entry: a stale
 // receipt fails with ErrInvalidParameterValue, a lease that ended (or any
 // receipt of an at-most-once queue) with ErrMessageNotInflight.
-func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []VisibilityEntry) ([]error, error) {
-	if err := ValidateBatch(entries, func(e VisibilityEntry) string { return e.ID }); err != nil {
+func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []model.VisibilityEntry) ([]error, error) {
+	if err := model.ValidateBatch(entries, func(e model.VisibilityEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
-	ref, err := b.resolve(ctx, ActionChangeMessageVisibility, queue)
+	ref, err := b.resolve(ctx, model.ActionChangeMessageVisibility, queue)
 	if err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(entries))
-	var changes []VisibilityChange
+	var changes []model.VisibilityChange
 	var at []int
 	for i, e := range entries {
-		if err := ValidateVisibility(e.Timeout); err != nil {
+		if err := model.ValidateVisibility(e.Timeout); err != nil {
 			errs[i] = err
 			continue
 		}
@@ -413,15 +415,15 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 			errs[i] = err
 			continue
 		}
-		changes = append(changes, VisibilityChange{Receipt: r, Timeout: e.Timeout})
+		changes = append(changes, model.VisibilityChange{Receipt: r, Timeout: e.Timeout})
 		at = append(at, i)
 	}
 	outcomes, err := b.backend.ChangeVisibility(ctx, ref, changes)
 	if err != nil {
 		return nil, err
 	}
-	b.count(ref.String(), CountNacked, applied(outcomes, func(j int) bool { return changes[j].Timeout == 0 }))
-	var cfg *QueueConfig
+	b.count(ref.String(), model.CountNacked, applied(outcomes, func(j int) bool { return changes[j].Timeout == 0 }))
+	var cfg *model.QueueConfig
 	for j, o := range outcomes {
 		errs[at[j]], err = b.leaseError(ctx, ref, o, entries[at[j]].Receipt, &cfg)
 		if err != nil {
@@ -433,10 +435,10 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []V
 
 // applied counts the outcomes that are LeaseApplied (and whose change is
 // one that pick, when not nil, selects by index).
-func applied(outcomes []LeaseOutcome, pick func(j int) bool) int {
+func applied(outcomes []model.LeaseOutcome, pick func(j int) bool) int {
 	n := 0
 	for j, o := range outcomes {
-		if o == LeaseApplied && (pick == nil || pick(j)) {
+		if o == model.LeaseApplied && (pick == nil || pick(j)) {
 			n++
 		}
 	}
@@ -447,13 +449,13 @@ func applied(outcomes []LeaseOutcome, pick func(j int) bool) int {
 // has; the merged set must pass ValidateTags. Tags are not attributes:
 // LastModifiedTimestamp stays.
 func (b *Broker) TagQueue(ctx context.Context, name string, tags map[string]string) error {
-	ref, err := b.resolve(ctx, ActionTagQueue, name)
+	ref, err := b.resolve(ctx, model.ActionTagQueue, name)
 	if err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
-		merged := MergeTags(u.Tags, tags, nil)
-		if err := ValidateTags(name, merged); err != nil {
+	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
+		merged := model.MergeTags(u.Tags, tags, nil)
+		if err := model.ValidateTags(name, merged); err != nil {
 			return err
 		}
 		u.Tags = merged
@@ -463,28 +465,28 @@ func (b *Broker) TagQueue(ctx context.Context, name string, tags map[string]stri
 
 // UntagQueue removes the tags with the given keys; unknown keys are ignored.
 func (b *Broker) UntagQueue(ctx context.Context, name string, keys []string) error {
-	ref, err := b.resolve(ctx, ActionUntagQueue, name)
+	ref, err := b.resolve(ctx, model.ActionUntagQueue, name)
 	if err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
-		u.Tags = MergeTags(u.Tags, nil, keys)
+	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
+		u.Tags = model.MergeTags(u.Tags, nil, keys)
 		return nil
 	})
 }
 
 // AddPermission adds p as a statement of the queue's Policy attribute
 // (AddPolicyStatement). The Policy is an attribute: LastModifiedTimestamp moves.
-func (b *Broker) AddPermission(ctx context.Context, name string, p Permission) error {
-	if err := ValidatePermission(p); err != nil {
+func (b *Broker) AddPermission(ctx context.Context, name string, p model.Permission) error {
+	if err := model.ValidatePermission(p); err != nil {
 		return err
 	}
-	ref, err := b.resolve(ctx, ActionAddPermission, name)
+	ref, err := b.resolve(ctx, model.ActionAddPermission, name)
 	if err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
-		policy, err := AddPolicyStatement(u.Config.Policy, p)
+	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
+		policy, err := model.AddPolicyStatement(u.Config.Policy, p)
 		if err != nil {
 			return err
 		}
@@ -495,15 +497,15 @@ func (b *Broker) AddPermission(ctx context.Context, name string, p Permission) e
 
 // RemovePermission removes the statement whose Sid is label.
 func (b *Broker) RemovePermission(ctx context.Context, name, label string) error {
-	if err := ValidateLabel(label); err != nil {
+	if err := model.ValidateLabel(label); err != nil {
 		return err
 	}
-	ref, err := b.resolve(ctx, ActionRemovePermission, name)
+	ref, err := b.resolve(ctx, model.ActionRemovePermission, name)
 	if err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *QueueUpdate) error {
-		policy, err := RemovePolicyStatement(u.Config.Policy, label)
+	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
+		policy, err := model.RemovePolicyStatement(u.Config.Policy, label)
 		if err != nil {
 			return err
 		}

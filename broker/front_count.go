@@ -1,7 +1,9 @@
 package broker
 
+import "github.com/sluicemq/sluice/broker/model"
+
 // count reports n events to the observer, when there is one.
-func (b *Broker) count(queue string, c Counter, n int) {
+func (b *Broker) count(queue string, c model.Counter, n int) {
 	if b.opts.Observer != nil && n > 0 {
 		b.opts.Observer.Count(queue, c, n)
 	}

@@ -2,30 +2,31 @@ package broker
 
 import (
 	"errors"
+	"github.com/sluicemq/sluice/broker/model"
 	"testing"
 )
 
 func TestLeaseError(t *testing.T) {
 	t.Parallel()
 	const handle = "AQID-handle"
-	sentinels := []error{ErrReceiptHandleInvalid, ErrInvalidParameterValue, ErrMessageNotInflight}
+	sentinels := []error{model.ErrReceiptHandleInvalid, model.ErrInvalidParameterValue, model.ErrMessageNotInflight}
 	for _, tc := range []struct {
 		name       string
-		o          LeaseOutcome
+		o          model.LeaseOutcome
 		visibility bool
 		want       error // nil: no error
 		msg        string
 	}{
-		{"delete applied", LeaseApplied, false, nil, ""},
-		{"visibility applied", LeaseApplied, true, nil, ""},
-		{"delete stale succeeds", LeaseStale, false, nil, ""},
-		{"visibility stale", LeaseStale, true, ErrInvalidParameterValue,
+		{"delete applied", model.LeaseApplied, false, nil, ""},
+		{"visibility applied", model.LeaseApplied, true, nil, ""},
+		{"delete stale succeeds", model.LeaseStale, false, nil, ""},
+		{"visibility stale", model.LeaseStale, true, model.ErrInvalidParameterValue,
 			"Value AQID-handle for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."},
-		{"delete other queue", LeaseOtherQueue, false, ErrReceiptHandleInvalid, `The input receipt handle "AQID-handle" is not a valid receipt handle.`},
-		{"visibility other queue", LeaseOtherQueue, true, ErrReceiptHandleInvalid, `The input receipt handle "AQID-handle" is not a valid receipt handle.`},
-		{"delete ended", LeaseEnded, false, ErrInvalidParameterValue,
+		{"delete other queue", model.LeaseOtherQueue, false, model.ErrReceiptHandleInvalid, `The input receipt handle "AQID-handle" is not a valid receipt handle.`},
+		{"visibility other queue", model.LeaseOtherQueue, true, model.ErrReceiptHandleInvalid, `The input receipt handle "AQID-handle" is not a valid receipt handle.`},
+		{"delete ended", model.LeaseEnded, false, model.ErrInvalidParameterValue,
 			"Value AQID-handle for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."},
-		{"visibility ended", LeaseEnded, true, ErrMessageNotInflight, "The message referred to is not in flight."},
+		{"visibility ended", model.LeaseEnded, true, model.ErrMessageNotInflight, "The message referred to is not in flight."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -41,7 +42,7 @@ func TestLeaseError(t *testing.T) {
 					t.Errorf("LeaseError = %v: errors.Is(err, %q) = %v", err, s, errors.Is(err, s))
 				}
 			}
-			if got := ErrorMessage(err); got != tc.msg {
+			if got := model.ErrorMessage(err); got != tc.msg {
 				t.Errorf("message %q, want %q", got, tc.msg)
 			}
 		})

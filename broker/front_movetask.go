@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"log/slog"
 	"strings"
 )
@@ -10,8 +12,8 @@ import (
 // The front of message move tasks (MoveTasker): the checks that need no
 // atomicity, then the backend's capability.
 
-func (b *Broker) movers(action string) (MoveTasker, error) {
-	mt, ok := b.backend.(MoveTasker)
+func (b *Broker) movers(action string) (storage.MoveTasker, error) {
+	mt, ok := b.backend.(storage.MoveTasker)
 	if !ok {
 		return nil, unsupportedError(action)
 	}
@@ -20,13 +22,13 @@ func (b *Broker) movers(action string) (MoveTasker, error) {
 
 // unsupportedError is the answer to an action the backend does not provide.
 func unsupportedError(action string) error {
-	return Errorf(ErrUnsupportedOperation, "The action %s is not supported by this broker's backend.", action)
+	return model.Errorf(model.ErrUnsupportedOperation, "The action %s is not supported by this broker's backend.", action)
 }
 
 // sourceErr maps a missing source queue to the move tasks' own error.
 func sourceErr(err error) error {
-	if errors.Is(err, ErrQueueDoesNotExist) {
-		return MoveSourceNotFoundError()
+	if errors.Is(err, model.ErrQueueDoesNotExist) {
+		return model.MoveSourceNotFoundError()
 	}
 	return err
 }
@@ -37,41 +39,41 @@ func sourceErr(err error) error {
 // has a RUNNING task, or the rate is out of range (ErrInvalidParameterValue);
 // the destination does not exist (ErrResourceNotFound,
 // MoveDestinationNotFoundError), is the source, or has another type.
-func (b *Broker) StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTask, error) {
+func (b *Broker) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) (model.MoveTask, error) {
 	mt, err := b.movers("StartMessageMoveTask")
 	if err != nil {
-		return MoveTask{}, err
+		return model.MoveTask{}, err
 	}
-	if err := ValidateMoveRate(req.MaxPerSecond); err != nil {
-		return MoveTask{}, err
+	if err := model.ValidateMoveRate(req.MaxPerSecond); err != nil {
+		return model.MoveTask{}, err
 	}
-	ref, err := b.resolve(ctx, ActionStartMoveTask, req.Source)
+	ref, err := b.resolve(ctx, model.ActionStartMoveTask, req.Source)
 	if err != nil {
-		return MoveTask{}, sourceErr(err)
+		return model.MoveTask{}, sourceErr(err)
 	}
 	src, err := b.backend.GetQueue(ctx, ref)
 	if err != nil {
-		return MoveTask{}, sourceErr(err)
+		return model.MoveTask{}, sourceErr(err)
 	}
 	isDLQ, err := b.isDeadLetterQueue(ctx, ref)
 	if err != nil {
-		return MoveTask{}, err
+		return model.MoveTask{}, err
 	}
 	if !isDLQ {
-		return MoveTask{}, MoveSourceNotDLQError()
+		return model.MoveTask{}, model.MoveSourceNotDLQError()
 	}
 	req.Account, req.SourceID, req.DestinationID = ref.Account, src.ID, 0
 	if req.Destination != "" {
-		dst, err := b.backend.GetQueue(ctx, QueueRef{Account: ref.Account, Name: req.Destination})
+		dst, err := b.backend.GetQueue(ctx, model.QueueRef{Account: ref.Account, Name: req.Destination})
 		switch {
-		case errors.Is(err, ErrQueueDoesNotExist):
-			return MoveTask{}, MoveDestinationNotFoundError()
+		case errors.Is(err, model.ErrQueueDoesNotExist):
+			return model.MoveTask{}, model.MoveDestinationNotFoundError()
 		case err != nil:
-			return MoveTask{}, err
+			return model.MoveTask{}, err
 		case dst.ID == src.ID:
-			return MoveTask{}, Errorf(ErrInvalidParameterValue, "Source and destination queues must be different.")
+			return model.MoveTask{}, model.Errorf(model.ErrInvalidParameterValue, "Source and destination queues must be different.")
 		case dst.Config.Fifo != src.Config.Fifo:
-			return MoveTask{}, Errorf(ErrInvalidParameterValue, "The destination queue must be of the same type as the source queue (FIFO or standard).")
+			return model.MoveTask{}, model.Errorf(model.ErrInvalidParameterValue, "The destination queue must be of the same type as the source queue (FIFO or standard).")
 		}
 		req.DestinationID = dst.ID
 	}
@@ -91,7 +93,7 @@ func (b *Broker) StartMoveTask(ctx context.Context, req MoveTaskRequest) (MoveTa
 // isDeadLetterQueue reports whether some other queue of its account has a
 // RedrivePolicy that names the queue. (A scan of the queues: starting a task
 // is rare.)
-func (b *Broker) isDeadLetterQueue(ctx context.Context, ref QueueRef) (bool, error) {
+func (b *Broker) isDeadLetterQueue(ctx context.Context, ref model.QueueRef) (bool, error) {
 	name := ref.Name
 	queues, err := b.backend.ListQueues(ctx, ref.Account, "", "", 0)
 	if err != nil {
@@ -108,18 +110,18 @@ func (b *Broker) isDeadLetterQueue(ctx context.Context, ref QueueRef) (bool, err
 // ListMoveTasks returns the most recent tasks of source, newest first, at
 // most limit (1..MaxListMoveTasks; 0 means DefaultListMoveTasks). A missing
 // source gives ErrResourceNotFound (MoveSourceNotFoundError).
-func (b *Broker) ListMoveTasks(ctx context.Context, source string, limit int) ([]MoveTask, error) {
+func (b *Broker) ListMoveTasks(ctx context.Context, source string, limit int) ([]model.MoveTask, error) {
 	mt, err := b.movers("ListMessageMoveTasks")
 	if err != nil {
 		return nil, err
 	}
 	if limit == 0 {
-		limit = DefaultListMoveTasks
+		limit = model.DefaultListMoveTasks
 	}
-	if limit < 1 || limit > MaxListMoveTasks {
-		return nil, invalidParam(limit, "MaxResults", "must be between 1 and 10.")
+	if limit < 1 || limit > model.MaxListMoveTasks {
+		return nil, model.InvalidParameterError(limit, "MaxResults", "must be between 1 and 10.")
 	}
-	ref, err := b.resolve(ctx, ActionListMoveTasks, source)
+	ref, err := b.resolve(ctx, model.ActionListMoveTasks, source)
 	if err != nil {
 		return nil, sourceErr(err)
 	}
@@ -132,14 +134,14 @@ func (b *Broker) ListMoveTasks(ctx context.Context, source string, limit int) ([
 // far stay moved. A missing source gives MoveSourceNotFoundError, an unknown
 // task MoveTaskNotFoundError (both ErrResourceNotFound), a task that is not
 // RUNNING ErrInvalidParameterValue.
-func (b *Broker) CancelMoveTask(ctx context.Context, source, id string) (MoveTask, error) {
+func (b *Broker) CancelMoveTask(ctx context.Context, source, id string) (model.MoveTask, error) {
 	mt, err := b.movers("CancelMessageMoveTask")
 	if err != nil {
-		return MoveTask{}, err
+		return model.MoveTask{}, err
 	}
-	ref, err := b.resolve(ctx, ActionCancelMoveTask, source)
+	ref, err := b.resolve(ctx, model.ActionCancelMoveTask, source)
 	if err != nil {
-		return MoveTask{}, sourceErr(err)
+		return model.MoveTask{}, sourceErr(err)
 	}
 	t, err := mt.CancelMoveTask(ctx, ref, id)
 	return t, sourceErr(err)
@@ -154,7 +156,7 @@ type ReplayRequest struct {
 	// to the queue it was dead-lettered from.
 	Destination string
 	// Edit, when not nil, changes each replayed message (needs IDs).
-	Edit *MessageEdit
+	Edit *model.MessageEdit
 	// MaxPerSecond caps the rate (0: the default).
 	MaxPerSecond int
 }
@@ -164,40 +166,40 @@ type ReplayRequest struct {
 // ids, optionally with an edited body or attributes. A replayed message is
 // new (a new id, its attempts reset); its attributes (the correlation id
 // among them) travel with it unless edited. Logged as an audit line.
-func (b *Broker) Replay(ctx context.Context, dlq string, req ReplayRequest) (MoveTask, error) {
+func (b *Broker) Replay(ctx context.Context, dlq string, req ReplayRequest) (model.MoveTask, error) {
 	if len(req.IDs) > MaxDeleteByID {
-		return MoveTask{}, invalidParam(len(req.IDs), "ids", "give at most 100 message ids (or none, to replay every dead letter).")
+		return model.MoveTask{}, model.InvalidParameterError(len(req.IDs), "ids", "give at most 100 message ids (or none, to replay every dead letter).")
 	}
 	if req.Edit != nil {
 		if len(req.IDs) == 0 {
-			return MoveTask{}, invalidParam("edit", "edit", "an edit-and-replay needs the ids of the messages it edits.")
+			return model.MoveTask{}, model.InvalidParameterError("edit", "edit", "an edit-and-replay needs the ids of the messages it edits.")
 		}
 		if err := validateEdit(req.Edit); err != nil {
-			return MoveTask{}, err
+			return model.MoveTask{}, err
 		}
 	}
 	if len(req.IDs) > 0 || req.Edit != nil {
-		if _, ok := b.backend.(SelectiveMover); !ok {
-			return MoveTask{}, Errorf(ErrUnsupportedOperation, "This broker's backend cannot replay chosen messages yet; replay the whole dead-letter queue.")
+		if _, ok := b.backend.(storage.SelectiveMover); !ok {
+			return model.MoveTask{}, model.Errorf(model.ErrUnsupportedOperation, "This broker's backend cannot replay chosen messages yet; replay the whole dead-letter queue.")
 		}
 	}
-	return b.StartMoveTask(ctx, MoveTaskRequest{Source: dlq, Destination: req.Destination,
+	return b.StartMoveTask(ctx, model.MoveTaskRequest{Source: dlq, Destination: req.Destination,
 		MaxPerSecond: req.MaxPerSecond, MessageIDs: req.IDs, Edit: req.Edit})
 }
 
 // validateEdit checks an edit's body and attributes as a send checks them
 // (the queue's size limit is checked when the message moves).
-func validateEdit(e *MessageEdit) error {
+func validateEdit(e *model.MessageEdit) error {
 	if e.Body != nil {
 		if *e.Body == "" {
-			return Errorf(ErrMissingParameter, "An edited body must not be empty.")
+			return model.Errorf(model.ErrMissingParameter, "An edited body must not be empty.")
 		}
-		if !ValidBodyChars(*e.Body) {
-			return Errorf(ErrInvalidMessageContents, "Invalid characters found. %s", validCharacters)
+		if !model.ValidBodyChars(*e.Body) {
+			return model.Errorf(model.ErrInvalidMessageContents, "Invalid characters found. %s", model.ValidCharacters)
 		}
 	}
 	if e.Attributes != nil {
-		return ValidateMessageAttributes(e.Attributes)
+		return model.ValidateMessageAttributes(e.Attributes)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"github.com/sluicemq/sluice/broker/model"
 	"log/slog"
 	"strings"
 )
@@ -12,7 +13,7 @@ import (
 type Options struct {
 	// Clock drives leases, delays, retention and move-task pacing. Default
 	// RealClock. A backend and the front it serves share one clock.
-	Clock Clock
+	Clock model.Clock
 	// Logger receives structured logs. Default: discard (slog.Default() is
 	// never used).
 	Logger *slog.Logger
@@ -33,7 +34,7 @@ type Options struct {
 	WebhookHosts WebhookHosts
 	// Observer, when not nil, is told what the front and the backend did
 	// (counts per queue, refusals, store syncs), for metrics. Default nil.
-	Observer Observer
+	Observer model.Observer
 	// BackupDir is the directory under which Broker.Backup writes backups
 	// (each in a new directory of its own name). Default "": backups are
 	// refused.
@@ -61,13 +62,13 @@ func validateAccountID(id string) error {
 // WithDefaults returns o with zero fields set to their defaults.
 func (o Options) WithDefaults() Options {
 	if o.Clock == nil {
-		o.Clock = RealClock{}
+		o.Clock = model.RealClock{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.MaxInFlight == 0 {
-		o.MaxInFlight = DefaultMaxInFlight
+		o.MaxInFlight = model.DefaultMaxInFlight
 	}
 	if o.AccountID == "" {
 		o.AccountID = DefaultAccountID
@@ -78,7 +79,7 @@ func (o Options) WithDefaults() Options {
 // Validate refuses what the field comments refuse.
 func (o Options) Validate() error {
 	if o.MaxInFlight < 0 {
-		return fmt.Errorf("broker: Options.MaxInFlight %d: must be 0 (the default, %d) or more", o.MaxInFlight, DefaultMaxInFlight)
+		return fmt.Errorf("broker: Options.MaxInFlight %d: must be 0 (the default, %d) or more", o.MaxInFlight, model.DefaultMaxInFlight)
 	}
 	if o.AccountID != "" {
 		return validateAccountID(o.AccountID)

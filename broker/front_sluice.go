@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"log/slog"
 	"strings"
 	"sync"
@@ -17,16 +19,16 @@ import (
 // entry, as ChangeVisibility does (a stale receipt: ErrInvalidParameterValue;
 // a lease that ended: ErrMessageNotInflight). A dead-letter-now on a queue
 // without a RedrivePolicy fails its entry with ErrConflict.
-func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []LeaseEntry) ([]error, error) {
-	if err := ValidateBatch(entries, func(e LeaseEntry) string { return e.ID }); err != nil {
+func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []model.LeaseEntry) ([]error, error) {
+	if err := model.ValidateBatch(entries, func(e model.LeaseEntry) string { return e.ID }); err != nil {
 		return nil, err
 	}
-	ref, err := b.resolve(ctx, ActionChangeMessageVisibility, queue)
+	ref, err := b.resolve(ctx, model.ActionChangeMessageVisibility, queue)
 	if err != nil {
 		return nil, err
 	}
-	var cfg *QueueConfig
-	config := func() (*QueueConfig, error) {
+	var cfg *model.QueueConfig
+	config := func() (*model.QueueConfig, error) {
 		if cfg == nil {
 			q, err := b.backend.GetQueue(ctx, ref)
 			if err != nil {
@@ -37,20 +39,20 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []Lease
 		return cfg, nil
 	}
 	errs := make([]error, len(entries))
-	var changes []VisibilityChange
+	var changes []model.VisibilityChange
 	var at []int
 	for i, e := range entries {
 		if err := validateLeaseEntry(&e); err != nil {
 			errs[i] = err
 			continue
 		}
-		if e.Kind == DeadLetterNow {
+		if e.Kind == model.DeadLetterNow {
 			c, err := config()
 			if err != nil {
 				return nil, err
 			}
 			if c.Redrive == nil {
-				errs[i] = Errorf(ErrConflict, "Queue %s has no RedrivePolicy: there is no dead-letter queue to move the message to.", queue)
+				errs[i] = model.Errorf(model.ErrConflict, "Queue %s has no RedrivePolicy: there is no dead-letter queue to move the message to.", queue)
 				continue
 			}
 		}
@@ -59,14 +61,14 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []Lease
 			errs[i] = err
 			continue
 		}
-		changes = append(changes, VisibilityChange{Receipt: r, Kind: e.Kind, Timeout: e.Timeout, Delay: e.Delay, Reason: e.Reason})
+		changes = append(changes, model.VisibilityChange{Receipt: r, Kind: e.Kind, Timeout: e.Timeout, Delay: e.Delay, Reason: e.Reason})
 		at = append(at, i)
 	}
 	outcomes, err := b.backend.ChangeVisibility(ctx, ref, changes)
 	if err != nil {
 		return nil, err
 	}
-	b.count(ref.String(), CountNacked, applied(outcomes, func(j int) bool { return changes[j].Kind == Nack }))
+	b.count(ref.String(), model.CountNacked, applied(outcomes, func(j int) bool { return changes[j].Kind == model.Nack }))
 	for j, o := range outcomes {
 		errs[at[j]], err = b.leaseError(ctx, ref, o, entries[at[j]].Receipt, &cfg)
 		if err != nil {
@@ -79,8 +81,8 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []Lease
 // leaseError is LeaseError for a visibility change, but on an at-most-once
 // queue, where every received message is gone, a stale receipt answers
 // MessageNotInflight (the queue's settings are read only then, in *cfg).
-func (b *Broker) leaseError(ctx context.Context, queue QueueRef, o LeaseOutcome, handle string, cfg **QueueConfig) (error, error) {
-	if o == LeaseStale {
+func (b *Broker) leaseError(ctx context.Context, queue model.QueueRef, o model.LeaseOutcome, handle string, cfg **model.QueueConfig) (error, error) {
+	if o == model.LeaseStale {
 		if *cfg == nil {
 			q, err := b.backend.GetQueue(ctx, queue)
 			if err != nil {
@@ -89,7 +91,7 @@ func (b *Broker) leaseError(ctx context.Context, queue QueueRef, o LeaseOutcome,
 			*cfg = &q.Config
 		}
 		if (*cfg).AtMostOnce() {
-			return LeaseError(LeaseEnded, handle, true), nil
+			return LeaseError(model.LeaseEnded, handle, true), nil
 		}
 	}
 	return LeaseError(o, handle, true), nil
@@ -97,41 +99,41 @@ func (b *Broker) leaseError(ctx context.Context, queue QueueRef, o LeaseOutcome,
 
 // validateLeaseEntry checks an entry's ranges and cuts its reason to
 // MaxReasonBytes.
-func validateLeaseEntry(e *LeaseEntry) error {
+func validateLeaseEntry(e *model.LeaseEntry) error {
 	switch e.Kind {
-	case ChangeTimeout, Snooze:
-		if err := ValidateVisibility(e.Timeout); err != nil {
+	case model.ChangeTimeout, model.Snooze:
+		if err := model.ValidateVisibility(e.Timeout); err != nil {
 			return err
 		}
-	case Nack:
+	case model.Nack:
 		if e.Delay != nil {
-			if err := ValidateVisibility(*e.Delay); err != nil {
+			if err := model.ValidateVisibility(*e.Delay); err != nil {
 				return err
 			}
 		}
-	case DeadLetterNow:
+	case model.DeadLetterNow:
 	default:
-		return invalidParam(e.Kind, "Kind", "unknown lease change.")
+		return model.InvalidParameterError(e.Kind, "Kind", "unknown lease change.")
 	}
-	if !ValidBodyChars(e.Reason) {
-		return Errorf(ErrInvalidParameterValue, "The failure reason contains invalid characters. %s", validCharacters)
+	if !model.ValidBodyChars(e.Reason) {
+		return model.Errorf(model.ErrInvalidParameterValue, "The failure reason contains invalid characters. %s", model.ValidCharacters)
 	}
-	e.Reason = CutReason(e.Reason)
+	e.Reason = model.CutReason(e.Reason)
 	return nil
 }
 
 // Browse returns a page of a queue's messages without leasing them
 // (BrowseRequest; Limit 0 means 20).
-func (b *Broker) Browse(ctx context.Context, queue string, req BrowseRequest) (BrowsePage, error) {
+func (b *Broker) Browse(ctx context.Context, queue string, req model.BrowseRequest) (model.BrowsePage, error) {
 	if req.Limit == 0 {
 		req.Limit = 20
 	}
-	if req.Limit < 1 || req.Limit > MaxBrowse {
-		return BrowsePage{}, invalidParam(req.Limit, "limit", "must be between 1 and 100.")
+	if req.Limit < 1 || req.Limit > model.MaxBrowse {
+		return model.BrowsePage{}, model.InvalidParameterError(req.Limit, "limit", "must be between 1 and 100.")
 	}
-	ref, err := b.resolve(ctx, ActionBrowse, queue)
+	ref, err := b.resolve(ctx, model.ActionBrowse, queue)
 	if err != nil {
-		return BrowsePage{}, err
+		return model.BrowsePage{}, err
 	}
 	return b.backend.Browse(ctx, ref, req)
 }
@@ -144,9 +146,9 @@ const MaxDeleteByID = 100
 // which were there. Every call is logged (the audit line).
 func (b *Broker) DeleteMessages(ctx context.Context, queue string, ids []string) ([]bool, error) {
 	if len(ids) == 0 || len(ids) > MaxDeleteByID {
-		return nil, invalidParam(len(ids), "ids", "give 1 to 100 message ids.")
+		return nil, model.InvalidParameterError(len(ids), "ids", "give 1 to 100 message ids.")
 	}
-	ref, err := b.resolve(ctx, ActionDeleteMessages, queue)
+	ref, err := b.resolve(ctx, model.ActionDeleteMessages, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -175,13 +177,13 @@ func (b *Broker) SetPaused(ctx context.Context, queue string, paused bool) error
 	if paused {
 		v = "true"
 	}
-	return b.SetQueueAttributes(ctx, queue, map[string]string{AttrPaused: v})
+	return b.SetQueueAttributes(ctx, queue, map[string]string{model.AttrPaused: v})
 }
 
 // Stats is a queue's live view: its counts, oldest message, dead letters and
 // refused sends.
 type Stats struct {
-	QueueStats
+	model.QueueStats
 	// DeadLetters is the number of messages in the queue's dead-letter queue
 	// (-1 when it has none, or it is gone).
 	DeadLetters int64
@@ -191,21 +193,21 @@ type Stats struct {
 }
 
 // Stats returns a queue's stats.
-func (b *Broker) Stats(ctx context.Context, queue string) (QueueInfo, Stats, error) {
-	ref, err := b.resolve(ctx, ActionGetQueueAttributes, queue)
+func (b *Broker) Stats(ctx context.Context, queue string) (model.QueueInfo, Stats, error) {
+	ref, err := b.resolve(ctx, model.ActionGetQueueAttributes, queue)
 	if err != nil {
-		return QueueInfo{}, Stats{}, err
+		return model.QueueInfo{}, Stats{}, err
 	}
 	q, err := b.backend.GetQueue(ctx, ref)
 	if err != nil {
-		return QueueInfo{}, Stats{}, err
+		return model.QueueInfo{}, Stats{}, err
 	}
 	s := Stats{QueueStats: q.Stats, DeadLetters: -1, Refused: b.refusals.get(ref.String())}
 	if r := q.Config.Redrive; r != nil {
-		if d, err := b.backend.GetQueue(ctx, QueueRef{Account: ref.Account, Name: r.DeadLetterQueue}); err == nil {
+		if d, err := b.backend.GetQueue(ctx, model.QueueRef{Account: ref.Account, Name: r.DeadLetterQueue}); err == nil {
 			s.DeadLetters = d.Stats.Depth()
-		} else if !errors.Is(err, ErrQueueDoesNotExist) {
-			return QueueInfo{}, Stats{}, err
+		} else if !errors.Is(err, model.ErrQueueDoesNotExist) {
+			return model.QueueInfo{}, Stats{}, err
 		}
 	}
 	return q, s, nil
@@ -215,14 +217,14 @@ func (b *Broker) Stats(ctx context.Context, queue string) (QueueInfo, Stats, err
 // FailureNotifier's fail-stop after a write or sync error) and answers (a
 // Pinger's round trip, else a one-queue listing). /readyz asks it.
 func (b *Broker) Ready(ctx context.Context) error {
-	if f, ok := b.backend.(FailureNotifier); ok {
+	if f, ok := b.backend.(storage.FailureNotifier); ok {
 		select {
 		case <-f.Failed():
 			return errors.New("the store failed (a write or sync error): restart the broker to recover from its log")
 		default:
 		}
 	}
-	if p, ok := b.backend.(Pinger); ok {
+	if p, ok := b.backend.(storage.Pinger); ok {
 		return p.Ping(ctx)
 	}
 	_, err := b.backend.ListQueues(ctx, "", "", "", 1)
@@ -234,19 +236,19 @@ func (b *Broker) Ready(ctx context.Context) error {
 // when the backend is a StatsLister, else ListQueues and a GetQueue per
 // queue (a queue deleted in between is left out). The counts are as
 // approximate as GetQueue's.
-func (b *Broker) AllStats(ctx context.Context) ([]QueueInfo, error) {
+func (b *Broker) AllStats(ctx context.Context) ([]model.QueueInfo, error) {
 	account := b.refIn(b.CallerAccount(ctx), "").Account
-	if l, ok := b.backend.(StatsLister); ok {
+	if l, ok := b.backend.(storage.StatsLister); ok {
 		return l.ListQueueStats(ctx, account)
 	}
 	qs, err := b.backend.ListQueues(ctx, account, "", "", 0)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]QueueInfo, 0, len(qs))
+	out := make([]model.QueueInfo, 0, len(qs))
 	for _, q := range qs {
-		info, err := b.backend.GetQueue(ctx, QueueRef{Account: q.Account, Name: q.Name})
-		if errors.Is(err, ErrQueueDoesNotExist) {
+		info, err := b.backend.GetQueue(ctx, model.QueueRef{Account: q.Account, Name: q.Name})
+		if errors.Is(err, model.ErrQueueDoesNotExist) {
 			continue
 		}
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"strings"
 	"testing"
 )
@@ -11,14 +13,14 @@ import (
 // coreOnly is a Backend without optional capabilities. Its embedded Backend
 // is nil: a call that reaches it panics, so the tests below show that the
 // front answers without the backend.
-type coreOnly struct{ Backend }
+type coreOnly struct{ storage.Backend }
 
 // Receipts is the one method every backend answers without its store.
-func (coreOnly) Receipts() *ReceiptCodec { return frontReceipts }
+func (coreOnly) Receipts() *model.ReceiptCodec { return frontReceipts }
 
 // frontReceipts is a codec with a fixed key.
-var frontReceipts = func() *ReceiptCodec {
-	c, err := NewReceiptCodec(bytes.Repeat([]byte{7}, ReceiptKeySize))
+var frontReceipts = func() *model.ReceiptCodec {
+	c, err := model.NewReceiptCodec(bytes.Repeat([]byte{7}, model.ReceiptKeySize))
 	if err != nil {
 		panic(err)
 	}
@@ -26,15 +28,15 @@ var frontReceipts = func() *ReceiptCodec {
 }()
 
 // noReceipts is a backend that lacks a receipt codec: New refuses it.
-type noReceipts struct{ Backend }
+type noReceipts struct{ storage.Backend }
 
-func (noReceipts) Receipts() *ReceiptCodec { return nil }
+func (noReceipts) Receipts() *model.ReceiptCodec { return nil }
 
 func TestNew(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		backend Backend
+		backend storage.Backend
 		opts    Options
 		wantErr error // nil: New succeeds; errAny: any error
 	}{
@@ -57,7 +59,7 @@ func TestNew(t *testing.T) {
 				}
 				want := tc.opts.MaxInFlight
 				if want == 0 {
-					want = DefaultMaxInFlight
+					want = model.DefaultMaxInFlight
 				}
 				if b.opts.MaxInFlight != want || b.opts.Clock == nil || b.log == nil {
 					t.Errorf("options not defaulted: %+v", b.opts)
@@ -78,7 +80,7 @@ func TestOptionsValidate(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
 		fail bool
-	}{{-1, true}, {-DefaultMaxInFlight, true}, {0, false}, {1, false}, {DefaultMaxInFlight * 10, false}} {
+	}{{-1, true}, {-model.DefaultMaxInFlight, true}, {0, false}, {1, false}, {model.DefaultMaxInFlight * 10, false}} {
 		err := Options{MaxInFlight: tc.n}.Validate()
 		if (err != nil) != tc.fail {
 			t.Errorf("Validate(MaxInFlight %d) = %v, want failure %v", tc.n, err, tc.fail)
@@ -101,11 +103,11 @@ func TestMoveTasksUnsupported(t *testing.T) {
 		call         func() error
 	}{
 		{"StartMoveTask", "StartMessageMoveTask", func() error {
-			_, err := b.StartMoveTask(ctx, MoveTaskRequest{Source: "dlq", Destination: "q"})
+			_, err := b.StartMoveTask(ctx, model.MoveTaskRequest{Source: "dlq", Destination: "q"})
 			return err
 		}},
 		{"StartMoveTask bad rate", "StartMessageMoveTask", func() error { // refused before the rate is checked
-			_, err := b.StartMoveTask(ctx, MoveTaskRequest{Source: "dlq", MaxPerSecond: -1})
+			_, err := b.StartMoveTask(ctx, model.MoveTaskRequest{Source: "dlq", MaxPerSecond: -1})
 			return err
 		}},
 		{"ListMoveTasks", "ListMessageMoveTasks", func() error {
@@ -113,7 +115,7 @@ func TestMoveTasksUnsupported(t *testing.T) {
 			return err
 		}},
 		{"ListMoveTasks bad limit", "ListMessageMoveTasks", func() error { // refused before the limit is checked
-			_, err := b.ListMoveTasks(ctx, "dlq", MaxListMoveTasks+1)
+			_, err := b.ListMoveTasks(ctx, "dlq", model.MaxListMoveTasks+1)
 			return err
 		}},
 		{"CancelMoveTask", "CancelMessageMoveTask", func() error {
@@ -124,10 +126,10 @@ func TestMoveTasksUnsupported(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			err := tc.call()
-			if !errors.Is(err, ErrUnsupportedOperation) {
+			if !errors.Is(err, model.ErrUnsupportedOperation) {
 				t.Fatalf("%s = %v, want ErrUnsupportedOperation", tc.action, err)
 			}
-			if msg := ErrorMessage(err); !strings.Contains(msg, tc.action) {
+			if msg := model.ErrorMessage(err); !strings.Contains(msg, tc.action) {
 				t.Errorf("message %q does not name %s", msg, tc.action)
 			}
 		})

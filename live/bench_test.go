@@ -7,7 +7,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/live"
 )
@@ -42,14 +43,14 @@ func BenchmarkStats1000Queues(b *testing.B) {
 
 func setup1000(b *testing.B) (*testbroker.Broker, *live.Live) {
 	b.Helper()
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	tb, lv := setup(b, clock, nil)
 	for i := 0; i < 1000; i++ {
 		name := fmt.Sprintf("queue-%04d", i)
 		if _, err := tb.Front.CreateQueue(context.Background(), name, nil, nil); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := tb.Front.Send(context.Background(), name, []broker.SendEntry{{Body: "x"}}); err != nil {
+		if _, err := tb.Front.Send(context.Background(), name, []model.SendEntry{{Body: "x"}}); err != nil {
 			b.Fatal(err)
 		}
 	}

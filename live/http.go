@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The routes Live answers (server mounts them; docs/api.md and
@@ -83,7 +83,7 @@ func (l *Live) serveHistory(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "unavailable", "The broker is starting: try again in a second.")
 			return
 		}
-		if _, err := b.GetQueue(r.Context(), name); errors.Is(err, broker.ErrQueueDoesNotExist) {
+		if _, err := b.GetQueue(r.Context(), name); errors.Is(err, model.ErrQueueDoesNotExist) {
 			writeError(w, http.StatusNotFound, "queue_not_found",
 				fmt.Sprintf("Queue %q does not exist. List the queues with GET /v1/stats.", name))
 			return

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Config configures a Live. Use DefaultConfig and change fields; Validate
@@ -158,7 +159,7 @@ type queueSeries struct {
 // counterSample is the cumulative counters of a queue at a time.
 type counterSample struct {
 	at time.Time
-	n  [broker.NumCounters]uint64
+	n  [model.NumCounters]uint64
 }
 
 // Point is one step of a queue's history: the counts at Time and the rates
@@ -191,7 +192,7 @@ type Live struct {
 
 	// countsMu guards counts (Observer calls come from many goroutines).
 	countsMu sync.Mutex
-	counts   map[string]*[broker.NumCounters]atomic.Uint64
+	counts   map[string]*[model.NumCounters]atomic.Uint64
 	// stale marks the counters of a queue the last sample did not find:
 	// they go at the next sample that does not find it either.
 	stale map[string]bool
@@ -246,7 +247,7 @@ func New(cfg Config) (*Live, error) {
 	return &Live{
 		cfg:      cfg,
 		log:      log,
-		counts:   map[string]*[broker.NumCounters]atomic.Uint64{},
+		counts:   map[string]*[model.NumCounters]atomic.Uint64{},
 		stale:    map[string]bool{},
 		series:   map[string]*queueSeries{},
 		subs:     map[chan *snapshot]struct{}{},
@@ -263,14 +264,14 @@ func (l *Live) Config() Config { return l.cfg }
 func (l *Live) Attach(b *broker.Broker) { l.front.Store(b) }
 
 // Count implements broker.Observer.
-func (l *Live) Count(queue string, c broker.Counter, n int) {
-	if c >= broker.NumCounters || n <= 0 {
+func (l *Live) Count(queue string, c model.Counter, n int) {
+	if c >= model.NumCounters || n <= 0 {
 		return
 	}
 	l.countsMu.Lock()
 	q := l.counts[queue]
 	if q == nil {
-		q = new([broker.NumCounters]atomic.Uint64)
+		q = new([model.NumCounters]atomic.Uint64)
 		l.counts[queue] = q
 	}
 	l.countsMu.Unlock()
@@ -380,7 +381,7 @@ func (l *Live) sample(ctx context.Context) (*snapshot, error) {
 	l.sampleMu.Lock()
 	defer l.sampleMu.Unlock()
 	b := l.front.Load()
-	var all []broker.QueueInfo
+	var all []model.QueueInfo
 	now := time.Now()
 	if b != nil {
 		ctx, cancel := context.WithTimeout(ctx, l.cfg.SampleTimeout)
@@ -465,8 +466,8 @@ func (l *Live) sample(ctx context.Context) (*snapshot, error) {
 }
 
 // countersOf reads a queue's cumulative counters.
-func (l *Live) countersOf(queue string) [broker.NumCounters]uint64 {
-	var out [broker.NumCounters]uint64
+func (l *Live) countersOf(queue string) [model.NumCounters]uint64 {
+	var out [model.NumCounters]uint64
 	l.countsMu.Lock()
 	q := l.counts[queue]
 	l.countsMu.Unlock()
@@ -510,10 +511,10 @@ func (s *queueSeries) rates() Rates {
 	if secs <= 0 {
 		return Rates{}
 	}
-	per := func(c broker.Counter) float64 { return float64(b.n[c]-a.n[c]) / secs }
+	per := func(c model.Counter) float64 { return float64(b.n[c]-a.n[c]) / secs }
 	return Rates{
-		Sent: per(broker.CountSent), Received: per(broker.CountReceived), Deleted: per(broker.CountDeleted),
-		Nacked: per(broker.CountNacked), DeadLettered: per(broker.CountDeadLettered),
+		Sent: per(model.CountSent), Received: per(model.CountReceived), Deleted: per(model.CountDeleted),
+		Nacked: per(model.CountNacked), DeadLettered: per(model.CountDeadLettered),
 	}
 }
 
@@ -525,10 +526,10 @@ func (s *queueSeries) step(c counterSample, q QueueStats, step, window time.Dura
 		return
 	}
 	secs := c.at.Sub(s.stepStart.at).Seconds()
-	per := func(k broker.Counter) float64 { return float64(c.n[k]-s.stepStart.n[k]) / secs }
+	per := func(k model.Counter) float64 { return float64(c.n[k]-s.stepStart.n[k]) / secs }
 	s.history = append(s.history, Point{
 		Time: c.at, Visible: q.Visible, InFlight: q.InFlight, Delayed: q.Delayed, DeadLetters: q.DeadLetters,
-		Sent: per(broker.CountSent), Received: per(broker.CountReceived), Deleted: per(broker.CountDeleted),
+		Sent: per(model.CountSent), Received: per(model.CountReceived), Deleted: per(model.CountDeleted),
 	})
 	s.stepStart = c
 	if n := int(window / step); len(s.history) > n {

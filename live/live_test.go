@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/live"
@@ -23,7 +25,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // setup starts a broker with a Live (changed by edit) as its observer and
 // the server's; on a fake clock unless clock is nil.
-func setup(t testing.TB, clock broker.Clock, edit func(*live.Config)) (*testbroker.Broker, *live.Live) {
+func setup(t testing.TB, clock model.Clock, edit func(*live.Config)) (*testbroker.Broker, *live.Live) {
 	t.Helper()
 	cfg := live.DefaultConfig()
 	if clock != nil {
@@ -50,7 +52,7 @@ func createQueue(t *testing.T, b *broker.Broker, name string, attrs map[string]s
 func send(t *testing.T, b *broker.Broker, queue string, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		if _, err := b.Send(context.Background(), queue, []broker.SendEntry{{Body: fmt.Sprint("m", i)}}); err != nil {
+		if _, err := b.Send(context.Background(), queue, []model.SendEntry{{Body: fmt.Sprint("m", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +87,7 @@ func queueOf(t *testing.T, s live.Snapshot, name string) live.QueueStats {
 
 func TestStatsMatchAllStats(t *testing.T) {
 	t.Parallel()
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	tb, lv := setup(t, clock, nil)
 	b := tb.Front
 	createQueue(t, b, "orders-dlq", nil)
@@ -94,11 +96,11 @@ func TestStatsMatchAllStats(t *testing.T) {
 	send(t, b, "orders", 5)
 	send(t, b, "orders-dlq", 2)
 	delay := 30 * time.Second
-	if _, err := b.Send(context.Background(), "orders", []broker.SendEntry{{Body: "later", Delay: &delay}}); err != nil {
+	if _, err := b.Send(context.Background(), "orders", []model.SendEntry{{Body: "later", Delay: &delay}}); err != nil {
 		t.Fatal(err)
 	}
 	lease := 10 * time.Minute
-	if _, err := b.Receive(context.Background(), broker.ReceiveRequest{Queue: "orders", MaxMessages: 2, Visibility: &lease}); err != nil {
+	if _, err := b.Receive(context.Background(), model.ReceiveRequest{Queue: "orders", MaxMessages: 2, Visibility: &lease}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.SetPaused(context.Background(), "jobs.fifo", true); err != nil {
@@ -158,7 +160,7 @@ func TestStatsMatchAllStats(t *testing.T) {
 
 func TestRatesMoveAfterSends(t *testing.T) {
 	t.Parallel()
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	tb, lv := setup(t, clock, nil)
 	b := tb.Front
 	createQueue(t, b, "q", nil)
@@ -166,13 +168,13 @@ func TestRatesMoveAfterSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(t, b, "q", 30)
-	ds, err := b.Receive(context.Background(), broker.ReceiveRequest{Queue: "q", MaxMessages: 10})
+	ds, err := b.Receive(context.Background(), model.ReceiveRequest{Queue: "q", MaxMessages: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dels []broker.DeleteEntry
+	var dels []model.DeleteEntry
 	for i, d := range ds[:6] {
-		dels = append(dels, broker.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt})
+		dels = append(dels, model.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt})
 	}
 	if _, err := b.Delete(context.Background(), "q", dels); err != nil {
 		t.Fatal(err)
@@ -203,7 +205,7 @@ func TestRatesMoveAfterSends(t *testing.T) {
 
 func TestHistoryFills(t *testing.T) {
 	t.Parallel()
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	tb, lv := setup(t, clock, func(c *live.Config) { c.HistoryWindow = 30 * time.Second })
 	b := tb.Front
 	createQueue(t, b, "q", nil)
@@ -248,7 +250,7 @@ func TestHistoryFills(t *testing.T) {
 // creating it); a queue that does not exist is still a 404.
 func TestHistoryOfANewQueue(t *testing.T) {
 	t.Parallel()
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	tb, lv := setup(t, clock, nil)
 	if _, err := lv.Sample(context.Background()); err != nil {
 		t.Fatal(err)
@@ -301,7 +303,7 @@ func TestHealthLevels(t *testing.T) {
 	}
 
 	// Through the broker: small thresholds, a queue crossing them.
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	tb, lv := setup(t, clock, func(c *live.Config) {
 		c.Thresholds = live.Thresholds{DepthWarning: 3, DepthCritical: 5, DeadLetters: live.DeadLettersIgnore}
 	})

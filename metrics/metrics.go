@@ -27,6 +27,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // ScrapeTimeout bounds the read of the queues' counts during one scrape.
@@ -59,7 +61,7 @@ type Metrics struct {
 // queueCounts are one queue's counters; missed counts the scrapes in a row
 // that did not find the queue (its series go after two: see Collect).
 type queueCounts struct {
-	n      [broker.NumCounters]atomic.Uint64
+	n      [model.NumCounters]atomic.Uint64
 	missed int
 	gen    uint64 // Metrics.gen at the last Count
 }
@@ -116,8 +118,8 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // Count implements broker.Observer.
-func (m *Metrics) Count(queue string, c broker.Counter, n int) {
-	if c >= broker.NumCounters || n <= 0 {
+func (m *Metrics) Count(queue string, c model.Counter, n int) {
+	if c >= model.NumCounters || n <= 0 {
 		return
 	}
 	m.mu.Lock()
@@ -238,18 +240,18 @@ var (
 		"Connections taken from the PostgreSQL pool that had to wait for one (the pool was exhausted).", nil, nil)
 	descPoolWait = prometheus.NewDesc("sluice_pg_pool_acquire_wait_seconds_total",
 		"Time spent waiting for PostgreSQL pool connections.", nil, nil)
-	descCounters = [broker.NumCounters]*prometheus.Desc{
-		broker.CountSent: prometheus.NewDesc("sluice_messages_sent_total",
+	descCounters = [model.NumCounters]*prometheus.Desc{
+		model.CountSent: prometheus.NewDesc("sluice_messages_sent_total",
 			"Messages stored by sends through this broker.", []string{"queue"}, nil),
-		broker.CountReceived: prometheus.NewDesc("sluice_messages_received_total",
+		model.CountReceived: prometheus.NewDesc("sluice_messages_received_total",
 			"Messages delivered by receives through this broker.", []string{"queue"}, nil),
-		broker.CountDeleted: prometheus.NewDesc("sluice_messages_deleted_total",
+		model.CountDeleted: prometheus.NewDesc("sluice_messages_deleted_total",
 			"Messages deleted (acknowledged) by their consumer through this broker.", []string{"queue"}, nil),
-		broker.CountNacked: prometheus.NewDesc("sluice_messages_nacked_total",
+		model.CountNacked: prometheus.NewDesc("sluice_messages_nacked_total",
 			"Leases handed back as failures (native nack, or ChangeMessageVisibility to 0) through this broker.", []string{"queue"}, nil),
-		broker.CountDeadLettered: prometheus.NewDesc("sluice_messages_dead_lettered_total",
+		model.CountDeadLettered: prometheus.NewDesc("sluice_messages_dead_lettered_total",
 			"Messages of the queue this broker moved to its dead-letter queue (the seed's DLQ total).", []string{"queue"}, nil),
-		broker.CountDamaged: prometheus.NewDesc("sluice_messages_damaged_total",
+		model.CountDamaged: prometheus.NewDesc("sluice_messages_damaged_total",
 			"Messages set aside because their stored body could not be read (on-disk corruption; the log names the file and message id).", []string{"queue"}, nil),
 	}
 )
@@ -279,7 +281,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	if b == nil {
 		return
 	}
-	if p, ok := b.Backend().(broker.PoolReporter); ok {
+	if p, ok := b.Backend().(storage.PoolReporter); ok {
 		s := p.PoolStats()
 		ch <- prometheus.MustNewConstMetric(descPoolConns, prometheus.GaugeValue, float64(s.Acquired), "acquired")
 		ch <- prometheus.MustNewConstMetric(descPoolConns, prometheus.GaugeValue, float64(s.Idle), "idle")

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/metrics"
@@ -100,10 +101,10 @@ func TestPostgresBrokersShareGauges(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctx, "pg-orders", []broker.SendEntry{{ID: "1", Body: "a"}, {ID: "2", Body: "b"}, {ID: "3", Body: "c"}}); err != nil {
+	if _, err := a.Send(ctx, "pg-orders", []model.SendEntry{{ID: "1", Body: "a"}, {ID: "2", Body: "b"}, {ID: "3", Body: "c"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctx, "pg-orders-dlq", []broker.SendEntry{{ID: "1", Body: "dead"}}); err != nil {
+	if _, err := a.Send(ctx, "pg-orders-dlq", []model.SendEntry{{ID: "1", Body: "dead"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []*metrics.Metrics{ma, mb} {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
@@ -20,7 +20,7 @@ func TestCountsPrunedWithoutScrape(t *testing.T) {
 	// Counts of queues that no longer exist (deleted since), never scraped.
 	// Each prune is waited for, so that the count is deterministic.
 	for i := range 5 * pruneMin {
-		m.Count(fmt.Sprintf("job-%d", i), broker.CountSent, 1)
+		m.Count(fmt.Sprintf("job-%d", i), model.CountSent, 1)
 		if m.pruning.Load() {
 			testutil.Eventually(t, 10*time.Second, "prune done", func() bool { return !m.pruning.Load() })
 		}
@@ -37,9 +37,9 @@ func TestCountsPrunedWithoutScrape(t *testing.T) {
 	if _, err := b.Front.CreateQueue(t.Context(), "kept", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	m.Count("kept", broker.CountSent, 7)
+	m.Count("kept", model.CountSent, 7)
 	for i := range 2 * pruneMin {
-		m.Count(fmt.Sprintf("job2-%d", i), broker.CountSent, 1)
+		m.Count(fmt.Sprintf("job2-%d", i), model.CountSent, 1)
 		if m.pruning.Load() {
 			testutil.Eventually(t, 10*time.Second, "prune done", func() bool { return !m.pruning.Load() })
 		}
@@ -47,7 +47,7 @@ func TestCountsPrunedWithoutScrape(t *testing.T) {
 	m.mu.Lock()
 	kept := m.counts["kept"]
 	m.mu.Unlock()
-	if kept == nil || kept.n[broker.CountSent].Load() != 7 {
+	if kept == nil || kept.n[model.CountSent].Load() != 7 {
 		t.Fatalf("the live queue's counters were pruned")
 	}
 }

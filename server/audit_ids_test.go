@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testbroker"
 )
 
@@ -20,7 +20,7 @@ func TestAuditDeleteMessagesNamesIDs(t *testing.T) {
 	if _, err := b.Front.CreateQueue(ctx, "jobs", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.Front.Send(ctx, "jobs", []broker.SendEntry{{ID: "a", Body: "one"}, {ID: "b", Body: "two"}})
+	res, err := b.Front.Send(ctx, "jobs", []model.SendEntry{{ID: "a", Body: "one"}, {ID: "b", Body: "two"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/auth"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Authentication (Config.Keys): every request but the open ones below is
@@ -86,7 +87,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 			if err != nil {
 				var mbe *http.MaxBytesError
 				if !errors.As(err, &mbe) {
-					err = broker.Errorf(broker.ErrInvalidParameterValue, "Could not read the request body: %v", err)
+					err = model.Errorf(model.ErrInvalidParameterValue, "Could not read the request body: %v", err)
 				}
 				fail(err)
 				return

@@ -48,7 +48,7 @@ import (
 	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/api/sqs"
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/dashboard"
 )
 
@@ -197,7 +197,7 @@ func browserMarked(r *http.Request) bool {
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, rt route, why *refusal) {
 	s.log.Warn("request refused by the browser guard", "reason", why.reason, "method", r.Method, "path", r.URL.Path,
 		"host", r.Host, "origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"), "remote", r.RemoteAddr)
-	err := broker.Errorf(apicommon.ErrRefused, "%s", why.message)
+	err := model.Errorf(apicommon.ErrRefused, "%s", why.message)
 	switch rt {
 	case routeNative:
 		native.WriteError(w, err)

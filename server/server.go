@@ -40,6 +40,7 @@ import (
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/auth"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/dashboard"
 	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/webhook"
@@ -213,10 +214,10 @@ func (c Config) Validate() error {
 		unit      string
 	}{
 		{"MaxHeaderBytes", int64(c.MaxHeaderBytes), 4 << 10, 1 << 20, "bytes"},
-		{"MaxBodyBytes", c.MaxBodyBytes, broker.MaxBatchBytes, 64 << 20, "bytes"},
+		{"MaxBodyBytes", c.MaxBodyBytes, model.MaxBatchBytes, 64 << 20, "bytes"},
 		{"ReadHeaderTimeout", int64(c.ReadHeaderTimeout), int64(time.Second), int64(5 * time.Minute), "ns"},
-		{"ReadTimeout", int64(c.ReadTimeout), int64(max(c.ReadHeaderTimeout, broker.MaxWaitTime+5*time.Second)), int64(10 * time.Minute), "ns"},
-		{"WriteTimeout", int64(c.WriteTimeout), int64(broker.MaxWaitTime + 5*time.Second), int64(10 * time.Minute), "ns"},
+		{"ReadTimeout", int64(c.ReadTimeout), int64(max(c.ReadHeaderTimeout, model.MaxWaitTime+5*time.Second)), int64(10 * time.Minute), "ns"},
+		{"WriteTimeout", int64(c.WriteTimeout), int64(model.MaxWaitTime + 5*time.Second), int64(10 * time.Minute), "ns"},
 		{"IdleTimeout", int64(c.IdleTimeout), int64(time.Second), int64(time.Hour), "ns"},
 		{"ShutdownTimeout", int64(c.ShutdownTimeout), 0, int64(10 * time.Minute), "ns"},
 		{"MaxWaitingReceives", int64(c.MaxWaitingReceives), 1, 1000000, ""},

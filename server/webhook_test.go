@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/server"
 	"github.com/sluicemq/sluice/webhook"
@@ -86,7 +88,7 @@ func TestWebhooksConfigValidated(t *testing.T) {
 func TestWebhooksUseTheBrokersClock(t *testing.T) {
 	t.Parallel()
 	const secret = "server-test-secret-0123456789"
-	clock := broker.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := clocktest.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	var calls atomic.Int32
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -146,19 +148,19 @@ func deadLetterOne(t *testing.T, ctx context.Context, front *broker.Broker, webh
 		t.Fatal(err)
 	}
 	if _, err := front.CreateQueue(ctx, "src", map[string]string{
-		broker.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, broker.ARN("us-east-1", "000000000000", "dlq")),
-		broker.AttrDeadLetterWebhook: webhook,
+		model.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, model.ARN("us-east-1", "000000000000", "dlq")),
+		model.AttrDeadLetterWebhook: webhook,
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := front.Send(ctx, "src", []broker.SendEntry{{Body: "poison"}}); err != nil {
+	if _, err := front.Send(ctx, "src", []model.SendEntry{{Body: "poison"}}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := front.Receive(ctx, broker.ReceiveRequest{Queue: "src"})
+	ds, err := front.Receive(ctx, model.ReceiveRequest{Queue: "src"})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("receive: %d, %v", len(ds), err)
 	}
-	if _, err := front.ChangeVisibility(ctx, "src", []broker.VisibilityEntry{{Receipt: ds[0].Receipt}}); err != nil {
+	if _, err := front.ChangeVisibility(ctx, "src", []model.VisibilityEntry{{Receipt: ds[0].Receipt}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Config configures a Dispatcher. Use DefaultConfig and change fields;
@@ -47,7 +48,7 @@ type Config struct {
 	Window time.Duration
 	// Clock drives the gathering window, the signature's timestamp and the
 	// pause after an error. Default broker.RealClock; use the broker's own.
-	Clock broker.Clock
+	Clock model.Clock
 	// Logger receives the dispatcher's logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -79,7 +80,7 @@ func (c Config) withDefaults() Config {
 		c.Window = DefaultWindow
 	}
 	if c.Clock == nil {
-		c.Clock = broker.RealClock{}
+		c.Clock = model.RealClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -49,11 +49,12 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Payload is the body of a webhook call.
 type Payload struct {
-	Events []broker.DeadLetterEvent `json:"events"`
+	Events []model.DeadLetterEvent `json:"events"`
 }
 
 // errorPause is how long the dispatcher waits after a failed receive before
@@ -66,7 +67,7 @@ const errorPause = time.Second
 type Dispatcher struct {
 	cfg    Config
 	b      *broker.Broker
-	be     broker.Backend
+	outbox broker.WebhookOutbox
 	hosts  *HostList
 	client *http.Client
 	secret []byte
@@ -98,7 +99,7 @@ func New(cfg Config, b *broker.Broker) (*Dispatcher, error) {
 	}
 	// Never follow a redirect: the Location could name any host.
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Dispatcher{cfg: cfg, b: b, be: b.Backend(), hosts: hosts, client: client,
+	return &Dispatcher{cfg: cfg, b: b, outbox: b.WebhookOutbox(), hosts: hosts, client: client,
 		secret: []byte(cfg.Secret), log: cfg.Logger, done: make(chan struct{})}, nil
 }
 
@@ -152,8 +153,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 }
 
 func (d *Dispatcher) createOutbox(ctx context.Context) error {
-	_, _, err := d.be.CreateQueue(ctx, broker.QueueSpec{QueueRef: broker.WebhookOutbox, Config: broker.WebhookOutboxConfig()})
-	if err != nil {
+	if err := d.outbox.Create(ctx); err != nil {
 		return fmt.Errorf("webhook: create the outbox queue: %w", err)
 	}
 	return nil
@@ -170,7 +170,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 		if err == nil || ctx.Err() != nil {
 			continue
 		}
-		if errors.Is(err, broker.ErrQueueDoesNotExist) {
+		if errors.Is(err, model.ErrQueueDoesNotExist) {
 			// The outbox is gone (a store restored from before it
 			// existed): make it again.
 			if err := d.createOutbox(ctx); err == nil {
@@ -196,15 +196,12 @@ func (d *Dispatcher) lease() time.Duration {
 
 // gather long-polls the outbox for a first event, then gathers more until
 // Window has passed since it or MaxBatch are in hand.
-func (d *Dispatcher) gather(ctx context.Context) ([]broker.Delivery, error) {
+func (d *Dispatcher) gather(ctx context.Context) ([]model.Delivery, error) {
 	vis := d.lease()
-	receive := func(wait time.Duration, max int) ([]broker.Delivery, error) {
-		return d.be.Receive(ctx, broker.ReceiveRequest{
-			Queue: broker.WebhookOutbox.Name, Account: broker.WebhookOutbox.Account,
-			MaxMessages: min(max, broker.MaxReceiveMessages), Visibility: &vis, WaitTime: &wait,
-		})
+	receive := func(wait time.Duration, max int) ([]model.Delivery, error) {
+		return d.outbox.Receive(ctx, min(max, model.MaxReceiveMessages), vis, wait)
 	}
-	batch, err := receive(broker.MaxWaitTime, d.cfg.MaxBatch)
+	batch, err := receive(model.MaxWaitTime, d.cfg.MaxBatch)
 	if err != nil || len(batch) == 0 {
 		return batch, err
 	}
@@ -214,7 +211,7 @@ func (d *Dispatcher) gather(ctx context.Context) ([]broker.Delivery, error) {
 		if left <= 0 {
 			break
 		}
-		more, err := receive(min(left, broker.MaxWaitTime), d.cfg.MaxBatch-len(batch))
+		more, err := receive(min(left, model.MaxWaitTime), d.cfg.MaxBatch-len(batch))
 		batch = append(batch, more...)
 		if err != nil {
 			return batch, err
@@ -225,23 +222,19 @@ func (d *Dispatcher) gather(ctx context.Context) ([]broker.Delivery, error) {
 
 // pending is one gathered event.
 type pending struct {
-	ev      broker.DeadLetterEvent
-	receipt broker.Receipt
+	ev      model.DeadLetterEvent
+	receipt string // its receipt handle
 }
 
 // deliver groups a batch by URL and calls each URL once, concurrently;
 // then it deletes the delivered and dropped events and nacks the others.
-func (d *Dispatcher) deliver(ctx context.Context, batch []broker.Delivery) {
+func (d *Dispatcher) deliver(ctx context.Context, batch []model.Delivery) {
 	groups := map[string][]pending{}
-	var drop []broker.Receipt
+	var drop []string
 	urls := map[string]string{} // source queue -> its webhook ("" = none)
 	for _, m := range batch {
-		r, err := d.be.Receipts().Decode(m.Receipt)
-		if err != nil {
-			d.log.Error("dead-letter webhooks: an outbox receipt does not decode", "message_id", m.ID, "err", err)
-			continue
-		}
-		ev, err := broker.ParseDeadLetterEvent(m.Body)
+		r := m.Receipt
+		ev, err := model.ParseDeadLetterEvent(m.Body)
 		if err != nil {
 			d.log.Error("dead-letter webhooks: dropped an event that does not decode", "message_id", m.ID, "err", err)
 			drop = append(drop, r)
@@ -251,7 +244,7 @@ func (d *Dispatcher) deliver(ctx context.Context, batch []broker.Delivery) {
 		if !ok {
 			q, err := d.b.GetQueue(ctx, ev.Queue)
 			switch {
-			case errors.Is(err, broker.ErrQueueDoesNotExist):
+			case errors.Is(err, model.ErrQueueDoesNotExist):
 				url = ""
 			case err != nil:
 				// Cannot tell now: leave the event leased; it comes back
@@ -278,7 +271,7 @@ func (d *Dispatcher) deliver(ctx context.Context, batch []broker.Delivery) {
 	}
 
 	var mu sync.Mutex
-	done, failed := drop, []broker.Receipt(nil)
+	done, failed := drop, []string(nil)
 	var wg sync.WaitGroup
 	for url, ps := range groups {
 		wg.Go(func() {
@@ -301,23 +294,19 @@ func (d *Dispatcher) deliver(ctx context.Context, batch []broker.Delivery) {
 // settle deletes the events in done and nacks those in failed, in batches.
 // It runs even when the dispatcher is stopping (the calls were made; what
 // they did must be recorded), bounded by its own timeout.
-func (d *Dispatcher) settle(done, failed []broker.Receipt) {
+func (d *Dispatcher) settle(done, failed []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeout)
 	defer cancel()
 	for len(done) > 0 {
-		n := min(len(done), broker.MaxBatchEntries)
-		if _, err := d.be.Delete(ctx, broker.WebhookOutbox, done[:n]); err != nil {
+		n := min(len(done), model.MaxBatchEntries)
+		if err := d.outbox.Delete(ctx, done[:n]); err != nil {
 			d.log.Warn("dead-letter webhooks: delete delivered events (they will be delivered again)", "err", err)
 		}
 		done = done[n:]
 	}
 	for len(failed) > 0 {
-		n := min(len(failed), broker.MaxBatchEntries)
-		changes := make([]broker.VisibilityChange, n)
-		for i, r := range failed[:n] {
-			changes[i] = broker.VisibilityChange{Receipt: r, Kind: broker.Nack, Reason: "webhook call failed"}
-		}
-		if _, err := d.be.ChangeVisibility(ctx, broker.WebhookOutbox, changes); err != nil {
+		n := min(len(failed), model.MaxBatchEntries)
+		if err := d.outbox.Nack(ctx, failed[:n], "webhook call failed"); err != nil {
 			d.log.Warn("dead-letter webhooks: nack failed events (they come back when their lease ends)", "err", err)
 		}
 		failed = failed[n:]
@@ -327,7 +316,7 @@ func (d *Dispatcher) settle(done, failed []broker.Receipt) {
 // call POSTs the events to url and reports whether the receiver answered
 // 2xx.
 func (d *Dispatcher) call(ctx context.Context, url string, ps []pending) bool {
-	p := Payload{Events: make([]broker.DeadLetterEvent, len(ps))}
+	p := Payload{Events: make([]model.DeadLetterEvent, len(ps))}
 	for i := range ps {
 		p.Events[i] = ps[i].ev
 	}

@@ -16,7 +16,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -36,8 +39,8 @@ var epoch = time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 // env is a test's broker (embedded, on a fake clock) and helpers.
 type env struct {
 	t     *testing.T
-	clock *broker.FakeClock
-	be    broker.Backend
+	clock *clocktest.FakeClock
+	be    storage.Backend
 	b     *broker.Broker
 	ctx   context.Context
 }
@@ -45,7 +48,7 @@ type env struct {
 // setup opens an embedded broker whose front allows webhooks to hosts.
 func setup(t *testing.T, hosts ...string) *env {
 	t.Helper()
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	log := testutil.Logger(t)
 	list, err := ParseHosts(hosts...)
 	if err != nil {
@@ -98,7 +101,7 @@ type receiver struct {
 type call struct {
 	header http.Header
 	body   []byte
-	events []broker.DeadLetterEvent
+	events []model.DeadLetterEvent
 }
 
 func newReceiver(t *testing.T, answer func(n int) int) *receiver {
@@ -161,8 +164,8 @@ func (e *env) queues(src, url string) {
 		e.t.Fatal(err)
 	}
 	attrs := map[string]string{
-		broker.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, broker.ARN("us-east-1", "000000000000", "dlq")),
-		broker.AttrDeadLetterWebhook: url,
+		model.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, model.ARN("us-east-1", "000000000000", "dlq")),
+		model.AttrDeadLetterWebhook: url,
 	}
 	if _, err := e.b.CreateQueue(e.ctx, src, attrs, nil); err != nil {
 		e.t.Fatal(err)
@@ -175,21 +178,21 @@ func (e *env) deadLetter(src string, n int) []string {
 	e.t.Helper()
 	var ids []string
 	for len(ids) < n {
-		var entries []broker.SendEntry
+		var entries []model.SendEntry
 		for i := 0; i < min(10, n-len(ids)); i++ {
-			entries = append(entries, broker.SendEntry{ID: fmt.Sprint(i), Body: "poison"})
+			entries = append(entries, model.SendEntry{ID: fmt.Sprint(i), Body: "poison"})
 		}
 		res, err := e.b.Send(e.ctx, src, entries)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		ds, err := e.b.Receive(e.ctx, broker.ReceiveRequest{Queue: src, MaxMessages: 10})
+		ds, err := e.b.Receive(e.ctx, model.ReceiveRequest{Queue: src, MaxMessages: 10})
 		if err != nil || len(ds) != len(entries) {
 			e.t.Fatalf("receive %d: %d, %v", len(entries), len(ds), err)
 		}
-		var vis []broker.VisibilityEntry
+		var vis []model.VisibilityEntry
 		for i, d := range ds {
-			vis = append(vis, broker.VisibilityEntry{ID: fmt.Sprint(i), Receipt: d.Receipt})
+			vis = append(vis, model.VisibilityEntry{ID: fmt.Sprint(i), Receipt: d.Receipt})
 		}
 		errs, err := e.b.ChangeVisibility(e.ctx, src, vis)
 		if err != nil {
@@ -208,13 +211,13 @@ func (e *env) deadLetter(src string, n int) []string {
 }
 
 // outbox is the outbox's counts.
-func (e *env) outbox() broker.QueueStats {
+func (e *env) outbox() model.QueueStats {
 	e.t.Helper()
-	q, err := e.be.GetQueue(e.ctx, broker.WebhookOutbox)
+	s, err := e.b.WebhookOutbox().Stats(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return q.Stats
+	return s
 }
 
 // TestSignedDelivery: a dead letter reaches the receiver once, as one
@@ -257,7 +260,7 @@ func TestSignedDelivery(t *testing.T) {
 		t.Fatalf("%d events, want 1", len(c.events))
 	}
 	ev := c.events[0]
-	if ev.Queue != "src" || ev.DeadLetterQueue != "dlq" || ev.MessageID != ids[0] || ev.Reason != broker.ReasonNack ||
+	if ev.Queue != "src" || ev.DeadLetterQueue != "dlq" || ev.MessageID != ids[0] || ev.Reason != model.ReasonNack ||
 		ev.Attempts != 1 || ev.ReceiveCount != 1 || !ev.At.Equal(at) {
 		t.Fatalf("event %+v, want src → dlq, message %s, nacked, 1/1, at %v", ev, ids[0], at)
 	}
@@ -350,14 +353,14 @@ func TestGroupedByURL(t *testing.T) {
 	e := setup(t, a.host(), b.host())
 	e.queues("src-a", a.srv.URL)
 	if _, err := e.b.CreateQueue(e.ctx, "src-b", map[string]string{
-		broker.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, broker.ARN("us-east-1", "000000000000", "dlq")),
-		broker.AttrDeadLetterWebhook: b.srv.URL,
+		model.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, model.ARN("us-east-1", "000000000000", "dlq")),
+		model.AttrDeadLetterWebhook: b.srv.URL,
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.b.CreateQueue(e.ctx, "src-gone", map[string]string{
-		broker.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, broker.ARN("us-east-1", "000000000000", "dlq")),
-		broker.AttrDeadLetterWebhook: b.srv.URL,
+		model.AttrRedrivePolicy:     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, model.ARN("us-east-1", "000000000000", "dlq")),
+		model.AttrDeadLetterWebhook: b.srv.URL,
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +373,7 @@ func TestGroupedByURL(t *testing.T) {
 	e.deadLetter("src-a", 2)
 	e.deadLetter("src-b", 3)
 	e.deadLetter("src-gone", 4)
-	if err := e.b.SetQueueAttributes(e.ctx, "src-gone", map[string]string{broker.AttrDeadLetterWebhook: ""}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "src-gone", map[string]string{model.AttrDeadLetterWebhook: ""}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.outbox().Depth(); got != 9 {
@@ -413,13 +416,13 @@ func TestDisallowedHostRefusedAtSet(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "hooks.example.com", "localhost:8080")
 	for _, u := range []string{"https://evil.example.com/", "http://localhost/", "http://localhost:9090/", "https://hooks.example.com:8443/"} {
-		_, err := e.b.CreateQueue(e.ctx, "q", map[string]string{broker.AttrDeadLetterWebhook: u}, nil)
+		_, err := e.b.CreateQueue(e.ctx, "q", map[string]string{model.AttrDeadLetterWebhook: u}, nil)
 		if err == nil || !strings.Contains(err.Error(), "--webhook-allow-host") {
 			t.Errorf("CreateQueue with webhook %s: %v, want a refusal naming --webhook-allow-host", u, err)
 		}
 	}
 	for _, u := range []string{"https://hooks.example.com/x", "http://HOOKS.example.com/x", "http://localhost:8080/"} {
-		if _, err := e.b.CreateQueue(e.ctx, "ok", map[string]string{broker.AttrDeadLetterWebhook: u}, nil); err != nil {
+		if _, err := e.b.CreateQueue(e.ctx, "ok", map[string]string{model.AttrDeadLetterWebhook: u}, nil); err != nil {
 			t.Errorf("CreateQueue with webhook %s: %v", u, err)
 		}
 		if err := e.b.DeleteQueue(e.ctx, "ok"); err != nil {
@@ -429,20 +432,20 @@ func TestDisallowedHostRefusedAtSet(t *testing.T) {
 	if _, err := e.b.CreateQueue(e.ctx, "q", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrDeadLetterWebhook: "https://evil.example.com/"})
+	err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrDeadLetterWebhook: "https://evil.example.com/"})
 	if err == nil || !strings.Contains(err.Error(), "--webhook-allow-host") {
 		t.Errorf("SetQueueAttributes to a host not allowed: %v", err)
 	}
 
 	// Webhooks off: no hosts list at all (no secret).
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	be, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: broker.Options{Clock: clock}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer be.Close()
 	off, _ := broker.New(be, broker.Options{Clock: clock})
-	_, err = off.CreateQueue(e.ctx, "q", map[string]string{broker.AttrDeadLetterWebhook: "https://hooks.example.com/"}, nil)
+	_, err = off.CreateQueue(e.ctx, "q", map[string]string{model.AttrDeadLetterWebhook: "https://hooks.example.com/"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "--webhook-secret") {
 		t.Errorf("CreateQueue with a webhook, webhooks off: %v, want a refusal naming --webhook-secret", err)
 	}
@@ -525,7 +528,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.be.GetQueue(e.ctx, broker.WebhookOutbox); err != nil {
+	if _, err := e.b.WebhookOutbox().Stats(e.ctx); err != nil {
 		t.Fatalf("the outbox after Start: %v", err)
 	}
 	if _, err := New(cfg, nil); err == nil {

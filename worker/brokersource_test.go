@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/worker"
 )
@@ -43,7 +44,7 @@ var (
 func (s *brokerSource) Receive(ctx context.Context, req worker.ReceiveRequest) ([]*worker.Message, error) {
 	s.receives.Add(1)
 	lease, wait := req.Lease, req.Wait
-	ds, err := s.b.Receive(ctx, broker.ReceiveRequest{Queue: s.queue, MaxMessages: req.Max, Visibility: &lease, WaitTime: &wait})
+	ds, err := s.b.Receive(ctx, model.ReceiveRequest{Queue: s.queue, MaxMessages: req.Max, Visibility: &lease, WaitTime: &wait})
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func (s *brokerSource) Receive(ctx context.Context, req worker.ReceiveRequest) (
 	return out, nil
 }
 
-func toMessage(queue string, d broker.Delivery) *worker.Message {
+func toMessage(queue string, d model.Delivery) *worker.Message {
 	attrs := map[string]worker.Attribute{}
 	for k, a := range d.Attributes {
 		attrs[k] = worker.Attribute{Type: a.DataType, Value: a.StringValue, Binary: a.BinaryValue}
@@ -67,8 +68,8 @@ func toMessage(queue string, d broker.Delivery) *worker.Message {
 		ID: d.ID, Queue: queue, Body: []byte(d.Body), Attributes: attrs,
 		ReceiveCount: d.ReceiveCount, Attempts: d.Attempts, MaxAttempts: d.MaxAttempts,
 		Priority: d.Priority, GroupID: d.GroupID, SentAt: d.SentAt, FailureReason: d.FailureReason,
-		CorrelationID: d.Attributes[broker.MsgAttrCorrelationID].StringValue,
-		TraceContext:  d.Attributes[broker.MsgAttrTraceParent].StringValue,
+		CorrelationID: d.Attributes[model.MsgAttrCorrelationID].StringValue,
+		TraceContext:  d.Attributes[model.MsgAttrTraceParent].StringValue,
 		Receipt:       d.Receipt,
 	}
 }
@@ -77,27 +78,27 @@ func (s *brokerSource) Settle(ctx context.Context, m *worker.Message, o worker.O
 	s.mu.Lock()
 	delete(s.held, m.Receipt)
 	s.mu.Unlock()
-	var e broker.LeaseEntry
+	var e model.LeaseEntry
 	switch o.Kind {
 	case worker.KindAck:
-		errs, err := s.b.Delete(ctx, s.queue, []broker.DeleteEntry{{Receipt: m.Receipt}})
+		errs, err := s.b.Delete(ctx, s.queue, []model.DeleteEntry{{Receipt: m.Receipt}})
 		return leaseErr(errs, err)
 	case worker.KindNack:
-		e = broker.LeaseEntry{Kind: broker.Nack, Reason: o.Reason}
+		e = model.LeaseEntry{Kind: model.Nack, Reason: o.Reason}
 		if o.Delay > 0 {
 			e.Delay = &o.Delay
 		}
 	case worker.KindSnooze:
-		e = broker.LeaseEntry{Kind: broker.Snooze, Timeout: o.Delay}
+		e = model.LeaseEntry{Kind: model.Snooze, Timeout: o.Delay}
 	case worker.KindRelease:
-		e = broker.LeaseEntry{Kind: broker.Snooze}
+		e = model.LeaseEntry{Kind: model.Snooze}
 	case worker.KindDeadLetter:
-		e = broker.LeaseEntry{Kind: broker.DeadLetterNow, Reason: o.Reason}
+		e = model.LeaseEntry{Kind: model.DeadLetterNow, Reason: o.Reason}
 	default:
 		return errors.New("unknown outcome")
 	}
 	e.Receipt = m.Receipt
-	errs, err := s.b.ChangeLeases(ctx, s.queue, []broker.LeaseEntry{e})
+	errs, err := s.b.ChangeLeases(ctx, s.queue, []model.LeaseEntry{e})
 	return leaseErr(errs, err)
 }
 
@@ -105,9 +106,9 @@ func (s *brokerSource) Extend(ctx context.Context, msgs []*worker.Message, lease
 	if s.skipExtend.Load() {
 		return make([]error, len(msgs)), nil
 	}
-	entries := make([]broker.LeaseEntry, len(msgs))
+	entries := make([]model.LeaseEntry, len(msgs))
 	for i, m := range msgs {
-		entries[i] = broker.LeaseEntry{ID: "e" + strconv.Itoa(i), Receipt: m.Receipt, Kind: broker.ChangeTimeout, Timeout: lease}
+		entries[i] = model.LeaseEntry{ID: "e" + strconv.Itoa(i), Receipt: m.Receipt, Kind: model.ChangeTimeout, Timeout: lease}
 	}
 	errs, err := s.b.ChangeLeases(ctx, s.queue, entries)
 	if err != nil {
@@ -149,7 +150,7 @@ func leaseErr(errs []error, err error) error {
 
 // lost maps the broker's answers for an ended lease to worker.ErrLeaseLost.
 func lost(err error) error {
-	if errors.Is(err, broker.ErrMessageNotInflight) || errors.Is(err, broker.ErrInvalidParameterValue) {
+	if errors.Is(err, model.ErrMessageNotInflight) || errors.Is(err, model.ErrInvalidParameterValue) {
 		return worker.ErrLeaseLost
 	}
 	return err
@@ -190,19 +191,19 @@ func (e *env) queue(t *testing.T, name string, attrs map[string]string) *brokerS
 func (e *env) withDLQ(t *testing.T, name string, maxReceives int) *brokerSource {
 	t.Helper()
 	e.queue(t, name+"-dlq", nil)
-	policy := `{"deadLetterTargetArn":"` + broker.ARN("us-east-1", "000000000000", name+"-dlq") + `","maxReceiveCount":` + strconv.Itoa(maxReceives) + `}`
-	return e.queue(t, name, map[string]string{broker.AttrRedrivePolicy: policy})
+	policy := `{"deadLetterTargetArn":"` + model.ARN("us-east-1", "000000000000", name+"-dlq") + `","maxReceiveCount":` + strconv.Itoa(maxReceives) + `}`
+	return e.queue(t, name, map[string]string{model.AttrRedrivePolicy: policy})
 }
 
 // send sends one message per body, with attrs.
 func (e *env) send(t *testing.T, queue string, attrs map[string]string, bodies ...string) {
 	t.Helper()
 	for _, body := range bodies {
-		a := map[string]broker.MessageAttribute{}
+		a := map[string]model.MessageAttribute{}
 		for k, v := range attrs {
-			a[k] = broker.MessageAttribute{DataType: "String", StringValue: v}
+			a[k] = model.MessageAttribute{DataType: "String", StringValue: v}
 		}
-		res, err := e.b.Send(context.Background(), queue, []broker.SendEntry{{Body: body, Attributes: a}})
+		res, err := e.b.Send(context.Background(), queue, []model.SendEntry{{Body: body, Attributes: a}})
 		if err == nil {
 			err = res[0].Err
 		}
@@ -212,7 +213,7 @@ func (e *env) send(t *testing.T, queue string, attrs map[string]string, bodies .
 	}
 }
 
-func (e *env) stats(t *testing.T, queue string) broker.QueueStats {
+func (e *env) stats(t *testing.T, queue string) model.QueueStats {
 	t.Helper()
 	_, st, err := e.b.Stats(context.Background(), queue)
 	if err != nil {
@@ -222,9 +223,9 @@ func (e *env) stats(t *testing.T, queue string) broker.QueueStats {
 }
 
 // browse returns every message of queue, oldest first.
-func (e *env) browse(t *testing.T, queue string) []broker.BrowsedMessage {
+func (e *env) browse(t *testing.T, queue string) []model.BrowsedMessage {
 	t.Helper()
-	p, err := e.b.Browse(context.Background(), queue, broker.BrowseRequest{Limit: 100})
+	p, err := e.b.Browse(context.Background(), queue, model.BrowseRequest{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

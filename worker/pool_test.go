@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/worker"
 )
@@ -156,7 +156,7 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 	// For 2.5 lease lengths, another consumer finds nothing to receive.
 	zero := time.Duration(0)
 	for end := time.Now().Add(7500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		ds, err := e.b.Receive(context.Background(), broker.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: &zero})
+		ds, err := e.b.Receive(context.Background(), model.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: &zero})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestLeaseLostCancelsHandler(t *testing.T) {
 	// The lease ends: another consumer receives the message.
 	long, zero := time.Minute, time.Duration(0)
 	testutil.Eventually(t, wait, "the message received by another consumer", func() bool {
-		ds, err := e.b.Receive(context.Background(), broker.ReceiveRequest{Queue: "q", Visibility: &long, WaitTime: &zero})
+		ds, err := e.b.Receive(context.Background(), model.ReceiveRequest{Queue: "q", Visibility: &long, WaitTime: &zero})
 		return err == nil && len(ds) == 1
 	})
 	src.skipExtend.Store(false)
@@ -299,7 +299,7 @@ func TestOutcomes(t *testing.T) {
 }
 
 // deadLettered waits for the one message of q's dead-letter queue.
-func deadLettered(t *testing.T, e *env) broker.BrowsedMessage {
+func deadLettered(t *testing.T, e *env) model.BrowsedMessage {
 	t.Helper()
 	testutil.Eventually(t, wait, "the message dead-lettered", func() bool { return e.stats(t, "q-dlq").Visible == 1 })
 	return e.browse(t, "q-dlq")[0]
@@ -342,7 +342,7 @@ func TestHooksAndTraceContext(t *testing.T) {
 	e := newEnv(t)
 	src := e.queue(t, "q", nil)
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	e.send(t, "q", map[string]string{broker.MsgAttrTraceParent: tp}, "ok", "fail")
+	e.send(t, "q", map[string]string{model.MsgAttrTraceParent: tp}, "ok", "fail")
 	var mu sync.Mutex
 	var handled, failed []string
 	traces := make(chan string, 2)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Config configures a protocol handler (api/sqs, api/native).
@@ -110,7 +111,7 @@ func (g *Gate) Cap() int { return cap(g.waiting) }
 // while it runs; with none free it fails with full(g.Cap()) (the protocol's
 // throttling error). While draining, or once the drain ends its wait, it
 // answers no messages and no error: the backend returns without claiming.
-func (g *Gate) Receive(ctx context.Context, b *broker.Broker, req broker.ReceiveRequest, full func(cap int) error) ([]broker.Delivery, error) {
+func (g *Gate) Receive(ctx context.Context, b *broker.Broker, req model.ReceiveRequest, full func(cap int) error) ([]model.Delivery, error) {
 	if g.drain.Err() != nil {
 		return nil, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -43,20 +44,20 @@ func TestGate(t *testing.T) {
 	}
 	wait := 20 * time.Second
 	type result struct {
-		ds  []broker.Delivery
+		ds  []model.Delivery
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		ds, err := g.Receive(ctx, b, broker.ReceiveRequest{Queue: "q", WaitTime: &wait}, full)
+		ds, err := g.Receive(ctx, b, model.ReceiveRequest{Queue: "q", WaitTime: &wait}, full)
 		done <- result{ds, err}
 	}()
 	testutil.Eventually(t, 5*time.Second, "the receive to wait", func() bool { return g.Waiting() == 1 })
-	if _, err := g.Receive(ctx, b, broker.ReceiveRequest{Queue: "q", WaitTime: &wait}, full); !errors.Is(err, errFull) {
+	if _, err := g.Receive(ctx, b, model.ReceiveRequest{Queue: "q", WaitTime: &wait}, full); !errors.Is(err, errFull) {
 		t.Fatalf("a second waiting receive past the cap: %v, want the full error", err)
 	}
 	var zero time.Duration
-	if _, err := g.Receive(ctx, b, broker.ReceiveRequest{Queue: "q", WaitTime: &zero}, full); err != nil {
+	if _, err := g.Receive(ctx, b, model.ReceiveRequest{Queue: "q", WaitTime: &zero}, full); err != nil {
 		t.Fatalf("a receive that does not wait, at the cap: %v", err)
 	}
 	stop()
@@ -71,7 +72,7 @@ func TestGate(t *testing.T) {
 	if g.Waiting() != 0 {
 		t.Fatalf("after the drain %d receives hold a slot", g.Waiting())
 	}
-	if ds, err := g.Receive(ctx, b, broker.ReceiveRequest{Queue: "q", WaitTime: &wait}, full); err != nil || len(ds) != 0 {
+	if ds, err := g.Receive(ctx, b, model.ReceiveRequest{Queue: "q", WaitTime: &wait}, full); err != nil || len(ds) != 0 {
 		t.Fatalf("a receive after the drain: %d messages, err %v; want none at once", len(ds), err)
 	}
 }

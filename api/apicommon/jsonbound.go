@@ -1,6 +1,8 @@
 package apicommon
 
-import "github.com/sluicemq/sluice/broker"
+import (
+	"github.com/sluicemq/sluice/broker/model"
+)
 
 // MaxJSONArray is the most elements any JSON array of a request body may
 // hold. The largest list a request takes is far smaller (10 batch entries,
@@ -57,7 +59,7 @@ func CheckJSONArrays(body []byte) error {
 			if d := len(counts) - 1; d >= 0 && counts[d] >= 0 {
 				counts[d]++
 				if counts[d] >= MaxJSONArray {
-					return broker.Errorf(broker.ErrInvalidRequest,
+					return model.Errorf(model.ErrInvalidRequest,
 						"The request body has a JSON array of more than %d elements.", MaxJSONArray)
 				}
 			}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func TestCheckJSONArrays(t *testing.T) {
@@ -27,7 +27,7 @@ func TestCheckJSONArrays(t *testing.T) {
 		{"unbalanced", strings.Repeat("]", 10) + elems(5, "1"), true},
 	} {
 		err := CheckJSONArrays([]byte(c.body))
-		if c.ok != (err == nil) || err != nil && !errors.Is(err, broker.ErrInvalidRequest) {
+		if c.ok != (err == nil) || err != nil && !errors.Is(err, model.ErrInvalidRequest) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}

@@ -3,7 +3,7 @@ package native
 import (
 	"net/http"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // backupRequest is the body of POST /v1/backups.
@@ -29,7 +29,7 @@ func (h *Handler) createBackup(c *call) (any, error) {
 		return nil, err
 	}
 	if in.Name == "" {
-		return nil, errorf(broker.ErrMissingParameter, "Field name is required.")
+		return nil, errorf(model.ErrMissingParameter, "Field name is required.")
 	}
 	path, err := h.broker.Backup(c.ctx, in.Name)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The consumer controls on a leased message, each single ({"receipt": ...})
@@ -41,17 +41,17 @@ type control struct {
 	// needs.
 	takes, required []string
 	// kind is the lease change (ack: none; it deletes).
-	kind broker.LeaseChangeKind
+	kind model.LeaseChangeKind
 	ack  bool
 }
 
 var (
 	ackControl     = control{name: "ack", ack: true}
-	nackControl    = control{name: "nack", takes: []string{"reason", "delaySeconds"}, kind: broker.Nack}
-	extendControl  = control{name: "extend", takes: []string{"visibilitySeconds"}, required: []string{"visibilitySeconds"}, kind: broker.ChangeTimeout}
-	snoozeControl  = control{name: "snooze", takes: []string{"delaySeconds"}, required: []string{"delaySeconds"}, kind: broker.Snooze}
-	releaseControl = control{name: "release", kind: broker.Snooze}
-	deadLetterCtl  = control{name: "dead-letter", takes: []string{"reason"}, kind: broker.DeadLetterNow}
+	nackControl    = control{name: "nack", takes: []string{"reason", "delaySeconds"}, kind: model.Nack}
+	extendControl  = control{name: "extend", takes: []string{"visibilitySeconds"}, required: []string{"visibilitySeconds"}, kind: model.ChangeTimeout}
+	snoozeControl  = control{name: "snooze", takes: []string{"delaySeconds"}, required: []string{"delaySeconds"}, kind: model.Snooze}
+	releaseControl = control{name: "release", kind: model.Snooze}
+	deadLetterCtl  = control{name: "dead-letter", takes: []string{"reason"}, kind: model.DeadLetterNow}
 )
 
 func (h *Handler) ack(c *call) (any, error)           { return h.control(c, ackControl) }
@@ -65,7 +65,7 @@ func (h *Handler) deadLetterNow(c *call) (any, error) { return h.control(c, dead
 // it needs; at names the entry in errors.
 func (ct control) check(at string, f *controlFields) error {
 	if f.Receipt == "" {
-		return errorf(broker.ErrMissingParameter, "Field %sreceipt is required.", at)
+		return errorf(model.ErrMissingParameter, "Field %sreceipt is required.", at)
 	}
 	given := map[string]bool{"reason": f.Reason != nil, "delaySeconds": f.DelaySeconds != nil, "visibilitySeconds": f.VisibilitySeconds != nil}
 	for name, set := range given {
@@ -75,7 +75,7 @@ func (ct control) check(at string, f *controlFields) error {
 	}
 	for _, name := range ct.required {
 		if !given[name] {
-			return errorf(broker.ErrMissingParameter, "Field %s%s is required.", at, name)
+			return errorf(model.ErrMissingParameter, "Field %s%s is required.", at, name)
 		}
 	}
 	return nil
@@ -90,27 +90,27 @@ func (ct control) fieldsText() string {
 }
 
 // leaseEntry converts one control's fields.
-func (ct control) leaseEntry(at, id string, f *controlFields) (broker.LeaseEntry, error) {
-	e := broker.LeaseEntry{ID: id, Receipt: f.Receipt, Kind: ct.kind}
+func (ct control) leaseEntry(at, id string, f *controlFields) (model.LeaseEntry, error) {
+	e := model.LeaseEntry{ID: id, Receipt: f.Receipt, Kind: ct.kind}
 	if f.Reason != nil {
 		e.Reason = *f.Reason
 	}
 	switch ct.name {
 	case "nack":
-		d, err := seconds(at+"delaySeconds", f.DelaySeconds, 0, broker.MaxVisibilityTimeout)
+		d, err := seconds(at+"delaySeconds", f.DelaySeconds, 0, model.MaxVisibilityTimeout)
 		if err != nil {
 			return e, err
 		}
 		e.Delay = d
 	case "extend":
 		// Extending to 0 would be a nack without a reason: nack says so.
-		d, err := seconds(at+"visibilitySeconds", f.VisibilitySeconds, time.Second, broker.MaxVisibilityTimeout)
+		d, err := seconds(at+"visibilitySeconds", f.VisibilitySeconds, time.Second, model.MaxVisibilityTimeout)
 		if err != nil {
 			return e, err
 		}
 		e.Timeout = *d
 	case "snooze":
-		d, err := seconds(at+"delaySeconds", f.DelaySeconds, 0, broker.MaxVisibilityTimeout)
+		d, err := seconds(at+"delaySeconds", f.DelaySeconds, 0, model.MaxVisibilityTimeout)
 		if err != nil {
 			return e, err
 		}
@@ -134,7 +134,7 @@ func (h *Handler) control(c *call, ct control) (any, error) {
 		return nil, errorf(errBadRequest, "Give either one control's fields (receipt, ...) or entries, not both.")
 	}
 	if len(in.Entries) == 0 {
-		return nil, errorf(broker.ErrEmptyBatch, "Field entries must hold 1 to %d entries.", broker.MaxBatchEntries)
+		return nil, errorf(model.ErrEmptyBatch, "Field entries must hold 1 to %d entries.", model.MaxBatchEntries)
 	}
 	raw := make([]string, len(in.Entries))
 	for i, e := range in.Entries {
@@ -163,13 +163,13 @@ func (h *Handler) control(c *call, ct control) (any, error) {
 	}
 	var errs []error
 	if ct.ack {
-		entries := make([]broker.DeleteEntry, len(in.Entries))
+		entries := make([]model.DeleteEntry, len(in.Entries))
 		for i, e := range in.Entries {
-			entries[i] = broker.DeleteEntry{ID: ids[i], Receipt: e.Receipt}
+			entries[i] = model.DeleteEntry{ID: ids[i], Receipt: e.Receipt}
 		}
 		errs, err = h.broker.Delete(c.ctx, c.queue, entries)
 	} else {
-		entries := make([]broker.LeaseEntry, len(in.Entries))
+		entries := make([]model.LeaseEntry, len(in.Entries))
 		for i := range in.Entries {
 			if entries[i], err = ct.leaseEntry(at(i), ids[i], &in.Entries[i].controlFields); err != nil {
 				return nil, err

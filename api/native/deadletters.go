@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The dead letters of a source queue: the messages its RedrivePolicy moved
@@ -27,7 +28,7 @@ func (h *Handler) browseDeadLetters(c *call) (any, error) {
 	}
 	// A page filtered here may be short (even empty) with a next cursor,
 	// as a page of a filtered Browse may.
-	return h.browse(c, dlq, req, func(m *broker.Message) bool {
+	return h.browse(c, dlq, req, func(m *model.Message) bool {
 		return m.DeadLetterSource == c.queue
 	})
 }
@@ -62,7 +63,7 @@ type task struct {
 	StartedAt     time.Time `json:"startedAt"`
 }
 
-func toTask(t broker.MoveTask) task {
+func toTask(t model.MoveTask) task {
 	return task{ID: t.ID, Source: t.Source, Destination: t.Destination, Status: string(t.Status),
 		Moved: t.Moved, ToMove: t.ToMove, Skipped: t.Skipped, MaxPerSecond: t.MoveRate(), FailureReason: t.FailureReason, StartedAt: t.StartedAt.UTC()}
 }
@@ -85,7 +86,7 @@ func (h *Handler) replayDeadLetters(c *call) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		req.Edit = &broker.MessageEdit{Body: in.Body, Attributes: attrs}
+		req.Edit = &model.MessageEdit{Body: in.Body, Attributes: attrs}
 	}
 	others, err := h.otherSources(c, dlq)
 	if err != nil {
@@ -93,7 +94,7 @@ func (h *Handler) replayDeadLetters(c *call) (any, error) {
 	}
 	switch {
 	case others != "" && len(in.IDs) == 0:
-		return nil, errorf(broker.ErrConflict, "Dead-letter queue %s also holds the dead letters of %s: replaying all of them into %s would move those too. Replay chosen ids.", dlq, others, c.queue)
+		return nil, errorf(model.ErrConflict, "Dead-letter queue %s also holds the dead letters of %s: replaying all of them into %s would move those too. Replay chosen ids.", dlq, others, c.queue)
 	case others != "":
 		// A shared dead-letter queue: each chosen dead letter goes back to
 		// the queue it came from, so an id of another queue's dead letter
@@ -144,7 +145,7 @@ func (h *Handler) listReplays(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	limit, err := q.int("limit", 1, broker.MaxListMoveTasks, broker.MaxListMoveTasks)
+	limit, err := q.int("limit", 1, model.MaxListMoveTasks, model.MaxListMoveTasks)
 	if err != nil {
 		return nil, err
 	}

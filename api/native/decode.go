@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/api/apicommon"
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Decoding requests. A body is one JSON object, read whole up to
@@ -205,7 +205,7 @@ func (q query) int(name string, lo, hi, dflt int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
-		return 0, errorf(broker.ErrInvalidParameterValue, "Query parameter %s must be an integer from %d to %d, not %q.", name, lo, hi, v)
+		return 0, errorf(model.ErrInvalidParameterValue, "Query parameter %s must be an integer from %d to %d, not %q.", name, lo, hi, v)
 	}
 	return n, nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The message envelope: what a send takes and what a receive or a browse
@@ -48,13 +48,13 @@ func (v *attrValue) UnmarshalJSON(b []byte) error {
 }
 
 // toBrokerAttrs converts envelope attributes ("" names the field in errors).
-func toBrokerAttrs(field string, in map[string]attribute) (map[string]broker.MessageAttribute, error) {
+func toBrokerAttrs(field string, in map[string]attribute) (map[string]model.MessageAttribute, error) {
 	if in == nil {
 		return nil, nil
 	}
-	out := make(map[string]broker.MessageAttribute, len(in))
+	out := make(map[string]model.MessageAttribute, len(in))
 	for name, a := range in {
-		ma := broker.MessageAttribute{DataType: a.Type}
+		ma := model.MessageAttribute{DataType: a.Type}
 		if base, _, _ := strings.Cut(a.Type, "."); base == "Binary" {
 			b, err := base64.StdEncoding.DecodeString(string(a.Value))
 			if err != nil {
@@ -71,7 +71,7 @@ func toBrokerAttrs(field string, in map[string]attribute) (map[string]broker.Mes
 
 // fromBrokerAttrs converts a message's attributes for an answer, leaving
 // out the ones the envelope lifts into its own fields.
-func fromBrokerAttrs(in map[string]broker.MessageAttribute) map[string]attribute {
+func fromBrokerAttrs(in map[string]model.MessageAttribute) map[string]attribute {
 	out := make(map[string]attribute, len(in))
 	for name, a := range in {
 		if lifted(name) {
@@ -89,7 +89,7 @@ func fromBrokerAttrs(in map[string]broker.MessageAttribute) map[string]attribute
 // lifted reports whether an attribute is answered as an envelope field.
 func lifted(name string) bool {
 	switch name {
-	case broker.MsgAttrPriority, broker.MsgAttrMaxAttempts, broker.MsgAttrCorrelationID, broker.MsgAttrTraceParent:
+	case model.MsgAttrPriority, model.MsgAttrMaxAttempts, model.MsgAttrCorrelationID, model.MsgAttrTraceParent:
 		return true
 	}
 	return false
@@ -125,15 +125,15 @@ type batchEntry struct {
 // toSendEntry converts an envelope; field names it in errors ("" for a
 // single send, "messages[2]" in a batch). The attributes' wire form is this
 // package's (base64 for Binary); the rest is broker.EnvelopeEntry's rule.
-func toSendEntry(field string, e *envelope, now time.Time) (broker.SendEntry, error) {
+func toSendEntry(field string, e *envelope, now time.Time) (model.SendEntry, error) {
 	if e.Body == nil {
-		return broker.SendEntry{}, errorf(broker.ErrMissingParameter, "Field %s is required.", fieldName(field, "body"))
+		return model.SendEntry{}, errorf(model.ErrMissingParameter, "Field %s is required.", fieldName(field, "body"))
 	}
 	attrs, err := toBrokerAttrs(fieldName(field, "attributes"), e.Attributes)
 	if err != nil {
-		return broker.SendEntry{}, err
+		return model.SendEntry{}, err
 	}
-	return broker.EnvelopeEntry(field, &broker.Envelope{
+	return model.EnvelopeEntry(field, &model.Envelope{
 		Body: e.Body, Attributes: attrs,
 		Priority: e.Priority, MaxAttempts: e.MaxAttempts,
 		CorrelationID: e.CorrelationID, TraceContext: e.TraceContext,
@@ -182,24 +182,24 @@ type message struct {
 
 // toMessage converts a stored message; redrive is its queue's policy (for
 // the attempt limit; nil when the queue has none).
-func toMessage(m *broker.Message, redrive *broker.RedrivePolicy) message {
+func toMessage(m *model.Message, redrive *model.RedrivePolicy) message {
 	out := message{
 		ID: m.ID, Body: m.Body, Attributes: fromBrokerAttrs(m.Attributes),
 		Priority: m.Priority, Attempts: m.Attempts, ReceiveCount: m.ReceiveCount,
 		CreatedAt: m.SentAt.UTC(), GroupID: m.GroupID, DedupID: m.DedupID, SequenceNumber: m.SequenceNumber,
 		DeadLetterSource: m.DeadLetterSource, FailureReason: m.FailureReason,
-		CorrelationID: m.Attributes[broker.MsgAttrCorrelationID].StringValue,
-		TraceContext:  m.Attributes[broker.MsgAttrTraceParent].StringValue,
+		CorrelationID: m.Attributes[model.MsgAttrCorrelationID].StringValue,
+		TraceContext:  m.Attributes[model.MsgAttrTraceParent].StringValue,
 	}
 	own := m.MaxAttempts
 	if own == 0 {
-		own = attrInt(m.Attributes[broker.MsgAttrMaxAttempts])
+		own = attrInt(m.Attributes[model.MsgAttrMaxAttempts])
 	}
-	out.MaxAttempts = broker.MaxAttempts(redrive, own)
+	out.MaxAttempts = model.MaxAttempts(redrive, own)
 	if out.Priority == 0 {
 		// The attribute is what was sent; Priority is what the backend
 		// derived from it (0 for messages stored before priorities).
-		out.Priority = attrInt(m.Attributes[broker.MsgAttrPriority])
+		out.Priority = attrInt(m.Attributes[model.MsgAttrPriority])
 	}
 	if !m.FirstReceiveAt.IsZero() {
 		t := m.FirstReceiveAt.UTC()
@@ -213,7 +213,7 @@ func toMessage(m *broker.Message, redrive *broker.RedrivePolicy) message {
 }
 
 // attrInt reads a Number attribute (0 when absent or not an integer).
-func attrInt(a broker.MessageAttribute) int {
+func attrInt(a model.MessageAttribute) int {
 	n, _ := strconv.Atoi(strings.TrimSpace(a.StringValue))
 	return n
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sluicemq/sluice/api/apicommon"
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Errors the API itself raises (not the broker). They take part in the one
@@ -24,7 +24,7 @@ var (
 	// parse (a time, base64), or fields that exclude each other.
 	// It is the broker's sentinel, as the envelope rule (broker.EnvelopeEntry)
 	// lives there.
-	errBadRequest = broker.ErrInvalidRequest
+	errBadRequest = model.ErrInvalidRequest
 	// errTooLarge: a body past Config.MaxBodyBytes.
 	errTooLarge = errors.New("request entity too large")
 	// errNoSuchRoute: a path no route has.
@@ -54,35 +54,35 @@ var errorTable = []struct {
 	err  error
 	kind errorKind
 }{
-	{broker.ErrQueueDoesNotExist, errorKind{"queue_not_found", http.StatusNotFound}},
-	{broker.ErrResourceNotFound, errorKind{"not_found", http.StatusNotFound}},
+	{model.ErrQueueDoesNotExist, errorKind{"queue_not_found", http.StatusNotFound}},
+	{model.ErrResourceNotFound, errorKind{"not_found", http.StatusNotFound}},
 	{errMessageNotFound, errorKind{"message_not_found", http.StatusNotFound}},
 	{errNoSuchRoute, errorKind{"no_such_route", http.StatusNotFound}},
-	{broker.ErrQueueExists, errorKind{"queue_exists", http.StatusConflict}},
-	{broker.ErrQueueDeletedRecently, errorKind{"queue_deleted_recently", http.StatusConflict}},
-	{broker.ErrConflict, errorKind{"conflict", http.StatusConflict}},
-	{broker.ErrPurgeInProgress, errorKind{"purge_in_progress", http.StatusConflict}},
+	{model.ErrQueueExists, errorKind{"queue_exists", http.StatusConflict}},
+	{model.ErrQueueDeletedRecently, errorKind{"queue_deleted_recently", http.StatusConflict}},
+	{model.ErrConflict, errorKind{"conflict", http.StatusConflict}},
+	{model.ErrPurgeInProgress, errorKind{"purge_in_progress", http.StatusConflict}},
 	// A lease that ended: the consumer lost the message to the queue.
-	{broker.ErrMessageNotInflight, errorKind{"message_not_in_flight", http.StatusConflict}},
+	{model.ErrMessageNotInflight, errorKind{"message_not_in_flight", http.StatusConflict}},
 	// Another account's queue (the native API names only the caller's own
 	// queues, so it answers this only if that ever changes).
-	{broker.ErrAccessDenied, errorKind{"access_denied", http.StatusForbidden}},
+	{model.ErrAccessDenied, errorKind{"access_denied", http.StatusForbidden}},
 	// Backpressure: a full queue (a *broker.DepthError, answered
 	// queue_full), too many waiting receives, the in-flight cap. Each is
 	// 429 with Retry-After.
-	{broker.ErrThrottled, errorKind{"throttled", http.StatusTooManyRequests}},
-	{broker.ErrOverLimit, errorKind{"over_limit", http.StatusTooManyRequests}},
-	{broker.ErrReceiptHandleInvalid, errorKind{"invalid_receipt", http.StatusBadRequest}},
-	{broker.ErrInvalidParameterValue, errorKind{"invalid_parameter", http.StatusBadRequest}},
-	{broker.ErrMissingParameter, errorKind{"missing_parameter", http.StatusBadRequest}},
-	{broker.ErrInvalidAttributeName, errorKind{"invalid_attribute_name", http.StatusBadRequest}},
-	{broker.ErrInvalidAttributeValue, errorKind{"invalid_attribute_value", http.StatusBadRequest}},
-	{broker.ErrInvalidMessageContents, errorKind{"invalid_message_contents", http.StatusBadRequest}},
-	{broker.ErrEmptyBatch, errorKind{"empty_batch", http.StatusBadRequest}},
-	{broker.ErrTooManyEntries, errorKind{"too_many_entries", http.StatusBadRequest}},
-	{broker.ErrBatchIDsNotDistinct, errorKind{"batch_ids_not_distinct", http.StatusBadRequest}},
-	{broker.ErrInvalidBatchEntryID, errorKind{"invalid_batch_entry_id", http.StatusBadRequest}},
-	{broker.ErrBatchRequestTooLong, errorKind{"batch_too_long", http.StatusBadRequest}},
+	{model.ErrThrottled, errorKind{"throttled", http.StatusTooManyRequests}},
+	{model.ErrOverLimit, errorKind{"over_limit", http.StatusTooManyRequests}},
+	{model.ErrReceiptHandleInvalid, errorKind{"invalid_receipt", http.StatusBadRequest}},
+	{model.ErrInvalidParameterValue, errorKind{"invalid_parameter", http.StatusBadRequest}},
+	{model.ErrMissingParameter, errorKind{"missing_parameter", http.StatusBadRequest}},
+	{model.ErrInvalidAttributeName, errorKind{"invalid_attribute_name", http.StatusBadRequest}},
+	{model.ErrInvalidAttributeValue, errorKind{"invalid_attribute_value", http.StatusBadRequest}},
+	{model.ErrInvalidMessageContents, errorKind{"invalid_message_contents", http.StatusBadRequest}},
+	{model.ErrEmptyBatch, errorKind{"empty_batch", http.StatusBadRequest}},
+	{model.ErrTooManyEntries, errorKind{"too_many_entries", http.StatusBadRequest}},
+	{model.ErrBatchIDsNotDistinct, errorKind{"batch_ids_not_distinct", http.StatusBadRequest}},
+	{model.ErrInvalidBatchEntryID, errorKind{"invalid_batch_entry_id", http.StatusBadRequest}},
+	{model.ErrBatchRequestTooLong, errorKind{"batch_too_long", http.StatusBadRequest}},
 	// The server's guard: a browser's cross-site request, a Host not
 	// answered to, a dashboard action without its CSRF token.
 	{apicommon.ErrRefused, errorKind{"request_refused", http.StatusForbidden}},
@@ -91,33 +91,33 @@ var errorTable = []struct {
 	{errBadRequest, errorKind{"invalid_request", http.StatusBadRequest}},
 	{errTooLarge, errorKind{"too_large", http.StatusRequestEntityTooLarge}},
 	{errMethodNotAllowed, errorKind{"method_not_allowed", http.StatusMethodNotAllowed}},
-	{broker.ErrUnsupportedOperation, errorKind{"unsupported", http.StatusNotImplemented}},
+	{model.ErrUnsupportedOperation, errorKind{"unsupported", http.StatusNotImplemented}},
 	// Authentication (package auth, checked by the server before the
 	// handler): 401 with WWW-Authenticate, or 403 for a key whose allow
 	// list does not include the call.
-	{broker.ErrMissingAuthenticationToken, errorKind{"unauthenticated", http.StatusUnauthorized}},
-	{broker.ErrIncompleteSignature, errorKind{"incomplete_signature", http.StatusUnauthorized}},
-	{broker.ErrInvalidClientTokenID, errorKind{"invalid_key", http.StatusUnauthorized}},
-	{broker.ErrSignatureDoesNotMatch, errorKind{"signature_mismatch", http.StatusUnauthorized}},
-	{broker.ErrRequestExpired, errorKind{"request_expired", http.StatusUnauthorized}},
+	{model.ErrMissingAuthenticationToken, errorKind{"unauthenticated", http.StatusUnauthorized}},
+	{model.ErrIncompleteSignature, errorKind{"incomplete_signature", http.StatusUnauthorized}},
+	{model.ErrInvalidClientTokenID, errorKind{"invalid_key", http.StatusUnauthorized}},
+	{model.ErrSignatureDoesNotMatch, errorKind{"signature_mismatch", http.StatusUnauthorized}},
+	{model.ErrRequestExpired, errorKind{"request_expired", http.StatusUnauthorized}},
 	// 503: the broker is shutting down (or its store failed): retry, here
 	// later or on another broker.
-	{broker.ErrClosed, errorKind{"unavailable", http.StatusServiceUnavailable}},
+	{model.ErrClosed, errorKind{"unavailable", http.StatusServiceUnavailable}},
 	// 503 with Retry-After: the store's disk is below its reserve; sends
 	// are refused until space returns, everything else works.
-	{broker.ErrStoreFull, errorKind{"store_full", http.StatusServiceUnavailable}},
+	{model.ErrStoreFull, errorKind{"store_full", http.StatusServiceUnavailable}},
 	{errInternal, errorKind{"internal", http.StatusInternalServerError}},
 }
 
 // kindOf returns the wire form of err; an error outside the table is
 // internal.
 func kindOf(err error) errorKind {
-	var full *broker.DepthError
+	var full *model.DepthError
 	if errors.As(err, &full) {
 		return errorKind{codeQueueFull, http.StatusTooManyRequests}
 	}
-	if errors.Is(err, broker.ErrUnavailable) {
-		err = broker.ErrClosed // the same "unavailable" 503: the store is unreachable now
+	if errors.Is(err, model.ErrUnavailable) {
+		err = model.ErrClosed // the same "unavailable" 503: the store is unreachable now
 	}
 	for _, e := range errorTable {
 		if errors.Is(err, e.err) {
@@ -133,7 +133,7 @@ func wireMessage(err error, k errorKind) string {
 	if k.status == http.StatusInternalServerError {
 		return "The broker met an internal error; it is logged. Please try again."
 	}
-	return broker.ErrorMessage(err)
+	return model.ErrorMessage(err)
 }
 
 // normalize maps context errors (the client went away, the broker is
@@ -144,14 +144,14 @@ func normalize(err error) error {
 	case errors.As(err, &mbe):
 		return errorf(errTooLarge, "The request body is larger than %d bytes.", mbe.Limit)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return errorf(broker.ErrClosed, "The request was cancelled.")
+		return errorf(model.ErrClosed, "The request was cancelled.")
 	}
 	return err
 }
 
 // errorf is broker.Errorf: an error of kind with a message for the user.
 func errorf(kind error, format string, args ...any) error {
-	return broker.Errorf(kind, format, args...)
+	return model.Errorf(kind, format, args...)
 }
 
 // errorBody is the JSON of an error answer, and of a failed batch entry.

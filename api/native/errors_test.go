@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func TestBadRequests(t *testing.T) {
@@ -65,12 +65,12 @@ func TestErrorTable(t *testing.T) {
 		status int
 		code   string
 	}{
-		{broker.QueueNotFoundError(), 404, "queue_not_found"},
-		{broker.Errorf(broker.ErrQueueExists, "x"), 409, "queue_exists"},
-		{broker.Errorf(broker.ErrConflict, "x"), 409, "conflict"},
-		{&broker.DepthError{Queue: "q", Depth: 3, Limit: 3}, 429, "queue_full"},
-		{broker.ClosedError(), 503, "unavailable"},
-		{broker.StoreFullError(10<<20, 64<<20), 503, "store_full"},
+		{model.QueueNotFoundError(), 404, "queue_not_found"},
+		{model.Errorf(model.ErrQueueExists, "x"), 409, "queue_exists"},
+		{model.Errorf(model.ErrConflict, "x"), 409, "conflict"},
+		{&model.DepthError{Queue: "q", Depth: 3, Limit: 3}, 429, "queue_full"},
+		{model.ClosedError(), 503, "unavailable"},
+		{model.StoreFullError(10<<20, 64<<20), 503, "store_full"},
 		{errors.New("disk on fire"), 500, "internal"},
 	} {
 		body, k := errorOf(c.err)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // stubBackend answers every call at once with canned results, so that the
@@ -21,85 +23,82 @@ import (
 // contents reach the broker exactly as sent.
 type stubBackend struct {
 	mu   sync.Mutex
-	sent []broker.SendEntry
+	sent []model.SendEntry
 }
 
-func stubQueue(name string) broker.Queue {
-	c := broker.DefaultQueueConfig(strings.HasSuffix(name, ".fifo"))
+func stubQueue(name string) model.Queue {
+	c := model.DefaultQueueConfig(strings.HasSuffix(name, ".fifo"))
 	if name != "dlq" {
-		c.Redrive = &broker.RedrivePolicy{DeadLetterTargetARN: "arn:aws:sqs:us-east-1:000000000000:dlq", DeadLetterQueue: "dlq", MaxReceiveCount: 3}
+		c.Redrive = &model.RedrivePolicy{DeadLetterTargetARN: "arn:aws:sqs:us-east-1:000000000000:dlq", DeadLetterQueue: "dlq", MaxReceiveCount: 3}
 	}
-	return broker.Queue{ID: 1, Name: name, Config: c}
+	return model.Queue{ID: 1, Name: name, Config: c}
 }
 
-func (*stubBackend) CreateQueue(_ context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
-	return broker.Queue{Name: spec.Name, Config: spec.Config}, true, nil
+func (*stubBackend) CreateQueue(_ context.Context, spec storage.QueueSpec) (model.Queue, bool, error) {
+	return model.Queue{Name: spec.Name, Config: spec.Config}, true, nil
 }
-func (*stubBackend) GetQueue(_ context.Context, q broker.QueueRef) (broker.QueueInfo, error) {
-	return broker.QueueInfo{Queue: stubQueue(q.Name), Stats: broker.QueueStats{Visible: 1, OldestSentAt: time.Unix(1, 0)}}, nil
+func (*stubBackend) GetQueue(_ context.Context, q model.QueueRef) (model.QueueInfo, error) {
+	return model.QueueInfo{Queue: stubQueue(q.Name), Stats: model.QueueStats{Visible: 1, OldestSentAt: time.Unix(1, 0)}}, nil
 }
-func (*stubBackend) ListQueues(context.Context, string, string, string, int) ([]broker.Queue, error) {
-	return []broker.Queue{stubQueue("dlq"), stubQueue("q")}, nil
+func (*stubBackend) ListQueues(context.Context, string, string, string, int) ([]model.Queue, error) {
+	return []model.Queue{stubQueue("dlq"), stubQueue("q")}, nil
 }
-func (*stubBackend) UpdateQueue(_ context.Context, q broker.QueueRef, edit func(*broker.QueueUpdate) error) error {
-	return edit(&broker.QueueUpdate{Queue: q, Config: stubQueue(q.Name).Config})
+func (*stubBackend) UpdateQueue(_ context.Context, q model.QueueRef, edit func(*storage.QueueUpdate) error) error {
+	return edit(&storage.QueueUpdate{Queue: q, Config: stubQueue(q.Name).Config})
 }
-func (*stubBackend) DeleteQueue(context.Context, broker.QueueRef) error { return nil }
-func (*stubBackend) PurgeQueue(context.Context, broker.QueueRef, func(time.Time, time.Time) error) error {
+func (*stubBackend) DeleteQueue(context.Context, model.QueueRef) error { return nil }
+func (*stubBackend) PurgeQueue(context.Context, model.QueueRef, func(time.Time, time.Time) error) error {
 	return nil
 }
-func (s *stubBackend) Send(_ context.Context, q broker.QueueRef, es []broker.SendEntry) ([]broker.SendResult, error) {
+func (s *stubBackend) Send(_ context.Context, q model.QueueRef, es []model.SendEntry) ([]model.SendResult, error) {
 	s.mu.Lock()
-	s.sent = append([]broker.SendEntry(nil), es...)
+	s.sent = append([]model.SendEntry(nil), es...)
 	s.mu.Unlock()
-	plans, err := broker.PlanSend(stubQueue(q.Name).Config, q.Name, 0, es)
-	if err != nil {
-		return nil, err
-	}
-	rs := make([]broker.SendResult, len(es))
-	for i, p := range plans {
-		rs[i] = broker.SendResult{ID: es[i].ID, MessageID: p.MessageID, Err: p.Err}
+	cfg := stubQueue(q.Name).Config
+	rs := make([]model.SendResult, len(es))
+	for i := range es {
+		rs[i] = model.SendResult{ID: es[i].ID, MessageID: model.NewMessageID(), Err: model.ValidateSendEntry(cfg, &es[i])}
 	}
 	return rs, nil
 }
-func (*stubBackend) Receive(context.Context, broker.ReceiveRequest) ([]broker.Delivery, error) {
-	return []broker.Delivery{{Receipt: "r", Message: broker.Message{ID: "m", Body: "b\r", SentAt: time.Unix(1, 0),
-		Attributes: map[string]broker.MessageAttribute{
-			"a": {DataType: "Binary", BinaryValue: []byte{1}}, broker.MsgAttrPriority: {DataType: "Number", StringValue: "x"},
+func (*stubBackend) Receive(context.Context, model.ReceiveRequest) ([]model.Delivery, error) {
+	return []model.Delivery{{Receipt: "r", Message: model.Message{ID: "m", Body: "b\r", SentAt: time.Unix(1, 0),
+		Attributes: map[string]model.MessageAttribute{
+			"a": {DataType: "Binary", BinaryValue: []byte{1}}, model.MsgAttrPriority: {DataType: "Number", StringValue: "x"},
 		}}}}, nil
 }
-func (*stubBackend) Delete(_ context.Context, _ broker.QueueRef, rs []broker.Receipt) ([]broker.LeaseOutcome, error) {
-	return make([]broker.LeaseOutcome, len(rs)), nil
+func (*stubBackend) Delete(_ context.Context, _ model.QueueRef, rs []model.Receipt) ([]model.LeaseOutcome, error) {
+	return make([]model.LeaseOutcome, len(rs)), nil
 }
-func (*stubBackend) ChangeVisibility(_ context.Context, _ broker.QueueRef, cs []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
-	out := make([]broker.LeaseOutcome, len(cs))
+func (*stubBackend) ChangeVisibility(_ context.Context, _ model.QueueRef, cs []model.VisibilityChange) ([]model.LeaseOutcome, error) {
+	out := make([]model.LeaseOutcome, len(cs))
 	for i := range out {
-		out[i] = broker.LeaseOutcome(i % 4)
+		out[i] = model.LeaseOutcome(i % 4)
 	}
 	return out, nil
 }
-func (*stubBackend) Browse(context.Context, broker.QueueRef, broker.BrowseRequest) (broker.BrowsePage, error) {
-	return broker.BrowsePage{Messages: []broker.BrowsedMessage{{Message: broker.Message{ID: "m", DeadLetterSource: "q"}, State: broker.StateDelayed, VisibleAt: time.Unix(2, 0)}}, Next: "n"}, nil
+func (*stubBackend) Browse(context.Context, model.QueueRef, model.BrowseRequest) (model.BrowsePage, error) {
+	return model.BrowsePage{Messages: []model.BrowsedMessage{{Message: model.Message{ID: "m", DeadLetterSource: "q"}, State: model.StateDelayed, VisibleAt: time.Unix(2, 0)}}, Next: "n"}, nil
 }
-func (*stubBackend) DeleteMessages(_ context.Context, _ broker.QueueRef, ids []string) ([]bool, error) {
+func (*stubBackend) DeleteMessages(_ context.Context, _ model.QueueRef, ids []string) ([]bool, error) {
 	return make([]bool, len(ids)), nil
 }
-func (*stubBackend) StartMoveTask(_ context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
-	return broker.MoveTask{ID: "t", Source: req.Source, Destination: req.Destination, Status: broker.MoveTaskRunning}, nil
+func (*stubBackend) StartMoveTask(_ context.Context, req model.MoveTaskRequest) (model.MoveTask, error) {
+	return model.MoveTask{ID: "t", Source: req.Source, Destination: req.Destination, Status: model.MoveTaskRunning}, nil
 }
-func (*stubBackend) ListMoveTasks(context.Context, broker.QueueRef, int) ([]broker.MoveTask, error) {
-	return []broker.MoveTask{{ID: "t", Source: "dlq", Destination: "q", Status: broker.MoveTaskCompleted}}, nil
+func (*stubBackend) ListMoveTasks(context.Context, model.QueueRef, int) ([]model.MoveTask, error) {
+	return []model.MoveTask{{ID: "t", Source: "dlq", Destination: "q", Status: model.MoveTaskCompleted}}, nil
 }
-func (*stubBackend) CancelMoveTask(context.Context, broker.QueueRef, string) (broker.MoveTask, error) {
-	return broker.MoveTask{}, nil
+func (*stubBackend) CancelMoveTask(context.Context, model.QueueRef, string) (model.MoveTask, error) {
+	return model.MoveTask{}, nil
 }
 func (*stubBackend) SelectiveMoves() {}
 func (*stubBackend) Close() error    { return nil }
 
 // Receipts signs the stub's receipt handles with a fixed key.
-func (*stubBackend) Receipts() *broker.ReceiptCodec { return stubReceipts }
+func (*stubBackend) Receipts() *model.ReceiptCodec { return stubReceipts }
 
-var stubReceipts, _ = broker.NewReceiptCodec(make([]byte, broker.ReceiptKeySize))
+var stubReceipts, _ = model.NewReceiptCodec(make([]byte, model.ReceiptKeySize))
 
 // FuzzNativeRequest throws bytes at the routes that decode a body or a
 // query: whatever comes, a route answers a 2xx or a 4xx with this API's

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The message routes: send (single and batch), receive, browse, delete by
@@ -31,7 +31,7 @@ func (h *Handler) sendMessage(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := h.broker.Send(c.ctx, c.queue, []broker.SendEntry{e})
+	rs, err := h.broker.Send(c.ctx, c.queue, []model.SendEntry{e})
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (h *Handler) sendBatch(c *call) (any, error) {
 		return nil, err
 	}
 	if len(in.Messages) == 0 {
-		return nil, errorf(broker.ErrEmptyBatch, "Field messages must hold 1 to %d messages.", broker.MaxBatchEntries)
+		return nil, errorf(model.ErrEmptyBatch, "Field messages must hold 1 to %d messages.", model.MaxBatchEntries)
 	}
 	raw := make([]string, len(in.Messages))
 	for i, m := range in.Messages {
@@ -123,7 +123,7 @@ func (h *Handler) sendBatch(c *call) (any, error) {
 		return nil, err
 	}
 	now := h.broker.Clock().Now()
-	entries := make([]broker.SendEntry, len(in.Messages))
+	entries := make([]model.SendEntry, len(in.Messages))
 	for i := range in.Messages {
 		if entries[i], err = toSendEntry(fmt.Sprintf("messages[%d]", i), &in.Messages[i].envelope, now); err != nil {
 			return nil, err
@@ -168,7 +168,7 @@ func seconds(field string, v *int64, lo, hi time.Duration) (*time.Duration, erro
 		return nil, nil
 	}
 	if *v < int64(lo/time.Second) || *v > int64(hi/time.Second) {
-		return nil, errorf(broker.ErrInvalidParameterValue, "Field %s must be from %d to %d, not %d.", field, int64(lo/time.Second), int64(hi/time.Second), *v)
+		return nil, errorf(model.ErrInvalidParameterValue, "Field %s must be from %d to %d, not %d.", field, int64(lo/time.Second), int64(hi/time.Second), *v)
 	}
 	d := time.Duration(*v) * time.Second
 	return &d, nil
@@ -182,23 +182,23 @@ func (h *Handler) receive(c *call) (any, error) {
 	if err := h.decode(c, &in, true); err != nil {
 		return nil, err
 	}
-	req := broker.ReceiveRequest{Queue: c.queue, MaxMessages: 1}
+	req := model.ReceiveRequest{Queue: c.queue, MaxMessages: 1}
 	if in.Max != nil {
-		if *in.Max < 1 || *in.Max > broker.MaxReceiveMessages {
-			return nil, errorf(broker.ErrInvalidParameterValue, "Field max must be from 1 to %d, not %d.", broker.MaxReceiveMessages, *in.Max)
+		if *in.Max < 1 || *in.Max > model.MaxReceiveMessages {
+			return nil, errorf(model.ErrInvalidParameterValue, "Field max must be from 1 to %d, not %d.", model.MaxReceiveMessages, *in.Max)
 		}
 		req.MaxMessages = *in.Max
 	}
 	var err error
-	if req.WaitTime, err = seconds("waitSeconds", in.WaitSeconds, 0, broker.MaxWaitTime); err != nil {
+	if req.WaitTime, err = seconds("waitSeconds", in.WaitSeconds, 0, model.MaxWaitTime); err != nil {
 		return nil, err
 	}
-	if req.Visibility, err = seconds("visibilitySeconds", in.VisibilitySeconds, 0, broker.MaxVisibilityTimeout); err != nil {
+	if req.Visibility, err = seconds("visibilitySeconds", in.VisibilitySeconds, 0, model.MaxVisibilityTimeout); err != nil {
 		return nil, err
 	}
 	out := &messages{Messages: []message{}}
 	ds, err := h.cfg.Gate.Receive(c.ctx, h.broker, req, func(n int) error {
-		return errorf(broker.ErrThrottled, "Too many receives are waiting (%d); retry later, or receive with waitSeconds 0.", n)
+		return errorf(model.ErrThrottled, "Too many receives are waiting (%d); retry later, or receive with waitSeconds 0.", n)
 	})
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func (h *Handler) receive(c *call) (any, error) {
 		return out, nil
 	}
 	redrive, err := h.redriveOf(c, c.queue)
-	if err != nil && !errors.Is(err, broker.ErrQueueDoesNotExist) {
+	if err != nil && !errors.Is(err, model.ErrQueueDoesNotExist) {
 		return nil, err
 	}
 	for i := range ds {
@@ -228,16 +228,16 @@ type browsed struct {
 }
 
 // browseQuery reads a browse's query parameters.
-func browseQuery(c *call) (broker.BrowseRequest, error) {
+func browseQuery(c *call) (model.BrowseRequest, error) {
 	q, err := queryOf(c.r, "limit", "cursor", "order", "attribute", "value", "reason")
 	if err != nil {
-		return broker.BrowseRequest{}, err
+		return model.BrowseRequest{}, err
 	}
-	limit, err := q.int("limit", 1, broker.MaxBrowse, 20)
+	limit, err := q.int("limit", 1, model.MaxBrowse, 20)
 	if err != nil {
-		return broker.BrowseRequest{}, err
+		return model.BrowseRequest{}, err
 	}
-	req := broker.BrowseRequest{Limit: limit, After: q.get("cursor"), Filter: broker.BrowseFilter{
+	req := model.BrowseRequest{Limit: limit, After: q.get("cursor"), Filter: model.BrowseFilter{
 		Attribute: q.get("attribute"), Value: q.get("value"), Reason: q.get("reason"),
 	}}
 	switch q.get("order") {
@@ -245,10 +245,10 @@ func browseQuery(c *call) (broker.BrowseRequest, error) {
 	case "newest":
 		req.Newest = true
 	default:
-		return broker.BrowseRequest{}, errorf(broker.ErrInvalidParameterValue, "Query parameter order must be oldest or newest, not %q.", q.get("order"))
+		return model.BrowseRequest{}, errorf(model.ErrInvalidParameterValue, "Query parameter order must be oldest or newest, not %q.", q.get("order"))
 	}
 	if req.Filter.Value != "" && req.Filter.Attribute == "" {
-		return broker.BrowseRequest{}, errorf(errBadRequest, "Query parameter value needs attribute: the attribute whose value it is.")
+		return model.BrowseRequest{}, errorf(errBadRequest, "Query parameter value needs attribute: the attribute whose value it is.")
 	}
 	return req, nil
 }
@@ -256,7 +256,7 @@ func browseQuery(c *call) (broker.BrowseRequest, error) {
 // browse answers a page of queue name's messages; keep, when not nil,
 // drops the messages it refuses (the page may then be short, and still
 // have a next page, as a filtered Browse's may).
-func (h *Handler) browse(c *call, name string, req broker.BrowseRequest, keep func(*broker.Message) bool) (*browsed, error) {
+func (h *Handler) browse(c *call, name string, req model.BrowseRequest, keep func(*model.Message) bool) (*browsed, error) {
 	page, err := h.broker.Browse(c.ctx, name, req)
 	if err != nil {
 		return nil, err

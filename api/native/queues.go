@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The queue routes: list, create, get, update, delete, purge, pause,
@@ -13,8 +14,8 @@ import (
 // sluiceAttributes are the Sluice queue attributes, answered with their
 // defaults when unset (broker.SluiceAttributeDefault).
 var sluiceAttributes = []string{
-	broker.AttrRetryPolicy, broker.AttrMaxDepth, broker.AttrLowPriorityMaxDepth,
-	broker.AttrPaused, broker.AttrDeliveryMode, broker.AttrDeadLetterWebhook,
+	model.AttrRetryPolicy, model.AttrMaxDepth, model.AttrLowPriorityMaxDepth,
+	model.AttrPaused, model.AttrDeliveryMode, model.AttrDeadLetterWebhook,
 }
 
 // queueView is a queue with its settings and stats.
@@ -59,7 +60,7 @@ type stats struct {
 }
 
 // arn is the ARN of queue name of account.
-func (h *Handler) arn(account, name string) string { return broker.ARN(h.cfg.Region, account, name) }
+func (h *Handler) arn(account, name string) string { return model.ARN(h.cfg.Region, account, name) }
 
 func (h *Handler) toStats(s broker.Stats) stats {
 	out := stats{
@@ -88,7 +89,7 @@ func (h *Handler) view(c *call, name string) (*queueView, error) {
 	attrs := q.Config.Attributes()
 	for _, a := range sluiceAttributes {
 		if _, ok := attrs[a]; !ok {
-			attrs[a] = broker.SluiceAttributeDefault(a)
+			attrs[a] = model.SluiceAttributeDefault(a)
 		}
 	}
 	v := &queueView{
@@ -139,7 +140,7 @@ func (h *Handler) listQueues(c *call) (any, error) {
 	}
 	for _, qu := range queues {
 		info, s, err := h.broker.Stats(c.ctx, qu.Name)
-		if errors.Is(err, broker.ErrQueueDoesNotExist) {
+		if errors.Is(err, model.ErrQueueDoesNotExist) {
 			continue // deleted since the list was read
 		}
 		if err != nil {
@@ -166,7 +167,7 @@ func (h *Handler) createQueue(c *call) (any, error) {
 		return nil, err
 	}
 	if in.Name == "" {
-		return nil, errorf(broker.ErrMissingParameter, "Field name is required.")
+		return nil, errorf(model.ErrMissingParameter, "Field name is required.")
 	}
 	c.queue = in.Name
 	if _, err := h.broker.CreateQueue(c.ctx, in.Name, in.Attributes, in.Tags); err != nil {
@@ -196,7 +197,7 @@ func (h *Handler) updateQueue(c *call) (any, error) {
 		return nil, err
 	}
 	if len(in.Attributes) == 0 {
-		return nil, errorf(broker.ErrMissingParameter, "Field attributes is required: the attributes to change.")
+		return nil, errorf(model.ErrMissingParameter, "Field attributes is required: the attributes to change.")
 	}
 	if err := h.broker.SetQueueAttributes(c.ctx, c.queue, in.Attributes); err != nil {
 		return nil, err
@@ -254,7 +255,7 @@ func (h *Handler) queueStats(c *call) (any, error) {
 
 // redriveOf returns a queue's RedrivePolicy (nil when none), for the
 // envelope's attempt limit.
-func (h *Handler) redriveOf(c *call, name string) (*broker.RedrivePolicy, error) {
+func (h *Handler) redriveOf(c *call, name string) (*model.RedrivePolicy, error) {
 	q, err := h.broker.GetQueue(c.ctx, name)
 	if err != nil {
 		return nil, err
@@ -270,7 +271,7 @@ func (h *Handler) deadLetterQueue(c *call) (string, error) {
 		return "", err
 	}
 	if r == nil {
-		return "", errorf(broker.ErrConflict, "Queue %s has no RedrivePolicy: it has no dead-letter queue.", c.queue)
+		return "", errorf(model.ErrConflict, "Queue %s has no RedrivePolicy: it has no dead-letter queue.", c.queue)
 	}
 	return r.DeadLetterQueue, nil
 }

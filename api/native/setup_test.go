@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
@@ -26,7 +27,7 @@ var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 type env struct {
 	t     *testing.T
 	b     *broker.Broker
-	clock *broker.FakeClock
+	clock *clocktest.FakeClock
 	h     *Handler
 	URL   string
 
@@ -37,7 +38,7 @@ type env struct {
 func setup(t *testing.T, mod ...func(*Config)) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	opts := broker.Options{Logger: log, Clock: clock, BackupDir: t.TempDir()}
 	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: opts})
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The message actions: SendMessage(Batch), ReceiveMessage, DeleteMessage(Batch),
@@ -32,15 +32,15 @@ func batchParam(entry string, i int, param string) string {
 
 // toSendEntry converts SendMessage's input (entry "") or entry i of a
 // SendMessageBatch (entry broker.SendBatchEntry).
-func (c *call) toSendEntry(e *sendEntry, entry string, i int) (broker.SendEntry, error) {
+func (c *call) toSendEntry(e *sendEntry, entry string, i int) (model.SendEntry, error) {
 	if e.MessageBody == nil {
-		return broker.SendEntry{}, missing(batchParam(entry, i, "MessageBody"))
+		return model.SendEntry{}, missing(batchParam(entry, i, "MessageBody"))
 	}
 	delay, err := seconds(e.DelaySeconds, "DelaySeconds")
 	if err != nil {
-		return broker.SendEntry{}, err
+		return model.SendEntry{}, err
 	}
-	return broker.SendEntry{
+	return model.SendEntry{
 		ID:               e.Id,
 		Body:             string(*e.MessageBody),
 		Delay:            delay,
@@ -54,11 +54,11 @@ func (c *call) toSendEntry(e *sendEntry, entry string, i int) (broker.SendEntry,
 
 // sendOutput is what a send answers: the MD5s of what was sent (attribute MD5s
 // omitted when there are none) and the new message id.
-func sendOutput(e broker.SendEntry, r broker.SendResult) sendMessageOutput {
+func sendOutput(e model.SendEntry, r model.SendResult) sendMessageOutput {
 	return sendMessageOutput{
-		MD5OfMessageBody:             broker.MD5OfBody(e.Body),
-		MD5OfMessageAttributes:       broker.MD5OfAttributes(e.Attributes),
-		MD5OfMessageSystemAttributes: broker.MD5OfAttributes(e.SystemAttributes),
+		MD5OfMessageBody:             MD5OfBody(e.Body),
+		MD5OfMessageAttributes:       MD5OfAttributes(e.Attributes),
+		MD5OfMessageSystemAttributes: MD5OfAttributes(e.SystemAttributes),
 		MessageId:                    r.MessageID,
 		SequenceNumber:               r.SequenceNumber,
 	}
@@ -74,7 +74,7 @@ func (h *Handler) sendMessage(c *call, in *sendMessageInput) (any, error) {
 		return nil, err
 	}
 	e.ID = "" // a plain send, whatever Id the client added: the broker treats an entry with an id as a batch
-	rs, err := h.broker.Send(c.ctx, name, []broker.SendEntry{e})
+	rs, err := h.broker.Send(c.ctx, name, []model.SendEntry{e})
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +103,12 @@ func (h *Handler) sendMessageBatch(c *call, in *sendMessageBatchInput) (any, err
 	for i, e := range in.Entries {
 		ids[i] = e.Id
 	}
-	if err := broker.ValidateBatchIDs(broker.SendBatchEntry, ids); err != nil {
+	if err := model.ValidateBatchIDs(model.SendBatchEntry, ids); err != nil {
 		return nil, err
 	}
-	entries := make([]broker.SendEntry, len(in.Entries))
+	entries := make([]model.SendEntry, len(in.Entries))
 	for i := range in.Entries {
-		if entries[i], err = c.toSendEntry(&in.Entries[i], broker.SendBatchEntry, i); err != nil {
+		if entries[i], err = c.toSendEntry(&in.Entries[i], model.SendBatchEntry, i); err != nil {
 			return nil, err
 		}
 	}
@@ -156,8 +156,8 @@ func wantedSystemAttributes(lists ...[]string) map[string]bool {
 
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-func (h *Handler) toMessage(d broker.Delivery, owner string, want map[string]bool, attrNames []string) message {
-	m := message{MessageId: d.ID, ReceiptHandle: d.Receipt, MD5OfBody: broker.MD5OfBody(d.Body), Body: d.Body}
+func (h *Handler) toMessage(d model.Delivery, owner string, want map[string]bool, attrNames []string) message {
+	m := message{MessageId: d.ID, ReceiptHandle: d.Receipt, MD5OfBody: MD5OfBody(d.Body), Body: d.Body}
 	// Each value is formatted, and the map made, only when it is wanted.
 	var sys map[string]string
 	set := func(name, value string) {
@@ -198,9 +198,9 @@ func (h *Handler) toMessage(d broker.Delivery, owner string, want map[string]boo
 	}
 	m.Attributes = sys
 	// MD5OfMessageAttributes covers only the attributes returned.
-	attrs := broker.FilterAttributes(d.Attributes, attrNames)
+	attrs := model.FilterAttributes(d.Attributes, attrNames)
 	m.MessageAttributes = fromBroker(attrs)
-	m.MD5OfMessageAttributes = broker.MD5OfAttributes(attrs)
+	m.MD5OfMessageAttributes = MD5OfAttributes(attrs)
 	return m
 }
 
@@ -209,12 +209,12 @@ func (h *Handler) receiveMessage(c *call, in *receiveMessageInput) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	req := broker.ReceiveRequest{Queue: name, AttemptID: in.ReceiveRequestAttemptId}
+	req := model.ReceiveRequest{Queue: name, AttemptID: in.ReceiveRequestAttemptId}
 	max, ok, err := in.MaxNumberOfMessages.get("MaxNumberOfMessages")
 	if err != nil {
 		return nil, err
 	}
-	if ok && (max < 1 || max > broker.MaxReceiveMessages) {
+	if ok && (max < 1 || max > model.MaxReceiveMessages) {
 		return nil, invalidValue(max, "MaxNumberOfMessages", "Must be between 1 and 10, if provided.")
 	}
 	req.MaxMessages = int(max)
@@ -226,7 +226,7 @@ func (h *Handler) receiveMessage(c *call, in *receiveMessageInput) (any, error) 
 	}
 	out := &receiveMessageOutput{}
 	ds, err := h.cfg.Gate.Receive(c.ctx, h.broker, req, func(n int) error {
-		return broker.Errorf(broker.ErrThrottled, "Too many receives are waiting (%d); retry later.", n)
+		return model.Errorf(model.ErrThrottled, "Too many receives are waiting (%d); retry later.", n)
 	})
 	if err != nil {
 		return nil, err
@@ -256,7 +256,7 @@ func (h *Handler) deleteMessage(c *call, in *deleteMessageInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	errs, err := h.broker.Delete(c.ctx, name, []broker.DeleteEntry{{Receipt: rh}})
+	errs, err := h.broker.Delete(c.ctx, name, []model.DeleteEntry{{Receipt: rh}})
 	return nil, single(errs, err)
 }
 
@@ -277,16 +277,16 @@ func (h *Handler) deleteMessageBatch(c *call, in *deleteMessageBatchInput) (any,
 		return nil, err
 	}
 	ids := make([]string, len(in.Entries))
-	entries := make([]broker.DeleteEntry, len(in.Entries))
+	entries := make([]model.DeleteEntry, len(in.Entries))
 	for i, e := range in.Entries {
 		ids[i] = e.Id
-		entries[i] = broker.DeleteEntry{ID: e.Id}
+		entries[i] = model.DeleteEntry{ID: e.Id}
 	}
-	if err := broker.ValidateBatchIDs(broker.DeleteBatchEntry, ids); err != nil {
+	if err := model.ValidateBatchIDs(model.DeleteBatchEntry, ids); err != nil {
 		return nil, err
 	}
 	for i, e := range in.Entries {
-		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, broker.DeleteBatchEntry, i); err != nil {
+		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, model.DeleteBatchEntry, i); err != nil {
 			return nil, err
 		}
 	}
@@ -334,7 +334,7 @@ func (h *Handler) changeVisibility(c *call, in *changeVisibilityInput) (any, err
 	if err != nil {
 		return nil, err
 	}
-	errs, err := h.broker.ChangeVisibility(c.ctx, name, []broker.VisibilityEntry{{Receipt: rh, Timeout: *d}})
+	errs, err := h.broker.ChangeVisibility(c.ctx, name, []model.VisibilityEntry{{Receipt: rh, Timeout: *d}})
 	return nil, single(errs, err)
 }
 
@@ -347,13 +347,13 @@ func (h *Handler) changeVisibilityBatch(c *call, in *changeVisibilityBatchInput)
 	for i, e := range in.Entries {
 		ids[i] = e.Id
 	}
-	if err := broker.ValidateBatchIDs(broker.VisibilityBatchEntry, ids); err != nil {
+	if err := model.ValidateBatchIDs(model.VisibilityBatchEntry, ids); err != nil {
 		return nil, err
 	}
-	entries := make([]broker.VisibilityEntry, len(in.Entries))
+	entries := make([]model.VisibilityEntry, len(in.Entries))
 	for i, e := range in.Entries {
 		entries[i].ID = e.Id
-		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, broker.VisibilityBatchEntry, i); err != nil {
+		if entries[i].Receipt, err = receiptOf(e.ReceiptHandle, model.VisibilityBatchEntry, i); err != nil {
 			return nil, err
 		}
 		// An absent timeout is 0: aws-sdk-go-v2 omits a zero VisibilityTimeout in batch entries.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The queue actions: CreateQueue, GetQueueUrl, ListQueues, DeleteQueue,
@@ -30,7 +31,7 @@ func (h *Handler) getQueueURL(c *call, in *getQueueURLInput) (any, error) {
 	if a := in.QueueOwnerAWSAccountId; a != "" {
 		c.owner, c.ctx = a, broker.WithQueueOwner(c.ctx, a)
 	}
-	q, err := h.broker.GetQueueFor(c.ctx, broker.ActionGetQueueURL, in.QueueName)
+	q, err := h.broker.GetQueueFor(c.ctx, model.ActionGetQueueURL, in.QueueName)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func encodeListToken(after string) string {
 func decodeListToken(tok string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(tok)
 	after, ok := strings.CutPrefix(string(b), listTokenPrefix)
-	if err != nil || !ok || broker.ValidateQueueName(after) != nil {
+	if err != nil || !ok || model.ValidateQueueName(after) != nil {
 		return "", invalidValue(tok, "NextToken", "Invalid NextToken value.")
 	}
 	return after, nil
@@ -118,8 +119,8 @@ func (h *Handler) getQueueAttributes(c *call, in *getQueueAttributesInput) (any,
 	}
 	all := false
 	for _, n := range in.AttributeNames {
-		if !broker.IsQueueAttributeName(n) {
-			return nil, broker.Errorf(broker.ErrInvalidAttributeName, "Unknown Attribute %s.", n)
+		if !model.IsQueueAttributeName(n) {
+			return nil, model.Errorf(model.ErrInvalidAttributeName, "Unknown Attribute %s.", n)
 		}
 		all = all || n == "All"
 	}
@@ -131,7 +132,7 @@ func (h *Handler) getQueueAttributes(c *call, in *getQueueAttributesInput) (any,
 	if len(in.AttributeNames) == 0 {
 		return out, nil
 	}
-	attrs := broker.QueueAttributes(info, h.arn(h.broker.OwnerAccount(info.Queue), info.Name))
+	attrs := model.QueueAttributes(info, h.arn(h.broker.OwnerAccount(info.Queue), info.Name))
 	out.Attributes = stringMap{}
 	if all {
 		out.Attributes = attrs
@@ -139,10 +140,10 @@ func (h *Handler) getQueueAttributes(c *call, in *getQueueAttributesInput) (any,
 	for _, n := range in.AttributeNames {
 		if v, ok := attrs[n]; ok {
 			out.Attributes[n] = v
-		} else if broker.IsSluiceAttribute(n) {
+		} else if model.IsSluiceAttribute(n) {
 			// Asked for by name (with All or not), an unset Sluice setting
 			// reads as its default; All alone includes only the set ones.
-			out.Attributes[n] = broker.SluiceAttributeDefault(n)
+			out.Attributes[n] = model.SluiceAttributeDefault(n)
 		}
 	}
 	return out, nil

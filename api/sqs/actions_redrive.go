@@ -3,7 +3,7 @@ package sqs
 import (
 	"strings"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The redrive actions: ListDeadLetterSourceQueues, and the message move
@@ -128,7 +128,7 @@ func (h *Handler) listDeadLetterSourceQueues(c *call, in *listDeadLetterSourceQu
 // names, or false, and names the ARN's account as the queue's owner
 // (setOwner; the broker decides whether the caller may act on it).
 func (h *Handler) queueOfARN(c *call, arn string) (string, bool) {
-	name, ok := broker.QueueNameFromARN(arn)
+	name, ok := model.QueueNameFromARN(arn)
 	if !ok {
 		return "", false
 	}
@@ -148,27 +148,27 @@ func (h *Handler) startMoveTask(c *call, in *startMoveTaskInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if given && (rate < 1 || rate > broker.MaxMoveRate) {
+	if given && (rate < 1 || rate > model.MaxMoveRate) {
 		return nil, invalidValue(rate, "MaxNumberOfMessagesPerSecond", "must be between 1 and 500, if provided.")
 	}
-	req := broker.MoveTaskRequest{MaxPerSecond: int(rate)}
+	req := model.MoveTaskRequest{MaxPerSecond: int(rate)}
 	var ok bool
 	if req.Source, ok = h.queueOfARN(c, in.SourceArn); !ok {
-		return nil, broker.MoveSourceNotFoundError()
+		return nil, model.MoveSourceNotFoundError()
 	}
 	c.queue = req.Source
 	if in.DestinationArn != "" {
 		// The destination is a queue of the source's account.
-		req.Destination, ok = broker.QueueNameFromARN(in.DestinationArn)
+		req.Destination, ok = model.QueueNameFromARN(in.DestinationArn)
 		if !ok || h.arn(h.ownerOf(c), req.Destination) != in.DestinationArn {
-			return nil, broker.MoveDestinationNotFoundError()
+			return nil, model.MoveDestinationNotFoundError()
 		}
 	}
 	task, err := h.broker.StartMoveTask(c.ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return &startMoveTaskOutput{TaskHandle: broker.EncodeTaskHandle(task.ID, h.arn(h.ownerOf(c), task.Source))}, nil
+	return &startMoveTaskOutput{TaskHandle: model.EncodeTaskHandle(task.ID, h.arn(h.ownerOf(c), task.Source))}, nil
 }
 
 func (h *Handler) listMoveTasks(c *call, in *listMoveTasksInput) (any, error) {
@@ -180,14 +180,14 @@ func (h *Handler) listMoveTasks(c *call, in *listMoveTasksInput) (any, error) {
 		return nil, err
 	}
 	if !given {
-		limit = broker.DefaultListMoveTasks
+		limit = model.DefaultListMoveTasks
 	}
-	if limit < 1 || limit > broker.MaxListMoveTasks {
+	if limit < 1 || limit > model.MaxListMoveTasks {
 		return nil, invalidValue(limit, "MaxResults", "must be between 1 and 10, if provided.")
 	}
 	source, ok := h.queueOfARN(c, in.SourceArn)
 	if !ok {
-		return nil, broker.MoveSourceNotFoundError()
+		return nil, model.MoveSourceNotFoundError()
 	}
 	c.queue = source
 	owner := h.ownerOf(c)
@@ -202,8 +202,8 @@ func (h *Handler) listMoveTasks(c *call, in *listMoveTasksInput) (any, error) {
 			ApproximateNumberOfMessagesMoved: t.Moved, ApproximateNumberOfMessagesToMove: t.ToMove,
 			FailureReason: t.FailureReason, StartedTimestamp: t.StartedAt.UnixMilli(),
 		}
-		if t.Status == broker.MoveTaskRunning {
-			e.TaskHandle = broker.EncodeTaskHandle(t.ID, h.arn(owner, t.Source))
+		if t.Status == model.MoveTaskRunning {
+			e.TaskHandle = model.EncodeTaskHandle(t.ID, h.arn(owner, t.Source))
 		}
 		if t.Destination != "" {
 			e.DestinationArn = h.arn(owner, t.Destination)
@@ -221,13 +221,13 @@ func (h *Handler) cancelMoveTask(c *call, in *cancelMoveTaskInput) (any, error) 
 	if in.TaskHandle == "" {
 		return nil, missing("TaskHandle")
 	}
-	id, sourceARN, err := broker.DecodeTaskHandle(in.TaskHandle)
+	id, sourceARN, err := model.DecodeTaskHandle(in.TaskHandle)
 	if err != nil {
 		return nil, err
 	}
 	source, ok := h.queueOfARN(c, sourceARN)
 	if !ok {
-		return nil, broker.MoveSourceNotFoundError()
+		return nil, model.MoveSourceNotFoundError()
 	}
 	task, err := h.broker.CancelMoveTask(c.ctx, source, id)
 	if err != nil {

@@ -3,7 +3,7 @@ package sqs
 import (
 	"encoding/xml"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The tag and permission actions: TagQueue, UntagQueue, ListQueueTags,
@@ -100,7 +100,7 @@ func (h *Handler) listQueueTags(c *call, in *queueRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := h.broker.GetQueueFor(c.ctx, broker.ActionListQueueTags, name)
+	q, err := h.broker.GetQueueFor(c.ctx, model.ActionListQueueTags, name)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (h *Handler) addPermission(c *call, in *addPermissionInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, h.broker.AddPermission(c.ctx, name, broker.Permission{
+	return nil, h.broker.AddPermission(c.ctx, name, model.Permission{
 		Label: in.Label, AccountIDs: in.AWSAccountIds, Actions: in.Actions, Resource: h.arn(h.ownerOf(c), name),
 	})
 }

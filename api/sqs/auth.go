@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // What the server's authentication (package auth, before any handler) needs
@@ -17,7 +17,7 @@ import (
 // authentication errors (broker.ErrMissingAuthenticationToken, …), which
 // it raises before the request reaches a Handler.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	c := &call{ctx: r.Context(), r: r, requestID: broker.NewMessageID(), proto: protoQuery}
+	c := &call{ctx: r.Context(), r: r, requestID: model.NewMessageID(), proto: protoQuery}
 	c.sw.ResponseWriter = w
 	c.w = &c.sw
 	if r.Header.Get("X-Amz-Target") != "" && !isForm(r) {

@@ -13,7 +13,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Behaviours real SQS clients tripped on, each checked in both protocols:
@@ -159,7 +159,7 @@ func TestOneEntryBatchTooLong(t *testing.T) {
 	url := e.queue("onebig", nil)
 	path := strings.TrimPrefix(url, e.URL)
 	ctx := context.Background()
-	big := strings.Repeat("x", broker.MaxBatchBytes+1)
+	big := strings.Repeat("x", model.MaxBatchBytes+1)
 
 	// JSON (aws-sdk-go-v2).
 	_, err := e.client.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: &url, Entries: []types.SendMessageBatchRequestEntry{

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/api/apicommon"
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The JSON decoder's own rules: message contents are never changed on the
@@ -131,26 +131,26 @@ func decodeJSON(body []byte, in any) error {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return broker.Errorf(broker.ErrInvalidParameterValue, "The request body is not valid JSON: %v (at byte %d).", se, se.Offset)
+		return model.Errorf(model.ErrInvalidParameterValue, "The request body is not valid JSON: %v (at byte %d).", se, se.Offset)
 	}
-	return broker.Errorf(broker.ErrInvalidParameterValue, "The request body is not valid JSON for this action: %v", err)
+	return model.Errorf(model.ErrInvalidParameterValue, "The request body is not valid JSON for this action: %v", err)
 }
 
 // wrongType is the SerializationException of a JSON value of the wrong type.
 func wrongType(root reflect.Type, te *json.UnmarshalTypeError) error {
 	got := jsonKind(te.Value)
 	if te.Field == "" {
-		return broker.Errorf(errSerialization, "The request body must be a JSON object, not %s.", got)
+		return model.Errorf(errSerialization, "The request body must be a JSON object, not %s.", got)
 	}
 	path, field := memberPath(root, te.Field)
 	want := typeName(te.Type)
 	switch {
 	case field != nil && field.Kind() == reflect.Map && field.Elem() == te.Type:
-		return broker.Errorf(errSerialization, "Each value of parameter %s must be %s, not %s.", path, want, got)
+		return model.Errorf(errSerialization, "Each value of parameter %s must be %s, not %s.", path, want, got)
 	case field != nil && field.Kind() == reflect.Slice && field.Elem() == te.Type:
-		return broker.Errorf(errSerialization, "Each member of parameter %s must be %s, not %s.", path, want, got)
+		return model.Errorf(errSerialization, "Each member of parameter %s must be %s, not %s.", path, want, got)
 	}
-	return broker.Errorf(errSerialization, "Parameter %s must be %s, not %s.", path, want, got)
+	return model.Errorf(errSerialization, "Parameter %s must be %s, not %s.", path, want, got)
 }
 
 // memberPath turns the Go field path of an UnmarshalTypeError

@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sluicemq/sluice/api/apicommon"
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Errors the API itself raises (not the broker). They take part in the one
@@ -52,51 +52,51 @@ var errorTable = []struct {
 	err  error
 	kind errorKind
 }{
-	{broker.ErrQueueDoesNotExist, errorKind{modeled + "QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue", 400,
+	{model.ErrQueueDoesNotExist, errorKind{modeled + "QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue", 400,
 		"The specified queue does not exist for this wsdl version."}},
-	{broker.ErrQueueExists, errorKind{modeled + "QueueNameExists", "QueueAlreadyExists", 400, ""}},
-	{broker.ErrQueueDeletedRecently, errorKind{modeled + "QueueDeletedRecently", "AWS.SimpleQueueService.QueueDeletedRecently", 400, ""}},
-	{broker.ErrPurgeInProgress, errorKind{modeled + "PurgeQueueInProgress", "AWS.SimpleQueueService.PurgeQueueInProgress", 403, ""}},
-	{broker.ErrOverLimit, errorKind{modeled + "OverLimit", "OverLimit", 403, ""}},
-	{broker.ErrReceiptHandleInvalid, errorKind{modeled + "ReceiptHandleIsInvalid", "ReceiptHandleIsInvalid", 404, ""}},
-	{broker.ErrMessageNotInflight, errorKind{modeled + "MessageNotInflight", "AWS.SimpleQueueService.MessageNotInflight", 400, ""}},
-	{broker.ErrInvalidParameterValue, errorKind{common + "InvalidParameterValueException", "InvalidParameterValue", 400, ""}},
-	{broker.ErrMissingParameter, errorKind{common + "MissingRequiredParameterException", "MissingParameter", 400, ""}},
-	{broker.ErrInvalidAttributeName, errorKind{modeled + "InvalidAttributeName", "InvalidAttributeName", 400, ""}},
-	{broker.ErrInvalidAttributeValue, errorKind{modeled + "InvalidAttributeValue", "InvalidAttributeValue", 400, ""}},
-	{broker.ErrInvalidMessageContents, errorKind{modeled + "InvalidMessageContents", "InvalidMessageContents", 400, ""}},
-	{broker.ErrEmptyBatch, errorKind{modeled + "EmptyBatchRequest", "AWS.SimpleQueueService.EmptyBatchRequest", 400, ""}},
-	{broker.ErrTooManyEntries, errorKind{modeled + "TooManyEntriesInBatchRequest", "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", 400, ""}},
-	{broker.ErrBatchIDsNotDistinct, errorKind{modeled + "BatchEntryIdsNotDistinct", "AWS.SimpleQueueService.BatchEntryIdsNotDistinct", 400, ""}},
-	{broker.ErrInvalidBatchEntryID, errorKind{modeled + "InvalidBatchEntryId", "AWS.SimpleQueueService.InvalidBatchEntryId", 400, ""}},
-	{broker.ErrBatchRequestTooLong, errorKind{modeled + "BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", 400, ""}},
-	{broker.ErrUnsupportedOperation, errorKind{modeled + "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", 400, ""}},
-	{broker.ErrInvalidRequest, errorKind{common + "InvalidParameterValueException", "InvalidParameterValue", 400, ""}},
-	{broker.ErrConflict, errorKind{common + "InvalidParameterValueException", "InvalidParameterValue", 400, ""}},
-	{broker.ErrResourceNotFound, errorKind{modeled + "ResourceNotFoundException", "ResourceNotFoundException", 404, ""}},
+	{model.ErrQueueExists, errorKind{modeled + "QueueNameExists", "QueueAlreadyExists", 400, ""}},
+	{model.ErrQueueDeletedRecently, errorKind{modeled + "QueueDeletedRecently", "AWS.SimpleQueueService.QueueDeletedRecently", 400, ""}},
+	{model.ErrPurgeInProgress, errorKind{modeled + "PurgeQueueInProgress", "AWS.SimpleQueueService.PurgeQueueInProgress", 403, ""}},
+	{model.ErrOverLimit, errorKind{modeled + "OverLimit", "OverLimit", 403, ""}},
+	{model.ErrReceiptHandleInvalid, errorKind{modeled + "ReceiptHandleIsInvalid", "ReceiptHandleIsInvalid", 404, ""}},
+	{model.ErrMessageNotInflight, errorKind{modeled + "MessageNotInflight", "AWS.SimpleQueueService.MessageNotInflight", 400, ""}},
+	{model.ErrInvalidParameterValue, errorKind{common + "InvalidParameterValueException", "InvalidParameterValue", 400, ""}},
+	{model.ErrMissingParameter, errorKind{common + "MissingRequiredParameterException", "MissingParameter", 400, ""}},
+	{model.ErrInvalidAttributeName, errorKind{modeled + "InvalidAttributeName", "InvalidAttributeName", 400, ""}},
+	{model.ErrInvalidAttributeValue, errorKind{modeled + "InvalidAttributeValue", "InvalidAttributeValue", 400, ""}},
+	{model.ErrInvalidMessageContents, errorKind{modeled + "InvalidMessageContents", "InvalidMessageContents", 400, ""}},
+	{model.ErrEmptyBatch, errorKind{modeled + "EmptyBatchRequest", "AWS.SimpleQueueService.EmptyBatchRequest", 400, ""}},
+	{model.ErrTooManyEntries, errorKind{modeled + "TooManyEntriesInBatchRequest", "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", 400, ""}},
+	{model.ErrBatchIDsNotDistinct, errorKind{modeled + "BatchEntryIdsNotDistinct", "AWS.SimpleQueueService.BatchEntryIdsNotDistinct", 400, ""}},
+	{model.ErrInvalidBatchEntryID, errorKind{modeled + "InvalidBatchEntryId", "AWS.SimpleQueueService.InvalidBatchEntryId", 400, ""}},
+	{model.ErrBatchRequestTooLong, errorKind{modeled + "BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", 400, ""}},
+	{model.ErrUnsupportedOperation, errorKind{modeled + "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", 400, ""}},
+	{model.ErrInvalidRequest, errorKind{common + "InvalidParameterValueException", "InvalidParameterValue", 400, ""}},
+	{model.ErrConflict, errorKind{common + "InvalidParameterValueException", "InvalidParameterValue", 400, ""}},
+	{model.ErrResourceNotFound, errorKind{modeled + "ResourceNotFoundException", "ResourceNotFoundException", 404, ""}},
 	// RequestThrottled is in the SDKs' list of retryable throttle codes, so
 	// clients back off and retry (also used when the waiting-receive cap is hit).
-	{broker.ErrThrottled, errorKind{modeled + "RequestThrottled", "RequestThrottled", 403, ""}},
+	{model.ErrThrottled, errorKind{modeled + "RequestThrottled", "RequestThrottled", 403, ""}},
 	// 503 is retried by every SDK: a shutting-down broker sends clients elsewhere or later.
-	{broker.ErrClosed, errorKind{common + "ServiceUnavailableException", "ServiceUnavailable", 503, ""}},
+	{model.ErrClosed, errorKind{common + "ServiceUnavailableException", "ServiceUnavailable", 503, ""}},
 	// Authentication (package auth, checked by the server before the
 	// handler): AWS's common errors, with the query code in
 	// x-amzn-query-error, which the SDKs read.
-	{broker.ErrMissingAuthenticationToken, errorKind{common + "MissingAuthenticationTokenException", "MissingAuthenticationToken", 403, ""}},
-	{broker.ErrIncompleteSignature, errorKind{common + "IncompleteSignatureException", "IncompleteSignature", 400, ""}},
-	{broker.ErrInvalidClientTokenID, errorKind{common + "UnrecognizedClientException", "InvalidClientTokenId", 403, ""}},
-	{broker.ErrSignatureDoesNotMatch, errorKind{common + "InvalidSignatureException", "SignatureDoesNotMatch", 403, ""}},
-	{broker.ErrRequestExpired, errorKind{common + "InvalidSignatureException", "RequestExpired", 400, ""}},
+	{model.ErrMissingAuthenticationToken, errorKind{common + "MissingAuthenticationTokenException", "MissingAuthenticationToken", 403, ""}},
+	{model.ErrIncompleteSignature, errorKind{common + "IncompleteSignatureException", "IncompleteSignature", 400, ""}},
+	{model.ErrInvalidClientTokenID, errorKind{common + "UnrecognizedClientException", "InvalidClientTokenId", 403, ""}},
+	{model.ErrSignatureDoesNotMatch, errorKind{common + "InvalidSignatureException", "SignatureDoesNotMatch", 403, ""}},
+	{model.ErrRequestExpired, errorKind{common + "InvalidSignatureException", "RequestExpired", 400, ""}},
 	// The server's guard (a browser's cross-site request, a Host not
 	// answered to): SDKs do not retry AccessDenied.
 	{apicommon.ErrRefused, errorKind{common + "AccessDeniedException", "AccessDenied", 403, ""}},
 	// Another account's queue that its Policy does not open to the caller.
-	{broker.ErrAccessDenied, errorKind{common + "AccessDeniedException", "AccessDenied", 403, ""}},
+	{model.ErrAccessDenied, errorKind{common + "AccessDeniedException", "AccessDenied", 403, ""}},
 	// A full disk refuses sends with the same retryable 503.
-	{broker.ErrStoreFull, errorKind{common + "ServiceUnavailableException", "ServiceUnavailable", 503, ""}},
+	{model.ErrStoreFull, errorKind{common + "ServiceUnavailableException", "ServiceUnavailable", 503, ""}},
 	// The store is unreachable (a PostgreSQL restart or outage): the same
 	// retryable 503, at once rather than after a timeout.
-	{broker.ErrUnavailable, errorKind{common + "ServiceUnavailableException", "ServiceUnavailable", 503, ""}},
+	{model.ErrUnavailable, errorKind{common + "ServiceUnavailableException", "ServiceUnavailable", 503, ""}},
 	{errInvalidAction, errorKind{common + "InvalidActionException", "InvalidAction", 400, ""}},
 	{errUnknownOperation, errorKind{common + "UnknownOperationException", "UnknownOperationException", 400, ""}},
 	{errTooLarge, errorKind{common + "RequestEntityTooLargeException", "RequestEntityTooLarge", 413, ""}},
@@ -116,10 +116,10 @@ func kindOf(err error) errorKind {
 
 // wireMessage is the user-facing text of err (internal errors are not shown).
 func wireMessage(err error, k errorKind) string {
-	if k.status >= 500 && !errors.Is(err, broker.ErrClosed) && !errors.Is(err, broker.ErrStoreFull) && !errors.Is(err, broker.ErrUnavailable) {
+	if k.status >= 500 && !errors.Is(err, model.ErrClosed) && !errors.Is(err, model.ErrStoreFull) && !errors.Is(err, model.ErrUnavailable) {
 		return "We encountered an internal error. Please try again."
 	}
-	return broker.ErrorMessage(err)
+	return model.ErrorMessage(err)
 }
 
 // normalize maps context errors (the client went away, the broker is
@@ -128,19 +128,19 @@ func normalize(err error) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return broker.Errorf(errTooLarge, "Request body is larger than %d bytes.", mbe.Limit)
+		return model.Errorf(errTooLarge, "Request body is larger than %d bytes.", mbe.Limit)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return broker.Errorf(broker.ErrClosed, "The request was cancelled.")
+		return model.Errorf(model.ErrClosed, "The request was cancelled.")
 	}
 	return err
 }
 
 // missing is the MissingParameter error for a required parameter.
 func missing(param string) error {
-	return broker.Errorf(broker.ErrMissingParameter, "The request must contain the parameter %s.", param)
+	return model.Errorf(model.ErrMissingParameter, "The request must contain the parameter %s.", param)
 }
 
 // invalidValue is the InvalidParameterValue error for a parameter.
 func invalidValue(value any, param, reason string) error {
-	return broker.Errorf(broker.ErrInvalidParameterValue, "Value %v for parameter %s is invalid. Reason: %s", value, param, reason)
+	return model.Errorf(model.ErrInvalidParameterValue, "Value %v for parameter %s is invalid. Reason: %s", value, param, reason)
 }

@@ -14,59 +14,61 @@ import (
 
 	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // stubBackend answers every call at once with canned results, so that the
 // fuzz targets run whole actions (decode, validate, encode) without a store.
 type stubBackend struct{}
 
-func (stubBackend) CreateQueue(_ context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
-	return broker.Queue{Name: spec.Name, Config: spec.Config}, true, nil
+func (stubBackend) CreateQueue(_ context.Context, spec storage.QueueSpec) (model.Queue, bool, error) {
+	return model.Queue{Name: spec.Name, Config: spec.Config}, true, nil
 }
-func (stubBackend) GetQueue(_ context.Context, q broker.QueueRef) (broker.QueueInfo, error) {
-	return broker.QueueInfo{Queue: broker.Queue{Name: q.Name, Config: broker.DefaultQueueConfig(false)}}, nil
+func (stubBackend) GetQueue(_ context.Context, q model.QueueRef) (model.QueueInfo, error) {
+	return model.QueueInfo{Queue: model.Queue{Name: q.Name, Config: model.DefaultQueueConfig(false)}}, nil
 }
-func (stubBackend) ListQueues(context.Context, string, string, string, int) ([]broker.Queue, error) {
-	return []broker.Queue{{Name: "a"}, {Name: "b"}}, nil
+func (stubBackend) ListQueues(context.Context, string, string, string, int) ([]model.Queue, error) {
+	return []model.Queue{{Name: "a"}, {Name: "b"}}, nil
 }
-func (stubBackend) UpdateQueue(_ context.Context, q broker.QueueRef, edit func(*broker.QueueUpdate) error) error {
-	return edit(&broker.QueueUpdate{Queue: q, Config: broker.DefaultQueueConfig(false)})
+func (stubBackend) UpdateQueue(_ context.Context, q model.QueueRef, edit func(*storage.QueueUpdate) error) error {
+	return edit(&storage.QueueUpdate{Queue: q, Config: model.DefaultQueueConfig(false)})
 }
-func (stubBackend) DeleteQueue(context.Context, broker.QueueRef) error { return nil }
-func (stubBackend) PurgeQueue(context.Context, broker.QueueRef, func(time.Time, time.Time) error) error {
-	return broker.ErrPurgeInProgress
+func (stubBackend) DeleteQueue(context.Context, model.QueueRef) error { return nil }
+func (stubBackend) PurgeQueue(context.Context, model.QueueRef, func(time.Time, time.Time) error) error {
+	return model.ErrPurgeInProgress
 }
-func (stubBackend) Send(_ context.Context, _ broker.QueueRef, es []broker.SendEntry) ([]broker.SendResult, error) {
-	rs := make([]broker.SendResult, len(es))
+func (stubBackend) Send(_ context.Context, _ model.QueueRef, es []model.SendEntry) ([]model.SendResult, error) {
+	rs := make([]model.SendResult, len(es))
 	for i, e := range es {
-		rs[i] = broker.SendResult{ID: e.ID, MessageID: "m"}
+		rs[i] = model.SendResult{ID: e.ID, MessageID: "m"}
 		if i%2 == 1 {
-			rs[i].Err = broker.Errorf(broker.ErrInvalidMessageContents, "bad")
+			rs[i].Err = model.Errorf(model.ErrInvalidMessageContents, "bad")
 		}
 	}
 	return rs, nil
 }
-func (stubBackend) Receive(context.Context, broker.ReceiveRequest) ([]broker.Delivery, error) {
-	return []broker.Delivery{{Receipt: "r", Message: broker.Message{ID: "m", Body: "b\r", SentAt: time.Unix(1, 0),
-		Attributes: map[string]broker.MessageAttribute{"a": {DataType: "Binary", BinaryValue: []byte{1}}}}}}, nil
+func (stubBackend) Receive(context.Context, model.ReceiveRequest) ([]model.Delivery, error) {
+	return []model.Delivery{{Receipt: "r", Message: model.Message{ID: "m", Body: "b\r", SentAt: time.Unix(1, 0),
+		Attributes: map[string]model.MessageAttribute{"a": {DataType: "Binary", BinaryValue: []byte{1}}}}}}, nil
 }
-func (stubBackend) Delete(_ context.Context, _ broker.QueueRef, rs []broker.Receipt) ([]broker.LeaseOutcome, error) {
-	return make([]broker.LeaseOutcome, len(rs)), nil
+func (stubBackend) Delete(_ context.Context, _ model.QueueRef, rs []model.Receipt) ([]model.LeaseOutcome, error) {
+	return make([]model.LeaseOutcome, len(rs)), nil
 }
-func (stubBackend) ChangeVisibility(_ context.Context, _ broker.QueueRef, cs []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
-	return make([]broker.LeaseOutcome, len(cs)), nil
+func (stubBackend) ChangeVisibility(_ context.Context, _ model.QueueRef, cs []model.VisibilityChange) ([]model.LeaseOutcome, error) {
+	return make([]model.LeaseOutcome, len(cs)), nil
 }
-func (stubBackend) Browse(context.Context, broker.QueueRef, broker.BrowseRequest) (broker.BrowsePage, error) {
-	return broker.BrowsePage{}, nil
+func (stubBackend) Browse(context.Context, model.QueueRef, model.BrowseRequest) (model.BrowsePage, error) {
+	return model.BrowsePage{}, nil
 }
-func (stubBackend) DeleteMessages(_ context.Context, _ broker.QueueRef, ids []string) ([]bool, error) {
+func (stubBackend) DeleteMessages(_ context.Context, _ model.QueueRef, ids []string) ([]bool, error) {
 	return make([]bool, len(ids)), nil
 }
-func (stubBackend) Receipts() *broker.ReceiptCodec { return stubReceipts }
-func (stubBackend) Close() error                   { return nil }
+func (stubBackend) Receipts() *model.ReceiptCodec { return stubReceipts }
+func (stubBackend) Close() error                  { return nil }
 
 // stubReceipts signs the stubs' receipt handles with a fixed key.
-var stubReceipts, _ = broker.NewReceiptCodec(make([]byte, broker.ReceiptKeySize))
+var stubReceipts, _ = model.NewReceiptCodec(make([]byte, model.ReceiptKeySize))
 
 var fuzzHandler = func() *Handler {
 	b, err := broker.New(stubBackend{}, broker.Options{})

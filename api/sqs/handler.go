@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Config configures a Handler (apicommon.Config: the account, region,
@@ -118,7 +119,7 @@ func (h *Handler) logRequest(c *call, start time.Time) {
 // ServeHTTP dispatches on X-Amz-Target (JSON) or Action (query).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	c := &call{ctx: r.Context(), r: r, requestID: broker.NewMessageID()}
+	c := &call{ctx: r.Context(), r: r, requestID: model.NewMessageID()}
 	c.sw.ResponseWriter = w
 	c.w = &c.sw
 	defer h.logRequest(c, start)
@@ -156,7 +157,7 @@ func (h *Handler) readBody(c *call) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, normalize(err)
 		}
-		return nil, broker.Errorf(broker.ErrInvalidParameterValue, "Could not read the request body: %v", err)
+		return nil, model.Errorf(model.ErrInvalidParameterValue, "Could not read the request body: %v", err)
 	}
 	return body, nil
 }
@@ -276,7 +277,7 @@ func (c *call) queueName(ref queueRef) (string, error) {
 			c.queue = name
 		}
 		if !ok {
-			return "", broker.Errorf(broker.ErrQueueDoesNotExist, "The specified queue does not exist.")
+			return "", model.Errorf(model.ErrQueueDoesNotExist, "The specified queue does not exist.")
 		}
 		c.setOwner(account)
 		return name, nil
@@ -322,7 +323,7 @@ func (h *Handler) queueURL(c *call, account, name string) string {
 }
 
 // arn is the ARN of queue name of account.
-func (h *Handler) arn(account, name string) string { return broker.ARN(h.cfg.Region, account, name) }
+func (h *Handler) arn(account, name string) string { return model.ARN(h.cfg.Region, account, name) }
 
 // ownerOf is the account that owns the queue the request names: the one
 // its URL names, else the caller's own.
@@ -350,5 +351,5 @@ func (h *Handler) fail(c *call, err error) {
 }
 
 func internal(err error) error {
-	return &broker.Error{Kind: errInternal, Message: fmt.Sprint(err)}
+	return &model.Error{Kind: errInternal, Message: fmt.Sprint(err)}
 }

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/api/sqs"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestInvalidUnicodeRefused: message contents that are not Unicode text as
@@ -78,8 +79,8 @@ func TestInvalidUnicodeRefused(t *testing.T) {
 		resp, body := e.jsonCall("SendMessage", `{`+q+`,"MessageBody":`+lit+`,"MessageAttributes":{"a":{"DataType":"String","StringValue":`+lit+`}}}`)
 		var sent struct{ MD5OfMessageBody, MD5OfMessageAttributes string }
 		expectJSONOK(t, "JSON SendMessage of "+lit, resp, body, &sent)
-		if sent.MD5OfMessageBody != broker.MD5OfBody(want) ||
-			sent.MD5OfMessageAttributes != broker.MD5OfAttributes(map[string]broker.MessageAttribute{"a": {DataType: "String", StringValue: want}}) {
+		if sent.MD5OfMessageBody != sqs.MD5OfBody(want) ||
+			sent.MD5OfMessageAttributes != sqs.MD5OfAttributes(map[string]model.MessageAttribute{"a": {DataType: "String", StringValue: want}}) {
 			t.Errorf("JSON SendMessage of %s: MD5s %+v, want those of %q", lit, sent, want)
 		}
 	}
@@ -100,7 +101,7 @@ func TestInvalidUnicodeRefused(t *testing.T) {
 		MD5 string `xml:"SendMessageResult>MD5OfMessageBody"`
 	}
 	decode(t, body, "SendMessageResponse", &sent)
-	if resp.StatusCode != 200 || sent.MD5 != broker.MD5OfBody("😀") {
+	if resp.StatusCode != 200 || sent.MD5 != sqs.MD5OfBody("😀") {
 		t.Fatalf("query SendMessage of 😀: %s", body)
 	}
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // operation is one SQS action: how each protocol decodes its input and what
@@ -89,12 +89,12 @@ func lookup(action string, proto protocol) (operation, error) {
 		return o, nil
 	}
 	if unsupported[action] {
-		return operation{}, broker.Errorf(broker.ErrUnsupportedOperation, "The action %s is not supported by this broker yet.", action)
+		return operation{}, model.Errorf(model.ErrUnsupportedOperation, "The action %s is not supported by this broker yet.", action)
 	}
 	if proto == protoJSON {
-		return operation{}, broker.Errorf(errUnknownOperation, "The operation %s is not known.", action)
+		return operation{}, model.Errorf(errUnknownOperation, "The operation %s is not known.", action)
 	}
-	return operation{}, broker.Errorf(errInvalidAction, "The action %s is not valid for this endpoint.", action)
+	return operation{}, model.Errorf(errInvalidAction, "The action %s is not valid for this endpoint.", action)
 }
 
 // serveJSON serves an AWS JSON 1.0 request.
@@ -102,7 +102,7 @@ func (h *Handler) serveJSON(c *call, target string) {
 	action, ok := strings.CutPrefix(target, "AmazonSQS.")
 	c.action = action
 	if !ok || action == "" {
-		h.fail(c, broker.Errorf(errUnknownOperation, "The X-Amz-Target %q names no SQS operation.", target))
+		h.fail(c, model.Errorf(errUnknownOperation, "The X-Amz-Target %q names no SQS operation.", target))
 		return
 	}
 	o, err := lookup(action, protoJSON)
@@ -139,7 +139,7 @@ func (h *Handler) serveQuery(c *call) {
 		}
 		form, err = url.ParseQuery(string(body))
 		if err != nil {
-			h.fail(c, broker.Errorf(broker.ErrInvalidParameterValue, "The request body is not a valid form: %v", err))
+			h.fail(c, model.Errorf(model.ErrInvalidParameterValue, "The request body is not a valid form: %v", err))
 			return
 		}
 	}
@@ -147,10 +147,10 @@ func (h *Handler) serveQuery(c *call) {
 	c.action = p.str("Action")
 	if c.action == "" {
 		// Real SQS answers a bare GET on a queue URL with 404 UnknownOperationException.
-		err := broker.Errorf(errUnknownOperation, "The request names no Action.")
+		err := model.Errorf(errUnknownOperation, "The request names no Action.")
 		k := kindOf(err)
 		k.status = http.StatusNotFound
-		writeQueryError(c, k, broker.ErrorMessage(err))
+		writeQueryError(c, k, model.ErrorMessage(err))
 		return
 	}
 	if c.action == stsGetCallerIdentity {
@@ -163,7 +163,7 @@ func (h *Handler) serveQuery(c *call) {
 		return
 	}
 	if o.accountLevel && c.pathQueue != "" {
-		h.fail(c, broker.Errorf(errInvalidAction, "The action %s is not valid for this endpoint.", c.action))
+		h.fail(c, model.Errorf(errInvalidAction, "The action %s is not valid for this endpoint.", c.action))
 		return
 	}
 	in, err := o.fromQuery(p)

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/api/sqs"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // These tests speak the query protocol with raw form POSTs and GETs and check
@@ -189,10 +190,10 @@ func TestQueryMessagesOnQueuePath(t *testing.T) {
 		MessageID              string `xml:"SendMessageResult>MessageId"`
 	}
 	decode(t, reply, "SendMessageResponse", &sent)
-	wantAttrs := broker.MD5OfAttributes(map[string]broker.MessageAttribute{
+	wantAttrs := sqs.MD5OfAttributes(map[string]model.MessageAttribute{
 		"test-key": {DataType: "String", StringValue: "test-value"}, "bin": {DataType: "Binary", BinaryValue: []byte{0, 1, 2}},
 	})
-	if resp.StatusCode != 200 || sent.MD5OfMessageBody != broker.MD5OfBody(body) || sent.MD5OfMessageAttributes != wantAttrs {
+	if resp.StatusCode != 200 || sent.MD5OfMessageBody != sqs.MD5OfBody(body) || sent.MD5OfMessageAttributes != wantAttrs {
 		t.Fatalf("SendMessage: %d %s", resp.StatusCode, reply)
 	}
 
@@ -209,7 +210,7 @@ func TestQueryMessagesOnQueuePath(t *testing.T) {
 		t.Fatalf("ReceiveMessage: %s", reply)
 	}
 	m := got.Messages[0]
-	if m.Body != body || broker.MD5OfBody(m.Body) != m.MD5OfBody || m.MessageID != sent.MessageID {
+	if m.Body != body || sqs.MD5OfBody(m.Body) != m.MD5OfBody || m.MessageID != sent.MessageID {
 		t.Fatalf("body %q md5 %s", m.Body, m.MD5OfBody)
 	}
 	if m.MD5OfMessageAttributes != "befa18540a897f7d022bf07057754a03" || len(m.MessageAttributes) != 1 ||

@@ -16,7 +16,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sluicemq/sluice/api/sqs"
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -117,7 +118,7 @@ func TestMoveTaskBackToSource(t *testing.T) {
 	// The completed task cannot be cancelled; a task id nobody knows is not found.
 	_, err = e.client.CancelMessageMoveTask(ctx, &awssqs.CancelMessageMoveTaskInput{TaskHandle: out.TaskHandle})
 	apiErr(t, "cancel of a completed task", err, "InvalidParameterValue", "")
-	unknown := broker.EncodeTaskHandle("00000000-0000-4000-8000-000000000000", qarn("dlq"))
+	unknown := model.EncodeTaskHandle("00000000-0000-4000-8000-000000000000", qarn("dlq"))
 	_, err = e.client.CancelMessageMoveTask(ctx, &awssqs.CancelMessageMoveTaskInput{TaskHandle: &unknown})
 	var rnf *types.ResourceNotFoundException
 	if !errors.As(err, &rnf) || rnf.ErrorMessage() != "Task does not exist." {
@@ -178,7 +179,7 @@ func TestMoveTaskErrorsAndCancel(t *testing.T) {
 	}
 	_, err = e.client.CancelMessageMoveTask(ctx, &awssqs.CancelMessageMoveTaskInput{TaskHandle: aws.String("garbage")})
 	apiErr(t, "garbage handle", err, "InvalidParameterValue", "Value for parameter TaskHandle is invalid.")
-	other := broker.EncodeTaskHandle("00000000-0000-4000-8000-000000000000", qarn("nope"))
+	other := model.EncodeTaskHandle("00000000-0000-4000-8000-000000000000", qarn("nope"))
 	_, err = e.client.CancelMessageMoveTask(ctx, &awssqs.CancelMessageMoveTaskInput{TaskHandle: &other})
 	if !errors.As(err, &rnf) || rnf.ErrorMessage() != "The resource that you specified for the SourceArn parameter doesn't exist." {
 		t.Fatalf("handle of an unknown source: %v", err)
@@ -295,11 +296,11 @@ func TestTagsAndPermissions(t *testing.T) {
 }
 
 // bareBackend hides the optional capabilities of the backend it wraps.
-type bareBackend struct{ broker.Backend }
+type bareBackend struct{ storage.Backend }
 
 func TestOptionalCapabilitiesMissing(t *testing.T) {
 	t.Parallel()
-	_, client, _ := wrapped(t, func(b broker.Backend) broker.Backend { return bareBackend{b} }, sqs.Config{})
+	_, client, _ := wrapped(t, func(b storage.Backend) storage.Backend { return bareBackend{b} }, sqs.Config{})
 	ctx := context.Background()
 	q, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("q"), Tags: map[string]string{"a": "b"}})
 	if err != nil {

@@ -12,14 +12,14 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluicemq/sluice/api/sqs"
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // A request whose client went away (its context cancelled during a long
 // poll) is logged at debug level as abandoned, not as an error.
 func TestRequestLogClientGone(t *testing.T) {
 	t.Parallel()
-	front, client, _ := wrapped(t, func(b broker.Backend) broker.Backend { return b }, sqs.Config{})
+	front, client, _ := wrapped(t, func(b storage.Backend) storage.Backend { return b }, sqs.Config{})
 	q, err := client.CreateQueue(context.Background(), &awssqs.CreateQueueInput{QueueName: aws.String("gone")})
 	if err != nil {
 		t.Fatal(err)

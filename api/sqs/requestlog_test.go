@@ -15,7 +15,8 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluicemq/sluice/api/sqs"
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -59,9 +60,9 @@ func find(t *testing.T, recs []map[string]any, action string) map[string]any {
 
 // failingBackend fails PurgeQueue with an error that is no broker sentinel:
 // an internal failure, answered 500.
-type failingBackend struct{ broker.Backend }
+type failingBackend struct{ storage.Backend }
 
-func (failingBackend) PurgeQueue(context.Context, broker.QueueRef, func(last, now time.Time) error) error {
+func (failingBackend) PurgeQueue(context.Context, model.QueueRef, func(last, now time.Time) error) error {
 	return errors.New("disk on fire")
 }
 
@@ -72,7 +73,7 @@ func TestRequestLog(t *testing.T) {
 	t.Parallel()
 	sink := &logSink{}
 	logger := slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	front, client, url := wrapped(t, func(b broker.Backend) broker.Backend { return failingBackend{b} }, sqs.Config{Logger: logger})
+	front, client, url := wrapped(t, func(b storage.Backend) storage.Backend { return failingBackend{b} }, sqs.Config{Logger: logger})
 	ctx := context.Background()
 	q, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("logged")})
 	if err != nil {

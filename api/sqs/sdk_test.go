@@ -15,7 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/api/sqs"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -273,7 +274,7 @@ func TestBinaryAndNumberAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := broker.MD5OfAttributes(map[string]broker.MessageAttribute{
+	want := sqs.MD5OfAttributes(map[string]model.MessageAttribute{
 		"timestamp": {DataType: "Number", StringValue: "1493147359900"},
 		"blob":      {DataType: "Binary.png", BinaryValue: []byte{0, 1, 2, 0xff}},
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/server"
 )
 
@@ -120,7 +121,7 @@ func (e *env) do(req *http.Request) (*http.Response, string) {
 // wrapped serves the SQS API (httptest, no server limits) over a fresh
 // embedded backend that wrap changes (to hide or break some of its
 // methods), and returns the front, an SDK client of it and its URL.
-func wrapped(t *testing.T, wrap func(broker.Backend) broker.Backend, cfg sqs.Config) (*broker.Broker, *awssqs.Client, string) {
+func wrapped(t *testing.T, wrap func(storage.Backend) storage.Backend, cfg sqs.Config) (*broker.Broker, *awssqs.Client, string) {
 	t.Helper()
 	b, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
 	if err != nil {

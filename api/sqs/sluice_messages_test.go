@@ -15,7 +15,8 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/api/sqs"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The Sluice message options (Sluice.* message attributes), trace context and
@@ -42,10 +43,10 @@ func optionAttrs() map[string]types.MessageAttributeValue {
 }
 
 // toBrokerAttrs converts SDK attributes for broker.MD5OfAttributes.
-func toBrokerAttrs(in map[string]types.MessageAttributeValue) map[string]broker.MessageAttribute {
-	out := map[string]broker.MessageAttribute{}
+func toBrokerAttrs(in map[string]types.MessageAttributeValue) map[string]model.MessageAttribute {
+	out := map[string]model.MessageAttribute{}
 	for k, v := range in {
-		out[k] = broker.MessageAttribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+		out[k] = model.MessageAttribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
 	}
 	return out
 }
@@ -94,7 +95,7 @@ func TestSluiceMessageOptionsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantMD5 := broker.MD5OfAttributes(toBrokerAttrs(attrs))
+	wantMD5 := sqs.MD5OfAttributes(toBrokerAttrs(attrs))
 	if aws.ToString(sent.MD5OfMessageAttributes) != wantMD5 {
 		t.Fatalf("MD5OfMessageAttributes = %s, want %s (the Sluice options included)", aws.ToString(sent.MD5OfMessageAttributes), wantMD5)
 	}
@@ -158,7 +159,7 @@ func TestSluiceMessageOptionsJSON(t *testing.T) {
 }
 
 // queryMsgAttrs sets MessageAttribute.N.* (or, with prefix, an entry's) in v.
-func queryMsgAttrs(v url.Values, prefix string, attrs map[string]broker.MessageAttribute) {
+func queryMsgAttrs(v url.Values, prefix string, attrs map[string]model.MessageAttribute) {
 	i := 0
 	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		a := attrs[name]
@@ -190,7 +191,7 @@ func TestSluiceMessageOptionsQuery(t *testing.T) {
 		MD5 string `xml:"SendMessageResult>MD5OfMessageAttributes"`
 	}
 	decode(t, body, "SendMessageResponse", &sent)
-	wantMD5 := broker.MD5OfAttributes(attrs)
+	wantMD5 := sqs.MD5OfAttributes(attrs)
 	if resp.StatusCode != 200 || sent.MD5 != wantMD5 {
 		t.Fatalf("SendMessage: %d %s (want MD5 %s)", resp.StatusCode, body, wantMD5)
 	}
@@ -218,7 +219,7 @@ func TestSluiceMessageOptionsQuery(t *testing.T) {
 	}
 
 	for _, b := range badOptions {
-		bad := map[string]broker.MessageAttribute{b.name: {DataType: b.dataType, StringValue: b.value}}
+		bad := map[string]model.MessageAttribute{b.name: {DataType: b.dataType, StringValue: b.value}}
 		v := vals("Action", "SendMessage", "MessageBody", "bad")
 		queryMsgAttrs(v, "", bad)
 		resp, body := e.form(path, v)
@@ -227,7 +228,7 @@ func TestSluiceMessageOptionsQuery(t *testing.T) {
 		v = vals("Action", "SendMessageBatch",
 			"SendMessageBatchRequestEntry.1.Id", "good", "SendMessageBatchRequestEntry.1.MessageBody", "good",
 			"SendMessageBatchRequestEntry.2.Id", "bad", "SendMessageBatchRequestEntry.2.MessageBody", "bad")
-		queryMsgAttrs(v, "SendMessageBatchRequestEntry.1.", map[string]broker.MessageAttribute{"Sluice.CorrelationId": {DataType: "String", StringValue: "c"}})
+		queryMsgAttrs(v, "SendMessageBatchRequestEntry.1.", map[string]model.MessageAttribute{"Sluice.CorrelationId": {DataType: "String", StringValue: "c"}})
 		queryMsgAttrs(v, "SendMessageBatchRequestEntry.2.", bad)
 		resp, body = e.form(path, v)
 		var out struct {

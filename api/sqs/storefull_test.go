@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestStoreFullIsServiceUnavailable: a send refused for a full disk is the
@@ -14,7 +14,7 @@ import (
 // shows nothing internal.
 func TestStoreFullIsServiceUnavailable(t *testing.T) {
 	t.Parallel()
-	err := broker.StoreFullError(10<<20, 64<<20)
+	err := model.StoreFullError(10<<20, 64<<20)
 	k := kindOf(err)
 	if k.status != 503 || k.code != "ServiceUnavailable" {
 		t.Fatalf("store full: %d %s, want 503 ServiceUnavailable", k.status, k.code)

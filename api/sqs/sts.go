@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // STS GetCallerIdentity on the SQS endpoint. Tools that check their
@@ -50,7 +51,7 @@ func (h *Handler) serveSTSQuery(c *call) {
 func (h *Handler) serveSTSJSON(c *call, op string) {
 	c.action = op
 	if op != stsGetCallerIdentity {
-		h.fail(c, broker.Errorf(errUnknownOperation, "The STS operation %s is not served here; only GetCallerIdentity is.", op))
+		h.fail(c, model.Errorf(errUnknownOperation, "The STS operation %s is not served here; only GetCallerIdentity is.", op))
 		return
 	}
 	if _, err := h.readBody(c); err != nil { // the input has no members

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The request and response shapes of the actions. Field names are the JSON
@@ -96,18 +96,18 @@ type attrValue struct {
 // <Name/><Value>…</Value> elements named by the field (MessageAttribute).
 type attrMap map[string]attrValue
 
-func toBroker(m attrMap) map[string]broker.MessageAttribute {
+func toBroker(m attrMap) map[string]model.MessageAttribute {
 	if len(m) == 0 {
 		return nil
 	}
-	out := make(map[string]broker.MessageAttribute, len(m))
+	out := make(map[string]model.MessageAttribute, len(m))
 	for k, v := range m {
-		out[k] = broker.MessageAttribute{DataType: v.DataType, StringValue: string(v.StringValue), BinaryValue: v.BinaryValue}
+		out[k] = model.MessageAttribute{DataType: v.DataType, StringValue: string(v.StringValue), BinaryValue: v.BinaryValue}
 	}
 	return out
 }
 
-func fromBroker(m map[string]broker.MessageAttribute) attrMap {
+func fromBroker(m map[string]model.MessageAttribute) attrMap {
 	if len(m) == 0 {
 		return nil
 	}

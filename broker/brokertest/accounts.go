@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Accounts through the front (the access rule, broker/access.go): each
@@ -59,7 +60,7 @@ func testSameNameInTwoAccounts(t *testing.T, s suite) {
 		t.Fatalf("one queue for two accounts: ids %v", ids)
 	}
 	e.sendBody("orders", "for the own account")
-	var leased broker.Delivery
+	var leased model.Delivery
 	e.as(accountA, "", func() {
 		e.sendBody("orders", "for A")
 		leased = e.receiveOneFor("orders", time.Minute)
@@ -104,7 +105,7 @@ func testSameNameInTwoAccounts(t *testing.T, s suite) {
 	e.wantStats("orders", 1, 0, 0)
 	e.as(accountA, "", func() { e.wantStats("orders", 0, 0, 0) })
 	e.as(accountB, "", func() {
-		if _, err := e.b.GetQueue(e.ctx, "orders"); !errors.Is(err, broker.ErrQueueDoesNotExist) {
+		if _, err := e.b.GetQueue(e.ctx, "orders"); !errors.Is(err, model.ErrQueueDoesNotExist) {
 			t.Fatalf("B's deleted queue: %v", err)
 		}
 	})
@@ -117,8 +118,8 @@ func testRedriveStaysInAccount(t *testing.T, s suite) {
 	e.createQueue("dlq", nil) // the broker's own account's
 	e.as(accountA, "", func() {
 		e.createQueue("dlq", nil)
-		policy := `{"deadLetterTargetArn":"` + broker.ARN(testRegion, accountA, "dlq") + `","maxReceiveCount":1}`
-		e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: policy, broker.AttrVisibilityTimeout: "10"})
+		policy := `{"deadLetterTargetArn":"` + model.ARN(testRegion, accountA, "dlq") + `","maxReceiveCount":1}`
+		e.createQueue("src", map[string]string{model.AttrRedrivePolicy: policy, model.AttrVisibilityTimeout: "10"})
 		e.sendBody("src", "poison")
 		e.receiveOne("src")
 		e.advance(10 * time.Second)
@@ -136,14 +137,14 @@ func testRedriveStaysInAccount(t *testing.T, s suite) {
 func testGrantsAreStored(t *testing.T, s suite) {
 	e := s.setup(t)
 	send := func() error {
-		_, err := e.trySend("shared", broker.SendEntry{Body: "from B"})
+		_, err := e.trySend("shared", model.SendEntry{Body: "from B"})
 		return err
 	}
 	e.as(accountA, "", func() { e.createQueue("shared", nil) })
-	e.as(accountB, accountA, func() { wantErr(t, "B sends before a grant", send(), broker.ErrAccessDenied) })
+	e.as(accountB, accountA, func() { wantErr(t, "B sends before a grant", send(), model.ErrAccessDenied) })
 	e.as(accountA, "", func() {
-		if err := e.b.AddPermission(e.ctx, "shared", broker.Permission{Label: "b", AccountIDs: []string{accountB},
-			Actions: []string{"SendMessage"}, Resource: broker.ARN(testRegion, accountA, "shared")}); err != nil {
+		if err := e.b.AddPermission(e.ctx, "shared", model.Permission{Label: "b", AccountIDs: []string{accountB},
+			Actions: []string{"SendMessage"}, Resource: model.ARN(testRegion, accountA, "shared")}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -156,8 +157,8 @@ func testGrantsAreStored(t *testing.T, s suite) {
 		}
 		ctx, cancel := context.WithTimeout(e.ctx, realTimeout)
 		defer cancel()
-		_, err := e.b.Receive(ctx, broker.ReceiveRequest{Queue: "shared", WaitTime: dur(0)})
-		wantErr(t, "B receives with a SendMessage grant", err, broker.ErrAccessDenied)
+		_, err := e.b.Receive(ctx, model.ReceiveRequest{Queue: "shared", WaitTime: dur(0)})
+		wantErr(t, "B receives with a SendMessage grant", err, model.ErrAccessDenied)
 	})
 	e.as(accountA, "", func() {
 		e.wantStats("shared", 1, 0, 0)
@@ -165,5 +166,5 @@ func testGrantsAreStored(t *testing.T, s suite) {
 			t.Fatal(err)
 		}
 	})
-	e.as(accountB, accountA, func() { wantErr(t, "B sends after RemovePermission", send(), broker.ErrAccessDenied) })
+	e.as(accountB, accountA, func() { wantErr(t, "B sends after RemovePermission", send(), model.ErrAccessDenied) })
 }

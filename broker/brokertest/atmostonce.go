@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The at-most-once tests (DeliveryMode at-most-once): a receive removes the
@@ -17,16 +17,16 @@ var atMostOnceTests = []testCase{
 
 func testAtMostOnceRemoves(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrDeliveryMode: broker.DeliveryAtMostOnce, broker.AttrVisibilityTimeout: "10"})
-	e.send("q", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"})
-	d := e.receiveN(broker.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
+	e.createQueue("q", map[string]string{model.AttrDeliveryMode: model.DeliveryAtMostOnce, model.AttrVisibilityTimeout: "10"})
+	e.send("q", model.SendEntry{Body: "a"}, model.SendEntry{Body: "b"})
+	d := e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
 	e.wantStats("q", 1, 0, 0)
 	if err := e.deleteErr("q", d.Receipt); err != nil {
 		t.Fatalf("Delete with an at-most-once receipt: %v, want success without effect", err)
 	}
 	e.wantStats("q", 1, 0, 0)
-	wantErr(t, "ChangeVisibility with an at-most-once receipt", e.changeVisErr("q", d.Receipt, 0), broker.ErrMessageNotInflight)
-	wantErr(t, "a nack of an at-most-once receipt", e.changeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.Nack}), broker.ErrMessageNotInflight)
+	wantErr(t, "ChangeVisibility with an at-most-once receipt", e.changeVisErr("q", d.Receipt, 0), model.ErrMessageNotInflight)
+	wantErr(t, "a nack of an at-most-once receipt", e.changeLease("q", model.LeaseEntry{Receipt: d.Receipt, Kind: model.Nack}), model.ErrMessageNotInflight)
 	e.advance(10 * time.Second) // its lease would have ended
 	d2 := e.receiveOne("q")
 	if d2.Body == d.Body {
@@ -42,31 +42,31 @@ func testAtMostOnceRemoves(t *testing.T, s suite) {
 func testAtMostOnceRefusals(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	amo := map[string]string{broker.AttrDeliveryMode: broker.DeliveryAtMostOnce}
+	amo := map[string]string{model.AttrDeliveryMode: model.DeliveryAtMostOnce}
 	for _, c := range []struct {
 		name  string
 		attrs map[string]string
 	}{
-		{"q.fifo", map[string]string{broker.AttrFifoQueue: "true"}},
-		{"q1", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 3)}},
-		{"q2", map[string]string{broker.AttrRetryPolicy: retryPolicy(1, 10, broker.JitterFull)}},
+		{"q.fifo", map[string]string{model.AttrFifoQueue: "true"}},
+		{"q1", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 3)}},
+		{"q2", map[string]string{model.AttrRetryPolicy: retryPolicy(1, 10, model.JitterFull)}},
 	} {
-		attrs := map[string]string{broker.AttrDeliveryMode: broker.DeliveryAtMostOnce}
+		attrs := map[string]string{model.AttrDeliveryMode: model.DeliveryAtMostOnce}
 		for k, v := range c.attrs {
 			attrs[k] = v
 		}
 		_, err := e.b.CreateQueue(e.ctx, c.name, attrs, nil)
-		wantErr(t, "CreateQueue "+c.name+" at-most-once", err, broker.ErrInvalidAttributeValue)
+		wantErr(t, "CreateQueue "+c.name+" at-most-once", err, model.ErrInvalidAttributeValue)
 	}
 	e.createQueue("amo", amo)
 	wantErr(t, "a RetryPolicy on an at-most-once queue",
-		e.b.SetQueueAttributes(e.ctx, "amo", map[string]string{broker.AttrRetryPolicy: retryPolicy(1, 10, broker.JitterFull)}), broker.ErrInvalidAttributeValue)
+		e.b.SetQueueAttributes(e.ctx, "amo", map[string]string{model.AttrRetryPolicy: retryPolicy(1, 10, model.JitterFull)}), model.ErrInvalidAttributeValue)
 	wantErrOneOf(t, "a RedrivePolicy on an at-most-once queue",
-		e.b.SetQueueAttributes(e.ctx, "amo", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 3)}),
-		broker.ErrInvalidAttributeValue, broker.ErrInvalidParameterValue)
-	e.createQueue("redriven", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 3)})
+		e.b.SetQueueAttributes(e.ctx, "amo", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 3)}),
+		model.ErrInvalidAttributeValue, model.ErrInvalidParameterValue)
+	e.createQueue("redriven", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 3)})
 	wantErr(t, "at-most-once on a queue with a RedrivePolicy",
-		e.b.SetQueueAttributes(e.ctx, "redriven", amo), broker.ErrInvalidAttributeValue)
+		e.b.SetQueueAttributes(e.ctx, "redriven", amo), model.ErrInvalidAttributeValue)
 	if c := e.getQueue("amo").Config; c.Retry != nil || c.Redrive != nil || !c.AtMostOnce() {
 		t.Fatalf("refused settings were stored: %+v", c)
 	}
@@ -80,9 +80,9 @@ func testAtMostOnceRefusals(t *testing.T, s suite) {
 func testAtMostOnceRestart(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	e.createQueue("q", map[string]string{broker.AttrDeliveryMode: broker.DeliveryAtMostOnce})
-	e.send("q", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"})
-	d := e.receiveN(broker.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
+	e.createQueue("q", map[string]string{model.AttrDeliveryMode: model.DeliveryAtMostOnce})
+	e.send("q", model.SendEntry{Body: "a"}, model.SendEntry{Body: "b"})
+	d := e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
 	e.reopen()
 	if !e.getQueue("q").Config.AtMostOnce() {
 		t.Fatal("the queue lost its DeliveryMode across the restart")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The browse tests: Browse pages through a queue without leasing anything,
@@ -36,7 +36,7 @@ func (e *env) sendSpaced(queue string, bodies ...string) []string {
 		if i%2 == 1 {
 			kind = "odd"
 		}
-		res := e.send(queue, broker.SendEntry{Body: b, Attributes: map[string]broker.MessageAttribute{"kind": {DataType: "String", StringValue: kind}}})
+		res := e.send(queue, model.SendEntry{Body: b, Attributes: map[string]model.MessageAttribute{"kind": {DataType: "String", StringValue: kind}}})
 		ids = append(ids, res[0].MessageID)
 		e.advance(time.Second)
 	}
@@ -49,11 +49,11 @@ func testBrowsePages(t *testing.T, s suite) {
 	want := []string{"m0", "m1", "m2", "m3", "m4"}
 	e.sendSpaced("q", want...)
 	for _, limit := range []int{1, 2, 5, 100} {
-		got := browsedBodies(e.browseAll("q", broker.BrowseRequest{Limit: limit}))
+		got := browsedBodies(e.browseAll("q", model.BrowseRequest{Limit: limit}))
 		if !slices.Equal(got, want) {
 			t.Fatalf("Browse oldest first, %d a page: %v, want %v", limit, got, want)
 		}
-		got = browsedBodies(e.browseAll("q", broker.BrowseRequest{Limit: limit, Newest: true}))
+		got = browsedBodies(e.browseAll("q", model.BrowseRequest{Limit: limit, Newest: true}))
 		rev := slices.Clone(want)
 		slices.Reverse(rev)
 		if !slices.Equal(got, rev) {
@@ -61,7 +61,7 @@ func testBrowsePages(t *testing.T, s suite) {
 		}
 	}
 	// The first page of two, then the rest from its cursor.
-	p, err := e.b.Browse(e.ctx, "q", broker.BrowseRequest{Limit: 2})
+	p, err := e.b.Browse(e.ctx, "q", model.BrowseRequest{Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,13 +70,13 @@ func testBrowsePages(t *testing.T, s suite) {
 	}
 	// A message sent after the first page shows on a later one.
 	e.sendBody("q", "m5")
-	rest := browsedBodies(e.browseAll("q", broker.BrowseRequest{Limit: 2, After: p.Next}))
+	rest := browsedBodies(e.browseAll("q", model.BrowseRequest{Limit: 2, After: p.Next}))
 	if !slices.Equal(rest, []string{"m2", "m3", "m4", "m5"}) {
 		t.Fatalf("the pages after the first: %v, want m2 m3 m4 m5", rest)
 	}
 	// An empty queue has one empty page.
 	e.createQueue("empty", nil)
-	if p, err := e.b.Browse(e.ctx, "empty", broker.BrowseRequest{}); err != nil || len(p.Messages) != 0 || p.Next != "" {
+	if p, err := e.b.Browse(e.ctx, "empty", model.BrowseRequest{}); err != nil || len(p.Messages) != 0 || p.Next != "" {
 		t.Fatalf("Browse of an empty queue = %d messages, next %q, err %v", len(p.Messages), p.Next, err)
 	}
 }
@@ -86,15 +86,15 @@ func testBrowsePages(t *testing.T, s suite) {
 func testBrowseStates(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", map[string]string{
-		broker.AttrVisibilityTimeout: "60",
-		broker.AttrRetryPolicy:       retryPolicy(30, 300, broker.JitterNone),
+		model.AttrVisibilityTimeout: "60",
+		model.AttrRetryPolicy:       retryPolicy(30, 300, model.JitterNone),
 	})
 	t0 := e.clock.Now()
-	entry := broker.SendEntry{Body: "visible", Attributes: sampleAttributes(), SystemAttributes: sampleSystemAttributes(), SenderID: "AIDAEXAMPLE"}
+	entry := model.SendEntry{Body: "visible", Attributes: sampleAttributes(), SystemAttributes: sampleSystemAttributes(), SenderID: "AIDAEXAMPLE"}
 	visible := e.send("q", entry)[0]
 	inflight := e.sendBody("q", "inflight")
 	nacked := e.sendBody("q", "nacked")
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "q", MaxMessages: 2}, 3) // leases all three
+	ds := e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 2}, 3) // leases all three
 	for _, d := range ds {
 		switch d.Body {
 		case "visible":
@@ -103,24 +103,24 @@ func testBrowseStates(t *testing.T, s suite) {
 			e.nack("q", d.Receipt, "boom", nil) // backs off 30 s
 		}
 	}
-	delayed := e.send("q", broker.SendEntry{Body: "delayed", Delay: dur(10 * time.Second)})[0]
+	delayed := e.send("q", model.SendEntry{Body: "delayed", Delay: dur(10 * time.Second)})[0]
 	e.wantStats("q", 1, 1, 2)
 
-	ms := e.browseAll("q", broker.BrowseRequest{})
+	ms := e.browseAll("q", model.BrowseRequest{})
 	if got := browsedBodies(ms); !slices.Equal(got, []string{"visible", "inflight", "nacked", "delayed"}) {
 		t.Fatalf("Browse shows %v, want visible inflight nacked delayed (send order)", got)
 	}
 	want := map[string]struct {
 		id                     string
-		state                  broker.MessageState
+		state                  model.MessageState
 		visibleAt              time.Time
 		attempts, receiveCount int
 		reason                 string
 	}{
-		"visible":  {visible.MessageID, broker.StateVisible, time.Time{}, 0, 1, ""},
-		"inflight": {inflight.MessageID, broker.StateInFlight, t0.Add(60 * time.Second), 1, 1, ""},
-		"nacked":   {nacked.MessageID, broker.StateDelayed, t0.Add(30 * time.Second), 1, 1, "boom"},
-		"delayed":  {delayed.MessageID, broker.StateDelayed, t0.Add(10 * time.Second), 0, 0, ""},
+		"visible":  {visible.MessageID, model.StateVisible, time.Time{}, 0, 1, ""},
+		"inflight": {inflight.MessageID, model.StateInFlight, t0.Add(60 * time.Second), 1, 1, ""},
+		"nacked":   {nacked.MessageID, model.StateDelayed, t0.Add(30 * time.Second), 1, 1, "boom"},
+		"delayed":  {delayed.MessageID, model.StateDelayed, t0.Add(10 * time.Second), 0, 0, ""},
 	}
 	for _, m := range ms {
 		w := want[m.Body]
@@ -145,9 +145,9 @@ func testBrowseDoesNotLease(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
 	e.sendSpaced("q", "a", "b")
-	held := e.receiveN(broker.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
+	held := e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
 	for i := 0; i < 3; i++ {
-		e.browseAll("q", broker.BrowseRequest{Limit: 1})
+		e.browseAll("q", model.BrowseRequest{Limit: 1})
 	}
 	e.wantStats("q", 1, 1, 0)
 	d := e.receiveOne("q")
@@ -161,20 +161,20 @@ func testBrowseFilterAttribute(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
 	e.sendSpaced("q", "m0", "m1", "m2", "m3", "m4")
-	e.send("q", broker.SendEntry{Body: "bin", Attributes: map[string]broker.MessageAttribute{"kind": {DataType: "Binary", BinaryValue: []byte("even")}}})
+	e.send("q", model.SendEntry{Body: "bin", Attributes: map[string]model.MessageAttribute{"kind": {DataType: "Binary", BinaryValue: []byte("even")}}})
 	e.sendBody("q", "none")
 	for _, c := range []struct {
-		f    broker.BrowseFilter
+		f    model.BrowseFilter
 		want []string
 	}{
-		{broker.BrowseFilter{Attribute: "kind"}, []string{"m0", "m1", "m2", "m3", "m4", "bin"}},
-		{broker.BrowseFilter{Attribute: "kind", Value: "even"}, []string{"m0", "m2", "m4"}},
-		{broker.BrowseFilter{Attribute: "kind", Value: "odd"}, []string{"m1", "m3"}},
-		{broker.BrowseFilter{Attribute: "kind", Value: "neither"}, nil},
-		{broker.BrowseFilter{Attribute: "other"}, nil},
+		{model.BrowseFilter{Attribute: "kind"}, []string{"m0", "m1", "m2", "m3", "m4", "bin"}},
+		{model.BrowseFilter{Attribute: "kind", Value: "even"}, []string{"m0", "m2", "m4"}},
+		{model.BrowseFilter{Attribute: "kind", Value: "odd"}, []string{"m1", "m3"}},
+		{model.BrowseFilter{Attribute: "kind", Value: "neither"}, nil},
+		{model.BrowseFilter{Attribute: "other"}, nil},
 	} {
 		for _, limit := range []int{1, 100} {
-			got := browsedBodies(e.browseAll("q", broker.BrowseRequest{Limit: limit, Filter: c.f}))
+			got := browsedBodies(e.browseAll("q", model.BrowseRequest{Limit: limit, Filter: c.f}))
 			if !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
 				t.Fatalf("Browse with %+v, %d a page: %v, want %v", c.f, limit, got, c.want)
 			}
@@ -187,14 +187,14 @@ func testBrowseFilterAttribute(t *testing.T, s suite) {
 func testBrowseFilterReason(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("q", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
-	e.send("q", broker.SendEntry{Body: "json"}, broker.SendEntry{Body: "db"}, broker.SendEntry{Body: "ok"})
-	for _, d := range e.receiveN(broker.ReceiveRequest{Queue: "q"}, 3) {
+	e.createQueue("q", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.send("q", model.SendEntry{Body: "json"}, model.SendEntry{Body: "db"}, model.SendEntry{Body: "ok"})
+	for _, d := range e.receiveN(model.ReceiveRequest{Queue: "q"}, 3) {
 		switch d.Body {
 		case "json":
 			e.nack("q", d.Receipt, "bad json at byte 7", nil)
 		case "db":
-			e.mustChangeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.DeadLetterNow, Reason: "timeout talking to the db"})
+			e.mustChangeLease("q", model.LeaseEntry{Receipt: d.Receipt, Kind: model.DeadLetterNow, Reason: "timeout talking to the db"})
 		}
 	}
 	for _, c := range []struct {
@@ -207,12 +207,12 @@ func testBrowseFilterReason(t *testing.T, s suite) {
 		{"nothing like it", nil},
 	} {
 		// json and db were sent together: their order in the DLQ is free.
-		got := sortedCopy(browsedBodies(e.browseAll("dlq", broker.BrowseRequest{Filter: broker.BrowseFilter{Reason: c.reason}})))
+		got := sortedCopy(browsedBodies(e.browseAll("dlq", model.BrowseRequest{Filter: model.BrowseFilter{Reason: c.reason}})))
 		if strings.Join(got, ",") != strings.Join(sortedCopy(c.want), ",") {
 			t.Fatalf("Browse dlq by reason %q: %v, want %v", c.reason, got, c.want)
 		}
 	}
-	if got := browsedBodies(e.browseAll("q", broker.BrowseRequest{Filter: broker.BrowseFilter{Reason: "json"}})); len(got) != 0 {
+	if got := browsedBodies(e.browseAll("q", model.BrowseRequest{Filter: model.BrowseFilter{Reason: "json"}})); len(got) != 0 {
 		t.Fatalf("Browse q by reason: %v, want nothing (the failed messages moved)", got)
 	}
 }
@@ -220,16 +220,16 @@ func testBrowseFilterReason(t *testing.T, s suite) {
 func testBrowseRefusals(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	for _, limit := range []int{-1, broker.MaxBrowse + 1} {
-		_, err := e.b.Browse(e.ctx, "q", broker.BrowseRequest{Limit: limit})
-		wantErr(t, fmt.Sprintf("Browse limit %d", limit), err, broker.ErrInvalidParameterValue)
+	for _, limit := range []int{-1, model.MaxBrowse + 1} {
+		_, err := e.b.Browse(e.ctx, "q", model.BrowseRequest{Limit: limit})
+		wantErr(t, fmt.Sprintf("Browse limit %d", limit), err, model.ErrInvalidParameterValue)
 	}
-	_, err := e.b.Browse(e.ctx, "nope", broker.BrowseRequest{})
-	wantErr(t, "Browse of a missing queue", err, broker.ErrQueueDoesNotExist)
+	_, err := e.b.Browse(e.ctx, "nope", model.BrowseRequest{})
+	wantErr(t, "Browse of a missing queue", err, model.ErrQueueDoesNotExist)
 	_, err = e.b.DeleteMessages(e.ctx, "nope", []string{"x"})
-	wantErr(t, "DeleteMessages of a missing queue", err, broker.ErrQueueDoesNotExist)
+	wantErr(t, "DeleteMessages of a missing queue", err, model.ErrQueueDoesNotExist)
 	_, err = e.b.DeleteMessages(e.ctx, "q", nil)
-	wantErr(t, "DeleteMessages of no ids", err, broker.ErrInvalidParameterValue)
+	wantErr(t, "DeleteMessages of no ids", err, model.ErrInvalidParameterValue)
 }
 
 // testDeleteMessages: DeleteMessages deletes visible, in-flight, delayed
@@ -237,13 +237,13 @@ func testBrowseRefusals(t *testing.T, s suite) {
 // in-flight message's receipt is stale.
 func testDeleteMessages(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrRetryPolicy: retryPolicy(60, 300, broker.JitterNone)})
+	e.createQueue("q", map[string]string{model.AttrRetryPolicy: retryPolicy(60, 300, model.JitterNone)})
 	ids := map[string]string{}
 	for _, b := range []string{"inflight", "backoff"} {
 		ids[b] = e.sendBody("q", b).MessageID
 	}
-	var inflight broker.Delivery
-	for _, d := range e.receiveN(broker.ReceiveRequest{Queue: "q"}, 2) {
+	var inflight model.Delivery
+	for _, d := range e.receiveN(model.ReceiveRequest{Queue: "q"}, 2) {
 		if d.Body == "backoff" {
 			e.mustChangeVis("q", d.Receipt, 0)
 		} else {
@@ -251,7 +251,7 @@ func testDeleteMessages(t *testing.T, s suite) {
 		}
 	}
 	ids["visible"] = e.sendBody("q", "visible").MessageID
-	ids["delayed"] = e.send("q", broker.SendEntry{Body: "delayed", Delay: dur(time.Minute)})[0].MessageID
+	ids["delayed"] = e.send("q", model.SendEntry{Body: "delayed", Delay: dur(time.Minute)})[0].MessageID
 	ids["kept"] = e.sendBody("q", "kept").MessageID
 	e.wantStats("q", 2, 1, 2)
 	ask := []string{ids["inflight"], ids["backoff"], "00000000-0000-4000-8000-000000000000", ids["visible"], ids["delayed"]}
@@ -263,7 +263,7 @@ func testDeleteMessages(t *testing.T, s suite) {
 		t.Fatalf("DeleteMessages found %v, want [true true false true true]", found)
 	}
 	e.wantStats("q", 1, 0, 0)
-	wantErr(t, "ChangeVisibility of a message deleted by id", e.changeVisErr("q", inflight.Receipt, time.Minute), broker.ErrInvalidParameterValue)
+	wantErr(t, "ChangeVisibility of a message deleted by id", e.changeVisErr("q", inflight.Receipt, time.Minute), model.ErrInvalidParameterValue)
 	if err := e.deleteErr("q", inflight.Receipt); err != nil {
 		t.Fatalf("Delete with the receipt of a message deleted by id: %v, want success without effect", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 var concurrencyTests = []testCase{
@@ -40,9 +40,9 @@ func testConcurrentExactlyOnce(t *testing.T, s suite) {
 			defer wg.Done()
 			for j := 0; j < perSender; {
 				n := min(1+(i+j)%10, perSender-j)
-				entries := make([]broker.SendEntry, n)
+				entries := make([]model.SendEntry, n)
 				for k := range entries {
-					entries[k] = broker.SendEntry{ID: fmt.Sprint("e", k), Body: fmt.Sprintf("s%d-%d", i, j+k)}
+					entries[k] = model.SendEntry{ID: fmt.Sprint("e", k), Body: fmt.Sprintf("s%d-%d", i, j+k)}
 				}
 				res, err := e.b.Send(ctx, "q", entries)
 				if err == nil {
@@ -65,7 +65,7 @@ func testConcurrentExactlyOnce(t *testing.T, s suite) {
 		go func() {
 			defer wg.Done()
 			for {
-				ds, err := e.b.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: dur(broker.MaxWaitTime)})
+				ds, err := e.b.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: dur(model.MaxWaitTime)})
 				if ctx.Err() != nil {
 					return
 				}
@@ -76,11 +76,11 @@ func testConcurrentExactlyOnce(t *testing.T, s suite) {
 				if len(ds) == 0 {
 					continue
 				}
-				entries := make([]broker.DeleteEntry, len(ds))
+				entries := make([]model.DeleteEntry, len(ds))
 				mu.Lock()
 				for k, d := range ds {
 					seen[d.Body]++
-					entries[k] = broker.DeleteEntry{ID: fmt.Sprint("d", k), Receipt: d.Receipt}
+					entries[k] = model.DeleteEntry{ID: fmt.Sprint("d", k), Receipt: d.Receipt}
 				}
 				mu.Unlock()
 				errs, err := e.b.Delete(ctx, "q", entries)
@@ -141,7 +141,7 @@ func testConcurrentWaiters(t *testing.T, s suite) {
 	const waiters = 5
 	chs := make([]<-chan recvResult, waiters)
 	for i := range chs {
-		chs[i] = e.goWaitReq(e.ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: dur(broker.MaxWaitTime)})
+		chs[i] = e.goWaitReq(e.ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: dur(model.MaxWaitTime)})
 	}
 	for i := 0; i < waiters; i++ {
 		e.sendBody("q", fmt.Sprint("m", i))

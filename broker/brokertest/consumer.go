@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The consumer controls (Broker.ChangeLeases): nack with a reason and a
@@ -31,7 +31,7 @@ func testNackReasonAndDelay(t *testing.T, s suite) {
 	d := e.receiveOne("q")
 	e.nack("q", d.Receipt, "db down", dur(20*time.Second))
 	e.wantStats("q", 0, 0, 1)
-	wantErr(t, "a second nack with the same receipt", e.changeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.Nack}), broker.ErrInvalidParameterValue)
+	wantErr(t, "a second nack with the same receipt", e.changeLease("q", model.LeaseEntry{Receipt: d.Receipt, Kind: model.Nack}), model.ErrInvalidParameterValue)
 	e.advance(19 * time.Second)
 	e.receiveNone("q")
 	e.advance(time.Second)
@@ -40,11 +40,11 @@ func testNackReasonAndDelay(t *testing.T, s suite) {
 	if d.FailureReason != "db down" {
 		t.Fatalf("FailureReason = %q, want %q", d.FailureReason, "db down")
 	}
-	long := strings.Repeat("é", broker.MaxReasonBytes) // 2 bytes each
+	long := strings.Repeat("é", model.MaxReasonBytes) // 2 bytes each
 	e.nack("q", d.Receipt, long, nil)
 	d = e.receiveOne("q")
-	if d.FailureReason != broker.CutReason(long) || len(d.FailureReason) != broker.MaxReasonBytes {
-		t.Fatalf("a %d-byte reason is kept as %d bytes, want it cut to %d", len(long), len(d.FailureReason), broker.MaxReasonBytes)
+	if d.FailureReason != model.CutReason(long) || len(d.FailureReason) != model.MaxReasonBytes {
+		t.Fatalf("a %d-byte reason is kept as %d bytes, want it cut to %d", len(long), len(d.FailureReason), model.MaxReasonBytes)
 	}
 }
 
@@ -53,7 +53,7 @@ func testNackReasonAndDelay(t *testing.T, s suite) {
 func testSnoozeNeverDeadLetters(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
 	e.sendBody("src", "a")
 	for i := 1; i <= 3; i++ {
 		d := e.receiveOne("src")
@@ -74,15 +74,15 @@ func testSnoozeNeverDeadLetters(t *testing.T, s suite) {
 // does on shutdown, without counting an attempt or a failure.
 func testRelease(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrRetryPolicy: retryPolicy(60, 300, broker.JitterNone)})
+	e.createQueue("q", map[string]string{model.AttrRetryPolicy: retryPolicy(60, 300, model.JitterNone)})
 	e.sendBody("q", "a")
 	d := e.receiveOne("q")
 	e.snooze("q", d.Receipt, 0)
 	e.wantStats("q", 1, 0, 0)
 	// The lease ended with the message visible (FateVisible): its receipt
 	// no longer changes visibility, whichever of the two answers it gets.
-	wantErrOneOf(t, "a release with a released receipt", e.changeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.Snooze}),
-		broker.ErrInvalidParameterValue, broker.ErrMessageNotInflight)
+	wantErrOneOf(t, "a release with a released receipt", e.changeLease("q", model.LeaseEntry{Receipt: d.Receipt, Kind: model.Snooze}),
+		model.ErrInvalidParameterValue, model.ErrMessageNotInflight)
 	d = e.receiveOne("q")
 	wantCounts(t, "after a release", d, 1, 2)
 	if d.FailureReason != "" {
@@ -95,18 +95,18 @@ func testRelease(t *testing.T, s suite) {
 func testDeadLetterNow(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 10)})
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 10)})
 	res := e.sendBody("src", "a")
 	e.advance(time.Second)
 	t1 := e.clock.Now()
 	d := e.receiveOne("src")
 	e.advance(time.Second)
-	e.mustChangeLease("src", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.DeadLetterNow, Reason: "cannot parse"})
+	e.mustChangeLease("src", model.LeaseEntry{Receipt: d.Receipt, Kind: model.DeadLetterNow, Reason: "cannot parse"})
 	e.wantStats("src", 0, 0, 0)
 	e.wantStats("dlq", 1, 0, 0)
 	wantForensics(t, e.browsed("dlq", res.MessageID), 1, 1, t1, t1, "cannot parse", "src")
 	wantErr(t, "dead-letter now with the receipt of a dead letter",
-		e.changeLease("src", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.DeadLetterNow}), broker.ErrInvalidParameterValue)
+		e.changeLease("src", model.LeaseEntry{Receipt: d.Receipt, Kind: model.DeadLetterNow}), model.ErrInvalidParameterValue)
 	e.wantStats("dlq", 1, 0, 0)
 }
 
@@ -118,7 +118,7 @@ func testDeadLetterNowWithoutDLQ(t *testing.T, s suite) {
 	e.sendBody("q", "a")
 	d := e.receiveOne("q")
 	wantErr(t, "dead-letter now without a RedrivePolicy",
-		e.changeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.DeadLetterNow, Reason: "x"}), broker.ErrConflict)
+		e.changeLease("q", model.LeaseEntry{Receipt: d.Receipt, Kind: model.DeadLetterNow, Reason: "x"}), model.ErrConflict)
 	e.wantStats("q", 0, 1, 0)
 	e.mustDelete("q", d.Receipt)
 	e.wantStats("q", 0, 0, 0)
@@ -128,22 +128,22 @@ func testDeadLetterNowWithoutDLQ(t *testing.T, s suite) {
 // stays good.
 func testExtend(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrVisibilityTimeout: "10"})
+	e.createQueue("q", map[string]string{model.AttrVisibilityTimeout: "10"})
 	e.sendBody("q", "a")
 	d := e.receiveOne("q")
 	e.advance(9 * time.Second)
-	e.mustChangeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.ChangeTimeout, Timeout: 50 * time.Second})
+	e.mustChangeLease("q", model.LeaseEntry{Receipt: d.Receipt, Kind: model.ChangeTimeout, Timeout: 50 * time.Second})
 	e.advance(49 * time.Second)
 	e.receiveNone("q")
 	e.wantStats("q", 0, 1, 0)
-	e.mustChangeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.ChangeTimeout, Timeout: 10 * time.Second})
+	e.mustChangeLease("q", model.LeaseEntry{Receipt: d.Receipt, Kind: model.ChangeTimeout, Timeout: 10 * time.Second})
 	e.advance(9 * time.Second)
 	e.receiveNone("q")
 	e.advance(time.Second)
 	d2 := e.receiveOne("q")
 	wantCounts(t, "after the extended lease ended", d2, 2, 2)
 	wantErr(t, "extend with the receipt of the ended lease",
-		e.changeLease("q", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.ChangeTimeout, Timeout: time.Second}), broker.ErrInvalidParameterValue)
+		e.changeLease("q", model.LeaseEntry{Receipt: d.Receipt, Kind: model.ChangeTimeout, Timeout: time.Second}), model.ErrInvalidParameterValue)
 }
 
 // testChangeLeasesSameReceiptTwice: a batch that names one receipt twice
@@ -153,18 +153,18 @@ func testExtend(t *testing.T, s suite) {
 func testChangeLeasesSameReceiptTwice(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 10)})
-	e.send("src", broker.SendEntry{Body: "nack"}, broker.SendEntry{Body: "dead"})
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "src"}, 2)
-	by := map[string]broker.Delivery{}
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 10)})
+	e.send("src", model.SendEntry{Body: "nack"}, model.SendEntry{Body: "dead"})
+	ds := e.receiveN(model.ReceiveRequest{Queue: "src"}, 2)
+	by := map[string]model.Delivery{}
 	for _, d := range ds {
 		by[d.Body] = d
 	}
-	errs, err := e.b.ChangeLeases(e.ctx, "src", []broker.LeaseEntry{
-		{ID: "n1", Receipt: by["nack"].Receipt, Kind: broker.Nack},
-		{ID: "d1", Receipt: by["dead"].Receipt, Kind: broker.DeadLetterNow, Reason: "poison"},
-		{ID: "n2", Receipt: by["nack"].Receipt, Kind: broker.Nack},
-		{ID: "d2", Receipt: by["dead"].Receipt, Kind: broker.DeadLetterNow, Reason: "poison"},
+	errs, err := e.b.ChangeLeases(e.ctx, "src", []model.LeaseEntry{
+		{ID: "n1", Receipt: by["nack"].Receipt, Kind: model.Nack},
+		{ID: "d1", Receipt: by["dead"].Receipt, Kind: model.DeadLetterNow, Reason: "poison"},
+		{ID: "n2", Receipt: by["nack"].Receipt, Kind: model.Nack},
+		{ID: "d2", Receipt: by["dead"].Receipt, Kind: model.DeadLetterNow, Reason: "poison"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -172,12 +172,12 @@ func testChangeLeasesSameReceiptTwice(t *testing.T, s suite) {
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("the first entries of each receipt: %v, %v; want both applied", errs[0], errs[1])
 	}
-	wantErrOneOf(t, "the second nack with the same receipt", errs[2], broker.ErrMessageNotInflight, broker.ErrInvalidParameterValue)
-	wantErrOneOf(t, "the second dead-letter-now with the same receipt", errs[3], broker.ErrMessageNotInflight, broker.ErrInvalidParameterValue)
+	wantErrOneOf(t, "the second nack with the same receipt", errs[2], model.ErrMessageNotInflight, model.ErrInvalidParameterValue)
+	wantErrOneOf(t, "the second dead-letter-now with the same receipt", errs[3], model.ErrMessageNotInflight, model.ErrInvalidParameterValue)
 	e.wantStats("src", 1, 0, 0)
 	e.wantStats("dlq", 1, 0, 0)
 	d := e.receiveOne("src")
-	errs, err = e.b.ChangeVisibility(e.ctx, "src", []broker.VisibilityEntry{
+	errs, err = e.b.ChangeVisibility(e.ctx, "src", []model.VisibilityEntry{
 		{ID: "a", Receipt: d.Receipt, Timeout: 0}, {ID: "b", Receipt: d.Receipt, Timeout: 0}})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func testChangeLeasesSameReceiptTwice(t *testing.T, s suite) {
 	if errs[0] != nil {
 		t.Fatalf("the first ChangeMessageVisibility entry: %v", errs[0])
 	}
-	wantErrOneOf(t, "the second ChangeMessageVisibility entry with the same receipt", errs[1], broker.ErrMessageNotInflight, broker.ErrInvalidParameterValue)
+	wantErrOneOf(t, "the second ChangeMessageVisibility entry with the same receipt", errs[1], model.ErrMessageNotInflight, model.ErrInvalidParameterValue)
 	e.wantStats("src", 1, 0, 0)
 }
 
@@ -195,23 +195,23 @@ func testChangeLeasesBatch(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
 	e.createQueue("src", map[string]string{
-		broker.AttrVisibilityTimeout: "30",
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq", 10),
+		model.AttrVisibilityTimeout: "30",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", 10),
 	})
-	e.send("src", broker.SendEntry{Body: "nack"}, broker.SendEntry{Body: "snooze"}, broker.SendEntry{Body: "dead"},
-		broker.SendEntry{Body: "extend"}, broker.SendEntry{Body: "release"})
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "src"}, 5)
-	by := map[string]broker.Delivery{}
+	e.send("src", model.SendEntry{Body: "nack"}, model.SendEntry{Body: "snooze"}, model.SendEntry{Body: "dead"},
+		model.SendEntry{Body: "extend"}, model.SendEntry{Body: "release"})
+	ds := e.receiveN(model.ReceiveRequest{Queue: "src"}, 5)
+	by := map[string]model.Delivery{}
 	for _, d := range ds {
 		by[d.Body] = d
 	}
-	entries := []broker.LeaseEntry{
-		{ID: "n", Receipt: by["nack"].Receipt, Kind: broker.Nack, Reason: "r", Delay: dur(10 * time.Second)},
-		{ID: "s", Receipt: by["snooze"].Receipt, Kind: broker.Snooze, Timeout: 20 * time.Second},
-		{ID: "d", Receipt: by["dead"].Receipt, Kind: broker.DeadLetterNow, Reason: "poison"},
-		{ID: "x", Receipt: "garbage", Kind: broker.Nack},
-		{ID: "e", Receipt: by["extend"].Receipt, Kind: broker.ChangeTimeout, Timeout: time.Hour},
-		{ID: "r", Receipt: by["release"].Receipt, Kind: broker.Snooze},
+	entries := []model.LeaseEntry{
+		{ID: "n", Receipt: by["nack"].Receipt, Kind: model.Nack, Reason: "r", Delay: dur(10 * time.Second)},
+		{ID: "s", Receipt: by["snooze"].Receipt, Kind: model.Snooze, Timeout: 20 * time.Second},
+		{ID: "d", Receipt: by["dead"].Receipt, Kind: model.DeadLetterNow, Reason: "poison"},
+		{ID: "x", Receipt: "garbage", Kind: model.Nack},
+		{ID: "e", Receipt: by["extend"].Receipt, Kind: model.ChangeTimeout, Timeout: time.Hour},
+		{ID: "r", Receipt: by["release"].Receipt, Kind: model.Snooze},
 	}
 	errs, err := e.b.ChangeLeases(e.ctx, "src", entries)
 	if err != nil {
@@ -222,7 +222,7 @@ func testChangeLeasesBatch(t *testing.T, s suite) {
 	}
 	for i, err := range errs {
 		if entries[i].ID == "x" {
-			wantErr(t, "the garbage receipt's entry", err, broker.ErrReceiptHandleInvalid)
+			wantErr(t, "the garbage receipt's entry", err, model.ErrReceiptHandleInvalid)
 		} else if err != nil {
 			t.Fatalf("entry %s: %v", entries[i].ID, err)
 		}
@@ -248,14 +248,14 @@ func testChangeLeasesRanges(t *testing.T, s suite) {
 	e.createQueue("q", nil)
 	e.sendBody("q", "a")
 	d := e.receiveOne("q")
-	over := broker.MaxVisibilityTimeout + time.Second
-	for _, le := range []broker.LeaseEntry{
-		{Receipt: d.Receipt, Kind: broker.Snooze, Timeout: over},
-		{Receipt: d.Receipt, Kind: broker.Nack, Delay: dur(over)},
-		{Receipt: d.Receipt, Kind: broker.Nack, Delay: dur(-time.Second)},
-		{Receipt: d.Receipt, Kind: broker.ChangeTimeout, Timeout: over},
+	over := model.MaxVisibilityTimeout + time.Second
+	for _, le := range []model.LeaseEntry{
+		{Receipt: d.Receipt, Kind: model.Snooze, Timeout: over},
+		{Receipt: d.Receipt, Kind: model.Nack, Delay: dur(over)},
+		{Receipt: d.Receipt, Kind: model.Nack, Delay: dur(-time.Second)},
+		{Receipt: d.Receipt, Kind: model.ChangeTimeout, Timeout: over},
 	} {
-		wantErr(t, "an out-of-range consumer control", e.changeLease("q", le), broker.ErrInvalidParameterValue)
+		wantErr(t, "an out-of-range consumer control", e.changeLease("q", le), model.ErrInvalidParameterValue)
 	}
 	e.wantStats("q", 0, 1, 0)
 }

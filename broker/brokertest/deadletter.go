@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The dead-letter tests of issue 8: a failure that used the last attempt
@@ -20,7 +20,7 @@ var deadLetterTests = []testCase{
 }
 
 // wantForensics checks what a dead letter keeps, as Browse shows it.
-func wantForensics(t testing.TB, m broker.BrowsedMessage, attempts, receiveCount int, first, last time.Time, reason, source string) {
+func wantForensics(t testing.TB, m model.BrowsedMessage, attempts, receiveCount int, first, last time.Time, reason, source string) {
 	t.Helper()
 	if m.Attempts != attempts || m.ReceiveCount != receiveCount {
 		t.Fatalf("dead letter %s: Attempts %d, ReceiveCount %d; want %d, %d", m.ID, m.Attempts, m.ReceiveCount, attempts, receiveCount)
@@ -33,8 +33,8 @@ func wantForensics(t testing.TB, m broker.BrowsedMessage, attempts, receiveCount
 	if m.DeadLetterSource != source {
 		t.Fatalf("dead letter DeadLetterSource = %q, want %q", m.DeadLetterSource, source)
 	}
-	if m.State != broker.StateVisible {
-		t.Fatalf("dead letter State = %q, want %q", m.State, broker.StateVisible)
+	if m.State != model.StateVisible {
+		t.Fatalf("dead letter State = %q, want %q", m.State, model.StateVisible)
 	}
 }
 
@@ -45,9 +45,9 @@ func testLastNackMovesAtOnce(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
 	e.createQueue("src", map[string]string{
-		broker.AttrVisibilityTimeout: "30",
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq", 2),
-		broker.AttrRetryPolicy:       retryPolicy(5, 300, broker.JitterNone),
+		model.AttrVisibilityTimeout: "30",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", 2),
+		model.AttrRetryPolicy:       retryPolicy(5, 300, model.JitterNone),
 	})
 	res := e.sendBody("src", "poison")
 	e.advance(time.Second)
@@ -67,7 +67,7 @@ func testLastNackMovesAtOnce(t *testing.T, s suite) {
 	if err := e.deleteErr("src", d.Receipt); err != nil {
 		t.Fatalf("Delete with the source receipt of a dead letter: %v, want success without effect", err)
 	}
-	wantErr(t, "ChangeVisibility with the source receipt of a dead letter", e.changeVisErr("src", d.Receipt, 0), broker.ErrInvalidParameterValue)
+	wantErr(t, "ChangeVisibility with the source receipt of a dead letter", e.changeVisErr("src", d.Receipt, 0), model.ErrInvalidParameterValue)
 	e.wantStats("dlq", 1, 0, 0)
 
 	m := e.browsed("dlq", res.MessageID)
@@ -97,9 +97,9 @@ func testLastExpiryMoves(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
 	e.createQueue("src", map[string]string{
-		broker.AttrVisibilityTimeout: "10",
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq", 1),
-		broker.AttrRetryPolicy:       retryPolicy(600, 600, broker.JitterNone),
+		model.AttrVisibilityTimeout: "10",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", 1),
+		model.AttrRetryPolicy:       retryPolicy(600, 600, model.JitterNone),
 	})
 	res := e.sendBody("src", "slow")
 	e.advance(time.Second)
@@ -108,7 +108,7 @@ func testLastExpiryMoves(t *testing.T, s suite) {
 	e.advance(10 * time.Second)
 	e.moveToDLQ("src", "dlq", 1)
 	e.wantStats("src", 0, 0, 0)
-	wantForensics(t, e.browsed("dlq", res.MessageID), 1, 1, t1, t1, broker.ReasonLeaseExpired, "src")
+	wantForensics(t, e.browsed("dlq", res.MessageID), 1, 1, t1, t1, model.ReasonLeaseExpired, "src")
 }
 
 // testMaxAttemptsLower: a message's Sluice.MaxAttempts below the queue's
@@ -117,10 +117,10 @@ func testLastExpiryMoves(t *testing.T, s suite) {
 func testMaxAttemptsLower(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 5)})
-	once := e.send("src", broker.SendEntry{Body: "once", Attributes: map[string]broker.MessageAttribute{broker.MsgAttrMaxAttempts: numAttr(1)}})[0]
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 5)})
+	once := e.send("src", model.SendEntry{Body: "once", Attributes: map[string]model.MessageAttribute{model.MsgAttrMaxAttempts: numAttr(1)}})[0]
 	e.sendBody("src", "five")
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "src"}, 2)
+	ds := e.receiveN(model.ReceiveRequest{Queue: "src"}, 2)
 	for _, d := range ds {
 		want := 0
 		if d.Body == "once" {
@@ -133,8 +133,8 @@ func testMaxAttemptsLower(t *testing.T, s suite) {
 	}
 	e.wantStats("src", 1, 0, 0)
 	e.wantStats("dlq", 1, 0, 0)
-	if m := e.browsed("dlq", once.MessageID); m.FailureReason != broker.ReasonNack || m.Attempts != 1 || m.MaxAttempts != 1 {
-		t.Fatalf("dead letter reason %q attempts %d max %d, want %q, 1, 1", m.FailureReason, m.Attempts, m.MaxAttempts, broker.ReasonNack)
+	if m := e.browsed("dlq", once.MessageID); m.FailureReason != model.ReasonNack || m.Attempts != 1 || m.MaxAttempts != 1 {
+		t.Fatalf("dead letter reason %q attempts %d max %d, want %q, 1, 1", m.FailureReason, m.Attempts, m.MaxAttempts, model.ReasonNack)
 	}
 	if d := e.receiveOne("src"); d.Body != "five" {
 		t.Fatalf("src gave %q, want five", d.Body)
@@ -146,8 +146,8 @@ func testMaxAttemptsLower(t *testing.T, s suite) {
 func testMaxAttemptsHigher(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
-	e.send("src", broker.SendEntry{Body: "three", Attributes: map[string]broker.MessageAttribute{broker.MsgAttrMaxAttempts: numAttr(3)}})
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.send("src", model.SendEntry{Body: "three", Attributes: map[string]model.MessageAttribute{model.MsgAttrMaxAttempts: numAttr(3)}})
 	for n := 1; n <= 3; n++ {
 		d := e.receiveOne("src")
 		wantCounts(t, "receive", d, n, n)
@@ -161,15 +161,15 @@ func testMaxAttemptsHigher(t *testing.T, s suite) {
 // DLQ at its MaxDepth.
 func testDeadLetterIntoFullDLQ(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("dlq", map[string]string{broker.AttrMaxDepth: "1"})
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.createQueue("dlq", map[string]string{model.AttrMaxDepth: "1"})
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
 	e.sendBody("dlq", "already")
-	err := e.sendErr("dlq", broker.SendEntry{Body: "refused"})
-	wantErr(t, "a send into the full DLQ", err, broker.ErrThrottled)
-	e.send("src", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"})
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "src"}, 2)
+	err := e.sendErr("dlq", model.SendEntry{Body: "refused"})
+	wantErr(t, "a send into the full DLQ", err, model.ErrThrottled)
+	e.send("src", model.SendEntry{Body: "a"}, model.SendEntry{Body: "b"})
+	ds := e.receiveN(model.ReceiveRequest{Queue: "src"}, 2)
 	e.mustChangeVis("src", ds[0].Receipt, 0)
-	e.mustChangeLease("src", broker.LeaseEntry{Receipt: ds[1].Receipt, Kind: broker.DeadLetterNow, Reason: "never"})
+	e.mustChangeLease("src", model.LeaseEntry{Receipt: ds[1].Receipt, Kind: model.DeadLetterNow, Reason: "never"})
 	e.wantStats("src", 0, 0, 0)
 	e.wantStats("dlq", 3, 0, 0)
 }

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -40,7 +43,7 @@ const (
 	testAccount = "000000000000"
 )
 
-func arn(name string) string { return broker.ARN(testRegion, testAccount, name) }
+func arn(name string) string { return model.ARN(testRegion, testAccount, name) }
 
 var messageIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
@@ -48,11 +51,11 @@ var messageIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 type env struct {
 	t     *testing.T
 	s     suite
-	clock *broker.FakeClock
+	clock *clocktest.FakeClock
 	opts  broker.Options
 	// be is the backend under test and b the front over it: the suite
 	// drives the front, as every API does.
-	be broker.Backend
+	be storage.Backend
 	b  *broker.Broker
 	// ctx is cancelled at cleanup, before the backend is closed, so that
 	// receives started by the test end first.
@@ -64,7 +67,7 @@ type env struct {
 // options (MaxInFlight, StrictPurge) before the backend opens.
 func (s suite) setup(t *testing.T, mods ...func(*broker.Options)) *env {
 	t.Helper()
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	opts := broker.Options{Clock: clock, Logger: testLogger(t)}
 	for _, m := range mods {
 		m(&opts)
@@ -105,7 +108,7 @@ func (e *env) reopen() {
 }
 
 // front returns the front over be. The harness closes be.
-func front(t testing.TB, be broker.Backend, opts broker.Options) *broker.Broker {
+func front(t testing.TB, be storage.Backend, opts broker.Options) *broker.Broker {
 	t.Helper()
 	b, err := broker.New(be, opts)
 	if err != nil {
@@ -159,7 +162,7 @@ func (e *env) advanceUntil(step, limit time.Duration, what string, cond func() b
 
 // ---- queues ----
 
-func (e *env) createQueue(name string, attrs map[string]string) broker.Queue {
+func (e *env) createQueue(name string, attrs map[string]string) model.Queue {
 	e.t.Helper()
 	q, err := e.b.CreateQueue(e.ctx, name, attrs, nil)
 	if err != nil {
@@ -168,7 +171,7 @@ func (e *env) createQueue(name string, attrs map[string]string) broker.Queue {
 	return q
 }
 
-func (e *env) getQueue(name string) broker.QueueInfo {
+func (e *env) getQueue(name string) model.QueueInfo {
 	e.t.Helper()
 	q, err := e.b.GetQueue(e.ctx, name)
 	if err != nil {
@@ -177,11 +180,11 @@ func (e *env) getQueue(name string) broker.QueueInfo {
 	return q
 }
 
-func (e *env) stats(name string) broker.QueueStats { return e.getQueue(name).Stats }
+func (e *env) stats(name string) model.QueueStats { return e.getQueue(name).Stats }
 
 // counts is s without OldestSentAt: the three counts the count checks
 // compare (OldestSentAt has its own cases, in stats.go).
-func counts(s broker.QueueStats) broker.QueueStats {
+func counts(s model.QueueStats) model.QueueStats {
 	s.OldestSentAt = time.Time{}
 	return s
 }
@@ -189,7 +192,7 @@ func counts(s broker.QueueStats) broker.QueueStats {
 // wantStats checks the queue's counts now.
 func (e *env) wantStats(name string, visible, inFlight, delayed int64) {
 	e.t.Helper()
-	want := broker.QueueStats{Visible: visible, InFlight: inFlight, Delayed: delayed}
+	want := model.QueueStats{Visible: visible, InFlight: inFlight, Delayed: delayed}
 	if got := counts(e.stats(name)); got != want {
 		e.t.Fatalf("queue %s counts = %+v, want %+v", name, got, want)
 	}
@@ -199,8 +202,8 @@ func (e *env) wantStats(name string, visible, inFlight, delayed int64) {
 // clock-driven work applies (a lease expiring, a delay ending, a sweep).
 func (e *env) eventuallyStats(name string, visible, inFlight, delayed int64) {
 	e.t.Helper()
-	want := broker.QueueStats{Visible: visible, InFlight: inFlight, Delayed: delayed}
-	var got broker.QueueStats
+	want := model.QueueStats{Visible: visible, InFlight: inFlight, Delayed: delayed}
+	var got model.QueueStats
 	deadline := time.Now().Add(realTimeout)
 	for {
 		if got = counts(e.stats(name)); got == want {
@@ -215,7 +218,7 @@ func (e *env) eventuallyStats(name string, visible, inFlight, delayed int64) {
 
 // ---- sends ----
 
-func (e *env) trySend(queue string, entries ...broker.SendEntry) ([]broker.SendResult, error) {
+func (e *env) trySend(queue string, entries ...model.SendEntry) ([]model.SendResult, error) {
 	e.t.Helper()
 	res, err := e.b.Send(e.ctx, queue, entries)
 	if err == nil && len(res) != len(entries) {
@@ -225,7 +228,7 @@ func (e *env) trySend(queue string, entries ...broker.SendEntry) ([]broker.SendR
 }
 
 // send sends entries and fails the test on any error.
-func (e *env) send(queue string, entries ...broker.SendEntry) []broker.SendResult {
+func (e *env) send(queue string, entries ...model.SendEntry) []model.SendResult {
 	e.t.Helper()
 	for i := range entries {
 		if entries[i].ID == "" && len(entries) > 1 {
@@ -250,13 +253,13 @@ func (e *env) send(queue string, entries ...broker.SendEntry) []broker.SendResul
 	return res
 }
 
-func (e *env) sendBody(queue, body string) broker.SendResult {
+func (e *env) sendBody(queue, body string) model.SendResult {
 	e.t.Helper()
-	return e.send(queue, broker.SendEntry{ID: "m", Body: body})[0]
+	return e.send(queue, model.SendEntry{ID: "m", Body: body})[0]
 }
 
 // sendErr sends one entry and returns its error, whole-call or per-entry.
-func (e *env) sendErr(queue string, entry broker.SendEntry) error {
+func (e *env) sendErr(queue string, entry model.SendEntry) error {
 	e.t.Helper()
 	if entry.ID == "" {
 		entry.ID = "m"
@@ -270,7 +273,7 @@ func (e *env) sendErr(queue string, entry broker.SendEntry) error {
 
 // plainSendErr sends one entry as a plain send (SendMessage: no entry id, so
 // not a batch) and returns its error, whole-call or per-entry.
-func (e *env) plainSendErr(queue string, entry broker.SendEntry) error {
+func (e *env) plainSendErr(queue string, entry model.SendEntry) error {
 	e.t.Helper()
 	entry.ID = ""
 	res, err := e.trySend(queue, entry)
@@ -284,24 +287,24 @@ func (e *env) plainSendErr(queue string, entry broker.SendEntry) error {
 
 // receive calls Receive with a real-time bound, so a backend that waits
 // for the fake clock when it should not fails instead of hanging.
-func (e *env) receive(req broker.ReceiveRequest) ([]broker.Delivery, error) {
+func (e *env) receive(req model.ReceiveRequest) ([]model.Delivery, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, realTimeout)
 	defer cancel()
 	return e.b.Receive(ctx, req)
 }
 
 // receiveN long-polls until it has exactly n messages of req.Queue.
-func (e *env) receiveN(req broker.ReceiveRequest, n int) []broker.Delivery {
+func (e *env) receiveN(req model.ReceiveRequest, n int) []model.Delivery {
 	e.t.Helper()
 	if req.WaitTime == nil {
-		req.WaitTime = dur(broker.MaxWaitTime)
+		req.WaitTime = dur(model.MaxWaitTime)
 	}
 	deadline := time.Now().Add(realTimeout)
-	var out []broker.Delivery
+	var out []model.Delivery
 	for len(out) < n {
 		want := n - len(out)
-		if want > broker.MaxReceiveMessages {
-			want = broker.MaxReceiveMessages
+		if want > model.MaxReceiveMessages {
+			want = model.MaxReceiveMessages
 		}
 		req.MaxMessages = want
 		ctx, cancel := context.WithDeadline(e.ctx, deadline)
@@ -322,21 +325,21 @@ func (e *env) receiveN(req broker.ReceiveRequest, n int) []broker.Delivery {
 }
 
 // receiveOne long-polls for one message of queue.
-func (e *env) receiveOne(queue string) broker.Delivery {
+func (e *env) receiveOne(queue string) model.Delivery {
 	e.t.Helper()
-	return e.receiveN(broker.ReceiveRequest{Queue: queue}, 1)[0]
+	return e.receiveN(model.ReceiveRequest{Queue: queue}, 1)[0]
 }
 
 // receiveOneFor long-polls for one message and leases it for visibility.
-func (e *env) receiveOneFor(queue string, visibility time.Duration) broker.Delivery {
+func (e *env) receiveOneFor(queue string, visibility time.Duration) model.Delivery {
 	e.t.Helper()
-	return e.receiveN(broker.ReceiveRequest{Queue: queue, Visibility: dur(visibility)}, 1)[0]
+	return e.receiveN(model.ReceiveRequest{Queue: queue, Visibility: dur(visibility)}, 1)[0]
 }
 
 // receiveNone short-polls queue and requires nothing to be returned.
 func (e *env) receiveNone(queue string) {
 	e.t.Helper()
-	ds, err := e.receive(broker.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: dur(0)})
+	ds, err := e.receive(model.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: dur(0)})
 	if err != nil {
 		e.t.Fatalf("short-poll Receive(%s): %v", queue, err)
 	}
@@ -346,7 +349,7 @@ func (e *env) receiveNone(queue string) {
 	}
 }
 
-func (e *env) checkDelivery(d broker.Delivery) {
+func (e *env) checkDelivery(d model.Delivery) {
 	e.t.Helper()
 	if d.Receipt == "" {
 		e.t.Fatalf("delivery of %s has no receipt handle", d.ID)
@@ -360,12 +363,12 @@ func (e *env) checkDelivery(d broker.Delivery) {
 }
 
 type recvResult struct {
-	ds  []broker.Delivery
+	ds  []model.Delivery
 	err error
 }
 
 // goReceive starts a receive in a goroutine; its result arrives on the channel.
-func (e *env) goReceive(ctx context.Context, req broker.ReceiveRequest) <-chan recvResult {
+func (e *env) goReceive(ctx context.Context, req model.ReceiveRequest) <-chan recvResult {
 	ch := make(chan recvResult, 1)
 	b := e.b
 	e.wg.Add(1)
@@ -381,11 +384,11 @@ func (e *env) goReceive(ctx context.Context, req broker.ReceiveRequest) <-chan r
 // likely) blocked: the backend armed a new timer on the fake clock.
 func (e *env) goWait(ctx context.Context, queue string, wait time.Duration) <-chan recvResult {
 	e.t.Helper()
-	return e.goWaitReq(ctx, broker.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: dur(wait)})
+	return e.goWaitReq(ctx, model.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: dur(wait)})
 }
 
 // goWaitReq is goWait for any request.
-func (e *env) goWaitReq(ctx context.Context, req broker.ReceiveRequest) <-chan recvResult {
+func (e *env) goWaitReq(ctx context.Context, req model.ReceiveRequest) <-chan recvResult {
 	e.t.Helper()
 	queue := req.Queue
 	base := e.clock.Timers()
@@ -432,7 +435,7 @@ func (e *env) notYet(ch <-chan recvResult, what string) {
 
 func (e *env) deleteErr(queue, receipt string) error {
 	e.t.Helper()
-	errs, err := e.b.Delete(e.ctx, queue, []broker.DeleteEntry{{ID: "d", Receipt: receipt}})
+	errs, err := e.b.Delete(e.ctx, queue, []model.DeleteEntry{{ID: "d", Receipt: receipt}})
 	if err != nil {
 		return err
 	}
@@ -451,7 +454,7 @@ func (e *env) mustDelete(queue, receipt string) {
 
 func (e *env) changeVisErr(queue, receipt string, timeout time.Duration) error {
 	e.t.Helper()
-	errs, err := e.b.ChangeVisibility(e.ctx, queue, []broker.VisibilityEntry{{ID: "v", Receipt: receipt, Timeout: timeout}})
+	errs, err := e.b.ChangeVisibility(e.ctx, queue, []model.VisibilityEntry{{ID: "v", Receipt: receipt, Timeout: timeout}})
 	if err != nil {
 		return err
 	}
@@ -503,7 +506,7 @@ func wantTime(t testing.TB, what string, got, want time.Time) {
 }
 
 // sameAttrs compares message attributes (nil and empty values are equal).
-func sameAttrs(a, b map[string]broker.MessageAttribute) bool {
+func sameAttrs(a, b map[string]model.MessageAttribute) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -516,7 +519,7 @@ func sameAttrs(a, b map[string]broker.MessageAttribute) bool {
 	return true
 }
 
-func bodies(ds []broker.Delivery) []string {
+func bodies(ds []model.Delivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.Body

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The fair-queue tests (broker/fair.go): on a standard queue MessageGroupId
@@ -35,8 +35,8 @@ var fairTests = []testCase{
 func (e *env) tenantSend(queue, tenant string, p int, bodies ...string) {
 	e.t.Helper()
 	for len(bodies) > 0 {
-		n := min(len(bodies), broker.MaxBatchEntries)
-		entries := make([]broker.SendEntry, n)
+		n := min(len(bodies), model.MaxBatchEntries)
+		entries := make([]model.SendEntry, n)
 		for i, b := range bodies[:n] {
 			entries[i] = withPriority(b, p)
 			entries[i].GroupID = tenant
@@ -48,7 +48,7 @@ func (e *env) tenantSend(queue, tenant string, p int, bodies ...string) {
 }
 
 // inOrder is the bodies of ds in the order received (bodies sorts them).
-func inOrder(ds []broker.Delivery) []string {
+func inOrder(ds []model.Delivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.Body
@@ -67,11 +67,11 @@ func numbered(prefix string, n int) []string {
 
 // take receives n messages of queue one at a time (MaxMessages 1) and
 // deletes each, returning them in the order received.
-func (e *env) take(queue string, n int) []broker.Delivery {
+func (e *env) take(queue string, n int) []model.Delivery {
 	e.t.Helper()
-	out := make([]broker.Delivery, 0, n)
+	out := make([]model.Delivery, 0, n)
 	for range n {
-		d := e.receiveN(broker.ReceiveRequest{Queue: queue, MaxMessages: 1}, 1)[0]
+		d := e.receiveN(model.ReceiveRequest{Queue: queue, MaxMessages: 1}, 1)[0]
 		e.mustDelete(queue, d.Receipt)
 		out = append(out, d)
 	}
@@ -222,30 +222,30 @@ func testFairNoGroup(t *testing.T, s suite) {
 // and before other tenants' messages of later turns.
 func testFairRedelivery(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrVisibilityTimeout: "30"})
+	e.createQueue("q", map[string]string{model.AttrVisibilityTimeout: "30"})
 	e.tenantSend("q", "a", 0, "a0", "a1", "a2", "a3")
 	e.tenantSend("q", "b", 0, "b0", "b1", "b2", "b3")
-	next := func() broker.Delivery {
+	next := func() model.Delivery {
 		t.Helper()
-		return e.receiveN(broker.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
+		return e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
 	}
 	a0 := next()
-	wantBodies(t, "first", []broker.Delivery{a0}, "a0")
+	wantBodies(t, "first", []model.Delivery{a0}, "a0")
 	wantBodies(t, "second", e.take("q", 1), "b0")
 	e.nack("q", a0.Receipt, "boom", nil) // visible again at once
 	a0 = next()
-	wantBodies(t, "after the nack", []broker.Delivery{a0}, "a0")
+	wantBodies(t, "after the nack", []model.Delivery{a0}, "a0")
 
 	// An expired lease.
 	e.advance(30 * time.Second)
 	a0 = next()
-	wantBodies(t, "after the lease expired", []broker.Delivery{a0}, "a0")
+	wantBodies(t, "after the lease expired", []model.Delivery{a0}, "a0")
 	e.mustDelete("q", a0.Receipt)
 
 	// A snooze with a delay: ready again after it, still before the
 	// messages of later turns.
 	a1 := next()
-	wantBodies(t, "next", []broker.Delivery{a1}, "a1")
+	wantBodies(t, "next", []model.Delivery{a1}, "a1")
 	e.snooze("q", a1.Receipt, 10*time.Second)
 	wantBodies(t, "while a1 is snoozed", e.take("q", 1), "b1")
 	e.advance(10 * time.Second)
@@ -261,8 +261,8 @@ func testFairDeadLetter(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
 	e.createQueue("src", map[string]string{
-		broker.AttrVisibilityTimeout: "1",
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq", 1),
+		model.AttrVisibilityTimeout: "1",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", 1),
 	})
 	e.tenantSend("dlq", "noisy", 0, numbered("n", 30)...)
 	e.tenantSend("src", "quiet", 0, "quiet0")
@@ -283,8 +283,8 @@ func testFairMoveTask(t *testing.T, s suite) {
 	mt := e.movers()
 	e.createQueue("dlq", nil)
 	e.createQueue("q", map[string]string{
-		broker.AttrVisibilityTimeout: "1",
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq", 1),
+		model.AttrVisibilityTimeout: "1",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", 1),
 	})
 	e.tenantSend("q", "quiet", 0, "quiet0")
 	e.receiveOne("q")
@@ -292,10 +292,10 @@ func testFairMoveTask(t *testing.T, s suite) {
 	e.eventuallyNotInFlight("q")
 	e.moveToDLQ("q", "dlq", 1)
 	e.tenantSend("q", "noisy", 0, numbered("n", 30)...)
-	if _, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq"}); err != nil {
+	if _, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq"}); err != nil {
 		t.Fatal(err)
 	}
-	e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	got := e.wantWithin("q", "quiet0", 2)
 	wantTenantOrder(t, append(got, inOrder(e.take("q", 29))...))
 }

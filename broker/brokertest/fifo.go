@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The FIFO semantics (ordering, dedup, receive attempts), written against
@@ -71,7 +71,7 @@ var fifoTests = []testCase{
 // fifoQueue creates a FIFO queue (name must end in .fifo) with attrs.
 func (e *env) fifoQueue(name string, attrs map[string]string) {
 	e.t.Helper()
-	a := map[string]string{broker.AttrFifoQueue: "true"}
+	a := map[string]string{model.AttrFifoQueue: "true"}
 	for k, v := range attrs {
 		a[k] = v
 	}
@@ -79,21 +79,21 @@ func (e *env) fifoQueue(name string, attrs map[string]string) {
 }
 
 // fmsg is a FIFO send entry with group, dedup id and body.
-func fmsg(group, dedup, body string) broker.SendEntry {
-	return broker.SendEntry{GroupID: group, DedupID: dedup, Body: body}
+func fmsg(group, dedup, body string) model.SendEntry {
+	return model.SendEntry{GroupID: group, DedupID: dedup, Body: body}
 }
 
 // fsend sends one FIFO message and returns its result.
-func (e *env) fsend(queue, group, dedup, body string) broker.SendResult {
+func (e *env) fsend(queue, group, dedup, body string) model.SendResult {
 	e.t.Helper()
 	return e.send(queue, fmsg(group, dedup, body))[0]
 }
 
 // receiveMax does one receive of up to max messages with a long poll of
 // wait, and returns what it got (possibly nothing).
-func (e *env) receiveMax(queue string, max int, wait time.Duration) []broker.Delivery {
+func (e *env) receiveMax(queue string, max int, wait time.Duration) []model.Delivery {
 	e.t.Helper()
-	ds, err := e.receive(broker.ReceiveRequest{Queue: queue, MaxMessages: max, WaitTime: dur(wait)})
+	ds, err := e.receive(model.ReceiveRequest{Queue: queue, MaxMessages: max, WaitTime: dur(wait)})
 	if err != nil {
 		e.t.Fatalf("Receive(%s, %d): %v", queue, max, err)
 	}
@@ -104,7 +104,7 @@ func (e *env) receiveMax(queue string, max int, wait time.Duration) []broker.Del
 }
 
 // wantBodies checks the bodies of ds in order.
-func wantBodies(t testing.TB, what string, ds []broker.Delivery, want ...string) {
+func wantBodies(t testing.TB, what string, ds []model.Delivery, want ...string) {
 	t.Helper()
 	got := make([]string, len(ds))
 	for i, d := range ds {
@@ -124,7 +124,7 @@ func testFifoOrderWithinGroup(t *testing.T, s suite) {
 		e.fsend("q.fifo", "g", b, b)
 		want = append(want, b)
 	}
-	var got []broker.Delivery
+	var got []model.Delivery
 	for range want {
 		ds := e.receiveMax("q.fifo", 1, 0)
 		if len(ds) != 1 {
@@ -140,8 +140,8 @@ func testFifoOrderWithinGroup(t *testing.T, s suite) {
 func testFifoBatchOrder(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.fifoQueue("q.fifo", nil)
-	var entries []broker.SendEntry
-	for i := range broker.MaxBatchEntries {
+	var entries []model.SendEntry
+	for i := range model.MaxBatchEntries {
 		b := fmt.Sprintf("b%d", i)
 		entries = append(entries, fmsg("g", b, b))
 	}
@@ -167,7 +167,7 @@ func testFifoGroupLock(t *testing.T, s suite) {
 
 func testFifoLockReleasedByExpiry(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "10"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrVisibilityTimeout: "10"})
 	e.fsend("q.fifo", "g", "1", "a1")
 	e.fsend("q.fifo", "g", "2", "a2")
 	wantBodies(t, "first receive", e.receiveMax("q.fifo", 1, 0), "a1")
@@ -277,10 +277,10 @@ func testFifoWaiterWokenByUnlock(t *testing.T, s suite) {
 // back later messages of its group that are already visible.
 func testFifoDelayedHead(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrDelaySeconds: "10"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrDelaySeconds: "10"})
 	e.fsend("q.fifo", "g", "1", "a1")
 	e.fsend("q.fifo", "h", "h1", "h1")
-	if err := e.b.SetQueueAttributes(e.ctx, "q.fifo", map[string]string{broker.AttrDelaySeconds: "0"}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "q.fifo", map[string]string{model.AttrDelaySeconds: "0"}); err != nil {
 		t.Fatal(err)
 	}
 	e.fsend("q.fifo", "g", "2", "a2")
@@ -302,17 +302,17 @@ func testFifoDelayedHead(t *testing.T, s suite) {
 // same message is stale (success without effect).
 func testFifoDeleteExpiredAndStale(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "10"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrVisibilityTimeout: "10"})
 	e.fsend("q.fifo", "g", "1", "a1")
 	old := e.leaseThenEnd("q.fifo")
 	latest := e.leaseThenEnd("q.fifo")
-	errs, err := e.b.Delete(e.ctx, "q.fifo", []broker.DeleteEntry{
+	errs, err := e.b.Delete(e.ctx, "q.fifo", []model.DeleteEntry{
 		{ID: "a", Receipt: latest.Receipt}, {ID: "b", Receipt: latest.Receipt}, {ID: "c", Receipt: old.Receipt}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "the latest receipt after its lease ended", errs[0], broker.ErrInvalidParameterValue)
-	wantErr(t, "the latest receipt again", errs[1], broker.ErrInvalidParameterValue)
+	wantErr(t, "the latest receipt after its lease ended", errs[0], model.ErrInvalidParameterValue)
+	wantErr(t, "the latest receipt again", errs[1], model.ErrInvalidParameterValue)
 	if errs[2] != nil {
 		t.Fatalf("an older receipt of the same message: %v, want success without effect (stale)", errs[2])
 	}
@@ -321,7 +321,7 @@ func testFifoDeleteExpiredAndStale(t *testing.T, s suite) {
 
 // leaseThenEnd receives the one message of queue (visibility 10 s) and lets
 // its lease end; the message is visible again.
-func (e *env) leaseThenEnd(queue string) broker.Delivery {
+func (e *env) leaseThenEnd(queue string) model.Delivery {
 	e.t.Helper()
 	d := e.receiveMax(queue, 1, 0)[0]
 	e.advance(10 * time.Second)
@@ -331,10 +331,10 @@ func (e *env) leaseThenEnd(queue string) broker.Delivery {
 
 func testFifoDeleteExpiredReceipt(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "10"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrVisibilityTimeout: "10"})
 	e.fsend("q.fifo", "g", "1", "a1")
 	d := e.leaseThenEnd("q.fifo")
-	wantErr(t, "FIFO Delete with the receipt of an expired lease", e.deleteErr("q.fifo", d.Receipt), broker.ErrInvalidParameterValue)
+	wantErr(t, "FIFO Delete with the receipt of an expired lease", e.deleteErr("q.fifo", d.Receipt), model.ErrInvalidParameterValue)
 	e.wantStats("q.fifo", 1, 0, 0)
 	d2 := e.receiveMax("q.fifo", 1, 0)[0]
 	e.mustDelete("q.fifo", d2.Receipt)

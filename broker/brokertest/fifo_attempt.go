@@ -6,18 +6,19 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // FIFO receive attempts, restarts, dead letters, the in-flight cap and
 // validation (listed in fifo.go).
 
 // receiveAttempt does a short-poll receive of up to 10 with an attempt id.
-func (e *env) receiveAttempt(queue, attempt string) ([]broker.Delivery, error) {
-	return e.receive(broker.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: dur(0), AttemptID: attempt})
+func (e *env) receiveAttempt(queue, attempt string) ([]model.Delivery, error) {
+	return e.receive(model.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: dur(0), AttemptID: attempt})
 }
 
 // sameDeliveries checks that b replays a: same messages, same receipts.
-func sameDeliveries(t testing.TB, what string, a, b []broker.Delivery) {
+func sameDeliveries(t testing.TB, what string, a, b []model.Delivery) {
 	t.Helper()
 	if len(a) != len(b) {
 		t.Fatalf("%s: %d messages, the first receive had %d", what, len(b), len(a))
@@ -30,7 +31,7 @@ func sameDeliveries(t testing.TB, what string, a, b []broker.Delivery) {
 	}
 }
 
-func (e *env) attemptSetup() []broker.Delivery {
+func (e *env) attemptSetup() []model.Delivery {
 	e.t.Helper()
 	e.fifoQueue("q.fifo", nil)
 	e.send("q.fifo", fmsg("g", "1", "a1"), fmsg("g", "2", "a2"), fmsg("h", "h1", "h1"))
@@ -69,9 +70,9 @@ func testFifoAttemptAfterDelete(t *testing.T, s suite) {
 	first := e.attemptSetup()
 	e.mustDelete("q.fifo", first[1].Receipt)
 	_, err := e.receiveAttempt("q.fifo", "attempt-1")
-	wantErr(t, "retry after a delete", err, broker.ErrInvalidParameterValue)
-	if !strings.Contains(broker.ErrorMessage(err), "ReceiveRequestAttemptId") {
-		t.Fatalf("message %q does not name ReceiveRequestAttemptId", broker.ErrorMessage(err))
+	wantErr(t, "retry after a delete", err, model.ErrInvalidParameterValue)
+	if !strings.Contains(model.ErrorMessage(err), "ReceiveRequestAttemptId") {
+		t.Fatalf("message %q does not name ReceiveRequestAttemptId", model.ErrorMessage(err))
 	}
 }
 
@@ -80,7 +81,7 @@ func testFifoAttemptAfterVisibility(t *testing.T, s suite) {
 	first := e.attemptSetup()
 	e.mustChangeVis("q.fifo", first[2].Receipt, 60*time.Second)
 	_, err := e.receiveAttempt("q.fifo", "attempt-1")
-	wantErr(t, "retry after a visibility change", err, broker.ErrInvalidParameterValue)
+	wantErr(t, "retry after a visibility change", err, model.ErrInvalidParameterValue)
 }
 
 func testFifoAttemptExpires(t *testing.T, s suite) {
@@ -90,7 +91,7 @@ func testFifoAttemptExpires(t *testing.T, s suite) {
 		e.mustDelete("q.fifo", d.Receipt)
 	}
 	e.fsend("q.fifo", "g", "a3", "a3")
-	e.advance(broker.AttemptWindow)
+	e.advance(model.AttemptWindow)
 	ds, err := e.receiveAttempt("q.fifo", "attempt-1")
 	if err != nil {
 		t.Fatalf("attempt id reused after its window: %v", err)
@@ -109,7 +110,7 @@ func testFifoAttemptLeaseEnded(t *testing.T, s suite) {
 		t.Fatalf("retry after the leases ended replayed %v under the ended leases", bodies(ds))
 	}
 	if err != nil {
-		wantErr(t, "retry after the leases ended", err, broker.ErrInvalidParameterValue)
+		wantErr(t, "retry after the leases ended", err, model.ErrInvalidParameterValue)
 	}
 }
 
@@ -126,16 +127,16 @@ func testFifoAttemptRestart(t *testing.T, s suite) {
 	e.mustDelete("q.fifo", first[0].Receipt)
 	e.reopen()
 	_, err = e.receiveAttempt("q.fifo", "attempt-1")
-	wantErr(t, "retry after a delete and a restart", err, broker.ErrInvalidParameterValue)
+	wantErr(t, "retry after a delete and a restart", err, model.ErrInvalidParameterValue)
 }
 
 func testFifoAttemptStandard(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("std", nil)
-	e.send("std", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"})
+	e.send("std", model.SendEntry{Body: "a"}, model.SendEntry{Body: "b"})
 	got := map[string]bool{}
 	for range 2 {
-		ds, err := e.receive(broker.ReceiveRequest{Queue: "std", MaxMessages: 1, WaitTime: dur(0), AttemptID: "same"})
+		ds, err := e.receive(model.ReceiveRequest{Queue: "std", MaxMessages: 1, WaitTime: dur(0), AttemptID: "same"})
 		if err != nil {
 			t.Fatalf("standard queue receive with an attempt id: %v", err)
 		}
@@ -151,7 +152,7 @@ func testFifoAttemptStandard(t *testing.T, s suite) {
 func testFifoLockRestart(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "60"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrVisibilityTimeout: "60"})
 	e.fsend("q.fifo", "g", "1", "a1")
 	e.fsend("q.fifo", "g", "2", "a2")
 	e.fsend("q.fifo", "h", "h1", "h1")
@@ -170,23 +171,23 @@ func testFifoDLQType(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("std-dlq", nil)
 	e.fifoQueue("dlq.fifo", nil)
-	_, err := e.b.CreateQueue(e.ctx, "src.fifo", map[string]string{broker.AttrFifoQueue: "true",
-		broker.AttrRedrivePolicy: redrivePolicy("std-dlq", 3)}, nil)
-	wantErrOneOf(t, "FIFO queue with a standard DLQ", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
-	_, err = e.b.CreateQueue(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 3)}, nil)
-	wantErrOneOf(t, "standard queue with a FIFO DLQ", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	_, err := e.b.CreateQueue(e.ctx, "src.fifo", map[string]string{model.AttrFifoQueue: "true",
+		model.AttrRedrivePolicy: redrivePolicy("std-dlq", 3)}, nil)
+	wantErrOneOf(t, "FIFO queue with a standard DLQ", err, model.ErrInvalidParameterValue, model.ErrInvalidAttributeValue)
+	_, err = e.b.CreateQueue(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 3)}, nil)
+	wantErrOneOf(t, "standard queue with a FIFO DLQ", err, model.ErrInvalidParameterValue, model.ErrInvalidAttributeValue)
 	e.fifoQueue("src.fifo", nil)
-	err = e.b.SetQueueAttributes(e.ctx, "src.fifo", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("std-dlq", 3)})
-	wantErrOneOf(t, "SetQueueAttributes: FIFO queue with a standard DLQ", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
-	e.fifoQueue("src2.fifo", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 3)})
+	err = e.b.SetQueueAttributes(e.ctx, "src.fifo", map[string]string{model.AttrRedrivePolicy: redrivePolicy("std-dlq", 3)})
+	wantErrOneOf(t, "SetQueueAttributes: FIFO queue with a standard DLQ", err, model.ErrInvalidParameterValue, model.ErrInvalidAttributeValue)
+	e.fifoQueue("src2.fifo", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 3)})
 }
 
 func testFifoDLQMove(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.fifoQueue("dlq.fifo", map[string]string{broker.AttrMessageRetentionPeriod: "600"})
+	e.fifoQueue("dlq.fifo", map[string]string{model.AttrMessageRetentionPeriod: "600"})
 	e.fifoQueue("src.fifo", map[string]string{
-		broker.AttrVisibilityTimeout: "10",
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq.fifo", 1),
+		model.AttrVisibilityTimeout: "10",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq.fifo", 1),
 	})
 	poison := e.fsend("src.fifo", "g", "shared-dedup", "poison")
 	wantBodies(t, "first receive", e.receiveMax("src.fifo", 1, 0), "poison")
@@ -226,7 +227,7 @@ func testFifoInFlightCap(t *testing.T, s suite) {
 	if ds := e.receiveMax("q.fifo", 10, 0); len(ds) != 1 {
 		t.Fatalf("receive with room for 1: got %d, want 1", len(ds))
 	}
-	ds, err := e.receive(broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10, WaitTime: dur(0)})
+	ds, err := e.receive(model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10, WaitTime: dur(0)})
 	if err != nil || len(ds) != 0 {
 		t.Fatalf("FIFO receive at the in-flight cap = %d messages, %v; want none and no error", len(ds), err)
 	}
@@ -234,25 +235,25 @@ func testFifoInFlightCap(t *testing.T, s suite) {
 
 func testFifoNeedsGroup(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrContentBasedDeduplication: "true"})
-	err := e.sendErr("q.fifo", broker.SendEntry{Body: "a"})
-	wantErr(t, "FIFO send without MessageGroupId", err, broker.ErrMissingParameter)
-	if !strings.Contains(broker.ErrorMessage(err), "MessageGroupId") {
-		t.Fatalf("message %q does not name MessageGroupId", broker.ErrorMessage(err))
+	e.fifoQueue("q.fifo", map[string]string{model.AttrContentBasedDeduplication: "true"})
+	err := e.sendErr("q.fifo", model.SendEntry{Body: "a"})
+	wantErr(t, "FIFO send without MessageGroupId", err, model.ErrMissingParameter)
+	if !strings.Contains(model.ErrorMessage(err), "MessageGroupId") {
+		t.Fatalf("message %q does not name MessageGroupId", model.ErrorMessage(err))
 	}
 	// In a batch, the whole call fails and nothing is stored.
-	_, err = e.trySend("q.fifo", broker.SendEntry{ID: "a", Body: "a", GroupID: "g"}, broker.SendEntry{ID: "b", Body: "b"})
-	wantErr(t, "FIFO batch with one entry lacking MessageGroupId", err, broker.ErrMissingParameter)
+	_, err = e.trySend("q.fifo", model.SendEntry{ID: "a", Body: "a", GroupID: "g"}, model.SendEntry{ID: "b", Body: "b"})
+	wantErr(t, "FIFO batch with one entry lacking MessageGroupId", err, model.ErrMissingParameter)
 	e.wantStats("q.fifo", 0, 0, 0)
 }
 
 func testFifoNeedsDedup(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.fifoQueue("q.fifo", nil)
-	err := e.sendErr("q.fifo", broker.SendEntry{Body: "a", GroupID: "g"})
-	wantErr(t, "FIFO send without a dedup id or content-based dedup", err, broker.ErrInvalidParameterValue)
-	if !strings.Contains(broker.ErrorMessage(err), "ContentBasedDeduplication") {
-		t.Fatalf("message %q does not mention ContentBasedDeduplication", broker.ErrorMessage(err))
+	err := e.sendErr("q.fifo", model.SendEntry{Body: "a", GroupID: "g"})
+	wantErr(t, "FIFO send without a dedup id or content-based dedup", err, model.ErrInvalidParameterValue)
+	if !strings.Contains(model.ErrorMessage(err), "ContentBasedDeduplication") {
+		t.Fatalf("message %q does not mention ContentBasedDeduplication", model.ErrorMessage(err))
 	}
 	e.wantStats("q.fifo", 0, 0, 0)
 }
@@ -265,14 +266,14 @@ func testFifoIDFormats(t *testing.T, s suite) {
 	e.fsend("q.fifo", punct, long, "ok")
 	e.fsend("q.fifo", long, punct+"Az09", "ok2")
 	for _, bad := range []string{"has space", strings.Repeat("x", 129), "é", "tab\t"} {
-		wantErr(t, "MessageGroupId "+bad, e.sendErr("q.fifo", fmsg(bad, "d", "a")), broker.ErrInvalidParameterValue)
-		wantErr(t, "MessageDeduplicationId "+bad, e.sendErr("q.fifo", fmsg("g", bad, "a")), broker.ErrInvalidParameterValue)
+		wantErr(t, "MessageGroupId "+bad, e.sendErr("q.fifo", fmsg(bad, "d", "a")), model.ErrInvalidParameterValue)
+		wantErr(t, "MessageDeduplicationId "+bad, e.sendErr("q.fifo", fmsg("g", bad, "a")), model.ErrInvalidParameterValue)
 		_, err := e.receiveAttempt("q.fifo", bad)
-		wantErr(t, "ReceiveRequestAttemptId "+bad, err, broker.ErrInvalidParameterValue)
+		wantErr(t, "ReceiveRequestAttemptId "+bad, err, model.ErrInvalidParameterValue)
 	}
 	// A malformed entry of a batch fails alone.
-	res, err := e.trySend("q.fifo", broker.SendEntry{ID: "a", Body: "a", GroupID: "g", DedupID: "x1"},
-		broker.SendEntry{ID: "b", Body: "b", GroupID: "bad group", DedupID: "x2"})
+	res, err := e.trySend("q.fifo", model.SendEntry{ID: "a", Body: "a", GroupID: "g", DedupID: "x1"},
+		model.SendEntry{ID: "b", Body: "b", GroupID: "bad group", DedupID: "x2"})
 	if err != nil || res[0].Err != nil || res[1].Err == nil {
 		t.Fatalf("batch with one malformed group id: %v, %+v", err, res)
 	}
@@ -281,10 +282,10 @@ func testFifoIDFormats(t *testing.T, s suite) {
 
 func testFifoPerMessageDelay(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrDelaySeconds: "5"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrDelaySeconds: "5"})
 	en := fmsg("g", "1", "a")
 	en.Delay = dur(2 * time.Second)
-	wantErr(t, "FIFO send with a per-message delay", e.sendErr("q.fifo", en), broker.ErrInvalidParameterValue)
+	wantErr(t, "FIFO send with a per-message delay", e.sendErr("q.fifo", en), model.ErrInvalidParameterValue)
 	e.fsend("q.fifo", "g", "2", "b") // the queue delay applies
 	e.wantStats("q.fifo", 0, 0, 1)
 	// DelaySeconds=0 is accepted (SQS refuses only other values), plain and in
@@ -314,36 +315,36 @@ func testFifoQueueAttributes(t *testing.T, s suite) {
 		t.Fatalf("FIFO defaults = %+v", c)
 	}
 	if err := e.b.SetQueueAttributes(e.ctx, "q.fifo", map[string]string{
-		broker.AttrDeduplicationScope: "messageGroup", broker.AttrFifoThroughputLimit: "perMessageGroupId",
-		broker.AttrContentBasedDeduplication: "true",
+		model.AttrDeduplicationScope: "messageGroup", model.AttrFifoThroughputLimit: "perMessageGroupId",
+		model.AttrContentBasedDeduplication: "true",
 	}); err != nil {
 		t.Fatal(err)
 	}
 	a := e.getQueue("q.fifo").Config.Attributes()
-	if a[broker.AttrDeduplicationScope] != "messageGroup" || a[broker.AttrFifoThroughputLimit] != "perMessageGroupId" ||
-		a[broker.AttrContentBasedDeduplication] != "true" || a[broker.AttrFifoQueue] != "true" {
+	if a[model.AttrDeduplicationScope] != "messageGroup" || a[model.AttrFifoThroughputLimit] != "perMessageGroupId" ||
+		a[model.AttrContentBasedDeduplication] != "true" || a[model.AttrFifoQueue] != "true" {
 		t.Fatalf("attributes after set = %v", a)
 	}
-	err := e.b.SetQueueAttributes(e.ctx, "q.fifo", map[string]string{broker.AttrDeduplicationScope: "queue"})
-	wantErr(t, "perMessageGroupId with DeduplicationScope queue", err, broker.ErrInvalidAttributeValue)
-	_, err = e.b.CreateQueue(e.ctx, "std", map[string]string{broker.AttrDeduplicationScope: "queue"}, nil)
-	wantErr(t, "DeduplicationScope on a standard queue", err, broker.ErrInvalidAttributeName)
+	err := e.b.SetQueueAttributes(e.ctx, "q.fifo", map[string]string{model.AttrDeduplicationScope: "queue"})
+	wantErr(t, "perMessageGroupId with DeduplicationScope queue", err, model.ErrInvalidAttributeValue)
+	_, err = e.b.CreateQueue(e.ctx, "std", map[string]string{model.AttrDeduplicationScope: "queue"}, nil)
+	wantErr(t, "DeduplicationScope on a standard queue", err, model.ErrInvalidAttributeName)
 }
 
 func testFifoGroupOnStandard(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("std", nil)
-	e.send("std", broker.SendEntry{Body: "a", GroupID: "tenant-1"})
+	e.send("std", model.SendEntry{Body: "a", GroupID: "tenant-1"})
 	if d := e.receiveOne("std"); d.GroupID != "tenant-1" || d.SequenceNumber != "" {
 		t.Fatalf("standard message with a group: GroupID %q SequenceNumber %q", d.GroupID, d.SequenceNumber)
 	}
 	// No ordering or lock: a second message of the group is served while the first is in flight.
-	e.send("std", broker.SendEntry{Body: "b", GroupID: "tenant-1"})
+	e.send("std", model.SendEntry{Body: "b", GroupID: "tenant-1"})
 	if d := e.receiveOne("std"); d.Body != "b" {
 		t.Fatalf("got %q", d.Body)
 	}
 	wantErr(t, "malformed MessageGroupId on a standard queue",
-		e.sendErr("std", broker.SendEntry{Body: "c", GroupID: "bad group"}), broker.ErrInvalidParameterValue)
+		e.sendErr("std", model.SendEntry{Body: "c", GroupID: "bad group"}), model.ErrInvalidParameterValue)
 	wantErr(t, "MessageDeduplicationId on a standard queue",
-		e.sendErr("std", broker.SendEntry{Body: "c", DedupID: "d"}), broker.ErrInvalidParameterValue)
+		e.sendErr("std", model.SendEntry{Body: "c", DedupID: "d"}), model.ErrInvalidParameterValue)
 }

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // FIFO dedup window and sequence numbers (listed in fifo.go).
 
 // wantDuplicate checks that a send answered as a duplicate of orig.
-func wantDuplicate(t testing.TB, what string, got, orig broker.SendResult) {
+func wantDuplicate(t testing.TB, what string, got, orig model.SendResult) {
 	t.Helper()
 	if got.MessageID != orig.MessageID || got.SequenceNumber != orig.SequenceNumber {
 		t.Fatalf("%s: answered %s seq %s, want the original %s seq %s",
@@ -21,7 +21,7 @@ func wantDuplicate(t testing.TB, what string, got, orig broker.SendResult) {
 	}
 }
 
-func wantNew(t testing.TB, what string, got, orig broker.SendResult) {
+func wantNew(t testing.TB, what string, got, orig model.SendResult) {
 	t.Helper()
 	if got.MessageID == orig.MessageID {
 		t.Fatalf("%s: answered the message id of the earlier send %s, want a new message", what, orig.MessageID)
@@ -32,7 +32,7 @@ func testFifoDedupWindow(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.fifoQueue("q.fifo", nil)
 	orig := e.fsend("q.fifo", "g", "d", "first")
-	e.advance(broker.DedupWindow - time.Second)
+	e.advance(model.DedupWindow - time.Second)
 	wantDuplicate(t, "same dedup id 4:59 later", e.fsend("q.fifo", "g", "d", "second"), orig)
 	e.wantStats("q.fifo", 1, 0, 0)
 	e.advance(time.Second) // the window counts from the first send, not the duplicate
@@ -73,8 +73,8 @@ func testFifoDedupScopeQueue(t *testing.T, s suite) {
 func testFifoDedupScopeGroup(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.fifoQueue("q.fifo", map[string]string{
-		broker.AttrDeduplicationScope:  broker.DedupScopeMessageGroup,
-		broker.AttrFifoThroughputLimit: "perMessageGroupId",
+		model.AttrDeduplicationScope:  model.DedupScopeMessageGroup,
+		model.AttrFifoThroughputLimit: "perMessageGroupId",
 	})
 	a := e.fsend("q.fifo", "g1", "d", "a")
 	b := e.fsend("q.fifo", "g2", "d", "b")
@@ -85,11 +85,11 @@ func testFifoDedupScopeGroup(t *testing.T, s suite) {
 
 func testFifoContentBasedDedup(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrContentBasedDeduplication: "true"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrContentBasedDeduplication: "true"})
 	orig := e.fsend("q.fifo", "g", "", "body")
 	// Attributes do not count: only the body.
-	dup := e.send("q.fifo", broker.SendEntry{GroupID: "g", Body: "body",
-		Attributes: map[string]broker.MessageAttribute{"k": {DataType: "String", StringValue: "v"}}})[0]
+	dup := e.send("q.fifo", model.SendEntry{GroupID: "g", Body: "body",
+		Attributes: map[string]model.MessageAttribute{"k": {DataType: "String", StringValue: "v"}}})[0]
 	wantDuplicate(t, "same body", dup, orig)
 	wantNew(t, "other body", e.fsend("q.fifo", "g", "", "other"), orig)
 	wantNew(t, "same body with an explicit dedup id", e.fsend("q.fifo", "g", "explicit", "body"), orig)
@@ -158,7 +158,7 @@ func testFifoSequenceNumbers(t *testing.T, s suite) {
 	if r := e.sendBody("std", "x"); r.SequenceNumber != "" {
 		t.Fatalf("standard queue send has SequenceNumber %q", r.SequenceNumber)
 	}
-	var sent []broker.SendResult
+	var sent []model.SendResult
 	for i := range 3 {
 		sent = append(sent, e.fsend("q.fifo", "g", fmt.Sprint(i), fmt.Sprint(i)))
 	}

@@ -14,6 +14,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // The model-based FIFO test: random histories of sends (single and batch),
@@ -100,9 +103,9 @@ type mDedup struct {
 type modelHistory struct {
 	t       *testing.T
 	s       suite
-	clock   *broker.FakeClock
+	clock   *clocktest.FakeClock
 	opts    broker.Options
-	be      broker.Backend
+	be      storage.Backend
 	b       *broker.Broker
 	ctx     context.Context
 	queue   string
@@ -119,7 +122,7 @@ type modelHistory struct {
 }
 
 func newModelHistory(t *testing.T, rt *rapid.T, s suite) *modelHistory {
-	clock := broker.NewFakeClock(epoch)
+	clock := clocktest.NewFakeClock(epoch)
 	h := &modelHistory{
 		t: t, s: s, clock: clock, opts: broker.Options{Clock: clock}, ctx: context.Background(),
 		queue: "model.fifo", groups: map[string][]*mMsg{}, dedup: map[string]mDedup{},
@@ -128,11 +131,11 @@ func newModelHistory(t *testing.T, rt *rapid.T, s suite) *modelHistory {
 	h.be = s.h.Open(t, h.opts)
 	rt.Cleanup(func() { _ = h.be.Close() })
 	h.b = front(t, h.be, h.opts)
-	h.scope = rapid.SampledFrom([]string{broker.DedupScopeQueue, broker.DedupScopeMessageGroup}).Draw(rt, "scope")
+	h.scope = rapid.SampledFrom([]string{model.DedupScopeQueue, model.DedupScopeMessageGroup}).Draw(rt, "scope")
 	h.content = rapid.Bool().Draw(rt, "contentBased")
 	attrs := map[string]string{
-		broker.AttrFifoQueue: "true", broker.AttrDeduplicationScope: h.scope,
-		broker.AttrContentBasedDeduplication: fmt.Sprint(h.content),
+		model.AttrFifoQueue: "true", model.AttrDeduplicationScope: h.scope,
+		model.AttrContentBasedDeduplication: fmt.Sprint(h.content),
 	}
 	if _, err := h.b.CreateQueue(h.ctx, h.queue, attrs, nil); err != nil {
 		rt.Fatalf("CreateQueue: %v", err)
@@ -161,16 +164,16 @@ func (h *modelHistory) now() time.Time { return h.clock.Now() }
 
 func (h *modelHistory) dedupKey(group, dedup, body string) string {
 	if dedup == "" {
-		dedup = broker.ContentDedupID(body)
+		dedup = model.ContentDedupID(body)
 	}
-	if h.scope == broker.DedupScopeMessageGroup {
+	if h.scope == model.DedupScopeMessageGroup {
 		return group + "\x00" + dedup
 	}
 	return dedup
 }
 
 // stored applies a send the backend stored, checking its answer.
-func (h *modelHistory) stored(rt *rapid.T, e broker.SendEntry, r broker.SendResult, key string) {
+func (h *modelHistory) stored(rt *rapid.T, e model.SendEntry, r model.SendResult, key string) {
 	if h.ids[r.MessageID] {
 		rt.Fatalf("send %q to %s: message id %s reused, want a new message", e.Body, e.GroupID, r.MessageID)
 	}
@@ -181,7 +184,7 @@ func (h *modelHistory) stored(rt *rapid.T, e broker.SendEntry, r broker.SendResu
 	h.lastSeq = r.SequenceNumber
 	m := &mMsg{id: r.MessageID, group: e.GroupID, seq: r.SequenceNumber}
 	h.groups[e.GroupID] = append(h.groups[e.GroupID], m)
-	h.dedup[key] = mDedup{id: r.MessageID, seq: r.SequenceNumber, expires: h.now().Add(broker.DedupWindow)}
+	h.dedup[key] = mDedup{id: r.MessageID, seq: r.SequenceNumber, expires: h.now().Add(model.DedupWindow)}
 }
 
 func (h *modelHistory) send(rt *rapid.T) {
@@ -190,9 +193,9 @@ func (h *modelHistory) send(rt *rapid.T) {
 	if h.content {
 		dedups = append(dedups, "", "")
 	}
-	entries := make([]broker.SendEntry, n)
+	entries := make([]model.SendEntry, n)
 	for i := range entries {
-		entries[i] = broker.SendEntry{
+		entries[i] = model.SendEntry{
 			ID:      fmt.Sprint("e", i),
 			GroupID: rapid.SampledFrom([]string{"g0", "g1", "g2"}).Draw(rt, "group"),
 			DedupID: rapid.SampledFrom(dedups).Draw(rt, "dedup"),
@@ -235,7 +238,7 @@ func (h *modelHistory) receivable() map[string]int {
 // checkRuns checks that ds takes, from each group it serves, a run from the
 // head of that group (which must be in avail), and returns how many it took
 // per group.
-func (h *modelHistory) checkRuns(rt *rapid.T, ds []broker.Delivery, avail map[string]int) map[string]int {
+func (h *modelHistory) checkRuns(rt *rapid.T, ds []model.Delivery, avail map[string]int) map[string]int {
 	taken := map[string]int{}
 	for _, d := range ds {
 		g := d.GroupID
@@ -259,7 +262,7 @@ func (h *modelHistory) checkRuns(rt *rapid.T, ds []broker.Delivery, avail map[st
 }
 
 // leaseAll applies a receive of ds with visibility vis to the model.
-func (h *modelHistory) leaseAll(ds []broker.Delivery, taken map[string]int, vis time.Duration) {
+func (h *modelHistory) leaseAll(ds []model.Delivery, taken map[string]int, vis time.Duration) {
 	for _, d := range ds {
 		for _, m := range h.groups[d.GroupID][:taken[d.GroupID]] {
 			if m.id == d.ID {
@@ -282,7 +285,7 @@ func (h *modelHistory) receiveReq(rt *rapid.T, minVis int) (int, time.Duration) 
 func (h *modelHistory) receive(rt *rapid.T) {
 	n, vis := h.receiveReq(rt, 0)
 	avail := h.receivable()
-	ds, err := h.b.Receive(h.ctx, broker.ReceiveRequest{Queue: h.queue, MaxMessages: n, Visibility: &vis, WaitTime: dur(0)})
+	ds, err := h.b.Receive(h.ctx, model.ReceiveRequest{Queue: h.queue, MaxMessages: n, Visibility: &vis, WaitTime: dur(0)})
 	if err != nil {
 		rt.Fatalf("Receive: %v", err)
 	}
@@ -316,7 +319,7 @@ func (r mReceipt) current() bool { return !r.m.deleted && r.m.lease == r.lease }
 
 func (h *modelHistory) delete(rt *rapid.T) {
 	handle, r := h.drawReceipt(rt)
-	errs, err := h.b.Delete(h.ctx, h.queue, []broker.DeleteEntry{{ID: "d", Receipt: handle}})
+	errs, err := h.b.Delete(h.ctx, h.queue, []model.DeleteEntry{{ID: "d", Receipt: handle}})
 	if err != nil {
 		rt.Fatalf("Delete: %v", err)
 	}
@@ -326,7 +329,7 @@ func (h *modelHistory) delete(rt *rapid.T) {
 			rt.Fatalf("Delete with a stale receipt of %s: %v, want success without effect", r.m.id, errs[0])
 		}
 	case !r.m.leased(h.now()):
-		if !errors.Is(errs[0], broker.ErrInvalidParameterValue) {
+		if !errors.Is(errs[0], model.ErrInvalidParameterValue) {
 			rt.Fatalf("Delete of %s with the receipt of an ended lease: %v, want InvalidParameterValue", r.m.id, errs[0])
 		}
 	default:
@@ -342,17 +345,17 @@ func (h *modelHistory) delete(rt *rapid.T) {
 func (h *modelHistory) visibility(rt *rapid.T) {
 	handle, r := h.drawReceipt(rt)
 	timeout := time.Duration(rapid.SampledFrom([]int{0, 10, 60}).Draw(rt, "timeout")) * time.Second
-	errs, err := h.b.ChangeVisibility(h.ctx, h.queue, []broker.VisibilityEntry{{ID: "v", Receipt: handle, Timeout: timeout}})
+	errs, err := h.b.ChangeVisibility(h.ctx, h.queue, []model.VisibilityEntry{{ID: "v", Receipt: handle, Timeout: timeout}})
 	if err != nil {
 		rt.Fatalf("ChangeVisibility: %v", err)
 	}
 	switch {
 	case !r.current():
-		if !errors.Is(errs[0], broker.ErrInvalidParameterValue) {
+		if !errors.Is(errs[0], model.ErrInvalidParameterValue) {
 			rt.Fatalf("ChangeVisibility with a stale receipt of %s: %v, want InvalidParameterValue", r.m.id, errs[0])
 		}
 	case !r.m.leased(h.now()):
-		if !errors.Is(errs[0], broker.ErrMessageNotInflight) {
+		if !errors.Is(errs[0], model.ErrMessageNotInflight) {
 			rt.Fatalf("ChangeVisibility of %s after its lease ended: %v, want MessageNotInflight", r.m.id, errs[0])
 		}
 	default:
@@ -365,7 +368,7 @@ func (h *modelHistory) visibility(rt *rapid.T) {
 }
 
 func (h *modelHistory) advance(rt *rapid.T) {
-	d := rapid.SampledFrom([]time.Duration{time.Second, 10 * time.Second, 30 * time.Second, 2 * time.Minute, broker.DedupWindow - time.Second, broker.DedupWindow}).Draw(rt, "advance")
+	d := rapid.SampledFrom([]time.Duration{time.Second, 10 * time.Second, 30 * time.Second, 2 * time.Minute, model.DedupWindow - time.Second, model.DedupWindow}).Draw(rt, "advance")
 	h.clock.Advance(d)
 }
 
@@ -406,9 +409,9 @@ func (h *modelHistory) concurrent(rt *rapid.T) {
 		recv    bool
 		n       int
 		vis     time.Duration
-		entries []broker.SendEntry
-		ds      []broker.Delivery
-		res     []broker.SendResult
+		entries []model.SendEntry
+		ds      []model.Delivery
+		res     []model.SendResult
 		err     error
 	}
 	ops := make([]*op, k)
@@ -419,7 +422,7 @@ func (h *modelHistory) concurrent(rt *rapid.T) {
 		} else {
 			group := fmt.Sprintf("c%d-%d", h.round, i)
 			for j := range rapid.IntRange(1, 3).Draw(rt, "entries") {
-				o.entries = append(o.entries, broker.SendEntry{ID: fmt.Sprint("e", j), GroupID: group,
+				o.entries = append(o.entries, model.SendEntry{ID: fmt.Sprint("e", j), GroupID: group,
 					DedupID: fmt.Sprintf("%s-%d", group, j), Body: fmt.Sprintf("%s-%d", group, j)})
 			}
 		}
@@ -430,7 +433,7 @@ func (h *modelHistory) concurrent(rt *rapid.T) {
 	for _, o := range ops {
 		wg.Go(func() {
 			if o.recv {
-				o.ds, o.err = h.b.Receive(h.ctx, broker.ReceiveRequest{Queue: h.queue, MaxMessages: o.n, Visibility: &o.vis, WaitTime: dur(0)})
+				o.ds, o.err = h.b.Receive(h.ctx, model.ReceiveRequest{Queue: h.queue, MaxMessages: o.n, Visibility: &o.vis, WaitTime: dur(0)})
 			} else {
 				o.res, o.err = h.b.Send(h.ctx, h.queue, o.entries)
 			}
@@ -460,7 +463,7 @@ func (h *modelHistory) concurrent(rt *rapid.T) {
 			h.ids[r.MessageID] = true
 			e := o.entries[i]
 			h.groups[e.GroupID] = append(h.groups[e.GroupID], &mMsg{id: r.MessageID, group: e.GroupID, seq: r.SequenceNumber})
-			h.dedup[h.dedupKey(e.GroupID, e.DedupID, e.Body)] = mDedup{id: r.MessageID, seq: r.SequenceNumber, expires: h.now().Add(broker.DedupWindow)}
+			h.dedup[h.dedupKey(e.GroupID, e.DedupID, e.Body)] = mDedup{id: r.MessageID, seq: r.SequenceNumber, expires: h.now().Add(model.DedupWindow)}
 			avail[e.GroupID] = len(h.groups[e.GroupID])
 		}
 		if seqLess(h.lastSeq, prev) {
@@ -491,7 +494,7 @@ func (h *modelHistory) concurrent(rt *rapid.T) {
 
 // checkCounts compares the backend's counts with the model's (after every action).
 func (h *modelHistory) checkCounts(rt *rapid.T) {
-	var want broker.QueueStats
+	var want model.QueueStats
 	now := h.now()
 	for _, ms := range h.groups {
 		for _, m := range ms {

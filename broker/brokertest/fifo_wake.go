@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Group unlocks that no call of the client causes: a lease ending by the
@@ -25,8 +25,8 @@ func testFifoWaiterWokenByExpiry(t *testing.T, s suite) {
 	e.fsend("q.fifo", "g", "g2", "g2")
 	e.fsend("q.fifo", "h", "h1", "h1")
 	e.fsend("q.fifo", "h", "h2", "h2")
-	e.receiveN(broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, Visibility: dur(10 * time.Second), WaitTime: dur(0)}, 1)
-	e.receiveN(broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, Visibility: dur(30 * time.Second), WaitTime: dur(0)}, 1)
+	e.receiveN(model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, Visibility: dur(10 * time.Second), WaitTime: dur(0)}, 1)
+	e.receiveN(model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, Visibility: dur(30 * time.Second), WaitTime: dur(0)}, 1)
 	ch := e.goWait(e.ctx, "q.fifo", 20*time.Second)
 	e.advance(9 * time.Second)
 	e.notYet(ch, "both groups locked")
@@ -47,7 +47,7 @@ func testFifoWaiterWokenByExpiry(t *testing.T, s suite) {
 func testFifoWaiterWokenByExpiryAfterRestart(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "10"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrVisibilityTimeout: "10"})
 	e.fsend("q.fifo", "g", "1", "a1")
 	e.fsend("q.fifo", "g", "2", "a2")
 	wantBodies(t, "before the restart", e.receiveMax("q.fifo", 1, 0), "a1")
@@ -88,19 +88,19 @@ func testFifoWaiterWokenByNack(t *testing.T, s suite) {
 func testFifoAttemptAfterRestartAndExpiry(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "10"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrVisibilityTimeout: "10"})
 	e.fsend("q.fifo", "g", "1", "a1")
 	e.fsend("q.fifo", "g", "2", "a2")
-	first, err := e.receive(broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, WaitTime: dur(0), AttemptID: "try"})
+	first, err := e.receive(model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, WaitTime: dur(0), AttemptID: "try"})
 	if err != nil || len(first) != 1 {
 		t.Fatalf("first receive: %d messages, err %v", len(first), err)
 	}
 	e.reopen()
 	e.advance(10 * time.Second)
-	again, err := e.receive(broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, WaitTime: dur(0), AttemptID: "try"})
+	again, err := e.receive(model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, WaitTime: dur(0), AttemptID: "try"})
 	switch {
 	case err != nil:
-		wantErr(t, "retry after the restart and the lease's end", err, broker.ErrInvalidParameterValue)
+		wantErr(t, "retry after the restart and the lease's end", err, model.ErrInvalidParameterValue)
 	case len(again) > 0 && again[0].ReceiveCount == 1:
 		t.Fatalf("retry after the lease ended replayed %v under the ended lease", bodies(again))
 	case len(again) > 0:
@@ -119,7 +119,7 @@ func testFifoAttemptAfterRestartAndExpiry(t *testing.T, s suite) {
 func testFifoDrainAfterRestart(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	e.fifoQueue("q.fifo", map[string]string{broker.AttrVisibilityTimeout: "4"})
+	e.fifoQueue("q.fifo", map[string]string{model.AttrVisibilityTimeout: "4"})
 	want := map[string][]string{}
 	for i := range 6 {
 		for _, g := range []string{"g0", "g1", "g2", "g3"} {
@@ -131,10 +131,10 @@ func testFifoDrainAfterRestart(t *testing.T, s suite) {
 	// g0: its head received with a 4 s lease. g1: a run of 3 received with
 	// 30 s, the second of it deleted. g2: its head nacked, then received
 	// again with 4 s. g3: untouched.
-	recv := func(max int, vis time.Duration) []broker.Delivery {
-		return e.receiveN(broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: max, Visibility: dur(vis), WaitTime: dur(0)}, max)
+	recv := func(max int, vis time.Duration) []model.Delivery {
+		return e.receiveN(model.ReceiveRequest{Queue: "q.fifo", MaxMessages: max, Visibility: dur(vis), WaitTime: dur(0)}, max)
 	}
-	byGroup := func(ds []broker.Delivery, g string) (out []broker.Delivery) {
+	byGroup := func(ds []model.Delivery, g string) (out []model.Delivery) {
 		for _, d := range ds {
 			if d.GroupID == g {
 				out = append(out, d)
@@ -174,7 +174,7 @@ func testFifoDrainAfterRestart(t *testing.T, s suite) {
 		t.Fatalf("third receive %v: want g2's head", bodies(ds))
 	}
 	e.mustChangeVis("q.fifo", ds[0].Receipt, 0)
-	ds = e.receiveN(broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, Visibility: dur(4 * time.Second), WaitTime: dur(0)}, 1)
+	ds = e.receiveN(model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1, Visibility: dur(4 * time.Second), WaitTime: dur(0)}, 1)
 	if ds[0].Body != "g2-0" {
 		t.Fatalf("fourth receive %s: want g2-0 again", ds[0].Body)
 	}

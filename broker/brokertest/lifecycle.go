@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 var lifecycleTests = []testCase{
@@ -18,12 +18,12 @@ var lifecycleTests = []testCase{
 func testCloseEndsWaitingReceive(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	ch := e.goWait(e.ctx, "q", broker.MaxWaitTime)
+	ch := e.goWait(e.ctx, "q", model.MaxWaitTime)
 	e.notYet(ch, "long poll before Close")
 	closed := make(chan error, 1)
 	go func() { closed <- e.b.Close() }()
 	r := e.await(ch, promptly, "long poll during Close (clock not advanced)")
-	if len(r.ds) != 0 || r.err != nil && !errors.Is(r.err, broker.ErrClosed) {
+	if len(r.ds) != 0 || r.err != nil && !errors.Is(r.err, model.ErrClosed) {
 		t.Fatalf("long poll ended by Close: %d messages, err %v; want none and nil or ErrClosed", len(r.ds), r.err)
 	}
 	select {
@@ -45,12 +45,12 @@ func testClosedBackendRefuses(t *testing.T, s suite) {
 	if err := e.b.Close(); err != nil {
 		t.Fatalf("second Close: %v, want nil (Close is idempotent)", err)
 	}
-	_, err := e.b.Send(e.ctx, "q", []broker.SendEntry{{ID: "a", Body: "x"}})
-	wantErr(t, "Send after Close", err, broker.ErrClosed)
-	_, err = e.receive(broker.ReceiveRequest{Queue: "q", WaitTime: dur(broker.MaxWaitTime)})
-	wantErr(t, "Receive after Close", err, broker.ErrClosed)
+	_, err := e.b.Send(e.ctx, "q", []model.SendEntry{{ID: "a", Body: "x"}})
+	wantErr(t, "Send after Close", err, model.ErrClosed)
+	_, err = e.receive(model.ReceiveRequest{Queue: "q", WaitTime: dur(model.MaxWaitTime)})
+	wantErr(t, "Receive after Close", err, model.ErrClosed)
 	_, err = e.b.GetQueue(e.ctx, "q")
-	wantErr(t, "GetQueue after Close", err, broker.ErrClosed)
+	wantErr(t, "GetQueue after Close", err, model.ErrClosed)
 	_, err = e.b.CreateQueue(e.ctx, "r", nil, nil)
-	wantErr(t, "CreateQueue after Close", err, broker.ErrClosed)
+	wantErr(t, "CreateQueue after Close", err, model.ErrClosed)
 }

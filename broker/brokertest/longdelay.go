@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The long-delay and stats tests: delays past 15 minutes (SendEntry.LongDelay)
@@ -26,7 +26,7 @@ func testLongDelay(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil) // retention 4 days
 	t0 := e.clock.Now()
-	res := e.send("q", broker.SendEntry{Body: "later", Delay: dur(2 * time.Hour), LongDelay: true})[0]
+	res := e.send("q", model.SendEntry{Body: "later", Delay: dur(2 * time.Hour), LongDelay: true})[0]
 	e.wantStats("q", 0, 0, 1)
 	e.advance(2*time.Hour - time.Second)
 	e.receiveNone("q")
@@ -38,19 +38,19 @@ func testLongDelay(t *testing.T, s suite) {
 	}
 	wantTime(t, "SentAt of a long-delayed message", d.SentAt, t0)
 	// Without LongDelay, 15 minutes is the most.
-	wantErr(t, "a 16-minute delay without LongDelay", e.sendErr("q", broker.SendEntry{Body: "x", Delay: dur(16 * time.Minute)}), broker.ErrInvalidParameterValue)
+	wantErr(t, "a 16-minute delay without LongDelay", e.sendErr("q", model.SendEntry{Body: "x", Delay: dur(16 * time.Minute)}), model.ErrInvalidParameterValue)
 }
 
 // testLongDelayRetention: a long delay must end before the message expires.
 func testLongDelayRetention(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrMessageRetentionPeriod: "3600"})
+	e.createQueue("q", map[string]string{model.AttrMessageRetentionPeriod: "3600"})
 	wantErr(t, "a delay of the whole retention period",
-		e.sendErr("q", broker.SendEntry{Body: "x", Delay: dur(time.Hour), LongDelay: true}), broker.ErrInvalidParameterValue)
+		e.sendErr("q", model.SendEntry{Body: "x", Delay: dur(time.Hour), LongDelay: true}), model.ErrInvalidParameterValue)
 	wantErr(t, "a delay past the retention period",
-		e.sendErr("q", broker.SendEntry{Body: "x", Delay: dur(2 * time.Hour), LongDelay: true}), broker.ErrInvalidParameterValue)
-	wantErr(t, "a negative delay", e.sendErr("q", broker.SendEntry{Body: "x", Delay: dur(-time.Second), LongDelay: true}), broker.ErrInvalidParameterValue)
-	e.send("q", broker.SendEntry{Body: "last", Delay: dur(time.Hour - time.Second), LongDelay: true})
+		e.sendErr("q", model.SendEntry{Body: "x", Delay: dur(2 * time.Hour), LongDelay: true}), model.ErrInvalidParameterValue)
+	wantErr(t, "a negative delay", e.sendErr("q", model.SendEntry{Body: "x", Delay: dur(-time.Second), LongDelay: true}), model.ErrInvalidParameterValue)
+	e.send("q", model.SendEntry{Body: "last", Delay: dur(time.Hour - time.Second), LongDelay: true})
 	e.wantStats("q", 0, 0, 1)
 	e.advance(time.Hour - 2*time.Second)
 	e.receiveNone("q")
@@ -66,7 +66,7 @@ func testLongDelayFifo(t *testing.T, s suite) {
 	e.fifoQueue("q.fifo", nil)
 	m := fmsg("g", "1", "x")
 	m.Delay, m.LongDelay = dur(time.Hour), true
-	wantErr(t, "a long delay on a FIFO queue", e.sendErr("q.fifo", m), broker.ErrInvalidParameterValue)
+	wantErr(t, "a long delay on a FIFO queue", e.sendErr("q.fifo", m), model.ErrInvalidParameterValue)
 	e.wantStats("q.fifo", 0, 0, 0)
 }
 
@@ -74,7 +74,7 @@ func testLongDelayRestart(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
 	e.createQueue("q", nil)
-	e.send("q", broker.SendEntry{Body: "later", Delay: dur(time.Hour), LongDelay: true})
+	e.send("q", model.SendEntry{Body: "later", Delay: dur(time.Hour), LongDelay: true})
 	e.advance(30 * time.Minute)
 	e.reopen()
 	e.wantStats("q", 0, 0, 1)
@@ -109,11 +109,11 @@ func testOldestSentAt(t *testing.T, s suite) {
 	e.sendBody("q", "first")
 	e.advance(5 * time.Second)
 	t2 := e.clock.Now()
-	e.send("q", broker.SendEntry{Body: "second", Delay: dur(time.Minute)})
+	e.send("q", model.SendEntry{Body: "second", Delay: dur(time.Minute)})
 	e.advance(5 * time.Second)
 	e.sendBody("q", "third")
 	e.wantOldest("q", t1)
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "q"}, 2) // first and third, in flight
+	ds := e.receiveN(model.ReceiveRequest{Queue: "q"}, 2) // first and third, in flight
 	e.wantOldest("q", t1)
 	for _, d := range ds {
 		if d.Body == "first" {
@@ -136,7 +136,7 @@ func testOldestSentAt(t *testing.T, s suite) {
 func testOldestSentAtDeadLetters(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
 	t0 := e.clock.Now()
 	e.sendBody("src", "a")
 	e.advance(time.Minute)
@@ -151,17 +151,17 @@ func testOldestSentAtDeadLetters(t *testing.T, s suite) {
 func testStatsDeadLetters(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
 	e.createQueue("plain", nil)
-	e.send("src", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"})
-	for _, d := range e.receiveN(broker.ReceiveRequest{Queue: "src"}, 2) {
+	e.send("src", model.SendEntry{Body: "a"}, model.SendEntry{Body: "b"})
+	for _, d := range e.receiveN(model.ReceiveRequest{Queue: "src"}, 2) {
 		e.mustChangeVis("src", d.Receipt, 0)
 	}
 	_, st, err := e.b.Stats(e.ctx, "src")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.DeadLetters != 2 || counts(st.QueueStats) != (broker.QueueStats{}) {
+	if st.DeadLetters != 2 || counts(st.QueueStats) != (model.QueueStats{}) {
 		t.Fatalf("Stats(src) = %+v, want 2 dead letters and no message", st)
 	}
 	if _, st, err := e.b.Stats(e.ctx, "plain"); err != nil || st.DeadLetters != -1 {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 var longPollTests = []testCase{
@@ -62,7 +62,7 @@ func testLongPollWakesOnLeaseExpiry(t *testing.T, s suite) {
 func testLongPollWakesOnDelayEnd(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	res := e.send("q", broker.SendEntry{Body: "a", Delay: dur(10 * time.Second)})[0]
+	res := e.send("q", model.SendEntry{Body: "a", Delay: dur(10 * time.Second)})[0]
 	ch := e.goWait(e.ctx, "q", 20*time.Second)
 	e.advance(9 * time.Second)
 	e.notYet(ch, "long poll while the message is delayed")
@@ -93,7 +93,7 @@ func testLongPollDelaySentWhileWaiting(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
 	ch := e.goWait(e.ctx, "q", 20*time.Second)
-	e.send("q", broker.SendEntry{Body: "a", Delay: dur(5 * time.Second)})
+	e.send("q", model.SendEntry{Body: "a", Delay: dur(5 * time.Second)})
 	e.notYet(ch, "long poll while the message is delayed")
 	e.advance(4 * time.Second)
 	e.notYet(ch, "long poll 1 s before the delay ends")
@@ -111,7 +111,7 @@ func testLongPollLeaseTakenWhileWaiting(t *testing.T, s suite) {
 	e.createQueue("q", nil)
 	e.createQueue("other", nil)
 	e.sendBody("other", "x") // a message elsewhere must not matter
-	ch := e.goWaitReq(e.ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: dur(20 * time.Second)})
+	ch := e.goWaitReq(e.ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: dur(20 * time.Second)})
 	// The waiter takes the first message; a second waiter starts, and the
 	// first consumer's lease of 5 s then expires.
 	e.sendBody("q", "a")
@@ -207,24 +207,24 @@ func testLongPollTimesOut(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
 	start := e.clock.Now()
-	ch := e.goWait(e.ctx, "q", broker.MaxWaitTime)
-	e.waitOut(ch, start, broker.MaxWaitTime, broker.MaxWaitTime+2*time.Second)
+	ch := e.goWait(e.ctx, "q", model.MaxWaitTime)
+	e.waitOut(ch, start, model.MaxWaitTime, model.MaxWaitTime+2*time.Second)
 }
 
 func testLongPollQueueDefault(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrReceiveMessageWaitTimeSeconds: "5"})
+	e.createQueue("q", map[string]string{model.AttrReceiveMessageWaitTimeSeconds: "5"})
 	// No WaitTime in the request: the queue's 5 s applies.
 	start := e.clock.Now()
-	ch := e.goWaitReq(e.ctx, broker.ReceiveRequest{Queue: "q"})
+	ch := e.goWaitReq(e.ctx, model.ReceiveRequest{Queue: "q"})
 	e.waitOut(ch, start, 5*time.Second, 7*time.Second)
 	// An explicit WaitTime of 0 overrides it: a short poll.
-	ds, err := e.receive(broker.ReceiveRequest{Queue: "q", WaitTime: dur(0)})
+	ds, err := e.receive(model.ReceiveRequest{Queue: "q", WaitTime: dur(0)})
 	if err != nil || len(ds) != 0 {
 		t.Fatalf("short poll on a queue with a default wait: %d messages, err %v", len(ds), err)
 	}
 	// And the default long poll also wakes on a send.
-	ch = e.goReceive(e.ctx, broker.ReceiveRequest{Queue: "q"})
+	ch = e.goReceive(e.ctx, model.ReceiveRequest{Queue: "q"})
 	e.notYet(ch, "default long poll")
 	e.sendBody("q", "a")
 	if r := e.await(ch, promptly, "default long poll after a send"); r.err != nil || len(r.ds) != 1 {
@@ -235,7 +235,7 @@ func testLongPollQueueDefault(t *testing.T, s suite) {
 func testLongPollCancel(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	e.send("q", broker.SendEntry{Body: "delayed", Delay: dur(10 * time.Second)})
+	e.send("q", model.SendEntry{Body: "delayed", Delay: dur(10 * time.Second)})
 	ctx, cancel := context.WithCancel(e.ctx)
 	ch := e.goWait(ctx, "q", 20*time.Second)
 	e.notYet(ch, "long poll before cancel")
@@ -273,12 +273,12 @@ func testReceiveCancelledContext(t *testing.T, s suite) {
 	e.createQueue("q", nil)
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
-	ch := e.goReceive(ctx, broker.ReceiveRequest{Queue: "empty", WaitTime: dur(20 * time.Second)})
+	ch := e.goReceive(ctx, model.ReceiveRequest{Queue: "empty", WaitTime: dur(20 * time.Second)})
 	if r := e.await(ch, promptly, "long poll with a cancelled context"); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("long poll with a cancelled context on an empty queue: err %v, want context.Canceled", r.err)
 	}
 	e.sendBody("q", "a")
-	ds, err := e.b.Receive(ctx, broker.ReceiveRequest{Queue: "q", WaitTime: dur(20 * time.Second)})
+	ds, err := e.b.Receive(ctx, model.ReceiveRequest{Queue: "q", WaitTime: dur(20 * time.Second)})
 	switch {
 	case err != nil:
 		wantErr(t, "receive with a cancelled context", err, context.Canceled)
@@ -297,23 +297,23 @@ func testReceiveParameterRanges(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
 	e.sendBody("q", "a")
-	bad := []broker.ReceiveRequest{
+	bad := []model.ReceiveRequest{
 		{MaxMessages: 11},
 		{MaxMessages: -1},
-		{WaitTime: dur(broker.MaxWaitTime + time.Second)},
+		{WaitTime: dur(model.MaxWaitTime + time.Second)},
 		{WaitTime: dur(-time.Second)},
-		{Visibility: dur(broker.MaxVisibilityTimeout + time.Second)},
+		{Visibility: dur(model.MaxVisibilityTimeout + time.Second)},
 		{Visibility: dur(-time.Second)},
 	}
 	for _, req := range bad {
 		req.Queue = "q"
 		_, err := e.receive(req)
 		wantErr(t, fmt.Sprintf("Receive(MaxMessages %d, WaitTime %v, Visibility %v)", req.MaxMessages, req.WaitTime, req.Visibility),
-			err, broker.ErrInvalidParameterValue)
+			err, model.ErrInvalidParameterValue)
 	}
 	e.wantStats("q", 1, 0, 0)
 	// MaxMessages 0 means 1; the AttemptID of a standard queue is ignored.
-	ds, err := e.receive(broker.ReceiveRequest{Queue: "q", MaxMessages: 0, WaitTime: dur(broker.MaxWaitTime), AttemptID: "attempt-1"})
+	ds, err := e.receive(model.ReceiveRequest{Queue: "q", MaxMessages: 0, WaitTime: dur(model.MaxWaitTime), AttemptID: "attempt-1"})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("Receive with MaxMessages 0 and an AttemptID: %d messages, err %v", len(ds), err)
 	}
@@ -322,16 +322,16 @@ func testReceiveParameterRanges(t *testing.T, s suite) {
 func testReceiveMaxMessages(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	var entries []broker.SendEntry
+	var entries []model.SendEntry
 	for i := 0; i < 10; i++ {
-		entries = append(entries, broker.SendEntry{Body: fmt.Sprint("m", i)})
+		entries = append(entries, model.SendEntry{Body: fmt.Sprint("m", i)})
 	}
 	e.send("q", entries...)
-	e.send("q", broker.SendEntry{Body: "m10"}, broker.SendEntry{Body: "m11"})
+	e.send("q", model.SendEntry{Body: "m10"}, model.SendEntry{Body: "m11"})
 	seen := map[string]bool{}
 	deadline := time.Now().Add(realTimeout)
 	for len(seen) < 12 {
-		ds, err := e.receive(broker.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: dur(broker.MaxWaitTime)})
+		ds, err := e.receive(model.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: dur(model.MaxWaitTime)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,8 +351,8 @@ func testReceiveMaxMessages(t *testing.T, s suite) {
 	e.wantStats("q", 0, 12, 0)
 	e.receiveNone("q")
 	// MaxMessages 1 returns one at most.
-	e.send("q", broker.SendEntry{Body: "x"}, broker.SendEntry{Body: "y"})
-	ds, err := e.receive(broker.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: dur(broker.MaxWaitTime)})
+	e.send("q", model.SendEntry{Body: "x"}, model.SendEntry{Body: "y"})
+	ds, err := e.receive(model.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: dur(model.MaxWaitTime)})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("MaxMessages 1: %d messages, err %v", len(ds), err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 var messageTests = []testCase{
@@ -27,8 +27,8 @@ var messageTests = []testCase{
 // traceHeader is a well-formed X-Ray header, the one settable system attribute.
 const traceHeader = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 
-func sampleAttributes() map[string]broker.MessageAttribute {
-	return map[string]broker.MessageAttribute{
+func sampleAttributes() map[string]model.MessageAttribute {
+	return map[string]model.MessageAttribute{
 		"s":       {DataType: "String", StringValue: "héllo wörld"},
 		"n":       {DataType: "Number", StringValue: "-1.5e3"},
 		"b":       {DataType: "Binary", BinaryValue: []byte{0, 1, 2, 0xff}},
@@ -39,12 +39,12 @@ func sampleAttributes() map[string]broker.MessageAttribute {
 	}
 }
 
-func sampleSystemAttributes() map[string]broker.MessageAttribute {
-	return map[string]broker.MessageAttribute{"AWSTraceHeader": {DataType: "String", StringValue: traceHeader}}
+func sampleSystemAttributes() map[string]model.MessageAttribute {
+	return map[string]model.MessageAttribute{"AWSTraceHeader": {DataType: "String", StringValue: traceHeader}}
 }
 
 // wantSameMessage checks that a delivery carries what was sent.
-func wantSameMessage(t testing.TB, d broker.Delivery, id string, sent broker.SendEntry, sentAt time.Time) {
+func wantSameMessage(t testing.TB, d model.Delivery, id string, sent model.SendEntry, sentAt time.Time) {
 	t.Helper()
 	if d.ID != id {
 		t.Fatalf("delivered message id %s, want %s", d.ID, id)
@@ -56,7 +56,7 @@ func wantSameMessage(t testing.TB, d broker.Delivery, id string, sent broker.Sen
 		t.Fatalf("delivered attributes %v, want %v", d.Attributes, sent.Attributes)
 	}
 	if got, want := d.SystemAttributes["AWSTraceHeader"], sent.SystemAttributes["AWSTraceHeader"]; !sameAttrs(
-		map[string]broker.MessageAttribute{"x": got}, map[string]broker.MessageAttribute{"x": want}) {
+		map[string]model.MessageAttribute{"x": got}, map[string]model.MessageAttribute{"x": want}) {
 		t.Fatalf("delivered AWSTraceHeader %+v, want %+v", got, want)
 	}
 	if d.SenderID != sent.SenderID {
@@ -70,7 +70,7 @@ func testSendReceiveDelete(t *testing.T, s suite) {
 	e.createQueue("q", nil)
 	e.advance(3 * time.Second)
 	sentAt := e.clock.Now()
-	entry := broker.SendEntry{
+	entry := model.SendEntry{
 		ID:               "m1",
 		Body:             "héllo wörld 😀 \t\r\n <xml>&amp; \uFFFD",
 		Attributes:       sampleAttributes(),
@@ -107,7 +107,7 @@ func testSendReceiveDelete(t *testing.T, s suite) {
 func testSingleSendWithoutID(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	res, err := e.trySend("q", broker.SendEntry{Body: "x"})
+	res, err := e.trySend("q", model.SendEntry{Body: "x"})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("single send without an entry id: %v %v", err, res[0].Err)
 	}
@@ -121,9 +121,9 @@ func testMessageIDsUnique(t *testing.T, s suite) {
 	e.createQueue("q", nil)
 	seen := map[string]bool{}
 	for round := 0; round < 3; round++ {
-		var entries []broker.SendEntry
+		var entries []model.SendEntry
 		for i := 0; i < 10; i++ {
-			entries = append(entries, broker.SendEntry{Body: fmt.Sprint(round, i)})
+			entries = append(entries, model.SendEntry{Body: fmt.Sprint(round, i)})
 		}
 		for _, r := range e.send("q", entries...) {
 			if seen[r.MessageID] {
@@ -132,7 +132,7 @@ func testMessageIDsUnique(t *testing.T, s suite) {
 			seen[r.MessageID] = true
 		}
 	}
-	for _, d := range e.receiveN(broker.ReceiveRequest{Queue: "q"}, 30) {
+	for _, d := range e.receiveN(model.ReceiveRequest{Queue: "q"}, 30) {
 		if !seen[d.ID] {
 			t.Fatalf("received unknown message id %s", d.ID)
 		}
@@ -143,15 +143,15 @@ func testMessageIDsUnique(t *testing.T, s suite) {
 func testMessageOpsOnMissingQueue(t *testing.T, s suite) {
 	e := s.setup(t)
 	q := e.createQueue("q", nil)
-	_, err := e.b.Send(e.ctx, "missing", []broker.SendEntry{{ID: "a", Body: "x"}})
-	wantErr(t, "Send to a missing queue", err, broker.ErrQueueDoesNotExist)
-	_, err = e.receive(broker.ReceiveRequest{Queue: "missing", WaitTime: dur(0)})
-	wantErr(t, "short poll of a missing queue", err, broker.ErrQueueDoesNotExist)
-	_, err = e.receive(broker.ReceiveRequest{Queue: "missing", WaitTime: dur(20 * time.Second)})
-	wantErr(t, "long poll of a missing queue", err, broker.ErrQueueDoesNotExist)
-	receipt := e.be.Receipts().Encode(broker.Receipt{QueueID: q.ID, Key: 1, Lease: 1})
-	wantErr(t, "Delete on a missing queue", e.deleteErr("missing", receipt), broker.ErrQueueDoesNotExist)
-	wantErr(t, "ChangeVisibility on a missing queue", e.changeVisErr("missing", receipt, 0), broker.ErrQueueDoesNotExist)
+	_, err := e.b.Send(e.ctx, "missing", []model.SendEntry{{ID: "a", Body: "x"}})
+	wantErr(t, "Send to a missing queue", err, model.ErrQueueDoesNotExist)
+	_, err = e.receive(model.ReceiveRequest{Queue: "missing", WaitTime: dur(0)})
+	wantErr(t, "short poll of a missing queue", err, model.ErrQueueDoesNotExist)
+	_, err = e.receive(model.ReceiveRequest{Queue: "missing", WaitTime: dur(20 * time.Second)})
+	wantErr(t, "long poll of a missing queue", err, model.ErrQueueDoesNotExist)
+	receipt := e.be.Receipts().Encode(model.Receipt{QueueID: q.ID, Key: 1, Lease: 1})
+	wantErr(t, "Delete on a missing queue", e.deleteErr("missing", receipt), model.ErrQueueDoesNotExist)
+	wantErr(t, "ChangeVisibility on a missing queue", e.changeVisErr("missing", receipt, 0), model.ErrQueueDoesNotExist)
 }
 
 func testBodyCharacters(t *testing.T, s suite) {
@@ -168,8 +168,8 @@ func testBodyCharacters(t *testing.T, s suite) {
 	}
 	invalid := []string{"\x00", "a\x08b", "\x1f", "\uFFFE", "\uFFFF", "\xff", "ok\xc3", "\xed\xa0\x80"}
 	for _, body := range invalid {
-		err := e.sendErr("q", broker.SendEntry{Body: body})
-		wantErr(t, fmt.Sprintf("Send body %q", body), err, broker.ErrInvalidMessageContents)
+		err := e.sendErr("q", model.SendEntry{Body: body})
+		wantErr(t, fmt.Sprintf("Send body %q", body), err, model.ErrInvalidMessageContents)
 	}
 	e.wantStats("q", 0, 0, 0)
 }
@@ -177,17 +177,17 @@ func testBodyCharacters(t *testing.T, s suite) {
 func testEmptyBody(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	wantErr(t, "Send with an empty body", e.sendErr("q", broker.SendEntry{}), broker.ErrMissingParameter)
+	wantErr(t, "Send with an empty body", e.sendErr("q", model.SendEntry{}), model.ErrMissingParameter)
 	e.wantStats("q", 0, 0, 0)
 }
 
 func testMaximumMessageSize(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrMaximumMessageSize: "1024"})
-	ok := []broker.SendEntry{
+	e.createQueue("q", map[string]string{model.AttrMaximumMessageSize: "1024"})
+	ok := []model.SendEntry{
 		{Body: strings.Repeat("a", 1024)},
 		// 1000 + len("k") + len("String") + 17 = 1024
-		{Body: strings.Repeat("b", 1000), Attributes: map[string]broker.MessageAttribute{"k": {DataType: "String", StringValue: strings.Repeat("v", 17)}}},
+		{Body: strings.Repeat("b", 1000), Attributes: map[string]model.MessageAttribute{"k": {DataType: "String", StringValue: strings.Repeat("v", 17)}}},
 		// AWSTraceHeader does not count toward the size.
 		{Body: strings.Repeat("c", 1024), SystemAttributes: sampleSystemAttributes()},
 		// Multi-byte characters count in UTF-8 bytes: 512 × 2 bytes.
@@ -198,14 +198,14 @@ func testMaximumMessageSize(t *testing.T, s suite) {
 			t.Fatalf("message %d of exactly 1024 bytes refused: %v", i, err)
 		}
 	}
-	tooBig := []broker.SendEntry{
+	tooBig := []model.SendEntry{
 		{Body: strings.Repeat("a", 1025)},
-		{Body: strings.Repeat("b", 1000), Attributes: map[string]broker.MessageAttribute{"k": {DataType: "String", StringValue: strings.Repeat("v", 18)}}},
-		{Body: strings.Repeat("b", 1000), Attributes: map[string]broker.MessageAttribute{"k": {DataType: "Binary", BinaryValue: make([]byte, 18)}}},
+		{Body: strings.Repeat("b", 1000), Attributes: map[string]model.MessageAttribute{"k": {DataType: "String", StringValue: strings.Repeat("v", 18)}}},
+		{Body: strings.Repeat("b", 1000), Attributes: map[string]model.MessageAttribute{"k": {DataType: "Binary", BinaryValue: make([]byte, 18)}}},
 		{Body: strings.Repeat("é", 512) + "x"},
 	}
 	for i, entry := range tooBig {
-		wantErr(t, fmt.Sprintf("message %d of 1025 bytes", i), e.sendErr("q", entry), broker.ErrInvalidParameterValue)
+		wantErr(t, fmt.Sprintf("message %d of 1025 bytes", i), e.sendErr("q", entry), model.ErrInvalidParameterValue)
 	}
 	e.wantStats("q", int64(len(ok)), 0, 0)
 }
@@ -216,35 +216,35 @@ func testOneMiBBody(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
 	var sb strings.Builder
-	for sb.Len() < broker.MaxMessageBytes {
+	for sb.Len() < model.MaxMessageBytes {
 		fmt.Fprintf(&sb, "%08d", sb.Len())
 	}
-	body := sb.String()[:broker.MaxMessageBytes]
+	body := sb.String()[:model.MaxMessageBytes]
 	e.sendBody("q", body)
 	if d := e.receiveOne("q"); d.Body != body {
 		t.Fatalf("1 MiB body came back with %d bytes, or altered", len(d.Body))
 	}
-	wantErr(t, "body of 1 MiB + 1", e.plainSendErr("q", broker.SendEntry{Body: body + "x"}), broker.ErrInvalidParameterValue)
+	wantErr(t, "body of 1 MiB + 1", e.plainSendErr("q", model.SendEntry{Body: body + "x"}), model.ErrInvalidParameterValue)
 }
 
 func testMessageAttributeLimits(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	str := func(v string) broker.MessageAttribute {
-		return broker.MessageAttribute{DataType: "String", StringValue: v}
+	str := func(v string) model.MessageAttribute {
+		return model.MessageAttribute{DataType: "String", StringValue: v}
 	}
-	ten := map[string]broker.MessageAttribute{}
+	ten := map[string]model.MessageAttribute{}
 	for i := 0; i < 10; i++ {
 		ten[fmt.Sprintf("a%d", i)] = str("v")
 	}
-	if err := e.sendErr("q", broker.SendEntry{Body: "x", Attributes: ten}); err != nil {
+	if err := e.sendErr("q", model.SendEntry{Body: "x", Attributes: ten}); err != nil {
 		t.Fatalf("10 attributes refused: %v", err)
 	}
-	eleven := map[string]broker.MessageAttribute{"a10": str("v")}
+	eleven := map[string]model.MessageAttribute{"a10": str("v")}
 	for k, v := range ten {
 		eleven[k] = v
 	}
-	bad := map[string]map[string]broker.MessageAttribute{
+	bad := map[string]map[string]model.MessageAttribute{
 		"11 attributes":        eleven,
 		"AWS. prefix":          {"AWS.x": str("v")},
 		"amazon. prefix":       {"amazon.y": str("v")},
@@ -263,15 +263,15 @@ func testMessageAttributeLimits(t *testing.T, s suite) {
 		"bad chars in a value": {"a": str("\x00")},
 	}
 	for what, attrs := range bad {
-		wantErr(t, "Send with "+what, e.sendErr("q", broker.SendEntry{Body: "x", Attributes: attrs}), broker.ErrInvalidParameterValue)
+		wantErr(t, "Send with "+what, e.sendErr("q", model.SendEntry{Body: "x", Attributes: attrs}), model.ErrInvalidParameterValue)
 	}
-	badSys := map[string]map[string]broker.MessageAttribute{
+	badSys := map[string]map[string]model.MessageAttribute{
 		"unknown system attribute": {"SenderId": str("me")},
 		"binary AWSTraceHeader":    {"AWSTraceHeader": {DataType: "Binary", BinaryValue: []byte("x")}},
 		"empty AWSTraceHeader":     {"AWSTraceHeader": str("")},
 	}
 	for what, attrs := range badSys {
-		wantErr(t, "Send with "+what, e.sendErr("q", broker.SendEntry{Body: "x", SystemAttributes: attrs}), broker.ErrInvalidParameterValue)
+		wantErr(t, "Send with "+what, e.sendErr("q", model.SendEntry{Body: "x", SystemAttributes: attrs}), model.ErrInvalidParameterValue)
 	}
 	e.wantStats("q", 1, 0, 0)
 }
@@ -281,11 +281,11 @@ func testCounters(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
 	e.wantStats("q", 0, 0, 0)
-	e.send("q", broker.SendEntry{Body: "r1"}, broker.SendEntry{Body: "r2"}, broker.SendEntry{Body: "r3"})
+	e.send("q", model.SendEntry{Body: "r1"}, model.SendEntry{Body: "r2"}, model.SendEntry{Body: "r3"})
 	e.wantStats("q", 3, 0, 0)
-	e.send("q", broker.SendEntry{Body: "d1", Delay: dur(30 * time.Second)}, broker.SendEntry{Body: "d2", Delay: dur(30 * time.Second)})
+	e.send("q", model.SendEntry{Body: "d1", Delay: dur(30 * time.Second)}, model.SendEntry{Body: "d2", Delay: dur(30 * time.Second)})
 	e.wantStats("q", 3, 0, 2)
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "q"}, 2)
+	ds := e.receiveN(model.ReceiveRequest{Queue: "q"}, 2)
 	e.wantStats("q", 1, 2, 2)
 	e.mustDelete("q", ds[0].Receipt)
 	e.wantStats("q", 1, 1, 2)
@@ -293,14 +293,14 @@ func testCounters(t *testing.T, s suite) {
 	e.wantStats("q", 2, 0, 2)
 	e.advance(30 * time.Second)
 	e.eventuallyStats("q", 4, 0, 0)
-	ds = e.receiveN(broker.ReceiveRequest{Queue: "q", Visibility: dur(10 * time.Second)}, 4)
+	ds = e.receiveN(model.ReceiveRequest{Queue: "q", Visibility: dur(10 * time.Second)}, 4)
 	if got := bodies(ds); strings.Join(got, ",") != "d1,d2,r2,r3" && strings.Join(got, ",") != "d1,d2,r1,r3" && strings.Join(got, ",") != "d1,d2,r1,r2" {
 		t.Fatalf("received %v", got)
 	}
 	e.wantStats("q", 0, 4, 0)
 	e.advance(10 * time.Second)
 	e.eventuallyStats("q", 4, 0, 0)
-	ds = e.receiveN(broker.ReceiveRequest{Queue: "q"}, 4)
+	ds = e.receiveN(model.ReceiveRequest{Queue: "q"}, 4)
 	for _, d := range ds {
 		e.mustDelete("q", d.Receipt)
 	}
@@ -309,7 +309,7 @@ func testCounters(t *testing.T, s suite) {
 
 func testQueueDelay(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrDelaySeconds: "10"})
+	e.createQueue("q", map[string]string{model.AttrDelaySeconds: "10"})
 	e.sendBody("q", "a")
 	e.wantStats("q", 0, 0, 1)
 	e.receiveNone("q")
@@ -324,7 +324,7 @@ func testQueueDelay(t *testing.T, s suite) {
 		e.mustDelete("q", d.Receipt)
 	}
 	// A per-message delay of 0 overrides the queue's delay; 5 s shortens it.
-	e.send("q", broker.SendEntry{Body: "now", Delay: dur(0)}, broker.SendEntry{Body: "soon", Delay: dur(5 * time.Second)})
+	e.send("q", model.SendEntry{Body: "now", Delay: dur(0)}, model.SendEntry{Body: "soon", Delay: dur(5 * time.Second)})
 	e.wantStats("q", 1, 0, 1)
 	if d := e.receiveOne("q"); d.Body != "now" {
 		t.Fatalf("received %q, want the undelayed message", d.Body)
@@ -339,10 +339,10 @@ func testQueueDelay(t *testing.T, s suite) {
 func testMessageDelay(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	e.send("q", broker.SendEntry{Body: "max", Delay: dur(broker.MaxDelay)}, broker.SendEntry{Body: "short", Delay: dur(3 * time.Second)})
+	e.send("q", model.SendEntry{Body: "max", Delay: dur(model.MaxDelay)}, model.SendEntry{Body: "short", Delay: dur(3 * time.Second)})
 	e.wantStats("q", 0, 0, 2)
-	for _, bad := range []time.Duration{broker.MaxDelay + time.Second, -time.Second} {
-		wantErr(t, fmt.Sprintf("per-message delay %v", bad), e.sendErr("q", broker.SendEntry{Body: "x", Delay: dur(bad)}), broker.ErrInvalidParameterValue)
+	for _, bad := range []time.Duration{model.MaxDelay + time.Second, -time.Second} {
+		wantErr(t, fmt.Sprintf("per-message delay %v", bad), e.sendErr("q", model.SendEntry{Body: "x", Delay: dur(bad)}), model.ErrInvalidParameterValue)
 	}
 	e.advance(2 * time.Second)
 	e.receiveNone("q")
@@ -352,7 +352,7 @@ func testMessageDelay(t *testing.T, s suite) {
 	} else {
 		e.mustDelete("q", d.Receipt)
 	}
-	e.advance(broker.MaxDelay - 4*time.Second)
+	e.advance(model.MaxDelay - 4*time.Second)
 	e.receiveNone("q")
 	e.wantStats("q", 0, 0, 1)
 	e.advance(time.Second)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Message move tasks (broker.MoveTasker): moving dead letters back to their
@@ -28,7 +30,7 @@ var moveTaskTests = []testCase{
 // movers returns the backend as a broker.MoveTasker, or skips the test.
 func (e *env) movers() *broker.Broker {
 	e.t.Helper()
-	if _, ok := e.be.(broker.MoveTasker); !ok {
+	if _, ok := e.be.(storage.MoveTasker); !ok {
 		e.t.Skipf("%T does not implement broker.MoveTasker: move tasks are untested", e.be)
 	}
 	return e.b
@@ -39,15 +41,15 @@ func (e *env) movers() *broker.Broker {
 // (deadLetterEntries).
 func (e *env) deadLetters(src, dlq string, bodies ...string) {
 	e.t.Helper()
-	entries := make([]broker.SendEntry, len(bodies))
+	entries := make([]model.SendEntry, len(bodies))
 	for i, b := range bodies {
-		entries[i] = broker.SendEntry{Body: b}
+		entries[i] = model.SendEntry{Body: b}
 	}
 	e.deadLetterEntries(src, dlq, entries...)
 }
 
 // task returns the latest task of source.
-func (e *env) task(source string) broker.MoveTask {
+func (e *env) task(source string) model.MoveTask {
 	e.t.Helper()
 	ts, err := e.movers().ListMoveTasks(e.ctx, source, 1)
 	if err != nil || len(ts) != 1 {
@@ -58,9 +60,9 @@ func (e *env) task(source string) broker.MoveTask {
 
 // advanceUntilTask advances the clock a second at a time until the latest
 // task of source has the status.
-func (e *env) advanceUntilTask(source string, status broker.MoveTaskStatus, limit time.Duration) broker.MoveTask {
+func (e *env) advanceUntilTask(source string, status model.MoveTaskStatus, limit time.Duration) model.MoveTask {
 	e.t.Helper()
-	var last broker.MoveTask
+	var last model.MoveTask
 	e.advanceUntil(time.Second, limit, fmt.Sprintf("task of %s %s", source, status), func() bool {
 		last = e.task(source)
 		return last.Status == status
@@ -71,49 +73,49 @@ func (e *env) advanceUntilTask(source string, status broker.MoveTaskStatus, limi
 func testMoveStartErrors(t *testing.T, s suite) {
 	e := s.setup(t)
 	mt := e.movers()
-	_, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "nope"})
-	wantErr(t, "StartMoveTask of a missing source", err, broker.ErrResourceNotFound)
+	_, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "nope"})
+	wantErr(t, "StartMoveTask of a missing source", err, model.ErrResourceNotFound)
 	e.createQueue("plain", nil)
-	_, err = mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "plain"})
-	wantErr(t, "StartMoveTask of a queue that is no DLQ", err, broker.ErrInvalidParameterValue)
-	if msg := broker.ErrorMessage(err); msg != "Source queue must be configured as a Dead Letter Queue." {
+	_, err = mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "plain"})
+	wantErr(t, "StartMoveTask of a queue that is no DLQ", err, model.ErrInvalidParameterValue)
+	if msg := model.ErrorMessage(err); msg != "Source queue must be configured as a Dead Letter Queue." {
 		t.Errorf("message %q", msg)
 	}
 	e.deadLetters("src", "dlq", "a")
-	_, err = mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "nope"})
-	wantErr(t, "StartMoveTask to a missing destination", err, broker.ErrResourceNotFound)
+	_, err = mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "nope"})
+	wantErr(t, "StartMoveTask to a missing destination", err, model.ErrResourceNotFound)
 	for _, rate := range []int{-1, 501} {
-		_, err = mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", MaxPerSecond: rate})
-		wantErr(t, fmt.Sprintf("rate %d", rate), err, broker.ErrInvalidParameterValue)
+		_, err = mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", MaxPerSecond: rate})
+		wantErr(t, fmt.Sprintf("rate %d", rate), err, model.ErrInvalidParameterValue)
 	}
 	_, err = mt.ListMoveTasks(e.ctx, "nope", 1)
-	wantErr(t, "ListMoveTasks of a missing source", err, broker.ErrResourceNotFound)
+	wantErr(t, "ListMoveTasks of a missing source", err, model.ErrResourceNotFound)
 	if ts, err := mt.ListMoveTasks(e.ctx, "dlq", 10); err != nil || len(ts) != 0 {
 		t.Fatalf("ListMoveTasks before any task = %v, %v", ts, err)
 	}
 	_, err = mt.CancelMoveTask(e.ctx, "dlq", "no-such-task")
-	wantErr(t, "CancelMoveTask of an unknown task", err, broker.ErrResourceNotFound)
+	wantErr(t, "CancelMoveTask of an unknown task", err, model.ErrResourceNotFound)
 	_, err = mt.CancelMoveTask(e.ctx, "nope", "no-such-task")
-	wantErr(t, "CancelMoveTask on a missing source", err, broker.ErrResourceNotFound)
+	wantErr(t, "CancelMoveTask on a missing source", err, model.ErrResourceNotFound)
 
 	// A second task while one runs is refused (a slow task: rate 1, two messages).
 	e.deadLetters("src2", "dlq", "b")
-	task, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", MaxPerSecond: 1})
+	task, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", MaxPerSecond: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.Status != broker.MoveTaskRunning || task.ToMove != 2 || task.MaxPerSecond != 1 || !messageIDRe.MatchString(task.ID) {
+	if task.Status != model.MoveTaskRunning || task.ToMove != 2 || task.MaxPerSecond != 1 || !messageIDRe.MatchString(task.ID) {
 		t.Fatalf("started task = %+v", task)
 	}
 	wantTime(t, "StartedAt", task.StartedAt, e.clock.Now())
-	_, err = mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq"})
-	wantErr(t, "a second task on the same source", err, broker.ErrInvalidParameterValue)
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	_, err = mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq"})
+	wantErr(t, "a second task on the same source", err, model.ErrInvalidParameterValue)
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	if done.Moved != 2 {
 		t.Fatalf("completed task moved %d, want 2", done.Moved)
 	}
 	_, err = mt.CancelMoveTask(e.ctx, "dlq", task.ID)
-	wantErr(t, "CancelMoveTask of a completed task", err, broker.ErrInvalidParameterValue)
+	wantErr(t, "CancelMoveTask of a completed task", err, model.ErrInvalidParameterValue)
 }
 
 func testMoveBackToSources(t *testing.T, s suite) {
@@ -121,26 +123,26 @@ func testMoveBackToSources(t *testing.T, s suite) {
 	mt := e.movers()
 	e.deadLetters("src-a", "dlq", "a1", "a2")
 	e.deadLetters("src-b", "dlq", "b1")
-	old := e.receiveN(broker.ReceiveRequest{Queue: "dlq", Visibility: dur(0)}, 3) // peek at the ids; visible again at once
+	old := e.receiveN(model.ReceiveRequest{Queue: "dlq", Visibility: dur(0)}, 3) // peek at the ids; visible again at once
 	ids := map[string]bool{}
 	for _, d := range old {
 		ids[d.ID] = true
 	}
-	task, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq"})
+	task, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if task.Destination != "" || task.MaxPerSecond != 0 || task.ToMove != 3 {
 		t.Fatalf("task = %+v", task)
 	}
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	if done.Moved != 3 || done.ToMove != 3 || done.FailureReason != "" {
 		t.Fatalf("completed task = %+v", done)
 	}
 	e.wantStats("dlq", 0, 0, 0)
 	movedAt := e.clock.Now()
 	for src, want := range map[string][]string{"src-a": {"a1", "a2"}, "src-b": {"b1"}} {
-		ds := e.receiveN(broker.ReceiveRequest{Queue: src}, len(want))
+		ds := e.receiveN(model.ReceiveRequest{Queue: src}, len(want))
 		if got := bodies(ds); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("%s got %v, want %v", src, got, want)
 		}
@@ -163,7 +165,7 @@ func testMoveToDestinationAtRate(t *testing.T, s suite) {
 	mt := e.movers()
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2", "m3", "m4")
-	if _, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1}); err != nil {
+	if _, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// Rate 1: the first message moves at once, then one per clock second.
@@ -173,14 +175,14 @@ func testMoveToDestinationAtRate(t *testing.T, s suite) {
 		e.advanceUntil(100*time.Millisecond, 2*time.Second, fmt.Sprintf("%d moved", want), func() bool {
 			return e.task("dlq").Moved == want
 		})
-		if e.task("dlq").Status != broker.MoveTaskRunning && want < 4 {
+		if e.task("dlq").Status != model.MoveTaskRunning && want < 4 {
 			t.Fatalf("task ended early: %+v", e.task("dlq"))
 		}
 	}
 	if took := e.clock.Now().Sub(start); took < 3*time.Second-time.Millisecond {
 		t.Fatalf("3 messages moved in %v at rate 1", took)
 	}
-	e.advanceUntilTask("dlq", broker.MoveTaskCompleted, 10*time.Second)
+	e.advanceUntilTask("dlq", model.MoveTaskCompleted, 10*time.Second)
 	e.wantStats("dlq", 0, 0, 0)
 	e.wantStats("src", 0, 0, 0)
 	// Oldest first: the destination holds them in their original send order.
@@ -198,7 +200,7 @@ func testMoveCancel(t *testing.T, s suite) {
 	mt := e.movers()
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2", "m3", "m4")
-	task, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1})
+	task, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,22 +209,22 @@ func testMoveCancel(t *testing.T, s suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Moved != 1 || (c.Status != broker.MoveTaskCancelling && c.Status != broker.MoveTaskCancelled) {
+	if c.Moved != 1 || (c.Status != model.MoveTaskCancelling && c.Status != model.MoveTaskCancelled) {
 		t.Fatalf("CancelMoveTask = %+v", c)
 	}
-	eventually(t, "the task CANCELLED", func() bool { return e.task("dlq").Status == broker.MoveTaskCancelled })
+	eventually(t, "the task CANCELLED", func() bool { return e.task("dlq").Status == model.MoveTaskCancelled })
 	e.advance(10 * time.Second)
-	if got := e.task("dlq"); got.Moved != 1 || got.Status != broker.MoveTaskCancelled {
+	if got := e.task("dlq"); got.Moved != 1 || got.Status != model.MoveTaskCancelled {
 		t.Fatalf("after cancel and 10 s: %+v", got)
 	}
 	e.eventuallyStats("dlq", 3, 0, 0)
 	e.eventuallyStats("dest", 1, 0, 0)
 	// A new task may start; the list shows both, newest first.
-	second, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest"})
+	second, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest"})
 	if err != nil {
 		t.Fatalf("a new task after a cancel: %v", err)
 	}
-	e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	ts, err := mt.ListMoveTasks(e.ctx, "dlq", 10)
 	if err != nil || len(ts) != 2 || ts[0].ID != second.ID || ts[1].ID != task.ID {
 		t.Fatalf("ListMoveTasks(10) = %+v, %v", ts, err)
@@ -241,15 +243,15 @@ func testMoveDestinationDeleted(t *testing.T, s suite) {
 	mt := e.movers()
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2", "m3")
-	if _, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1}); err != nil {
+	if _, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the first message moved", func() bool { return e.task("dlq").Moved == 1 })
 	if err := e.b.DeleteQueue(e.ctx, "dest"); err != nil {
 		t.Fatal(err)
 	}
-	got := e.advanceUntilTask("dlq", broker.MoveTaskFailed, time.Minute)
-	if got.FailureReason != broker.MoveTaskFailureNoQueue || got.Moved != 1 {
+	got := e.advanceUntilTask("dlq", model.MoveTaskFailed, time.Minute)
+	if got.FailureReason != model.MoveTaskFailureNoQueue || got.Moved != 1 {
 		t.Fatalf("failed task = %+v", got)
 	}
 	e.wantStats("dlq", 2, 0, 0) // nothing is lost
@@ -262,13 +264,13 @@ func testMoveOnlyPresentAtStart(t *testing.T, s suite) {
 	mt := e.movers()
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2")
-	if _, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1}); err != nil {
+	if _, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the first message moved", func() bool { return e.task("dlq").Moved == 1 })
 	e.sendBody("src", "late")
 	e.receiveOne("src")
-	e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	e.eventuallyNotInFlight("src")
 	e.moveToDLQ("src", "dlq", 1)
 	if got := e.task("dlq"); got.Moved != 2 || got.ToMove != 2 {
@@ -286,23 +288,23 @@ func testMoveRestart(t *testing.T, s suite) {
 	mt := e.movers()
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2", "m3", "m4")
-	task, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1})
+	task, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the first message moved", func() bool { return e.task("dlq").Moved == 1 })
 	e.reopen()
 	got := e.task("dlq")
-	if got.ID != task.ID || got.Status != broker.MoveTaskRunning || got.Moved < 1 {
+	if got.ID != task.ID || got.Status != model.MoveTaskRunning || got.Moved < 1 {
 		t.Fatalf("task after restart = %+v", got)
 	}
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	if done.Moved != 4 || done.ToMove != 4 {
 		t.Fatalf("task = %+v", done)
 	}
 	e.wantStats("dlq", 0, 0, 0)
 	e.wantStats("dest", 4, 0, 0) // each message exactly once
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "dest"}, 4)
+	ds := e.receiveN(model.ReceiveRequest{Queue: "dest"}, 4)
 	if got := bodies(ds); fmt.Sprint(got) != "[m1 m2 m3 m4]" {
 		t.Fatalf("dest holds %v", got)
 	}
@@ -318,10 +320,10 @@ func testMoveLeaseEnded(t *testing.T, s suite) {
 	lease := e.getQueue("dlq").Config.VisibilityTimeout
 	e.receiveOne("dlq")
 	e.advance(lease) // the lease ends exactly now; nothing has looked at the queue since
-	if _, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest"}); err != nil {
+	if _, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest"}); err != nil {
 		t.Fatal(err)
 	}
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	if done.Moved != 1 {
 		t.Fatalf("task = %+v, want the message whose lease ended moved", done)
 	}
@@ -344,8 +346,8 @@ func testMoveFifoHeldBlocksGroup(t *testing.T, s suite, rate int, restart bool) 
 	e.fifoQueue("dlq.fifo", nil)
 	e.fifoQueue("dest.fifo", nil)
 	e.fifoQueue("src.fifo", map[string]string{
-		broker.AttrVisibilityTimeout: "1",
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq.fifo", 1),
+		model.AttrVisibilityTimeout: "1",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq.fifo", 1),
 	})
 	// Dead-letter one message at a time, so that the DLQ holds them in this
 	// order, the two groups interleaved: b1 r1 b2 r2 b3 r3.
@@ -359,7 +361,7 @@ func testMoveFifoHeldBlocksGroup(t *testing.T, s suite, rate int, restart bool) 
 	}
 	// Lease b1, the head of group b, for an hour. A receive may serve group r
 	// first: such a lease is given up at once, r stays wholly ready.
-	var held broker.Delivery
+	var held model.Delivery
 	var release []string
 	for held.ID == "" {
 		d := e.receiveOneFor("dlq.fifo", time.Hour)
@@ -381,7 +383,7 @@ func testMoveFifoHeldBlocksGroup(t *testing.T, s suite, rate int, restart bool) 
 	}
 	e.wantStats("dlq.fifo", 5, 1, 0)
 
-	task, err := mt.StartMoveTask(e.ctx, broker.MoveTaskRequest{Source: "dlq.fifo", Destination: "dest.fifo", MaxPerSecond: rate})
+	task, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq.fifo", Destination: "dest.fifo", MaxPerSecond: rate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,13 +397,13 @@ func testMoveFifoHeldBlocksGroup(t *testing.T, s suite, rate int, restart bool) 
 	}
 	// b1's lease ends while the task runs: group b stays blocked all the same.
 	e.mustChangeVis("dlq.fifo", held.Receipt, 0)
-	done := e.advanceUntilTask("dlq.fifo", broker.MoveTaskCompleted, time.Minute)
+	done := e.advanceUntilTask("dlq.fifo", model.MoveTaskCompleted, time.Minute)
 	if done.Moved != 3 || done.ToMove != 6 || done.FailureReason != "" {
 		t.Fatalf("completed task = %+v, want Moved 3 (group r) of ToMove 6", done)
 	}
 	// Group r moved whole and in order; group b stayed whole, in its order.
 	e.wantStats("dest.fifo", 3, 0, 0)
 	e.wantStats("dlq.fifo", 3, 0, 0)
-	wantBodies(t, "dest.fifo", e.receiveN(broker.ReceiveRequest{Queue: "dest.fifo"}, 3), "r1", "r2", "r3")
-	wantBodies(t, "dlq.fifo after the task", e.receiveN(broker.ReceiveRequest{Queue: "dlq.fifo"}, 3), "b1", "b2", "b3")
+	wantBodies(t, "dest.fifo", e.receiveN(model.ReceiveRequest{Queue: "dest.fifo"}, 3), "r1", "r2", "r3")
+	wantBodies(t, "dlq.fifo after the task", e.receiveN(model.ReceiveRequest{Queue: "dlq.fifo"}, 3), "b1", "b2", "b3")
 }

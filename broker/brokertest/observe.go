@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The tests of what metrics read: Broker.AllStats (every queue with its
@@ -25,10 +26,10 @@ func testAllStats(t *testing.T, s suite) {
 	e.createQueue("a", nil)
 	e.createQueue("c", nil)
 	t0 := e.clock.Now()
-	e.send("a", broker.SendEntry{Body: "1"}, broker.SendEntry{Body: "2"}, broker.SendEntry{Body: "3", Delay: dur(time.Minute)})
+	e.send("a", model.SendEntry{Body: "1"}, model.SendEntry{Body: "2"}, model.SendEntry{Body: "3", Delay: dur(time.Minute)})
 	e.advance(time.Second)
-	e.send("b", broker.SendEntry{Body: "4"})
-	e.receiveN(broker.ReceiveRequest{Queue: "a"}, 1)
+	e.send("b", model.SendEntry{Body: "4"})
+	e.receiveN(model.ReceiveRequest{Queue: "a"}, 1)
 	e.createQueue("gone", nil)
 	if err := e.b.DeleteQueue(e.ctx, "gone"); err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func testAllStats(t *testing.T, s suite) {
 		t.Fatalf("AllStats names = %v, want [a b c] (in order, no deleted queue)", names)
 	}
 	for _, q := range all {
-		one, err := e.be.GetQueue(e.ctx, broker.QueueRef{Name: q.Name})
+		one, err := e.be.GetQueue(e.ctx, model.QueueRef{Name: q.Name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +54,7 @@ func testAllStats(t *testing.T, s suite) {
 			t.Errorf("AllStats %s = %+v (id %d), GetQueue = %+v (id %d)", q.Name, q.Stats, q.ID, one.Stats, one.ID)
 		}
 	}
-	if got := counts(all[0].Stats); got != (broker.QueueStats{Visible: 1, InFlight: 1, Delayed: 1}) {
+	if got := counts(all[0].Stats); got != (model.QueueStats{Visible: 1, InFlight: 1, Delayed: 1}) {
 		t.Errorf("AllStats a = %+v, want 1 visible, 1 in flight, 1 delayed", got)
 	}
 	if !all[0].Stats.OldestSentAt.Equal(t0) {
@@ -68,7 +69,7 @@ type countObserver struct {
 	refused map[string]int // "queue reason"
 }
 
-func (o *countObserver) Count(queue string, c broker.Counter, n int) {
+func (o *countObserver) Count(queue string, c model.Counter, n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.counts[queue+" "+c.String()] += n
@@ -92,18 +93,18 @@ func testObserverCounts(t *testing.T, s suite) {
 	o := &countObserver{counts: map[string]int{}, refused: map[string]int{}}
 	e := s.setup(t, func(opts *broker.Options) { opts.Observer = o })
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 2), broker.AttrMaxDepth: "4"})
-	e.send("src", broker.SendEntry{ID: "1", Body: "a"}, broker.SendEntry{ID: "2", Body: "b"}, broker.SendEntry{ID: "3", Body: "c"})
-	if _, err := e.b.Send(e.ctx, "src", []broker.SendEntry{{ID: "1", Body: "d"}, {ID: "2", Body: "e"}}); err == nil {
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 2), model.AttrMaxDepth: "4"})
+	e.send("src", model.SendEntry{ID: "1", Body: "a"}, model.SendEntry{ID: "2", Body: "b"}, model.SendEntry{ID: "3", Body: "c"})
+	if _, err := e.b.Send(e.ctx, "src", []model.SendEntry{{ID: "1", Body: "d"}, {ID: "2", Body: "e"}}); err == nil {
 		t.Fatal("a send past MaxDepth succeeded")
 	}
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "src", MaxMessages: 3}, 3)
+	ds := e.receiveN(model.ReceiveRequest{Queue: "src", MaxMessages: 3}, 3)
 	e.mustDelete("src", ds[0].Receipt)
-	e.mustChangeVis("src", ds[1].Receipt, 0)                                // SQS's nack
-	e.nack("src", ds[2].Receipt, "boom", nil)                               // the native nack
-	ds = e.receiveN(broker.ReceiveRequest{Queue: "src", MaxMessages: 2}, 2) // second attempts
-	e.mustChangeVis("src", ds[0].Receipt, 0)                                // past the limit: dead-lettered
-	e.mustChangeVis("src", ds[1].Receipt, time.Minute)                      // an extension is no nack
+	e.mustChangeVis("src", ds[1].Receipt, 0)                               // SQS's nack
+	e.nack("src", ds[2].Receipt, "boom", nil)                              // the native nack
+	ds = e.receiveN(model.ReceiveRequest{Queue: "src", MaxMessages: 2}, 2) // second attempts
+	e.mustChangeVis("src", ds[0].Receipt, 0)                               // past the limit: dead-lettered
+	e.mustChangeVis("src", ds[1].Receipt, time.Minute)                     // an extension is no nack
 	want := map[string]int{
 		"src sent": 3, "src received": 5, "src deleted": 1, "src nacked": 3, "src dead_lettered": 1,
 	}

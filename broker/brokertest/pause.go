@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The pause tests: a paused queue delivers nothing, and everything else
@@ -33,7 +33,7 @@ func testPausedNoDeliveries(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
 	e.setPaused("q", true)
-	e.send("q", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"})
+	e.send("q", model.SendEntry{Body: "a"}, model.SendEntry{Body: "b"})
 	e.wantStats("q", 2, 0, 0)
 	e.receiveNone("q")
 	start := e.clock.Now()
@@ -51,7 +51,7 @@ func testPausedNoDeliveries(t *testing.T, s suite) {
 	}
 	e.wantStats("q", 3, 0, 0)
 	e.setPaused("q", false)
-	if got := bodies(e.receiveN(broker.ReceiveRequest{Queue: "q"}, 3)); len(got) != 3 {
+	if got := bodies(e.receiveN(model.ReceiveRequest{Queue: "q"}, 3)); len(got) != 3 {
 		t.Fatalf("after resuming received %v, want a b c", got)
 	}
 }
@@ -60,11 +60,11 @@ func testPausedNoDeliveries(t *testing.T, s suite) {
 // deletes, visibility changes, consumer controls and browsing work.
 func testPausedEverythingElse(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrVisibilityTimeout: "10"})
-	e.send("q", broker.SendEntry{Body: "deleted"}, broker.SendEntry{Body: "nacked"},
-		broker.SendEntry{Body: "expires"}, broker.SendEntry{Body: "snoozed"})
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "q"}, 4)
-	by := map[string]broker.Delivery{}
+	e.createQueue("q", map[string]string{model.AttrVisibilityTimeout: "10"})
+	e.send("q", model.SendEntry{Body: "deleted"}, model.SendEntry{Body: "nacked"},
+		model.SendEntry{Body: "expires"}, model.SendEntry{Body: "snoozed"})
+	ds := e.receiveN(model.ReceiveRequest{Queue: "q"}, 4)
+	by := map[string]model.Delivery{}
 	for _, d := range ds {
 		by[d.Body] = d
 	}
@@ -77,11 +77,11 @@ func testPausedEverythingElse(t *testing.T, s suite) {
 	e.advance(10 * time.Second) // the lease of "expires" ends, the snooze too
 	e.eventuallyStats("q", 3, 0, 0)
 	e.receiveNone("q")
-	if got := browsedBodies(e.browseAll("q", broker.BrowseRequest{})); len(got) != 3 {
+	if got := browsedBodies(e.browseAll("q", model.BrowseRequest{})); len(got) != 3 {
 		t.Fatalf("Browse of a paused queue shows %v, want 3 messages", got)
 	}
 	e.setPaused("q", false)
-	e.receiveN(broker.ReceiveRequest{Queue: "q"}, 3)
+	e.receiveN(model.ReceiveRequest{Queue: "q"}, 3)
 }
 
 // testResumeWakes: a receive waiting on a paused queue returns the message
@@ -91,7 +91,7 @@ func testResumeWakes(t *testing.T, s suite) {
 	e.createQueue("q", nil)
 	e.setPaused("q", true)
 	e.sendBody("q", "a")
-	ch := e.goWait(e.ctx, "q", broker.MaxWaitTime)
+	ch := e.goWait(e.ctx, "q", model.MaxWaitTime)
 	e.notYet(ch, "a long poll on a paused queue")
 	before := e.clock.Now()
 	e.setPaused("q", false)
@@ -108,10 +108,10 @@ func testResumeWakes(t *testing.T, s suite) {
 // until SetQueueAttributes resumes it.
 func testCreatedPaused(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrPaused: "true"})
+	e.createQueue("q", map[string]string{model.AttrPaused: "true"})
 	e.sendBody("q", "a")
 	e.receiveNone("q")
-	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrPaused: "false"}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrPaused: "false"}); err != nil {
 		t.Fatal(err)
 	}
 	if d := e.receiveOne("q"); d.Body != "a" {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The message option tests: Sluice.Priority's order, and the Sluice.*
@@ -35,7 +35,7 @@ func testPriorityOrder(t *testing.T, s suite) {
 	e.sendBody("q", "0c") // no Sluice.Priority: 0
 	var got []string
 	for i := 0; i < 9; i++ {
-		d := e.receiveN(broker.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
+		d := e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
 		if want := strings.TrimRight(d.Body, "abc"); fmt.Sprint(d.Priority) != want {
 			t.Fatalf("%q delivered with Priority %d, want %s", d.Body, d.Priority, want)
 		}
@@ -51,7 +51,7 @@ func testPriorityOrder(t *testing.T, s suite) {
 func testPriorityBatch(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	var low, high []broker.SendEntry
+	var low, high []model.SendEntry
 	for i := 0; i < 6; i++ {
 		low = append(low, withPriority(fmt.Sprintf("low%d", i), -1))
 		high = append(high, withPriority(fmt.Sprintf("high%d", i), 1))
@@ -78,14 +78,14 @@ func testPriorityFifoRefused(t *testing.T, s suite) {
 	e.fifoQueue("q.fifo", nil)
 	p := fmsg("g", "1", "prio")
 	p.ID = "p"
-	p.Attributes = map[string]broker.MessageAttribute{broker.MsgAttrPriority: numAttr(5)}
+	p.Attributes = map[string]model.MessageAttribute{model.MsgAttrPriority: numAttr(5)}
 	ok := fmsg("g", "2", "plain")
 	ok.ID = "ok"
 	res, err := e.trySend("q.fifo", p, ok)
 	if err != nil {
 		t.Fatalf("a FIFO batch with one Sluice.Priority entry: %v, want per-entry results", err)
 	}
-	wantErr(t, "Sluice.Priority on a FIFO queue", res[0].Err, broker.ErrInvalidParameterValue)
+	wantErr(t, "Sluice.Priority on a FIFO queue", res[0].Err, model.ErrInvalidParameterValue)
 	if res[1].Err != nil {
 		t.Fatalf("the plain entry: %v", res[1].Err)
 	}
@@ -97,15 +97,15 @@ func testPriorityFifoRefused(t *testing.T, s suite) {
 func testSluiceAttrsByteForByte(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("q", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 5)})
-	attrs := map[string]broker.MessageAttribute{
-		broker.MsgAttrPriority:      {DataType: "Number.level", StringValue: "07"},
-		broker.MsgAttrMaxAttempts:   {DataType: "Number", StringValue: "+3"},
-		broker.MsgAttrCorrelationID: {DataType: "String.id", StringValue: "corr-ünï 1"},
-		"traceparent":               {DataType: "String", StringValue: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
-		"plain":                     {DataType: "String", StringValue: "x"},
+	e.createQueue("q", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 5)})
+	attrs := map[string]model.MessageAttribute{
+		model.MsgAttrPriority:      {DataType: "Number.level", StringValue: "07"},
+		model.MsgAttrMaxAttempts:   {DataType: "Number", StringValue: "+3"},
+		model.MsgAttrCorrelationID: {DataType: "String.id", StringValue: "corr-ünï 1"},
+		"traceparent":              {DataType: "String", StringValue: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+		"plain":                    {DataType: "String", StringValue: "x"},
 	}
-	res := e.send("q", broker.SendEntry{Body: "a", Attributes: attrs})[0]
+	res := e.send("q", model.SendEntry{Body: "a", Attributes: attrs})[0]
 	d := e.receiveOne("q")
 	if d.ID != res.MessageID || !sameAttrs(d.Attributes, attrs) {
 		t.Fatalf("delivered attributes %v, want %v byte for byte", d.Attributes, attrs)
@@ -122,13 +122,13 @@ func testSluiceAttrsByteForByte(t *testing.T, s suite) {
 func testSluiceAttrsCount(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	attrs := map[string]broker.MessageAttribute{broker.MsgAttrPriority: numAttr(1)}
+	attrs := map[string]model.MessageAttribute{model.MsgAttrPriority: numAttr(1)}
 	for i := 0; i < 9; i++ {
-		attrs[fmt.Sprintf("a%d", i)] = broker.MessageAttribute{DataType: "String", StringValue: "v"}
+		attrs[fmt.Sprintf("a%d", i)] = model.MessageAttribute{DataType: "String", StringValue: "v"}
 	}
-	e.send("q", broker.SendEntry{Body: "ten", Attributes: attrs})
-	attrs[broker.MsgAttrCorrelationID] = broker.MessageAttribute{DataType: "String", StringValue: "c"}
-	wantErr(t, "11 attributes, 2 of them Sluice.*", e.sendErr("q", broker.SendEntry{Body: "eleven", Attributes: attrs}), broker.ErrInvalidParameterValue)
+	e.send("q", model.SendEntry{Body: "ten", Attributes: attrs})
+	attrs[model.MsgAttrCorrelationID] = model.MessageAttribute{DataType: "String", StringValue: "c"}
+	wantErr(t, "11 attributes, 2 of them Sluice.*", e.sendErr("q", model.SendEntry{Body: "eleven", Attributes: attrs}), model.ErrInvalidParameterValue)
 	e.wantStats("q", 1, 0, 0)
 }
 
@@ -138,26 +138,26 @@ func testSluiceAttrsCount(t *testing.T, s suite) {
 func testSluiceOptionRefusals(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	str := func(v string) broker.MessageAttribute {
-		return broker.MessageAttribute{DataType: "String", StringValue: v}
+	str := func(v string) model.MessageAttribute {
+		return model.MessageAttribute{DataType: "String", StringValue: v}
 	}
-	num := func(v string) broker.MessageAttribute {
-		return broker.MessageAttribute{DataType: "Number", StringValue: v}
+	num := func(v string) model.MessageAttribute {
+		return model.MessageAttribute{DataType: "Number", StringValue: v}
 	}
-	bad := []map[string]broker.MessageAttribute{
+	bad := []map[string]model.MessageAttribute{
 		{"Sluice.Unknown": str("x")},
 		{"sluice.priority": num("1")},
-		{broker.MsgAttrPriority: str("1")},
-		{broker.MsgAttrPriority: num("101")},
-		{broker.MsgAttrPriority: num("-101")},
-		{broker.MsgAttrPriority: num("1.5")},
-		{broker.MsgAttrMaxAttempts: num("3")}, // the queue has no RedrivePolicy
-		{broker.MsgAttrCorrelationID: num("1")},
-		{broker.MsgAttrCorrelationID: str(strings.Repeat("c", broker.MaxCorrelationIDBytes+1))},
+		{model.MsgAttrPriority: str("1")},
+		{model.MsgAttrPriority: num("101")},
+		{model.MsgAttrPriority: num("-101")},
+		{model.MsgAttrPriority: num("1.5")},
+		{model.MsgAttrMaxAttempts: num("3")}, // the queue has no RedrivePolicy
+		{model.MsgAttrCorrelationID: num("1")},
+		{model.MsgAttrCorrelationID: str(strings.Repeat("c", model.MaxCorrelationIDBytes+1))},
 	}
-	entries := []broker.SendEntry{{ID: "good", Body: "good", Attributes: map[string]broker.MessageAttribute{broker.MsgAttrPriority: num("-100")}}}
+	entries := []model.SendEntry{{ID: "good", Body: "good", Attributes: map[string]model.MessageAttribute{model.MsgAttrPriority: num("-100")}}}
 	for i, a := range bad {
-		entries = append(entries, broker.SendEntry{ID: fmt.Sprintf("bad%d", i), Body: "bad", Attributes: a})
+		entries = append(entries, model.SendEntry{ID: fmt.Sprintf("bad%d", i), Body: "bad", Attributes: a})
 	}
 	res, err := e.trySend("q", entries...)
 	if err != nil {
@@ -167,19 +167,19 @@ func testSluiceOptionRefusals(t *testing.T, s suite) {
 		t.Fatalf("the good entry: %v", res[0].Err)
 	}
 	for i, r := range res[1:] {
-		wantErr(t, fmt.Sprintf("entry with %v", bad[i]), r.Err, broker.ErrInvalidParameterValue)
+		wantErr(t, fmt.Sprintf("entry with %v", bad[i]), r.Err, model.ErrInvalidParameterValue)
 	}
 	e.wantStats("q", 1, 0, 0)
 	// With a RedrivePolicy, Sluice.MaxAttempts is taken, from 1 to 1000.
 	e.createQueue("dlq", nil)
-	e.createQueue("r", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 3)})
+	e.createQueue("r", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 3)})
 	for v, ok := range map[string]bool{"1": true, "1000": true, "0": false, "1001": false} {
-		err := e.sendErr("r", broker.SendEntry{Body: v, Attributes: map[string]broker.MessageAttribute{broker.MsgAttrMaxAttempts: num(v)}})
+		err := e.sendErr("r", model.SendEntry{Body: v, Attributes: map[string]model.MessageAttribute{model.MsgAttrMaxAttempts: num(v)}})
 		if ok && err != nil {
 			t.Fatalf("Sluice.MaxAttempts %s: %v", v, err)
 		}
 		if !ok {
-			wantErr(t, "Sluice.MaxAttempts "+v, err, broker.ErrInvalidParameterValue)
+			wantErr(t, "Sluice.MaxAttempts "+v, err, model.ErrInvalidParameterValue)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 var queueTests = []testCase{
@@ -34,18 +36,18 @@ var queueTests = []testCase{
 // reaches other accounts through the front.)
 func testAccountsKeepQueuesApart(t *testing.T, s suite) {
 	e := s.setup(t)
-	own := broker.QueueRef{Name: "orders"}
-	other := broker.QueueRef{Account: "111122223333", Name: "orders"}
-	for _, r := range []broker.QueueRef{own, other} {
-		q, created, err := e.be.CreateQueue(e.ctx, broker.QueueSpec{QueueRef: r, Config: broker.DefaultQueueConfig(false)})
+	own := model.QueueRef{Name: "orders"}
+	other := model.QueueRef{Account: "111122223333", Name: "orders"}
+	for _, r := range []model.QueueRef{own, other} {
+		q, created, err := e.be.CreateQueue(e.ctx, storage.QueueSpec{QueueRef: r, Config: model.DefaultQueueConfig(false)})
 		if err != nil || !created || q.Account != r.Account || q.Name != r.Name {
 			t.Fatalf("CreateQueue(%v) = %+v, created %v, %v", r, q, created, err)
 		}
 	}
-	if _, err := e.be.Send(e.ctx, other, []broker.SendEntry{{Body: "for the other account"}}); err != nil {
+	if _, err := e.be.Send(e.ctx, other, []model.SendEntry{{Body: "for the other account"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.be.UpdateQueue(e.ctx, other, func(u *broker.QueueUpdate) error {
+	if err := e.be.UpdateQueue(e.ctx, other, func(u *storage.QueueUpdate) error {
 		if u.Queue != other {
 			t.Errorf("UpdateQueue edits %v, want %v", u.Queue, other)
 		}
@@ -74,7 +76,7 @@ func testAccountsKeepQueuesApart(t *testing.T, s suite) {
 	if err := e.be.DeleteQueue(e.ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.be.GetQueue(e.ctx, other); !errors.Is(err, broker.ErrQueueDoesNotExist) {
+	if _, err := e.be.GetQueue(e.ctx, other); !errors.Is(err, model.ErrQueueDoesNotExist) {
 		t.Fatalf("GetQueue of the deleted queue: %v", err)
 	}
 	if _, err := e.be.GetQueue(e.ctx, own); err != nil {
@@ -95,7 +97,7 @@ func testCreateQueueDefaults(t *testing.T, s suite) {
 	}
 	wantTime(t, "CreatedAt", q.CreatedAt, now)
 	wantTime(t, "ModifiedAt", q.ModifiedAt, now)
-	if got, want := q.Config.Attributes(), broker.DefaultQueueConfig(false).Attributes(); !reflect.DeepEqual(got, want) {
+	if got, want := q.Config.Attributes(), model.DefaultQueueConfig(false).Attributes(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("new queue attributes = %v, want the defaults %v", got, want)
 	}
 	if q.Tags["team"] != "billing" {
@@ -106,7 +108,7 @@ func testCreateQueueDefaults(t *testing.T, s suite) {
 		t.Fatalf("GetQueue = %+v, want the created queue %+v", info.Queue, q)
 	}
 	wantTime(t, "GetQueue CreatedAt", info.CreatedAt, now)
-	if info.Stats != (broker.QueueStats{}) {
+	if info.Stats != (model.QueueStats{}) {
 		t.Fatalf("new queue counts = %+v, want zero", info.Stats)
 	}
 	other := e.createQueue("payments", nil)
@@ -117,14 +119,14 @@ func testCreateQueueDefaults(t *testing.T, s suite) {
 
 func testCreateQueueIdempotent(t *testing.T, s suite) {
 	e := s.setup(t)
-	attrs := map[string]string{broker.AttrVisibilityTimeout: "60", broker.AttrDelaySeconds: "5"}
+	attrs := map[string]string{model.AttrVisibilityTimeout: "60", model.AttrDelaySeconds: "5"}
 	q := e.createQueue("q", attrs)
 	e.advance(time.Second)
 	for _, again := range []map[string]string{
 		attrs,
-		{broker.AttrVisibilityTimeout: "60"}, // a subset: every given attribute matches
+		{model.AttrVisibilityTimeout: "60"}, // a subset: every given attribute matches
 		nil,
-		{broker.AttrMaximumMessageSize: "1048576"}, // equals the default
+		{model.AttrMaximumMessageSize: "1048576"}, // equals the default
 	} {
 		got, err := e.b.CreateQueue(e.ctx, "q", again, nil)
 		if err != nil {
@@ -136,12 +138,12 @@ func testCreateQueueIdempotent(t *testing.T, s suite) {
 		wantTime(t, "CreatedAt of the existing queue", got.CreatedAt, q.CreatedAt)
 	}
 	for _, differing := range []map[string]string{
-		{broker.AttrVisibilityTimeout: "61"},
-		{broker.AttrDelaySeconds: "0"},
-		{broker.AttrVisibilityTimeout: "60", broker.AttrMessageRetentionPeriod: "60"},
+		{model.AttrVisibilityTimeout: "61"},
+		{model.AttrDelaySeconds: "0"},
+		{model.AttrVisibilityTimeout: "60", model.AttrMessageRetentionPeriod: "60"},
 	} {
 		_, err := e.b.CreateQueue(e.ctx, "q", differing, nil)
-		wantErr(t, "CreateQueue with differing attributes", err, broker.ErrQueueExists)
+		wantErr(t, "CreateQueue with differing attributes", err, model.ErrQueueExists)
 	}
 	if got := e.getQueue("q").Config; got.VisibilityTimeout != time.Minute || got.Delay != 5*time.Second {
 		t.Fatalf("a refused CreateQueue changed the queue: %+v", got)
@@ -156,7 +158,7 @@ func testCreateQueueInvalidName(t *testing.T, s suite) {
 	e := s.setup(t)
 	for _, name := range []string{"", strings.Repeat("a", 81), "has space", "dot.name", "slash/name", "ümlaut", "tab\t"} {
 		_, err := e.b.CreateQueue(e.ctx, name, nil, nil)
-		wantErr(t, "CreateQueue("+name+")", err, broker.ErrInvalidParameterValue)
+		wantErr(t, "CreateQueue("+name+")", err, model.ErrInvalidParameterValue)
 	}
 	if qs, err := e.b.ListQueues(e.ctx, "", "", 0); err != nil || len(qs) != 0 {
 		t.Fatalf("after invalid names ListQueues = %v, %v; want none", qs, err)
@@ -172,38 +174,38 @@ func testCreateQueueAttributeRanges(t *testing.T, s suite) {
 		name, value string
 		want        error
 	}{
-		{broker.AttrVisibilityTimeout, "-1", broker.ErrInvalidAttributeValue},
-		{broker.AttrVisibilityTimeout, "43201", broker.ErrInvalidAttributeValue},
-		{broker.AttrVisibilityTimeout, "abc", broker.ErrInvalidAttributeValue},
-		{broker.AttrDelaySeconds, "901", broker.ErrInvalidAttributeValue},
-		{broker.AttrDelaySeconds, "-1", broker.ErrInvalidAttributeValue},
-		{broker.AttrMessageRetentionPeriod, "59", broker.ErrInvalidAttributeValue},
-		{broker.AttrMessageRetentionPeriod, "1209601", broker.ErrInvalidAttributeValue},
-		{broker.AttrMaximumMessageSize, "1023", broker.ErrInvalidAttributeValue},
-		{broker.AttrMaximumMessageSize, "1048577", broker.ErrInvalidAttributeValue},
-		{broker.AttrReceiveMessageWaitTimeSeconds, "21", broker.ErrInvalidAttributeValue},
-		{broker.AttrReceiveMessageWaitTimeSeconds, "-1", broker.ErrInvalidAttributeValue},
-		{broker.AttrRedrivePolicy, "{", broker.ErrInvalidAttributeValue},
-		{broker.AttrRedrivePolicy, `{"maxReceiveCount":3}`, broker.ErrInvalidAttributeValue},
-		{broker.AttrRedriveAllowPolicy, `{"redrivePermission":"sometimes"}`, broker.ErrInvalidAttributeValue},
-		{broker.AttrPolicy, "not json", broker.ErrInvalidAttributeValue},
-		{"Foo", "1", broker.ErrInvalidAttributeName},
-		{broker.AttrQueueArn, arn("q"), broker.ErrInvalidAttributeName},
-		{broker.AttrContentBasedDeduplication, "true", broker.ErrInvalidAttributeName}, // FIFO only
-		{broker.AttrDeduplicationScope, "queue", broker.ErrInvalidAttributeName},       // FIFO only
+		{model.AttrVisibilityTimeout, "-1", model.ErrInvalidAttributeValue},
+		{model.AttrVisibilityTimeout, "43201", model.ErrInvalidAttributeValue},
+		{model.AttrVisibilityTimeout, "abc", model.ErrInvalidAttributeValue},
+		{model.AttrDelaySeconds, "901", model.ErrInvalidAttributeValue},
+		{model.AttrDelaySeconds, "-1", model.ErrInvalidAttributeValue},
+		{model.AttrMessageRetentionPeriod, "59", model.ErrInvalidAttributeValue},
+		{model.AttrMessageRetentionPeriod, "1209601", model.ErrInvalidAttributeValue},
+		{model.AttrMaximumMessageSize, "1023", model.ErrInvalidAttributeValue},
+		{model.AttrMaximumMessageSize, "1048577", model.ErrInvalidAttributeValue},
+		{model.AttrReceiveMessageWaitTimeSeconds, "21", model.ErrInvalidAttributeValue},
+		{model.AttrReceiveMessageWaitTimeSeconds, "-1", model.ErrInvalidAttributeValue},
+		{model.AttrRedrivePolicy, "{", model.ErrInvalidAttributeValue},
+		{model.AttrRedrivePolicy, `{"maxReceiveCount":3}`, model.ErrInvalidAttributeValue},
+		{model.AttrRedriveAllowPolicy, `{"redrivePermission":"sometimes"}`, model.ErrInvalidAttributeValue},
+		{model.AttrPolicy, "not json", model.ErrInvalidAttributeValue},
+		{"Foo", "1", model.ErrInvalidAttributeName},
+		{model.AttrQueueArn, arn("q"), model.ErrInvalidAttributeName},
+		{model.AttrContentBasedDeduplication, "true", model.ErrInvalidAttributeName}, // FIFO only
+		{model.AttrDeduplicationScope, "queue", model.ErrInvalidAttributeName},       // FIFO only
 	}
 	for _, c := range bad {
 		_, err := e.b.CreateQueue(e.ctx, "q", map[string]string{c.name: c.value}, nil)
 		wantErr(t, "CreateQueue with "+c.name+"="+c.value, err, c.want)
 		_, err = e.b.GetQueue(e.ctx, "q")
-		wantErr(t, "GetQueue after a refused CreateQueue", err, broker.ErrQueueDoesNotExist)
+		wantErr(t, "GetQueue after a refused CreateQueue", err, model.ErrQueueDoesNotExist)
 	}
 	good := []struct{ name, value string }{
-		{broker.AttrVisibilityTimeout, "0"}, {broker.AttrVisibilityTimeout, "43200"},
-		{broker.AttrDelaySeconds, "0"}, {broker.AttrDelaySeconds, "900"},
-		{broker.AttrMessageRetentionPeriod, "60"}, {broker.AttrMessageRetentionPeriod, "1209600"},
-		{broker.AttrMaximumMessageSize, "1024"}, {broker.AttrMaximumMessageSize, "1048576"},
-		{broker.AttrReceiveMessageWaitTimeSeconds, "0"}, {broker.AttrReceiveMessageWaitTimeSeconds, "20"},
+		{model.AttrVisibilityTimeout, "0"}, {model.AttrVisibilityTimeout, "43200"},
+		{model.AttrDelaySeconds, "0"}, {model.AttrDelaySeconds, "900"},
+		{model.AttrMessageRetentionPeriod, "60"}, {model.AttrMessageRetentionPeriod, "1209600"},
+		{model.AttrMaximumMessageSize, "1024"}, {model.AttrMaximumMessageSize, "1048576"},
+		{model.AttrReceiveMessageWaitTimeSeconds, "0"}, {model.AttrReceiveMessageWaitTimeSeconds, "20"},
 	}
 	for i, c := range good {
 		name := "good-" + string(rune('a'+i))
@@ -220,26 +222,26 @@ func testCreateQueueAttributeRanges(t *testing.T, s suite) {
 func testGetQueueMissing(t *testing.T, s suite) {
 	e := s.setup(t)
 	_, err := e.b.GetQueue(e.ctx, "nope")
-	wantErr(t, "GetQueue(nope)", err, broker.ErrQueueDoesNotExist)
+	wantErr(t, "GetQueue(nope)", err, model.ErrQueueDoesNotExist)
 	e.createQueue("nope-not", nil)
 	_, err = e.b.GetQueue(e.ctx, "nope")
-	wantErr(t, "GetQueue(nope) beside nope-not", err, broker.ErrQueueDoesNotExist)
+	wantErr(t, "GetQueue(nope) beside nope-not", err, model.ErrQueueDoesNotExist)
 	// A name no queue can have does not exist either, on every backend: the
 	// front answers it without asking the store (PostgreSQL refuses a NUL
 	// byte or invalid UTF-8 in a query: that was an internal error).
 	for _, name := range []string{"bad\x00name", "bad\xffname", "", strings.Repeat("a", 81), "dot.name"} {
 		_, err := e.b.GetQueue(e.ctx, name)
-		wantErr(t, fmt.Sprintf("GetQueue(%q)", name), err, broker.ErrQueueDoesNotExist)
-		_, err = e.b.Send(e.ctx, name, []broker.SendEntry{{Body: "x"}})
-		wantErr(t, fmt.Sprintf("Send(%q)", name), err, broker.ErrQueueDoesNotExist)
-		_, err = e.b.Receive(e.ctx, broker.ReceiveRequest{Queue: name})
-		wantErr(t, fmt.Sprintf("Receive(%q)", name), err, broker.ErrQueueDoesNotExist)
+		wantErr(t, fmt.Sprintf("GetQueue(%q)", name), err, model.ErrQueueDoesNotExist)
+		_, err = e.b.Send(e.ctx, name, []model.SendEntry{{Body: "x"}})
+		wantErr(t, fmt.Sprintf("Send(%q)", name), err, model.ErrQueueDoesNotExist)
+		_, err = e.b.Receive(e.ctx, model.ReceiveRequest{Queue: name})
+		wantErr(t, fmt.Sprintf("Receive(%q)", name), err, model.ErrQueueDoesNotExist)
 		err = e.b.DeleteQueue(e.ctx, name)
-		wantErr(t, fmt.Sprintf("DeleteQueue(%q)", name), err, broker.ErrQueueDoesNotExist)
+		wantErr(t, fmt.Sprintf("DeleteQueue(%q)", name), err, model.ErrQueueDoesNotExist)
 	}
 }
 
-func queueNames(qs []broker.Queue) []string {
+func queueNames(qs []model.Queue) []string {
 	out := make([]string, len(qs))
 	for i, q := range qs {
 		out[i] = q.Name
@@ -263,7 +265,7 @@ func testListQueues(t *testing.T, s suite) {
 	e.wantList("", "", 0)
 	ids := map[string]uint64{}
 	for _, n := range []string{"beta", "alpha-2", "Alpha", "alpha-10", "alpha-1", "alpha-3"} {
-		ids[n] = e.createQueue(n, map[string]string{broker.AttrDelaySeconds: "3"}).ID
+		ids[n] = e.createQueue(n, map[string]string{model.AttrDelaySeconds: "3"}).ID
 	}
 	e.wantList("", "", 0, "Alpha", "alpha-1", "alpha-10", "alpha-2", "alpha-3", "beta")
 	e.wantList("", "", -1, "Alpha", "alpha-1", "alpha-10", "alpha-2", "alpha-3", "beta")
@@ -307,11 +309,11 @@ func testSetQueueAttributes(t *testing.T, s suite) {
 	q := e.createQueue("q", nil)
 	e.advance(10 * time.Second)
 	set := map[string]string{
-		broker.AttrVisibilityTimeout:             "45",
-		broker.AttrDelaySeconds:                  "3",
-		broker.AttrReceiveMessageWaitTimeSeconds: "2",
-		broker.AttrMessageRetentionPeriod:        "120",
-		broker.AttrMaximumMessageSize:            "2048",
+		model.AttrVisibilityTimeout:             "45",
+		model.AttrDelaySeconds:                  "3",
+		model.AttrReceiveMessageWaitTimeSeconds: "2",
+		model.AttrMessageRetentionPeriod:        "120",
+		model.AttrMaximumMessageSize:            "2048",
 	}
 	if err := e.b.SetQueueAttributes(e.ctx, "q", set); err != nil {
 		t.Fatal(err)
@@ -328,22 +330,22 @@ func testSetQueueAttributes(t *testing.T, s suite) {
 	wantTime(t, "CreatedAt after SetQueueAttributes", info.CreatedAt, q.CreatedAt)
 	wantTime(t, "ModifiedAt after SetQueueAttributes", info.ModifiedAt, e.clock.Now())
 
-	err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrVisibilityTimeout: "43201"})
-	wantErr(t, "SetQueueAttributes VisibilityTimeout=43201", err, broker.ErrInvalidAttributeValue)
+	err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrVisibilityTimeout: "43201"})
+	wantErr(t, "SetQueueAttributes VisibilityTimeout=43201", err, model.ErrInvalidAttributeValue)
 	// All or nothing: a bad attribute beside a good one changes neither.
-	err = e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrDelaySeconds: "7", broker.AttrVisibilityTimeout: "-5"})
-	wantErr(t, "SetQueueAttributes with one bad value", err, broker.ErrInvalidAttributeValue)
-	err = e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrDelaySeconds: "8", "Foo": "1"})
-	wantErr(t, "SetQueueAttributes Foo", err, broker.ErrInvalidAttributeName)
-	for _, name := range []string{broker.AttrFifoQueue, broker.AttrQueueArn, broker.AttrApproxMessages, broker.AttrContentBasedDeduplication} {
+	err = e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrDelaySeconds: "7", model.AttrVisibilityTimeout: "-5"})
+	wantErr(t, "SetQueueAttributes with one bad value", err, model.ErrInvalidAttributeValue)
+	err = e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrDelaySeconds: "8", "Foo": "1"})
+	wantErr(t, "SetQueueAttributes Foo", err, model.ErrInvalidAttributeName)
+	for _, name := range []string{model.AttrFifoQueue, model.AttrQueueArn, model.AttrApproxMessages, model.AttrContentBasedDeduplication} {
 		err = e.b.SetQueueAttributes(e.ctx, "q", map[string]string{name: "true"})
-		wantErr(t, "SetQueueAttributes "+name+" on a standard queue", err, broker.ErrInvalidAttributeName)
+		wantErr(t, "SetQueueAttributes "+name+" on a standard queue", err, model.ErrInvalidAttributeName)
 	}
 	if got := e.getQueue("q").Config; got.Delay != 3*time.Second || got.VisibilityTimeout != 45*time.Second {
 		t.Fatalf("refused SetQueueAttributes changed the config: delay %v visibility %v", got.Delay, got.VisibilityTimeout)
 	}
-	err = e.b.SetQueueAttributes(e.ctx, "missing", map[string]string{broker.AttrDelaySeconds: "1"})
-	wantErr(t, "SetQueueAttributes on a missing queue", err, broker.ErrQueueDoesNotExist)
+	err = e.b.SetQueueAttributes(e.ctx, "missing", map[string]string{model.AttrDelaySeconds: "1"})
+	wantErr(t, "SetQueueAttributes on a missing queue", err, model.ErrQueueDoesNotExist)
 }
 
 // testSetQueueAttributesTakeEffect: a changed default visibility and delay
@@ -351,7 +353,7 @@ func testSetQueueAttributes(t *testing.T, s suite) {
 func testSetQueueAttributesTakeEffect(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", nil)
-	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrVisibilityTimeout: "7"}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrVisibilityTimeout: "7"}); err != nil {
 		t.Fatal(err)
 	}
 	e.sendBody("q", "a")
@@ -362,7 +364,7 @@ func testSetQueueAttributesTakeEffect(t *testing.T, s suite) {
 	if d := e.receiveOne("q"); d.ReceiveCount != 2 {
 		t.Fatalf("after the new 7 s visibility expired, ReceiveCount = %d, want 2", d.ReceiveCount)
 	}
-	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrDelaySeconds: "5"}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrDelaySeconds: "5"}); err != nil {
 		t.Fatal(err)
 	}
 	e.sendBody("q", "b")
@@ -375,27 +377,27 @@ func testDeleteQueue(t *testing.T, s suite) {
 	e := s.setup(t)
 	old := e.createQueue("q", nil)
 	e.createQueue("other", nil)
-	e.send("q", broker.SendEntry{Body: "a"}, broker.SendEntry{Body: "b"})
+	e.send("q", model.SendEntry{Body: "a"}, model.SendEntry{Body: "b"})
 	d := e.receiveOne("q")
 	if err := e.b.DeleteQueue(e.ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.b.GetQueue(e.ctx, "q")
-	wantErr(t, "GetQueue after DeleteQueue", err, broker.ErrQueueDoesNotExist)
-	_, err = e.b.Send(e.ctx, "q", []broker.SendEntry{{ID: "x", Body: "x"}})
-	wantErr(t, "Send after DeleteQueue", err, broker.ErrQueueDoesNotExist)
-	_, err = e.receive(broker.ReceiveRequest{Queue: "q", WaitTime: dur(0)})
-	wantErr(t, "Receive after DeleteQueue", err, broker.ErrQueueDoesNotExist)
-	wantErr(t, "Delete after DeleteQueue", e.deleteErr("q", d.Receipt), broker.ErrQueueDoesNotExist)
-	wantErr(t, "ChangeVisibility after DeleteQueue", e.changeVisErr("q", d.Receipt, 0), broker.ErrQueueDoesNotExist)
-	wantErr(t, "PurgeQueue after DeleteQueue", e.b.PurgeQueue(e.ctx, "q"), broker.ErrQueueDoesNotExist)
-	wantErr(t, "SetQueueAttributes after DeleteQueue", e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrDelaySeconds: "1"}), broker.ErrQueueDoesNotExist)
-	wantErr(t, "DeleteQueue twice", e.b.DeleteQueue(e.ctx, "q"), broker.ErrQueueDoesNotExist)
+	wantErr(t, "GetQueue after DeleteQueue", err, model.ErrQueueDoesNotExist)
+	_, err = e.b.Send(e.ctx, "q", []model.SendEntry{{ID: "x", Body: "x"}})
+	wantErr(t, "Send after DeleteQueue", err, model.ErrQueueDoesNotExist)
+	_, err = e.receive(model.ReceiveRequest{Queue: "q", WaitTime: dur(0)})
+	wantErr(t, "Receive after DeleteQueue", err, model.ErrQueueDoesNotExist)
+	wantErr(t, "Delete after DeleteQueue", e.deleteErr("q", d.Receipt), model.ErrQueueDoesNotExist)
+	wantErr(t, "ChangeVisibility after DeleteQueue", e.changeVisErr("q", d.Receipt, 0), model.ErrQueueDoesNotExist)
+	wantErr(t, "PurgeQueue after DeleteQueue", e.b.PurgeQueue(e.ctx, "q"), model.ErrQueueDoesNotExist)
+	wantErr(t, "SetQueueAttributes after DeleteQueue", e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrDelaySeconds: "1"}), model.ErrQueueDoesNotExist)
+	wantErr(t, "DeleteQueue twice", e.b.DeleteQueue(e.ctx, "q"), model.ErrQueueDoesNotExist)
 	e.wantList("", "", 0, "other")
 
 	// A queue of the same name created afterwards is a new, empty queue.
 	e.advance(time.Second)
-	q, err := e.b.CreateQueue(e.ctx, "q", map[string]string{broker.AttrVisibilityTimeout: "99"}, nil)
+	q, err := e.b.CreateQueue(e.ctx, "q", map[string]string{model.AttrVisibilityTimeout: "99"}, nil)
 	if err != nil {
 		t.Fatalf("re-creating a deleted queue with other attributes: %v", err)
 	}
@@ -408,8 +410,8 @@ func testDeleteQueue(t *testing.T, s suite) {
 	}
 	e.wantStats("q", 0, 0, 0)
 	e.receiveNone("q")
-	wantErr(t, "Delete with a receipt of the deleted queue", e.deleteErr("q", d.Receipt), broker.ErrReceiptHandleInvalid)
-	wantErr(t, "ChangeVisibility with a receipt of the deleted queue", e.changeVisErr("q", d.Receipt, 0), broker.ErrReceiptHandleInvalid)
+	wantErr(t, "Delete with a receipt of the deleted queue", e.deleteErr("q", d.Receipt), model.ErrReceiptHandleInvalid)
+	wantErr(t, "ChangeVisibility with a receipt of the deleted queue", e.changeVisErr("q", d.Receipt, 0), model.ErrReceiptHandleInvalid)
 	// The old lease and the old ready message never surface in the new queue.
 	e.advance(time.Minute)
 	e.receiveNone("q")
@@ -428,7 +430,7 @@ func testDeleteQueueEndsWaitingReceive(t *testing.T, s suite) {
 	if len(r.ds) != 0 {
 		t.Fatalf("long poll on a deleted queue returned %d messages", len(r.ds))
 	}
-	wantErr(t, "long poll on a deleted queue", r.err, broker.ErrQueueDoesNotExist)
+	wantErr(t, "long poll on a deleted queue", r.err, model.ErrQueueDoesNotExist)
 }
 
 func testPurgeQueue(t *testing.T, s suite) {
@@ -438,7 +440,7 @@ func testPurgeQueue(t *testing.T, s suite) {
 	e.sendBody("other", "kept")
 	e.sendBody("q", "inflight")
 	d := e.receiveOne("q")
-	e.send("q", broker.SendEntry{Body: "ready"}, broker.SendEntry{Body: "delayed", Delay: dur(time.Minute)})
+	e.send("q", model.SendEntry{Body: "ready"}, model.SendEntry{Body: "delayed", Delay: dur(time.Minute)})
 	e.wantStats("q", 1, 1, 1)
 	if err := e.b.PurgeQueue(e.ctx, "q"); err != nil {
 		t.Fatal(err)
@@ -458,7 +460,7 @@ func testPurgeQueue(t *testing.T, s suite) {
 	if err := e.deleteErr("q", d.Receipt); err != nil {
 		t.Fatalf("Delete with a receipt of a purged message: %v, want success", err)
 	}
-	wantErr(t, "ChangeVisibility of a purged message", e.changeVisErr("q", d.Receipt, 0), broker.ErrInvalidParameterValue)
+	wantErr(t, "ChangeVisibility of a purged message", e.changeVisErr("q", d.Receipt, 0), model.ErrInvalidParameterValue)
 	e.wantStats("other", 1, 0, 0)
 	// Without StrictPurge, purges may follow each other at once.
 	for i := 0; i < 3; i++ {
@@ -466,7 +468,7 @@ func testPurgeQueue(t *testing.T, s suite) {
 			t.Fatalf("purge %d without StrictPurge: %v", i, err)
 		}
 	}
-	wantErr(t, "PurgeQueue on a missing queue", e.b.PurgeQueue(e.ctx, "missing"), broker.ErrQueueDoesNotExist)
+	wantErr(t, "PurgeQueue on a missing queue", e.b.PurgeQueue(e.ctx, "missing"), model.ErrQueueDoesNotExist)
 }
 
 func testStrictPurge(t *testing.T, s suite) {
@@ -476,9 +478,9 @@ func testStrictPurge(t *testing.T, s suite) {
 	if err := e.b.PurgeQueue(e.ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "second purge at once", e.b.PurgeQueue(e.ctx, "q"), broker.ErrPurgeInProgress)
+	wantErr(t, "second purge at once", e.b.PurgeQueue(e.ctx, "q"), model.ErrPurgeInProgress)
 	e.advance(59 * time.Second)
-	wantErr(t, "purge 59 s later", e.b.PurgeQueue(e.ctx, "q"), broker.ErrPurgeInProgress)
+	wantErr(t, "purge 59 s later", e.b.PurgeQueue(e.ctx, "q"), model.ErrPurgeInProgress)
 	if err := e.b.PurgeQueue(e.ctx, "other"); err != nil {
 		t.Fatalf("purging another queue: %v", err)
 	}
@@ -486,7 +488,7 @@ func testStrictPurge(t *testing.T, s suite) {
 	if err := e.b.PurgeQueue(e.ctx, "q"); err != nil {
 		t.Fatalf("purge 60 s after the first: %v", err)
 	}
-	if err := e.b.PurgeQueue(e.ctx, "q"); !errors.Is(err, broker.ErrPurgeInProgress) {
+	if err := e.b.PurgeQueue(e.ctx, "q"); !errors.Is(err, model.ErrPurgeInProgress) {
 		t.Fatalf("purge right after the allowed one: %v, want ErrPurgeInProgress", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The receipt tests check that receipt handles are signed with the store's
@@ -25,8 +25,8 @@ var receiptTests = []testCase{
 func (e *env) wantHandleRefused(queue, what, handle string) {
 	e.t.Helper()
 	st := e.stats(queue)
-	wantErr(e.t, "Delete with "+what, e.deleteErr(queue, handle), broker.ErrReceiptHandleInvalid)
-	wantErr(e.t, "ChangeVisibility with "+what, e.changeVisErr(queue, handle, 0), broker.ErrReceiptHandleInvalid)
+	wantErr(e.t, "Delete with "+what, e.deleteErr(queue, handle), model.ErrReceiptHandleInvalid)
+	wantErr(e.t, "ChangeVisibility with "+what, e.changeVisErr(queue, handle, 0), model.ErrReceiptHandleInvalid)
 	e.wantStats(queue, st.Visible, st.InFlight, st.Delayed)
 }
 
@@ -73,7 +73,7 @@ func testReceiptAltered(t *testing.T, s suite) {
 	}
 	raw := rawHandle(t, d.Receipt)
 	mac := raw[len(raw)-16:]
-	enc := func(r broker.Receipt) string {
+	enc := func(r model.Receipt) string {
 		b := []byte{raw[0]}
 		for _, v := range []uint64{r.QueueID, r.Key, r.Lease} {
 			b = binary.AppendUvarint(b, v)
@@ -83,7 +83,7 @@ func testReceiptAltered(t *testing.T, s suite) {
 	if enc(r) != d.Receipt {
 		t.Fatalf("re-encoding the handle's own fields gave %q, not %q: the test's layout is wrong", enc(r), d.Receipt)
 	}
-	for what, alt := range map[string]broker.Receipt{
+	for what, alt := range map[string]model.Receipt{
 		"the next lease":   {QueueID: r.QueueID, Key: r.Key, Lease: r.Lease + 1},
 		"another message":  {QueueID: r.QueueID, Key: r.Key + 1, Lease: r.Lease},
 		"another queue id": {QueueID: r.QueueID + 1, Key: r.Key, Lease: r.Lease},
@@ -122,7 +122,7 @@ func testReceiptKeySurvivesRestart(t *testing.T, s suite) {
 	e.sendBody("q", "b")
 	d1 := e.receiveOneFor("q", time.Hour)
 	d2 := e.receiveOneFor("q", time.Hour)
-	probe := broker.Receipt{QueueID: 1, Key: 2, Lease: 3}
+	probe := model.Receipt{QueueID: 1, Key: 2, Lease: 3}
 	before := e.be.Receipts().Encode(probe)
 	e.reopen()
 	if after := e.be.Receipts().Encode(probe); after != before {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 var redriveTests = []testCase{
@@ -31,7 +31,7 @@ func (e *env) moveToDLQ(src, dlq string, wantVisible int64) {
 	e.t.Helper()
 	deadline := time.Now().Add(realTimeout)
 	for {
-		ds, err := e.receive(broker.ReceiveRequest{Queue: src, MaxMessages: 10, WaitTime: dur(0)})
+		ds, err := e.receive(model.ReceiveRequest{Queue: src, MaxMessages: 10, WaitTime: dur(0)})
 		if err != nil {
 			e.t.Fatalf("Receive(%s) past maxReceiveCount: %v", src, err)
 		}
@@ -61,19 +61,19 @@ func testRedriveMove(t *testing.T, s suite, n int) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
 	e.createQueue("src", map[string]string{
-		broker.AttrVisibilityTimeout: "10",
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq", n),
+		model.AttrVisibilityTimeout: "10",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", n),
 	})
 	e.advance(time.Second)
 	sentAt := e.clock.Now()
-	entry := broker.SendEntry{
+	entry := model.SendEntry{
 		ID: "m", Body: "poison", Attributes: sampleAttributes(),
 		SystemAttributes: sampleSystemAttributes(), SenderID: "AIDAEXAMPLE",
 	}
 	res := e.send("src", entry)[0]
 	e.advance(time.Second)
 	firstAt := e.clock.Now()
-	var last broker.Delivery
+	var last model.Delivery
 	for i := 1; i <= n; i++ {
 		d := e.receiveOne("src")
 		last = d
@@ -97,7 +97,7 @@ func testRedriveMove(t *testing.T, s suite, n int) {
 		t.Fatalf("Delete with the source receipt of a dead-lettered message: %v, want success without effect", err)
 	}
 	wantErr(t, "ChangeVisibility with the source receipt of a dead-lettered message",
-		e.changeVisErr("src", last.Receipt, 0), broker.ErrInvalidParameterValue)
+		e.changeVisErr("src", last.Receipt, 0), model.ErrInvalidParameterValue)
 	e.wantStats("dlq", 1, 0, 0)
 
 	d := e.receiveOne("dlq")
@@ -121,15 +121,15 @@ func testRedriveMove(t *testing.T, s suite, n int) {
 func testRedriveBesideOthers(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
 	e.sendBody("src", "poison")
 	p := e.receiveOne("src")
 	e.mustChangeVis("src", p.Receipt, 0)
-	e.send("src", broker.SendEntry{Body: "fine1"}, broker.SendEntry{Body: "fine2"})
+	e.send("src", model.SendEntry{Body: "fine1"}, model.SendEntry{Body: "fine2"})
 	got := map[string]bool{}
 	deadline := time.Now().Add(realTimeout)
 	for len(got) < 2 {
-		ds, err := e.receive(broker.ReceiveRequest{Queue: "src", MaxMessages: 10, WaitTime: dur(broker.MaxWaitTime)})
+		ds, err := e.receive(model.ReceiveRequest{Queue: "src", MaxMessages: 10, WaitTime: dur(model.MaxWaitTime)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,13 +152,13 @@ func testRedriveBesideOthers(t *testing.T, s suite) {
 
 func testRedrivePolicyMissingTarget(t *testing.T, s suite) {
 	e := s.setup(t)
-	_, err := e.b.CreateQueue(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("nope", 3)}, nil)
-	wantErrOneOf(t, "CreateQueue with a RedrivePolicy to a missing queue", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	_, err := e.b.CreateQueue(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("nope", 3)}, nil)
+	wantErrOneOf(t, "CreateQueue with a RedrivePolicy to a missing queue", err, model.ErrInvalidParameterValue, model.ErrInvalidAttributeValue)
 	_, err = e.b.GetQueue(e.ctx, "src")
-	wantErr(t, "GetQueue after the refused CreateQueue", err, broker.ErrQueueDoesNotExist)
+	wantErr(t, "GetQueue after the refused CreateQueue", err, model.ErrQueueDoesNotExist)
 	e.createQueue("src", nil)
-	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("nope", 3)})
-	wantErrOneOf(t, "SetQueueAttributes with a RedrivePolicy to a missing queue", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("nope", 3)})
+	wantErrOneOf(t, "SetQueueAttributes with a RedrivePolicy to a missing queue", err, model.ErrInvalidParameterValue, model.ErrInvalidAttributeValue)
 	if r := e.getQueue("src").Config.Redrive; r != nil {
 		t.Fatalf("refused RedrivePolicy was stored: %+v", r)
 	}
@@ -167,8 +167,8 @@ func testRedrivePolicyMissingTarget(t *testing.T, s suite) {
 	if err := e.b.DeleteQueue(e.ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("gone", 3)})
-	wantErrOneOf(t, "RedrivePolicy to a deleted queue", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("gone", 3)})
+	wantErrOneOf(t, "RedrivePolicy to a deleted queue", err, model.ErrInvalidParameterValue, model.ErrInvalidAttributeValue)
 }
 
 // testRedrivePolicyItself: a queue can't be its own dead-letter queue, at
@@ -176,11 +176,11 @@ func testRedrivePolicyMissingTarget(t *testing.T, s suite) {
 // so in the same words both times.
 func testRedrivePolicyItself(t *testing.T, s suite) {
 	e := s.setup(t)
-	_, createErr := e.b.CreateQueue(e.ctx, "q", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("q", 3)}, nil)
-	wantErr(t, "CreateQueue with a RedrivePolicy naming the queue itself", createErr, broker.ErrInvalidParameterValue)
+	_, createErr := e.b.CreateQueue(e.ctx, "q", map[string]string{model.AttrRedrivePolicy: redrivePolicy("q", 3)}, nil)
+	wantErr(t, "CreateQueue with a RedrivePolicy naming the queue itself", createErr, model.ErrInvalidParameterValue)
 	e.createQueue("q", nil)
-	setErr := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("q", 3)})
-	wantErr(t, "SetQueueAttributes with a RedrivePolicy naming the queue itself", setErr, broker.ErrInvalidParameterValue)
+	setErr := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrRedrivePolicy: redrivePolicy("q", 3)})
+	wantErr(t, "SetQueueAttributes with a RedrivePolicy naming the queue itself", setErr, model.ErrInvalidParameterValue)
 	if createErr.Error() != setErr.Error() {
 		t.Fatalf("CreateQueue says %q, SetQueueAttributes %q: want the same refusal", createErr, setErr)
 	}
@@ -197,17 +197,17 @@ func testRedrivePolicySetAndRemove(t *testing.T, s suite) {
 		fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":0}`, arn("dlq")),
 		fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1001}`, arn("dlq")),
 	} {
-		err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: bad})
-		wantErr(t, "RedrivePolicy "+bad, err, broker.ErrInvalidAttributeValue)
+		err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: bad})
+		wantErr(t, "RedrivePolicy "+bad, err, model.ErrInvalidAttributeValue)
 	}
-	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 2)}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 2)}); err != nil {
 		t.Fatal(err)
 	}
 	e.sendBody("src", "a")
 	d := e.receiveOne("src")
 	e.mustChangeVis("src", d.Receipt, 0) // attempt 1 of 2 failed: visible again
 	// Lowering maxReceiveCount to 1 dooms the message at its next receive…
-	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)}); err != nil {
 		t.Fatal(err)
 	}
 	r := e.getQueue("src").Config.Redrive
@@ -215,7 +215,7 @@ func testRedrivePolicySetAndRemove(t *testing.T, s suite) {
 		t.Fatalf("stored RedrivePolicy = %+v", r)
 	}
 	// …but removing the policy: the message is returned again instead of moving.
-	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: ""}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: ""}); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.getQueue("src").Config.Redrive; r != nil {
@@ -229,28 +229,28 @@ func testRedrivePolicySetAndRemove(t *testing.T, s suite) {
 
 func testRedriveAllowDenyAll(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("dlq", map[string]string{broker.AttrRedriveAllowPolicy: `{"redrivePermission":"denyAll"}`})
-	_, err := e.b.CreateQueue(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 3)}, nil)
-	wantErrOneOf(t, "CreateQueue with a RedrivePolicy to a denyAll DLQ", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	e.createQueue("dlq", map[string]string{model.AttrRedriveAllowPolicy: `{"redrivePermission":"denyAll"}`})
+	_, err := e.b.CreateQueue(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 3)}, nil)
+	wantErrOneOf(t, "CreateQueue with a RedrivePolicy to a denyAll DLQ", err, model.ErrInvalidParameterValue, model.ErrInvalidAttributeValue)
 	e.createQueue("src", nil)
-	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 3)})
-	wantErrOneOf(t, "SetQueueAttributes with a RedrivePolicy to a denyAll DLQ", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	err = e.b.SetQueueAttributes(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 3)})
+	wantErrOneOf(t, "SetQueueAttributes with a RedrivePolicy to a denyAll DLQ", err, model.ErrInvalidParameterValue, model.ErrInvalidAttributeValue)
 	// allowAll, explicit or by default, lets any source in.
-	e.createQueue("open", map[string]string{broker.AttrRedriveAllowPolicy: `{"redrivePermission":"allowAll"}`})
-	e.createQueue("src2", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("open", 3)})
+	e.createQueue("open", map[string]string{model.AttrRedriveAllowPolicy: `{"redrivePermission":"allowAll"}`})
+	e.createQueue("src2", map[string]string{model.AttrRedrivePolicy: redrivePolicy("open", 3)})
 }
 
 func testRedriveAllowByQueue(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", map[string]string{
-		broker.AttrRedriveAllowPolicy: fmt.Sprintf(`{"redrivePermission":"byQueue","sourceQueueArns":[%q]}`, arn("src-ok")),
+		model.AttrRedriveAllowPolicy: fmt.Sprintf(`{"redrivePermission":"byQueue","sourceQueueArns":[%q]}`, arn("src-ok")),
 	})
 	e.createQueue("src-ok", map[string]string{
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq", 1),
-		broker.AttrVisibilityTimeout: "5",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", 1),
+		model.AttrVisibilityTimeout: "5",
 	})
-	_, err := e.b.CreateQueue(e.ctx, "src-bad", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)}, nil)
-	wantErrOneOf(t, "CreateQueue of a source the byQueue policy does not list", err, broker.ErrInvalidParameterValue, broker.ErrInvalidAttributeValue)
+	_, err := e.b.CreateQueue(e.ctx, "src-bad", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)}, nil)
+	wantErrOneOf(t, "CreateQueue of a source the byQueue policy does not list", err, model.ErrInvalidParameterValue, model.ErrInvalidAttributeValue)
 	// The allowed source really dead-letters.
 	e.sendBody("src-ok", "a")
 	e.receiveOne("src-ok")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Replay (Broker.Replay): a move task that replays dead letters, all of a
@@ -29,7 +31,7 @@ var replayTests = []testCase{
 // or skips the test.
 func (e *env) selective() *broker.Broker {
 	e.t.Helper()
-	if _, ok := e.be.(broker.SelectiveMover); !ok {
+	if _, ok := e.be.(storage.SelectiveMover); !ok {
 		e.t.Skipf("%T does not implement broker.SelectiveMover: replays of chosen messages are untested", e.be)
 	}
 	return e.b
@@ -38,26 +40,26 @@ func (e *env) selective() *broker.Broker {
 // deadLetterEntries creates dlq (if needed) and src (maxReceiveCount 1),
 // dead-letters entries from src one clock second apart in SentAt order, and
 // returns the dead letters of src, oldest first, as Browse shows them.
-func (e *env) deadLetterEntries(src, dlq string, entries ...broker.SendEntry) []broker.BrowsedMessage {
+func (e *env) deadLetterEntries(src, dlq string, entries ...model.SendEntry) []model.BrowsedMessage {
 	e.t.Helper()
 	if _, err := e.b.GetQueue(e.ctx, dlq); err != nil {
 		e.createQueue(dlq, nil)
 	}
 	e.createQueue(src, map[string]string{
-		broker.AttrVisibilityTimeout: "1",
-		broker.AttrRedrivePolicy:     redrivePolicy(dlq, 1),
+		model.AttrVisibilityTimeout: "1",
+		model.AttrRedrivePolicy:     redrivePolicy(dlq, 1),
 	})
 	for _, en := range entries {
 		e.send(src, en)
 		e.advance(time.Second)
 	}
 	before := e.stats(dlq).Visible
-	e.receiveN(broker.ReceiveRequest{Queue: src}, len(entries))
+	e.receiveN(model.ReceiveRequest{Queue: src}, len(entries))
 	e.advance(time.Second)
 	e.eventuallyNotInFlight(src)
 	e.moveToDLQ(src, dlq, before+int64(len(entries)))
-	var out []broker.BrowsedMessage
-	for _, m := range e.browseAll(dlq, broker.BrowseRequest{}) {
+	var out []model.BrowsedMessage
+	for _, m := range e.browseAll(dlq, model.BrowseRequest{}) {
 		if m.DeadLetterSource == src {
 			out = append(out, m)
 		}
@@ -69,13 +71,13 @@ func (e *env) deadLetterEntries(src, dlq string, entries ...broker.SendEntry) []
 }
 
 // replay starts a replay of dlq and fails the test on an error.
-func (e *env) replay(dlq string, req broker.ReplayRequest) broker.MoveTask {
+func (e *env) replay(dlq string, req broker.ReplayRequest) model.MoveTask {
 	e.t.Helper()
 	t, err := e.b.Replay(e.ctx, dlq, req)
 	if err != nil {
 		e.t.Fatalf("Replay(%s, %+v): %v", dlq, req, err)
 	}
-	if t.Status != broker.MoveTaskRunning {
+	if t.Status != model.MoveTaskRunning {
 		e.t.Fatalf("Replay(%s) started %+v, want RUNNING", dlq, t)
 	}
 	return t
@@ -86,7 +88,7 @@ func (e *env) replay(dlq string, req broker.ReplayRequest) broker.MoveTask {
 func (e *env) taskStays(source string, moved int64) {
 	e.t.Helper()
 	for end := time.Now().Add(quiet); ; {
-		if got := e.task(source); got.Moved != moved || got.Status != broker.MoveTaskRunning {
+		if got := e.task(source); got.Moved != moved || got.Status != model.MoveTaskRunning {
 			e.t.Fatalf("task of %s = %+v, want RUNNING with %d moved", source, got, moved)
 		}
 		if time.Now().After(end) {
@@ -97,16 +99,16 @@ func (e *env) taskStays(source string, moved int64) {
 }
 
 // correlated is a message with a correlation id and another attribute.
-func correlated(body, cid string) broker.SendEntry {
-	return broker.SendEntry{Body: body, Attributes: map[string]broker.MessageAttribute{
-		broker.MsgAttrCorrelationID: {DataType: "String", StringValue: cid},
-		"kind":                      {DataType: "String", StringValue: "order"},
+func correlated(body, cid string) model.SendEntry {
+	return model.SendEntry{Body: body, Attributes: map[string]model.MessageAttribute{
+		model.MsgAttrCorrelationID: {DataType: "String", StringValue: cid},
+		"kind":                     {DataType: "String", StringValue: "order"},
 	}}
 }
 
 // wantReplayed checks that m (browsed on its new queue) is a new message: an
 // id none of old has, counts at 0, no dead-letter source or failure.
-func wantReplayed(t testing.TB, m broker.BrowsedMessage, old ...broker.BrowsedMessage) {
+func wantReplayed(t testing.TB, m model.BrowsedMessage, old ...model.BrowsedMessage) {
 	t.Helper()
 	for _, o := range old {
 		if m.ID == o.ID {
@@ -121,7 +123,7 @@ func wantReplayed(t testing.TB, m broker.BrowsedMessage, old ...broker.BrowsedMe
 }
 
 // attr returns m's string attribute name ("" if absent).
-func attr(m broker.Message, name string) string { return m.Attributes[name].StringValue }
+func attr(m model.Message, name string) string { return m.Attributes[name].StringValue }
 
 // testReplayAll: a replay of every dead letter is the move task back to
 // their sources, with the attributes travelling.
@@ -129,7 +131,7 @@ func testReplayAll(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.movers()
 	capped := correlated("a2", "c-a2") // with its own Sluice.MaxAttempts, which travels too
-	capped.Attributes[broker.MsgAttrMaxAttempts] = broker.MessageAttribute{DataType: "Number", StringValue: "1"}
+	capped.Attributes[model.MsgAttrMaxAttempts] = model.MessageAttribute{DataType: "Number", StringValue: "1"}
 	old := e.deadLetterEntries("src-a", "dlq", correlated("a1", "c-a1"), capped)
 	old = append(old, e.deadLetterEntries("src-b", "dlq", correlated("b1", "c-b1"))...)
 	if old[0].Attempts != 1 || old[0].ReceiveCount != 1 {
@@ -139,19 +141,19 @@ func testReplayAll(t *testing.T, s suite) {
 	if task.ToMove != 3 || task.Destination != "" {
 		t.Fatalf("replay task = %+v", task)
 	}
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	if done.ID != task.ID || done.Moved != 3 || done.Skipped != 0 {
 		t.Fatalf("completed replay = %+v", done)
 	}
 	e.wantStats("dlq", 0, 0, 0)
 	for src, want := range map[string][]string{"src-a": {"a1", "a2"}, "src-b": {"b1"}} {
-		got := e.browseAll(src, broker.BrowseRequest{})
+		got := e.browseAll(src, model.BrowseRequest{})
 		if b := browsedBodies(got); !slices.Equal(b, want) {
 			t.Fatalf("%s holds %v, want %v", src, b, want)
 		}
 		for _, m := range got {
 			wantReplayed(t, m, old...)
-			if attr(m.Message, broker.MsgAttrCorrelationID) != "c-"+m.Body || attr(m.Message, "kind") != "order" {
+			if attr(m.Message, model.MsgAttrCorrelationID) != "c-"+m.Body || attr(m.Message, "kind") != "order" {
 				t.Errorf("replayed %q has attributes %v; they travel with it", m.Body, m.Attributes)
 			}
 			if want := map[bool]int{true: 1}[m.Body == "a2"]; m.MaxAttempts != want {
@@ -169,22 +171,22 @@ func testReplayChosen(t *testing.T, s suite) {
 	e.createQueue("dest", nil)
 	old := e.deadLetterEntries("src", "dlq", correlated("m0", "c0"), correlated("m1", "c1"), correlated("m2", "c2"), correlated("m3", "c3"))
 	task := e.replay("dlq", broker.ReplayRequest{Destination: "dest",
-		IDs: []string{old[3].ID, broker.NewMessageID(), old[1].ID}})
+		IDs: []string{old[3].ID, model.NewMessageID(), old[1].ID}})
 	if task.ToMove != 2 {
 		t.Fatalf("replay of 2 dead letters and an unknown id: ToMove %d, want 2", task.ToMove)
 	}
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	if done.Moved != 2 || done.ToMove != 2 {
 		t.Fatalf("completed replay = %+v", done)
 	}
-	got := e.browseAll("dest", broker.BrowseRequest{})
+	got := e.browseAll("dest", model.BrowseRequest{})
 	if b := browsedBodies(got); !slices.Equal(b, []string{"m1", "m3"}) {
 		t.Fatalf("dest holds %v, want [m1 m3] (the chosen ones, oldest first)", b)
 	}
 	for _, m := range got {
 		wantReplayed(t, m, old...)
 	}
-	left := e.browseAll("dlq", broker.BrowseRequest{})
+	left := e.browseAll("dlq", model.BrowseRequest{})
 	if b := browsedBodies(left); !slices.Equal(b, []string{"m0", "m2"}) {
 		t.Fatalf("dlq holds %v, want [m0 m2]", b)
 	}
@@ -203,16 +205,16 @@ func testReplayEdit(t *testing.T, s suite) {
 	old := e.deadLetterEntries("src", "dlq", correlated("bad json", "c0"), correlated("keep me", "c1"))
 
 	fixed := `{"fixed":true}`
-	e.replay("dlq", broker.ReplayRequest{Destination: "dest", IDs: []string{old[0].ID}, Edit: &broker.MessageEdit{Body: &fixed}})
-	if done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute); done.Moved != 1 {
+	e.replay("dlq", broker.ReplayRequest{Destination: "dest", IDs: []string{old[0].ID}, Edit: &model.MessageEdit{Body: &fixed}})
+	if done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute); done.Moved != 1 {
 		t.Fatalf("edit-and-replay of the body = %+v", done)
 	}
-	got := e.browseAll("dest", broker.BrowseRequest{})
+	got := e.browseAll("dest", model.BrowseRequest{})
 	if len(got) != 1 || got[0].Body != fixed {
 		t.Fatalf("dest holds %v, want the edited body", browsedBodies(got))
 	}
 	wantReplayed(t, got[0], old...)
-	if attr(got[0].Message, broker.MsgAttrCorrelationID) != "c0" || attr(got[0].Message, "kind") != "order" || len(got[0].Attributes) != 2 {
+	if attr(got[0].Message, model.MsgAttrCorrelationID) != "c0" || attr(got[0].Message, "kind") != "order" || len(got[0].Attributes) != 2 {
 		t.Fatalf("body-edited message has attributes %v, want its own (correlation id c0)", got[0].Attributes)
 	}
 
@@ -220,18 +222,18 @@ func testReplayEdit(t *testing.T, s suite) {
 	// is valid there), with new attributes; a plain message waits there.
 	e.sendBody("src", "plain")
 	e.advance(time.Second)
-	attrs := map[string]broker.MessageAttribute{
-		broker.MsgAttrCorrelationID: {DataType: "String", StringValue: "c1-retry"},
-		broker.MsgAttrPriority:      {DataType: "Number", StringValue: "7"},
-		broker.MsgAttrMaxAttempts:   {DataType: "Number", StringValue: "4"},
+	attrs := map[string]model.MessageAttribute{
+		model.MsgAttrCorrelationID: {DataType: "String", StringValue: "c1-retry"},
+		model.MsgAttrPriority:      {DataType: "Number", StringValue: "7"},
+		model.MsgAttrMaxAttempts:   {DataType: "Number", StringValue: "4"},
 	}
-	e.replay("dlq", broker.ReplayRequest{IDs: []string{old[1].ID}, Edit: &broker.MessageEdit{Attributes: attrs}})
-	if done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute); done.Moved != 1 {
+	e.replay("dlq", broker.ReplayRequest{IDs: []string{old[1].ID}, Edit: &model.MessageEdit{Attributes: attrs}})
+	if done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute); done.Moved != 1 {
 		t.Fatalf("edit-and-replay of the attributes = %+v", done)
 	}
 	e.wantStats("dlq", 0, 0, 0)
-	var edited broker.BrowsedMessage
-	for _, m := range e.browseAll("src", broker.BrowseRequest{}) {
+	var edited model.BrowsedMessage
+	for _, m := range e.browseAll("src", model.BrowseRequest{}) {
 		if m.Body == "keep me" {
 			edited = m
 		}
@@ -240,7 +242,7 @@ func testReplayEdit(t *testing.T, s suite) {
 		t.Fatal("the attribute-edited message is not back in src")
 	}
 	wantReplayed(t, edited, old...)
-	if len(edited.Attributes) != 3 || attr(edited.Message, broker.MsgAttrCorrelationID) != "c1-retry" || edited.Priority != 7 || edited.MaxAttempts != 4 {
+	if len(edited.Attributes) != 3 || attr(edited.Message, model.MsgAttrCorrelationID) != "c1-retry" || edited.Priority != 7 || edited.MaxAttempts != 4 {
 		t.Fatalf("attribute-edited message: attributes %v priority %d max attempts %d, want the edited ones (7, 4)",
 			edited.Attributes, edited.Priority, edited.MaxAttempts)
 	}
@@ -256,22 +258,22 @@ func testReplayEdit(t *testing.T, s suite) {
 func testReplayEditTooLarge(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.selective()
-	e.createQueue("dest", map[string]string{broker.AttrMaximumMessageSize: "1024"})
+	e.createQueue("dest", map[string]string{model.AttrMaximumMessageSize: "1024"})
 	old := e.deadLetterEntries("src", "dlq", correlated("m0", "c0"), correlated("m1", "c1"))
 	big := strings.Repeat("x", 1024)
-	e.replay("dlq", broker.ReplayRequest{Destination: "dest", IDs: []string{old[0].ID, old[1].ID}, Edit: &broker.MessageEdit{Body: &big}})
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	e.replay("dlq", broker.ReplayRequest{Destination: "dest", IDs: []string{old[0].ID, old[1].ID}, Edit: &model.MessageEdit{Body: &big}})
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	if done.Moved != 0 || done.Skipped != 2 || done.ToMove != 2 || done.FailureReason != "" {
 		t.Fatalf("replay of messages too large for dest = %+v, want Moved 0 Skipped 2", done)
 	}
 	e.wantStats("dest", 0, 0, 0)
-	if got := e.browseAll("dlq", broker.BrowseRequest{}); len(got) != 2 || got[0].ID != old[0].ID || got[0].Body != "m0" {
+	if got := e.browseAll("dlq", model.BrowseRequest{}); len(got) != 2 || got[0].ID != old[0].ID || got[0].Body != "m0" {
 		t.Fatalf("dlq after the skipped replay: %v", browsedBodies(got))
 	}
 	// Within the limit (the body and the two attributes), it moves.
-	fits := strings.Repeat("y", 1024-len(broker.MsgAttrCorrelationID+"String"+"c0"+"kind"+"String"+"order"))
-	e.replay("dlq", broker.ReplayRequest{Destination: "dest", IDs: []string{old[0].ID}, Edit: &broker.MessageEdit{Body: &fits}})
-	if done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute); done.Moved != 1 || done.Skipped != 0 {
+	fits := strings.Repeat("y", 1024-len(model.MsgAttrCorrelationID+"String"+"c0"+"kind"+"String"+"order"))
+	e.replay("dlq", broker.ReplayRequest{Destination: "dest", IDs: []string{old[0].ID}, Edit: &model.MessageEdit{Body: &fits}})
+	if done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute); done.Moved != 1 || done.Skipped != 0 {
 		t.Fatalf("replay of a message that just fits = %+v", done)
 	}
 }
@@ -286,14 +288,14 @@ func testReplayListed(t *testing.T, s suite) {
 	task := e.replay("dlq", broker.ReplayRequest{Destination: "dest", MaxPerSecond: 1, IDs: []string{old[0].ID, old[2].ID, old[3].ID}})
 	eventually(t, "the first message replayed", func() bool { return e.task("dlq").Moved == 1 })
 	got := e.task("dlq")
-	if got.ID != task.ID || got.Status != broker.MoveTaskRunning || got.ToMove != 3 || got.MaxPerSecond != 1 || got.Destination != "dest" {
+	if got.ID != task.ID || got.Status != model.MoveTaskRunning || got.ToMove != 3 || got.MaxPerSecond != 1 || got.Destination != "dest" {
 		t.Fatalf("listed replay = %+v", got)
 	}
 	e.advanceUntil(100*time.Millisecond, 2*time.Second, "2 replayed", func() bool { return e.task("dlq").Moved == 2 })
-	if got := e.task("dlq"); got.Status != broker.MoveTaskRunning {
+	if got := e.task("dlq"); got.Status != model.MoveTaskRunning {
 		t.Fatalf("replay ended early: %+v", got)
 	}
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, 10*time.Second)
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, 10*time.Second)
 	if done.Moved != 3 {
 		t.Fatalf("completed replay = %+v", done)
 	}
@@ -309,11 +311,11 @@ func testReplayListed(t *testing.T, s suite) {
 func testReplayWaitsForRoom(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.movers()
-	e.createQueue("dest", map[string]string{broker.AttrMaxDepth: "2"})
+	e.createQueue("dest", map[string]string{model.AttrMaxDepth: "2"})
 	e.sendBody("dest", "x1")
 	e.sendBody("dest", "x2")
 	// The DLQ itself is full too: dead-lettering into it is not refused.
-	e.createQueue("dlq", map[string]string{broker.AttrMaxDepth: "1"})
+	e.createQueue("dlq", map[string]string{model.AttrMaxDepth: "1"})
 	e.deadLetterEntries("src", "dlq", correlated("m0", "c0"), correlated("m1", "c1"), correlated("m2", "c2"))
 	e.replay("dlq", broker.ReplayRequest{Destination: "dest"})
 	for range 3 {
@@ -328,15 +330,15 @@ func testReplayWaitsForRoom(t *testing.T, s suite) {
 		e.taskStays("dlq", 1)
 	}
 	e.wantStats("dest", 2, 0, 0)
-	for _, d := range e.receiveN(broker.ReceiveRequest{Queue: "dest", MaxMessages: 2}, 2) {
+	for _, d := range e.receiveN(model.ReceiveRequest{Queue: "dest", MaxMessages: 2}, 2) {
 		e.mustDelete("dest", d.Receipt)
 	}
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	if done.Moved != 3 {
 		t.Fatalf("completed replay = %+v", done)
 	}
 	e.wantStats("dlq", 0, 0, 0)
-	got := e.browseAll("dest", broker.BrowseRequest{})
+	got := e.browseAll("dest", model.BrowseRequest{})
 	if b := browsedBodies(got); !slices.Equal(b, []string{"m1", "m2"}) {
 		t.Fatalf("dest holds %v, want [m1 m2] (m0 was received with x2)", b)
 	}
@@ -349,35 +351,35 @@ func testReplayRestart(t *testing.T, s suite) {
 	e.requireReopen()
 	e.selective()
 	e.createQueue("dest", nil)
-	var entries []broker.SendEntry
+	var entries []model.SendEntry
 	for i := range 6 {
 		entries = append(entries, correlated(fmt.Sprintf("m%d", i), fmt.Sprintf("c%d", i)))
 	}
 	old := e.deadLetterEntries("src", "dlq", entries...)
 	edited := "edited"
 	ids := []string{old[0].ID, old[2].ID, old[3].ID, old[5].ID}
-	task := e.replay("dlq", broker.ReplayRequest{Destination: "dest", MaxPerSecond: 1, IDs: ids, Edit: &broker.MessageEdit{Body: &edited}})
+	task := e.replay("dlq", broker.ReplayRequest{Destination: "dest", MaxPerSecond: 1, IDs: ids, Edit: &model.MessageEdit{Body: &edited}})
 	eventually(t, "the first message replayed", func() bool { return e.task("dlq").Moved == 1 })
 	e.reopen()
-	if got := e.task("dlq"); got.ID != task.ID || got.Status != broker.MoveTaskRunning || got.ToMove != 4 {
+	if got := e.task("dlq"); got.ID != task.ID || got.Status != model.MoveTaskRunning || got.ToMove != 4 {
 		t.Fatalf("replay after restart = %+v", got)
 	}
-	done := e.advanceUntilTask("dlq", broker.MoveTaskCompleted, time.Minute)
+	done := e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	if done.Moved != 4 || done.ToMove != 4 {
 		t.Fatalf("completed replay = %+v", done)
 	}
-	got := e.browseAll("dest", broker.BrowseRequest{})
+	got := e.browseAll("dest", model.BrowseRequest{})
 	var cids []string
 	for _, m := range got {
 		if m.Body != edited {
 			t.Errorf("dest holds %q, want every replayed message edited", m.Body)
 		}
-		cids = append(cids, attr(m.Message, broker.MsgAttrCorrelationID))
+		cids = append(cids, attr(m.Message, model.MsgAttrCorrelationID))
 	}
 	if !slices.Equal(cids, []string{"c0", "c2", "c3", "c5"}) {
 		t.Fatalf("dest holds the messages of correlation ids %v, want [c0 c2 c3 c5] in order", cids)
 	}
-	if b := browsedBodies(e.browseAll("dlq", broker.BrowseRequest{})); !slices.Equal(b, []string{"m1", "m4"}) {
+	if b := browsedBodies(e.browseAll("dlq", model.BrowseRequest{})); !slices.Equal(b, []string{"m1", "m4"}) {
 		t.Fatalf("dlq holds %v, want [m1 m4]", b)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The restart tests reopen the backend on the same storage (Harness.Reopen)
@@ -34,18 +34,18 @@ func testRestartRecreatedQueueReceipts(t *testing.T, s suite) {
 	if q2.ID == q1.ID {
 		t.Fatalf("the re-created queue reused id %d", q1.ID)
 	}
-	wantErr(t, "Delete with a receipt of the deleted queue", e.deleteErr("q", d.Receipt), broker.ErrReceiptHandleInvalid)
-	wantErr(t, "ChangeVisibility with a receipt of the deleted queue", e.changeVisErr("q", d.Receipt, 0), broker.ErrReceiptHandleInvalid)
+	wantErr(t, "Delete with a receipt of the deleted queue", e.deleteErr("q", d.Receipt), model.ErrReceiptHandleInvalid)
+	wantErr(t, "ChangeVisibility with a receipt of the deleted queue", e.changeVisErr("q", d.Receipt, 0), model.ErrReceiptHandleInvalid)
 	e.wantStats("q", 0, 0, 0)
 }
 
 func testRestartKeepsState(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	q := e.createQueue("q", map[string]string{broker.AttrVisibilityTimeout: "60"})
+	q := e.createQueue("q", map[string]string{model.AttrVisibilityTimeout: "60"})
 	e.createQueue("gone", nil)
 	e.createQueue("dlq", nil)
-	e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
 	t0 := e.clock.Now()
 
 	e.sendBody("q", "inflight")
@@ -57,8 +57,8 @@ func testRestartKeepsState(t *testing.T, s suite) {
 	e.mustDelete("q", e.receiveOne("q").Receipt)
 	e.sendBody("q", "later")
 	later := e.receiveOne("q") // deleted after the restart
-	e.send("q", broker.SendEntry{Body: "delayed", Delay: dur(30 * time.Second)})
-	readyEntry := broker.SendEntry{
+	e.send("q", model.SendEntry{Body: "delayed", Delay: dur(30 * time.Second)})
+	readyEntry := model.SendEntry{
 		ID: "r", Body: "ready", Attributes: sampleAttributes(),
 		SystemAttributes: sampleSystemAttributes(), SenderID: "AIDAEXAMPLE",
 	}
@@ -79,11 +79,11 @@ func testRestartKeepsState(t *testing.T, s suite) {
 		t.Fatalf("after restart queue id %d visibility %v, want id %d visibility 1m", info.ID, info.Config.VisibilityTimeout, q.ID)
 	}
 	wantTime(t, "CreatedAt after restart", info.CreatedAt, q.CreatedAt)
-	if counts(info.Stats) != (broker.QueueStats{Visible: 1, InFlight: 3, Delayed: 1}) {
+	if counts(info.Stats) != (model.QueueStats{Visible: 1, InFlight: 3, Delayed: 1}) {
 		t.Fatalf("counts after restart = %+v, want visible 1, in flight 3, delayed 1", info.Stats)
 	}
 	_, err := e.b.GetQueue(e.ctx, "gone")
-	wantErr(t, "GetQueue of a queue deleted before the restart", err, broker.ErrQueueDoesNotExist)
+	wantErr(t, "GetQueue of a queue deleted before the restart", err, model.ErrQueueDoesNotExist)
 	e.wantStats("dlq", 1, 0, 0)
 
 	// A receipt from before the restart still deletes.
@@ -139,7 +139,7 @@ func testRestartLeaseExpired(t *testing.T, s suite) {
 	e.advance(10 * time.Second)
 	e.reopen()
 	e.eventuallyStats("q", 1, 0, 0)
-	wantErr(t, "ChangeVisibility of a lease that expired across a restart", e.changeVisErr("q", d.Receipt, time.Minute), broker.ErrMessageNotInflight)
+	wantErr(t, "ChangeVisibility of a lease that expired across a restart", e.changeVisErr("q", d.Receipt, time.Minute), model.ErrMessageNotInflight)
 	if got := e.receiveOne("q"); got.ID != d.ID || got.ReceiveCount != 2 {
 		t.Fatalf("after restart got %s count %d, want %s count 2", got.ID, got.ReceiveCount, d.ID)
 	}
@@ -155,11 +155,11 @@ func testRestartQueueSettings(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
 	attrs := map[string]string{
-		broker.AttrDelaySeconds: "7", broker.AttrMessageRetentionPeriod: "600",
-		broker.AttrMaximumMessageSize: "2048", broker.AttrReceiveMessageWaitTimeSeconds: "3",
-		broker.AttrRedriveAllowPolicy: `{"redrivePermission":"denyAll"}`,
-		broker.AttrPolicy:             `{"Version":"2012-10-17","Statement":[]}`,
-		"KmsMasterKeyId":              "alias/aws/sqs",
+		model.AttrDelaySeconds: "7", model.AttrMessageRetentionPeriod: "600",
+		model.AttrMaximumMessageSize: "2048", model.AttrReceiveMessageWaitTimeSeconds: "3",
+		model.AttrRedriveAllowPolicy: `{"redrivePermission":"denyAll"}`,
+		model.AttrPolicy:             `{"Version":"2012-10-17","Statement":[]}`,
+		"KmsMasterKeyId":             "alias/aws/sqs",
 	}
 	q, err := e.b.CreateQueue(e.ctx, "a", attrs, map[string]string{"team": "billing"})
 	if err != nil {
@@ -170,7 +170,7 @@ func testRestartQueueSettings(t *testing.T, s suite) {
 		t.Fatal(err)
 	}
 	e.advance(time.Second)
-	if err := e.b.SetQueueAttributes(e.ctx, "a", map[string]string{broker.AttrVisibilityTimeout: "17"}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "a", map[string]string{model.AttrVisibilityTimeout: "17"}); err != nil {
 		t.Fatal(err)
 	}
 	modified := e.clock.Now()
@@ -202,15 +202,15 @@ func testRestartQueueSettings(t *testing.T, s suite) {
 func testRestartRetention(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	e.createQueue("q", map[string]string{broker.AttrMessageRetentionPeriod: "60"})
+	e.createQueue("q", map[string]string{model.AttrMessageRetentionPeriod: "60"})
 	e.sendBody("q", "inflight")
-	e.receiveOneFor("q", broker.MaxVisibilityTimeout)
-	e.send("q", broker.SendEntry{Body: "ready"}, broker.SendEntry{Body: "delayed", Delay: dur(broker.MaxDelay)})
+	e.receiveOneFor("q", model.MaxVisibilityTimeout)
+	e.send("q", model.SendEntry{Body: "ready"}, model.SendEntry{Body: "delayed", Delay: dur(model.MaxDelay)})
 	e.advance(30 * time.Second)
 	e.reopen()
 	e.wantStats("q", 1, 1, 1)
 	e.advanceUntil(5*time.Second, retentionLimit, "messages stored before a restart expire after it", func() bool {
-		return e.stats("q") == broker.QueueStats{}
+		return e.stats("q") == model.QueueStats{}
 	})
 	e.receiveNone("q")
 }

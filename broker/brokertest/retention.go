@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Retention is enforced by a sweeper on the backend's clock: these tests
@@ -22,10 +22,10 @@ const retentionLimit = 13 * time.Minute
 
 func testRetentionSweepsEveryState(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("dlq", map[string]string{broker.AttrMessageRetentionPeriod: "60"})
+	e.createQueue("dlq", map[string]string{model.AttrMessageRetentionPeriod: "60"})
 	e.createQueue("q", map[string]string{
-		broker.AttrMessageRetentionPeriod: "60",
-		broker.AttrRedrivePolicy:          redrivePolicy("dlq", 1),
+		model.AttrMessageRetentionPeriod: "60",
+		model.AttrRedrivePolicy:          redrivePolicy("dlq", 1),
 	})
 	e.createQueue("other", nil)
 	e.sendBody("other", "kept") // default retention: 4 days
@@ -36,8 +36,8 @@ func testRetentionSweepsEveryState(t *testing.T, s suite) {
 	e.moveToDLQ("q", "dlq", 1)
 
 	e.sendBody("q", "inflight")
-	inflight := e.receiveOneFor("q", broker.MaxVisibilityTimeout)
-	e.send("q", broker.SendEntry{Body: "ready"}, broker.SendEntry{Body: "delayed", Delay: dur(broker.MaxDelay)})
+	inflight := e.receiveOneFor("q", model.MaxVisibilityTimeout)
+	e.send("q", model.SendEntry{Body: "ready"}, model.SendEntry{Body: "delayed", Delay: dur(model.MaxDelay)})
 	e.wantStats("q", 1, 1, 1)
 	e.wantStats("dlq", 1, 0, 0)
 
@@ -45,18 +45,18 @@ func testRetentionSweepsEveryState(t *testing.T, s suite) {
 	e.wantStats("q", 1, 1, 1)
 	e.wantStats("dlq", 1, 0, 0)
 
-	zero := broker.QueueStats{}
+	zero := model.QueueStats{}
 	e.advanceUntil(5*time.Second, retentionLimit, "ready, in-flight, delayed and dead-lettered messages expire", func() bool {
 		return e.stats("q") == zero && e.stats("dlq") == zero
 	})
 	e.receiveNone("q")
 	e.receiveNone("dlq")
-	wantErr(t, "ChangeVisibility of an expired in-flight message", e.changeVisErr("q", inflight.Receipt, 0), broker.ErrInvalidParameterValue)
+	wantErr(t, "ChangeVisibility of an expired in-flight message", e.changeVisErr("q", inflight.Receipt, 0), model.ErrInvalidParameterValue)
 	if err := e.deleteErr("q", inflight.Receipt); err != nil {
 		t.Fatalf("Delete of an expired in-flight message: %v, want success", err)
 	}
 	// The expired delayed message never surfaces when its delay would have ended.
-	e.advance(broker.MaxDelay)
+	e.advance(model.MaxDelay)
 	e.receiveNone("q")
 	e.wantStats("q", 0, 0, 0)
 	e.wantStats("other", 1, 0, 0)
@@ -66,8 +66,8 @@ func testRetentionSweepsEveryState(t *testing.T, s suite) {
 // by its original send time under the DLQ's retention, not by its move time.
 func testRetentionDeadLetterKeepsSentAt(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("dlq", map[string]string{broker.AttrMessageRetentionPeriod: "120"})
-	e.createQueue("q", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.createQueue("dlq", map[string]string{model.AttrMessageRetentionPeriod: "120"})
+	e.createQueue("q", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
 	t0 := e.clock.Now()
 	e.sendBody("q", "a")
 	d := e.receiveOneFor("q", time.Hour)
@@ -77,7 +77,7 @@ func testRetentionDeadLetterKeepsSentAt(t *testing.T, s suite) {
 	e.advance(19 * time.Second) // t0+119
 	e.wantStats("dlq", 1, 0, 0)
 	e.advanceUntil(time.Second, 90*time.Second, "a dead letter expires 120 s after it was sent (t0+120), not after its move (t0+220)", func() bool {
-		return e.stats("dlq") == broker.QueueStats{}
+		return e.stats("dlq") == model.QueueStats{}
 	})
 	if gone := e.clock.Now().Sub(t0); gone < 120*time.Second {
 		t.Fatalf("the dead letter expired %v after it was sent, before the DLQ's 120 s retention", gone)
@@ -91,11 +91,11 @@ func testRetentionLowered(t *testing.T, s suite) {
 	e.sendBody("q", "old")
 	e.advance(2 * time.Minute)
 	e.wantStats("q", 1, 0, 0)
-	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{broker.AttrMessageRetentionPeriod: "60"}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrMessageRetentionPeriod: "60"}); err != nil {
 		t.Fatal(err)
 	}
 	e.advanceUntil(5*time.Second, retentionLimit, "a message older than a lowered retention expires", func() bool {
-		return e.stats("q") == broker.QueueStats{}
+		return e.stats("q") == model.QueueStats{}
 	})
 	e.receiveNone("q")
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The retry tests: attempts against ReceiveCount, and the RetryPolicy's
@@ -16,8 +18,8 @@ var retryTests = []testCase{
 	{"AttemptsVsReceiveCount", testAttemptsVsReceiveCount},
 	{"BackoffTableAfterNack", testBackoffTable},
 	{"BackoffFromLeaseExpiry", testBackoffFromExpiry},
-	{"JitterFullBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, broker.JitterFull) }},
-	{"JitterEqualBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, broker.JitterEqual) }},
+	{"JitterFullBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, model.JitterFull) }},
+	{"JitterEqualBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, model.JitterEqual) }},
 	{"NonZeroVisibilityHonoured", testNonZeroVisibilityHonoured},
 	{"ExplicitNackDelayHonoured", testExplicitNackDelay},
 	{"FifoBackoffHoldsGroup", testFifoBackoffHoldsGroup},
@@ -30,7 +32,7 @@ var retryTests = []testCase{
 // and the receive times are in every delivery.
 func testAttemptsVsReceiveCount(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.createQueue("q", map[string]string{broker.AttrVisibilityTimeout: "30"})
+	e.createQueue("q", map[string]string{model.AttrVisibilityTimeout: "30"})
 	e.sendBody("q", "a")
 	e.advance(time.Second)
 	t1 := e.clock.Now()
@@ -42,7 +44,7 @@ func testAttemptsVsReceiveCount(t *testing.T, s suite) {
 	// A snooze of 10 s: delayed, the attempt given back, the receipt stale.
 	e.snooze("q", d.Receipt, 10*time.Second)
 	e.wantStats("q", 0, 0, 1)
-	wantErr(t, "ChangeVisibility with the receipt of a snoozed message", e.changeVisErr("q", d.Receipt, 5*time.Second), broker.ErrInvalidParameterValue)
+	wantErr(t, "ChangeVisibility with the receipt of a snoozed message", e.changeVisErr("q", d.Receipt, 5*time.Second), model.ErrInvalidParameterValue)
 	if err := e.deleteErr("q", d.Receipt); err != nil {
 		t.Fatalf("Delete with the receipt of a snoozed message: %v, want success without effect", err)
 	}
@@ -67,8 +69,8 @@ func testAttemptsVsReceiveCount(t *testing.T, s suite) {
 	e.wantStats("q", 1, 0, 0)
 	d = e.receiveOne("q")
 	wantCounts(t, "receive after a nack", d, 2, 4)
-	if d.FailureReason != broker.ReasonNack {
-		t.Fatalf("FailureReason after ChangeVisibility to 0 = %q, want %q", d.FailureReason, broker.ReasonNack)
+	if d.FailureReason != model.ReasonNack {
+		t.Fatalf("FailureReason after ChangeVisibility to 0 = %q, want %q", d.FailureReason, model.ReasonNack)
 	}
 
 	// An expired lease keeps it too.
@@ -78,8 +80,8 @@ func testAttemptsVsReceiveCount(t *testing.T, s suite) {
 	wantCounts(t, "receive after an expired lease", d, 3, 5)
 	wantTime(t, "FirstReceiveAt after an expired lease", d.FirstReceiveAt, t1)
 	wantTime(t, "LastReceiveAt after an expired lease", d.LastReceiveAt, t3)
-	if d.FailureReason != broker.ReasonLeaseExpired {
-		t.Fatalf("FailureReason after an expired lease = %q, want %q", d.FailureReason, broker.ReasonLeaseExpired)
+	if d.FailureReason != model.ReasonLeaseExpired {
+		t.Fatalf("FailureReason after an expired lease = %q, want %q", d.FailureReason, model.ReasonLeaseExpired)
 	}
 }
 
@@ -90,8 +92,8 @@ func testAttemptsVsReceiveCount(t *testing.T, s suite) {
 func testBackoffTable(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", map[string]string{
-		broker.AttrVisibilityTimeout: "60",
-		broker.AttrRetryPolicy:       retryPolicy(2, 300, broker.JitterNone),
+		model.AttrVisibilityTimeout: "60",
+		model.AttrRetryPolicy:       retryPolicy(2, 300, model.JitterNone),
 	})
 	res := e.sendBody("q", "a")
 	table := []time.Duration{2, 4, 8, 16, 32, 64, 128, 256, 300, 300}
@@ -107,8 +109,8 @@ func testBackoffTable(t *testing.T, s suite) {
 		e.mustChangeVis("q", d.Receipt, 0)
 		e.wantStats("q", 0, 0, 1)
 		if n == 1 {
-			wantErr(t, "ChangeVisibility with the receipt of a backing-off message", e.changeVisErr("q", d.Receipt, 10*time.Second), broker.ErrInvalidParameterValue)
-			wantErr(t, "a second nack of a backing-off message", e.changeVisErr("q", d.Receipt, 0), broker.ErrInvalidParameterValue)
+			wantErr(t, "ChangeVisibility with the receipt of a backing-off message", e.changeVisErr("q", d.Receipt, 10*time.Second), model.ErrInvalidParameterValue)
+			wantErr(t, "a second nack of a backing-off message", e.changeVisErr("q", d.Receipt, 0), model.ErrInvalidParameterValue)
 			if err := e.deleteErr("q", d.Receipt); err != nil {
 				t.Fatalf("Delete with the receipt of a backing-off message: %v, want success without effect", err)
 			}
@@ -129,15 +131,15 @@ func testBackoffTable(t *testing.T, s suite) {
 func testBackoffFromExpiry(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", map[string]string{
-		broker.AttrVisibilityTimeout: "10",
-		broker.AttrRetryPolicy:       retryPolicy(4, 300, broker.JitterNone),
+		model.AttrVisibilityTimeout: "10",
+		model.AttrRetryPolicy:       retryPolicy(4, 300, model.JitterNone),
 	})
 	e.sendBody("q", "a")
 	d := e.receiveOne("q")      // lease until t0+10
 	e.advance(10 * time.Second) // t0+10: expired, backing off 4 s
 	e.eventuallyStats("q", 0, 0, 1)
 	e.advance(2 * time.Second)
-	wantErr(t, "ChangeVisibility with the receipt of a lease that expired into a backoff", e.changeVisErr("q", d.Receipt, 10*time.Second), broker.ErrInvalidParameterValue)
+	wantErr(t, "ChangeVisibility with the receipt of a lease that expired into a backoff", e.changeVisErr("q", d.Receipt, 10*time.Second), model.ErrInvalidParameterValue)
 	if err := e.deleteErr("q", d.Receipt); err != nil {
 		t.Fatalf("Delete with the receipt of a backing-off message: %v, want success without effect", err)
 	}
@@ -147,8 +149,8 @@ func testBackoffFromExpiry(t *testing.T, s suite) {
 	e.advance(time.Second) // t0+14
 	d = e.receiveOne("q")
 	wantCounts(t, "receive after the first backoff", d, 2, 2)
-	if d.FailureReason != broker.ReasonLeaseExpired {
-		t.Fatalf("FailureReason = %q, want %q", d.FailureReason, broker.ReasonLeaseExpired)
+	if d.FailureReason != model.ReasonLeaseExpired {
+		t.Fatalf("FailureReason = %q, want %q", d.FailureReason, model.ReasonLeaseExpired)
 	}
 	// The second expiry (t0+24) backs off 8 s; a receive in between that
 	// notices the expiry late changes nothing.
@@ -168,26 +170,26 @@ func testJitterBounds(t *testing.T, s suite, jitter string) {
 	e := s.setup(t)
 	const n = 20
 	d := 8 * time.Second
-	p := broker.RetryPolicy{Base: d, Max: d, Jitter: jitter}
+	p := model.RetryPolicy{Base: d, Max: d, Jitter: jitter}
 	e.createQueue("q", map[string]string{
-		broker.AttrVisibilityTimeout: "60",
-		broker.AttrRetryPolicy:       retryPolicy(8, 8, jitter),
+		model.AttrVisibilityTimeout: "60",
+		model.AttrRetryPolicy:       retryPolicy(8, 8, jitter),
 	})
 	for i := 0; i < n; i += 10 {
-		var batch []broker.SendEntry
+		var batch []model.SendEntry
 		for j := i; j < i+10; j++ {
-			batch = append(batch, broker.SendEntry{Body: fmt.Sprintf("m%d", j)})
+			batch = append(batch, model.SendEntry{Body: fmt.Sprintf("m%d", j)})
 		}
 		e.send("q", batch...)
 	}
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "q"}, n)
+	ds := e.receiveN(model.ReceiveRequest{Queue: "q"}, n)
 	nackAt := e.clock.Now()
 	var due []time.Time
 	for i := 0; i < n; i += 10 {
-		var entries []broker.VisibilityEntry
+		var entries []model.VisibilityEntry
 		for j, dl := range ds[i : i+10] {
-			entries = append(entries, broker.VisibilityEntry{ID: fmt.Sprintf("v%d", j), Receipt: dl.Receipt})
-			due = append(due, nackAt.Add(broker.Backoff(p, 1, broker.JitterSeed(dl.ID, 1))))
+			entries = append(entries, model.VisibilityEntry{ID: fmt.Sprintf("v%d", j), Receipt: dl.Receipt})
+			due = append(due, nackAt.Add(plan.Backoff(p, 1, plan.JitterSeed(dl.ID, 1))))
 		}
 		errs, err := e.b.ChangeVisibility(e.ctx, "q", entries)
 		if err != nil {
@@ -201,7 +203,7 @@ func testJitterBounds(t *testing.T, s suite, jitter string) {
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].Before(due[j]) })
 	lo := nackAt
-	if jitter == broker.JitterEqual {
+	if jitter == model.JitterEqual {
 		lo = nackAt.Add(d / 2)
 	}
 	for _, at := range due {
@@ -257,8 +259,8 @@ func testJitterBounds(t *testing.T, s suite, jitter string) {
 func testNonZeroVisibilityHonoured(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", map[string]string{
-		broker.AttrVisibilityTimeout: "30",
-		broker.AttrRetryPolicy:       retryPolicy(5, 300, broker.JitterNone),
+		model.AttrVisibilityTimeout: "30",
+		model.AttrRetryPolicy:       retryPolicy(5, 300, model.JitterNone),
 	})
 	e.sendBody("q", "a")
 	d := e.receiveOne("q")
@@ -283,8 +285,8 @@ func testNonZeroVisibilityHonoured(t *testing.T, s suite) {
 func testExplicitNackDelay(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("q", map[string]string{
-		broker.AttrVisibilityTimeout: "30",
-		broker.AttrRetryPolicy:       retryPolicy(100, 300, broker.JitterNone),
+		model.AttrVisibilityTimeout: "30",
+		model.AttrRetryPolicy:       retryPolicy(100, 300, model.JitterNone),
 	})
 	e.sendBody("q", "a")
 	d := e.receiveOne("q")
@@ -302,8 +304,8 @@ func testExplicitNackDelay(t *testing.T, s suite) {
 	e.wantStats("q", 1, 0, 0)
 	d = e.receiveOne("q")
 	wantCounts(t, "receive after a nack with a delay of 0", d, 3, 3)
-	if d.FailureReason != broker.ReasonNack {
-		t.Fatalf("FailureReason after a nack without a reason = %q, want %q", d.FailureReason, broker.ReasonNack)
+	if d.FailureReason != model.ReasonNack {
+		t.Fatalf("FailureReason after a nack without a reason = %q, want %q", d.FailureReason, model.ReasonNack)
 	}
 	// A snooze with a delay is honoured exactly too, and gives the attempt back.
 	e.snooze("q", d.Receipt, 4*time.Second)
@@ -320,8 +322,8 @@ func testExplicitNackDelay(t *testing.T, s suite) {
 func testFifoBackoffHoldsGroup(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.fifoQueue("q.fifo", map[string]string{
-		broker.AttrVisibilityTimeout: "30",
-		broker.AttrRetryPolicy:       retryPolicy(5, 300, broker.JitterNone),
+		model.AttrVisibilityTimeout: "30",
+		model.AttrRetryPolicy:       retryPolicy(5, 300, model.JitterNone),
 	})
 	e.fsend("q.fifo", "g", "1", "a")
 	e.fsend("q.fifo", "g", "2", "b")
@@ -351,7 +353,7 @@ func testFifoBackoffHoldsGroup(t *testing.T, s suite) {
 // in flight, so it does not count against the in-flight cap.
 func testBackoffNotAgainstInFlightCap(t *testing.T, s suite) {
 	e := s.setup(t, func(o *broker.Options) { o.MaxInFlight = 1 })
-	e.createQueue("q", map[string]string{broker.AttrRetryPolicy: retryPolicy(60, 300, broker.JitterNone)})
+	e.createQueue("q", map[string]string{model.AttrRetryPolicy: retryPolicy(60, 300, model.JitterNone)})
 	e.sendBody("q", "a")
 	e.mustChangeVis("q", e.receiveOne("q").Receipt, 0)
 	e.sendBody("q", "b")
@@ -359,8 +361,8 @@ func testBackoffNotAgainstInFlightCap(t *testing.T, s suite) {
 		t.Fatalf("received %q, want b", d.Body)
 	}
 	e.wantStats("q", 0, 1, 1)
-	_, err := e.receive(broker.ReceiveRequest{Queue: "q", WaitTime: dur(0)})
-	wantErr(t, "a receive past the in-flight cap", err, broker.ErrOverLimit)
+	_, err := e.receive(model.ReceiveRequest{Queue: "q", WaitTime: dur(0)})
+	wantErr(t, "a receive past the in-flight cap", err, model.ErrOverLimit)
 }
 
 // testZeroSecondLease: a receive with a visibility timeout of 0 gives a
@@ -371,13 +373,13 @@ func testZeroSecondLease(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", nil)
 	e.createQueue("q", map[string]string{
-		broker.AttrRetryPolicy:   retryPolicy(10, 300, broker.JitterNone),
-		broker.AttrRedrivePolicy: redrivePolicy("dlq", 2),
+		model.AttrRetryPolicy:   retryPolicy(10, 300, model.JitterNone),
+		model.AttrRedrivePolicy: redrivePolicy("dlq", 2),
 	})
 	res := e.sendBody("q", "a")
 	zero := func() {
 		t.Helper()
-		ds, err := e.receive(broker.ReceiveRequest{Queue: "q", Visibility: dur(0), WaitTime: dur(0)})
+		ds, err := e.receive(model.ReceiveRequest{Queue: "q", Visibility: dur(0), WaitTime: dur(0)})
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("a receive with visibility 0 = %d messages, %v; want 1", len(ds), err)
 		}
@@ -388,14 +390,14 @@ func testZeroSecondLease(t *testing.T, s suite) {
 	e.advance(9 * time.Second)
 	e.receiveNone("q")
 	e.advance(time.Second)
-	d := e.receiveN(broker.ReceiveRequest{Queue: "q", Visibility: dur(0)}, 1)[0]
+	d := e.receiveN(model.ReceiveRequest{Queue: "q", Visibility: dur(0)}, 1)[0]
 	wantCounts(t, "after the backoff of a 0 s lease", d, 2, 2)
-	if d.FailureReason != broker.ReasonLeaseExpired {
-		t.Fatalf("FailureReason after a 0 s lease = %q, want %q", d.FailureReason, broker.ReasonLeaseExpired)
+	if d.FailureReason != model.ReasonLeaseExpired {
+		t.Fatalf("FailureReason after a 0 s lease = %q, want %q", d.FailureReason, model.ReasonLeaseExpired)
 	}
 	// That was the last attempt: its 0 s lease ends, the message moves.
 	e.moveToDLQ("q", "dlq", 1)
-	if m := e.browsed("dlq", res.MessageID); m.FailureReason != broker.ReasonLeaseExpired || m.Attempts != 2 {
-		t.Fatalf("dead letter reason %q attempts %d, want %q, 2", m.FailureReason, m.Attempts, broker.ReasonLeaseExpired)
+	if m := e.browsed("dlq", res.MessageID); m.FailureReason != model.ReasonLeaseExpired || m.Attempts != 2 {
+		t.Fatalf("dead letter reason %q attempts %d, want %q, 2", m.FailureReason, m.Attempts, model.ReasonLeaseExpired)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Helpers of the Sluice cases (issue 8: retries, attempts, consumer
@@ -18,19 +18,19 @@ func retryPolicy(base, max int, jitter string) string {
 }
 
 // numAttr is a Number message attribute.
-func numAttr(n int) broker.MessageAttribute {
-	return broker.MessageAttribute{DataType: "Number", StringValue: strconv.Itoa(n)}
+func numAttr(n int) model.MessageAttribute {
+	return model.MessageAttribute{DataType: "Number", StringValue: strconv.Itoa(n)}
 }
 
 // withPriority is a send entry of body with Sluice.Priority p.
-func withPriority(body string, p int) broker.SendEntry {
-	return broker.SendEntry{Body: body, Attributes: map[string]broker.MessageAttribute{broker.MsgAttrPriority: numAttr(p)}}
+func withPriority(body string, p int) model.SendEntry {
+	return model.SendEntry{Body: body, Attributes: map[string]model.MessageAttribute{model.MsgAttrPriority: numAttr(p)}}
 }
 
 // changeLease applies one consumer control and returns its entry's error.
-func (e *env) changeLease(queue string, le broker.LeaseEntry) error {
+func (e *env) changeLease(queue string, le model.LeaseEntry) error {
 	e.t.Helper()
-	errs, err := e.b.ChangeLeases(e.ctx, queue, []broker.LeaseEntry{le})
+	errs, err := e.b.ChangeLeases(e.ctx, queue, []model.LeaseEntry{le})
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (e *env) changeLease(queue string, le broker.LeaseEntry) error {
 	return errs[0]
 }
 
-func (e *env) mustChangeLease(queue string, le broker.LeaseEntry) {
+func (e *env) mustChangeLease(queue string, le model.LeaseEntry) {
 	e.t.Helper()
 	if err := e.changeLease(queue, le); err != nil {
 		e.t.Fatalf("ChangeLeases(kind %d, timeout %v, reason %q) on %s: %v", le.Kind, le.Timeout, le.Reason, queue, err)
@@ -50,17 +50,17 @@ func (e *env) mustChangeLease(queue string, le broker.LeaseEntry) {
 // nack nacks a lease with reason, after delay when delay is not nil.
 func (e *env) nack(queue, receipt, reason string, delay *time.Duration) {
 	e.t.Helper()
-	e.mustChangeLease(queue, broker.LeaseEntry{Receipt: receipt, Kind: broker.Nack, Reason: reason, Delay: delay})
+	e.mustChangeLease(queue, model.LeaseEntry{Receipt: receipt, Kind: model.Nack, Reason: reason, Delay: delay})
 }
 
 // snooze hands a lease back for d without counting an attempt (0: release).
 func (e *env) snooze(queue, receipt string, d time.Duration) {
 	e.t.Helper()
-	e.mustChangeLease(queue, broker.LeaseEntry{Receipt: receipt, Kind: broker.Snooze, Timeout: d})
+	e.mustChangeLease(queue, model.LeaseEntry{Receipt: receipt, Kind: model.Snooze, Timeout: d})
 }
 
 // wantCounts checks a delivery's attempts and receive count.
-func wantCounts(t testing.TB, what string, d broker.Delivery, attempts, receiveCount int) {
+func wantCounts(t testing.TB, what string, d model.Delivery, attempts, receiveCount int) {
 	t.Helper()
 	if d.Attempts != attempts || d.ReceiveCount != receiveCount {
 		t.Fatalf("%s: %q has Attempts %d, ReceiveCount %d; want %d, %d", what, d.Body, d.Attempts, d.ReceiveCount, attempts, receiveCount)
@@ -69,13 +69,13 @@ func wantCounts(t testing.TB, what string, d broker.Delivery, attempts, receiveC
 
 // browseAll pages through a queue with req (its Limit per page) and
 // returns every message, failing on an error or a page past its limit.
-func (e *env) browseAll(queue string, req broker.BrowseRequest) []broker.BrowsedMessage {
+func (e *env) browseAll(queue string, req model.BrowseRequest) []model.BrowsedMessage {
 	e.t.Helper()
 	limit := req.Limit
 	if limit == 0 {
 		limit = 20
 	}
-	var out []broker.BrowsedMessage
+	var out []model.BrowsedMessage
 	for pages := 0; ; pages++ {
 		if pages > 1000 {
 			e.t.Fatalf("Browse(%s) still has a next page after 1000 pages", queue)
@@ -99,18 +99,18 @@ func (e *env) browseAll(queue string, req broker.BrowseRequest) []broker.Browsed
 }
 
 // browsed returns the browsed message id of queue (it must be there).
-func (e *env) browsed(queue, id string) broker.BrowsedMessage {
+func (e *env) browsed(queue, id string) model.BrowsedMessage {
 	e.t.Helper()
-	for _, m := range e.browseAll(queue, broker.BrowseRequest{Limit: broker.MaxBrowse}) {
+	for _, m := range e.browseAll(queue, model.BrowseRequest{Limit: model.MaxBrowse}) {
 		if m.ID == id {
 			return m
 		}
 	}
 	e.t.Fatalf("Browse(%s) does not show message %s", queue, id)
-	return broker.BrowsedMessage{}
+	return model.BrowsedMessage{}
 }
 
-func browsedBodies(ms []broker.BrowsedMessage) []string {
+func browsedBodies(ms []model.BrowsedMessage) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Body

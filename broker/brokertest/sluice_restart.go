@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The restart tests of the Sluice state: attempts, failure reasons,
@@ -21,7 +21,7 @@ var sluiceRestartTests = []testCase{
 func testRestartBackoff(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	e.createQueue("q", map[string]string{broker.AttrRetryPolicy: retryPolicy(10, 300, broker.JitterNone)})
+	e.createQueue("q", map[string]string{model.AttrRetryPolicy: retryPolicy(10, 300, model.JitterNone)})
 	e.sendBody("q", "a")
 	t1 := e.clock.Now()
 	d := e.receiveOne("q")
@@ -32,7 +32,7 @@ func testRestartBackoff(t *testing.T, s suite) {
 	e.reopen()
 	e.wantStats("q", 0, 0, 1)
 	wantErr(t, "ChangeVisibility with the receipt of a backing-off message after a restart",
-		e.changeVisErr("q", d.Receipt, time.Minute), broker.ErrInvalidParameterValue)
+		e.changeVisErr("q", d.Receipt, time.Minute), model.ErrInvalidParameterValue)
 	e.advance(5 * time.Second)
 	e.receiveNone("q")
 	e.advance(time.Second)
@@ -51,9 +51,9 @@ func testRestartExpiryBackoff(t *testing.T, s suite) {
 	e.requireReopen()
 	e.createQueue("dlq", nil)
 	e.createQueue("q", map[string]string{
-		broker.AttrVisibilityTimeout: "10",
-		broker.AttrRetryPolicy:       retryPolicy(20, 300, broker.JitterNone),
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq", 2),
+		model.AttrVisibilityTimeout: "10",
+		model.AttrRetryPolicy:       retryPolicy(20, 300, model.JitterNone),
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", 2),
 	})
 	e.sendBody("q", "a")
 	e.receiveOne("q") // lease until t0+10, then backs off until t0+30
@@ -71,8 +71,8 @@ func testRestartExpiryBackoff(t *testing.T, s suite) {
 	e.advance(5 * time.Second)
 	e.eventuallyNotInFlight("q")
 	e.moveToDLQ("q", "dlq", 1)
-	if m := e.browsed("dlq", d.ID); m.FailureReason != broker.ReasonLeaseExpired || m.Attempts != 2 || m.DeadLetterSource != "q" {
-		t.Fatalf("dead letter reason %q attempts %d source %q, want %q, 2, q", m.FailureReason, m.Attempts, m.DeadLetterSource, broker.ReasonLeaseExpired)
+	if m := e.browsed("dlq", d.ID); m.FailureReason != model.ReasonLeaseExpired || m.Attempts != 2 || m.DeadLetterSource != "q" {
+		t.Fatalf("dead letter reason %q attempts %d source %q, want %q, 2, q", m.FailureReason, m.Attempts, m.DeadLetterSource, model.ReasonLeaseExpired)
 	}
 }
 
@@ -92,7 +92,7 @@ func testRestartPriorityPause(t *testing.T, s suite) {
 	e.setPaused("q", false)
 	var got []string
 	for i := 0; i < 3; i++ {
-		d := e.receiveN(broker.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
+		d := e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 1}, 1)[0]
 		got = append(got, d.Body)
 	}
 	if got[0] != "high" || got[1] != "mid" || got[2] != "low" {

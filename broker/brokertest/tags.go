@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Tags (broker.Tagger) and policy statements (broker.PolicyEditor). A backend
@@ -57,9 +58,9 @@ func testTagUntag(t *testing.T, s suite) {
 		t.Errorf("tagging changed LastModifiedTimestamp")
 	}
 	_, err := e.b.CreateQueue(e.ctx, "bad-tags", nil, map[string]string{"aws:x": "v"})
-	wantErr(t, "CreateQueue with an aws: tag", err, broker.ErrInvalidParameterValue)
-	wantErr(t, "TagQueue of a missing queue", tg.TagQueue(e.ctx, "nope", map[string]string{"a": "b"}), broker.ErrQueueDoesNotExist)
-	wantErr(t, "UntagQueue of a missing queue", tg.UntagQueue(e.ctx, "nope", []string{"a"}), broker.ErrQueueDoesNotExist)
+	wantErr(t, "CreateQueue with an aws: tag", err, model.ErrInvalidParameterValue)
+	wantErr(t, "TagQueue of a missing queue", tg.TagQueue(e.ctx, "nope", map[string]string{"a": "b"}), model.ErrQueueDoesNotExist)
+	wantErr(t, "UntagQueue of a missing queue", tg.UntagQueue(e.ctx, "nope", []string{"a"}), model.ErrQueueDoesNotExist)
 }
 
 func testTagLimits(t *testing.T, s suite) {
@@ -71,7 +72,7 @@ func testTagLimits(t *testing.T, s suite) {
 		"a 257-character value": {"k": strings.Repeat("v", 257)},
 		"an aws: key":           {"aws:owner": "me"},
 	} {
-		wantErr(t, "TagQueue with "+name, tg.TagQueue(e.ctx, "q", tags), broker.ErrInvalidParameterValue)
+		wantErr(t, "TagQueue with "+name, tg.TagQueue(e.ctx, "q", tags), model.ErrInvalidParameterValue)
 	}
 	fifty := map[string]string{}
 	for i := range 50 {
@@ -80,7 +81,7 @@ func testTagLimits(t *testing.T, s suite) {
 	if err := tg.TagQueue(e.ctx, "q", fifty); err != nil {
 		t.Fatalf("50 tags: %v", err)
 	}
-	wantErr(t, "a 51st tag", tg.TagQueue(e.ctx, "q", map[string]string{"one-more": "v"}), broker.ErrInvalidParameterValue)
+	wantErr(t, "a 51st tag", tg.TagQueue(e.ctx, "q", map[string]string{"one-more": "v"}), model.ErrInvalidParameterValue)
 	e.wantTags("q", fifty) // the refused call changed nothing
 	if err := tg.TagQueue(e.ctx, "q", map[string]string{"k00": "new"}); err != nil {
 		t.Fatalf("replacing a value at 50 tags: %v", err)
@@ -113,7 +114,7 @@ func testTagRestart(t *testing.T, s suite) {
 	if err := e.tagger().TagQueue(e.ctx, "q", map[string]string{"a": "1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.policyEditor().AddPermission(e.ctx, "q", broker.Permission{
+	if err := e.policyEditor().AddPermission(e.ctx, "q", model.Permission{
 		Label: "l", AccountIDs: []string{"111122223333"}, Actions: []string{"SendMessage"}, Resource: arn("q"),
 	}); err != nil {
 		t.Fatal(err)
@@ -129,12 +130,12 @@ func testPermissions(t *testing.T, s suite) {
 	e := s.setup(t)
 	pe := e.policyEditor()
 	e.createQueue("q", nil)
-	perm := broker.Permission{Label: "senders", AccountIDs: []string{"111122223333"}, Actions: []string{"SendMessage"}, Resource: arn("q")}
+	perm := model.Permission{Label: "senders", AccountIDs: []string{"111122223333"}, Actions: []string{"SendMessage"}, Resource: arn("q")}
 	if err := pe.AddPermission(e.ctx, "q", perm); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "a duplicate label", pe.AddPermission(e.ctx, "q", perm), broker.ErrInvalidParameterValue)
-	perm2 := broker.Permission{Label: "readers", AccountIDs: []string{"1", "2"}, Actions: []string{"ReceiveMessage", "DeleteMessage"}, Resource: arn("q")}
+	wantErr(t, "a duplicate label", pe.AddPermission(e.ctx, "q", perm), model.ErrInvalidParameterValue)
+	perm2 := model.Permission{Label: "readers", AccountIDs: []string{"1", "2"}, Actions: []string{"ReceiveMessage", "DeleteMessage"}, Resource: arn("q")}
 	if err := pe.AddPermission(e.ctx, "q", perm2); err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +149,12 @@ func testPermissions(t *testing.T, s suite) {
 	if p := e.getQueue("q").Config.Policy; strings.Contains(p, `"senders"`) || !strings.Contains(p, `"readers"`) {
 		t.Fatalf("policy after remove = %s", p)
 	}
-	wantErr(t, "RemovePermission of an unknown label", pe.RemovePermission(e.ctx, "q", "senders"), broker.ErrInvalidParameterValue)
+	wantErr(t, "RemovePermission of an unknown label", pe.RemovePermission(e.ctx, "q", "senders"), model.ErrInvalidParameterValue)
 	if err := pe.RemovePermission(e.ctx, "q", "readers"); err != nil {
 		t.Fatal(err)
 	}
 	if p := e.getQueue("q").Config.Policy; p != "" {
 		t.Fatalf("policy after removing every statement = %s", p)
 	}
-	wantErr(t, "AddPermission on a missing queue", pe.AddPermission(e.ctx, "nope", perm), broker.ErrQueueDoesNotExist)
+	wantErr(t, "AddPermission on a missing queue", pe.AddPermission(e.ctx, "nope", perm), model.ErrQueueDoesNotExist)
 }

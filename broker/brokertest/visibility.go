@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 var visibilityTests = []testCase{
@@ -71,7 +72,7 @@ func testVisibilityPerReceive(t *testing.T, s suite) {
 	}
 	// The longest lease is 12 h.
 	e.sendBody("q", "b")
-	e.receiveOneFor("q", broker.MaxVisibilityTimeout)
+	e.receiveOneFor("q", model.MaxVisibilityTimeout)
 }
 
 func testReceiveZeroVisibility(t *testing.T, s suite) {
@@ -148,11 +149,11 @@ func testChangeVisibilityRange(t *testing.T, s suite) {
 	e.createQueue("q", nil)
 	e.sendBody("q", "a")
 	d := e.receiveOne("q")
-	for _, bad := range []time.Duration{broker.MaxVisibilityTimeout + time.Second, -time.Second} {
-		wantErr(t, "ChangeVisibility "+bad.String(), e.changeVisErr("q", d.Receipt, bad), broker.ErrInvalidParameterValue)
+	for _, bad := range []time.Duration{model.MaxVisibilityTimeout + time.Second, -time.Second} {
+		wantErr(t, "ChangeVisibility "+bad.String(), e.changeVisErr("q", d.Receipt, bad), model.ErrInvalidParameterValue)
 	}
-	e.mustChangeVis("q", d.Receipt, broker.MaxVisibilityTimeout)
-	e.advance(broker.MaxVisibilityTimeout - time.Second)
+	e.mustChangeVis("q", d.Receipt, model.MaxVisibilityTimeout)
+	e.advance(model.MaxVisibilityTimeout - time.Second)
 	e.receiveNone("q")
 	e.advance(time.Second)
 	e.receiveOne("q")
@@ -174,7 +175,7 @@ func testStaleReceipt(t *testing.T, s suite) {
 		t.Fatalf("Delete with a stale receipt: %v, want success without effect", err)
 	}
 	e.wantStats("q", 0, 1, 0)
-	wantErr(t, "ChangeVisibility with a stale receipt", e.changeVisErr("q", d1.Receipt, 0), broker.ErrInvalidParameterValue)
+	wantErr(t, "ChangeVisibility with a stale receipt", e.changeVisErr("q", d1.Receipt, 0), model.ErrInvalidParameterValue)
 	e.wantStats("q", 0, 1, 0)
 	e.receiveNone("q")
 	// The current holder is unaffected.
@@ -195,7 +196,7 @@ func testExpiredLease(t *testing.T, s suite) {
 	d := e.receiveOneFor("q", 5*time.Second)
 	e.advance(5 * time.Second)
 	e.eventuallyStats("q", 1, 0, 0)
-	wantErr(t, "ChangeVisibility after the lease expired", e.changeVisErr("q", d.Receipt, time.Minute), broker.ErrMessageNotInflight)
+	wantErr(t, "ChangeVisibility after the lease expired", e.changeVisErr("q", d.Receipt, time.Minute), model.ErrMessageNotInflight)
 	e.wantStats("q", 1, 0, 0)
 	e.mustDelete("q", d.Receipt)
 	e.wantStats("q", 0, 0, 0)
@@ -213,13 +214,13 @@ func testDeletedMessageReceipt(t *testing.T, s suite) {
 			t.Fatalf("Delete #%d of a deleted message: %v, want success", i+2, err)
 		}
 	}
-	wantErr(t, "ChangeVisibility of a deleted message", e.changeVisErr("q", d.Receipt, time.Minute), broker.ErrInvalidParameterValue)
+	wantErr(t, "ChangeVisibility of a deleted message", e.changeVisErr("q", d.Receipt, time.Minute), model.ErrInvalidParameterValue)
 	// A well-formed handle of a message that never existed behaves alike.
-	never := e.be.Receipts().Encode(broker.Receipt{QueueID: q.ID, Key: 1 << 60, Lease: 1})
+	never := e.be.Receipts().Encode(model.Receipt{QueueID: q.ID, Key: 1 << 60, Lease: 1})
 	if err := e.deleteErr("q", never); err != nil {
 		t.Fatalf("Delete with a well-formed handle of no message: %v, want success", err)
 	}
-	wantErr(t, "ChangeVisibility with a handle of no message", e.changeVisErr("q", never, 0), broker.ErrInvalidParameterValue)
+	wantErr(t, "ChangeVisibility with a handle of no message", e.changeVisErr("q", never, 0), model.ErrInvalidParameterValue)
 }
 
 func testGarbageReceipt(t *testing.T, s suite) {
@@ -228,8 +229,8 @@ func testGarbageReceipt(t *testing.T, s suite) {
 	e.sendBody("q", "a")
 	d := e.receiveOne("q")
 	for _, h := range []string{"garbage", "AAAA", d.Receipt + "x", d.Receipt[1:]} {
-		wantErr(t, "Delete("+h+")", e.deleteErr("q", h), broker.ErrReceiptHandleInvalid)
-		wantErr(t, "ChangeVisibility("+h+")", e.changeVisErr("q", h, 0), broker.ErrReceiptHandleInvalid)
+		wantErr(t, "Delete("+h+")", e.deleteErr("q", h), model.ErrReceiptHandleInvalid)
+		wantErr(t, "ChangeVisibility("+h+")", e.changeVisErr("q", h, 0), model.ErrReceiptHandleInvalid)
 	}
 	e.wantStats("q", 0, 1, 0)
 }
@@ -242,8 +243,8 @@ func testReceiptOfAnotherQueue(t *testing.T, s suite) {
 	e.sendBody("b", "y")
 	da := e.receiveOne("a")
 	e.receiveOne("b")
-	wantErr(t, "Delete on b with a receipt of a", e.deleteErr("b", da.Receipt), broker.ErrReceiptHandleInvalid)
-	wantErr(t, "ChangeVisibility on b with a receipt of a", e.changeVisErr("b", da.Receipt, 0), broker.ErrReceiptHandleInvalid)
+	wantErr(t, "Delete on b with a receipt of a", e.deleteErr("b", da.Receipt), model.ErrReceiptHandleInvalid)
+	wantErr(t, "ChangeVisibility on b with a receipt of a", e.changeVisErr("b", da.Receipt, 0), model.ErrReceiptHandleInvalid)
 	e.wantStats("a", 0, 1, 0)
 	e.wantStats("b", 0, 1, 0)
 }
@@ -255,14 +256,14 @@ func testInFlightCap(t *testing.T, s suite) {
 	for i := 0; i < 5; i++ {
 		e.sendBody("q", "m")
 	}
-	var ds []broker.Delivery
+	var ds []model.Delivery
 	for i := 0; i < 3; i++ {
 		ds = append(ds, e.receiveOne("q"))
 	}
 	e.wantStats("q", 2, 3, 0)
 	for _, wait := range []time.Duration{0, 20 * time.Second} {
-		got, err := e.receive(broker.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: dur(wait)})
-		wantErr(t, "Receive at the in-flight cap (wait "+wait.String()+")", err, broker.ErrOverLimit)
+		got, err := e.receive(model.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: dur(wait)})
+		wantErr(t, "Receive at the in-flight cap (wait "+wait.String()+")", err, model.ErrOverLimit)
 		if len(got) != 0 {
 			t.Fatalf("Receive at the cap returned %d messages", len(got))
 		}
@@ -274,8 +275,8 @@ func testInFlightCap(t *testing.T, s suite) {
 	// A delete and a nack each free a slot.
 	e.mustDelete("q", ds[0].Receipt)
 	e.receiveOne("q")
-	_, err := e.receive(broker.ReceiveRequest{Queue: "q", WaitTime: dur(0)})
-	wantErr(t, "Receive at the cap again", err, broker.ErrOverLimit)
+	_, err := e.receive(model.ReceiveRequest{Queue: "q", WaitTime: dur(0)})
+	wantErr(t, "Receive at the cap again", err, model.ErrOverLimit)
 	e.mustChangeVis("q", ds[1].Receipt, 0)
 	e.receiveOne("q")
 	e.wantStats("q", 1, 3, 0)
@@ -293,9 +294,9 @@ func testInFlightCapBatchReceive(t *testing.T, s suite) {
 	for i := 0; i < 10; i++ {
 		e.sendBody("q", "m")
 	}
-	got, err := e.receive(broker.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: dur(20 * time.Second)})
+	got, err := e.receive(model.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: dur(20 * time.Second)})
 	if err != nil {
-		wantErr(t, "Receive of 10 below a cap of 3", err, broker.ErrOverLimit)
+		wantErr(t, "Receive of 10 below a cap of 3", err, model.ErrOverLimit)
 	}
 	if len(got) > 3 {
 		t.Fatalf("Receive of 10 with a cap of 3 returned %d messages", len(got))

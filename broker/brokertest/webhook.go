@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // The dead-letter webhook tests (broker/webhook.go): every path that moves a
@@ -52,7 +55,7 @@ func (s suite) hookSetup(t *testing.T) *env {
 
 func (e *env) createOutbox() {
 	e.t.Helper()
-	if _, _, err := e.be.CreateQueue(e.ctx, broker.QueueSpec{QueueRef: broker.WebhookOutbox, Config: broker.WebhookOutboxConfig()}); err != nil {
+	if _, _, err := e.be.CreateQueue(e.ctx, storage.QueueSpec{QueueRef: plan.WebhookOutbox(), Config: plan.WebhookOutboxConfig()}); err != nil {
 		e.t.Fatalf("create the webhook outbox: %v", err)
 	}
 }
@@ -63,9 +66,9 @@ func (e *env) hookQueues(maxReceives int, more map[string]string) {
 	e.t.Helper()
 	e.createQueue("dlq", nil)
 	attrs := map[string]string{
-		broker.AttrVisibilityTimeout: "10",
-		broker.AttrRedrivePolicy:     redrivePolicy("dlq", maxReceives),
-		broker.AttrDeadLetterWebhook: hookURL,
+		model.AttrVisibilityTimeout: "10",
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", maxReceives),
+		model.AttrDeadLetterWebhook: hookURL,
 	}
 	for k, v := range more {
 		attrs[k] = v
@@ -75,18 +78,18 @@ func (e *env) hookQueues(maxReceives int, more map[string]string) {
 
 // events returns the outbox's events (browsed: not leased), checking that
 // the outbox's counts agree with them.
-func (e *env) events() []broker.DeadLetterEvent {
+func (e *env) events() []model.DeadLetterEvent {
 	e.t.Helper()
-	var out []broker.DeadLetterEvent
-	req := broker.BrowseRequest{Limit: broker.MaxBrowse}
+	var out []model.DeadLetterEvent
+	req := model.BrowseRequest{Limit: model.MaxBrowse}
 	for {
-		p, err := e.be.Browse(e.ctx, broker.WebhookOutbox, req)
+		p, err := e.be.Browse(e.ctx, plan.WebhookOutbox(), req)
 		if err != nil {
 			e.t.Fatalf("Browse the outbox: %v", err)
 		}
 		for _, m := range p.Messages {
 			wantEventForm(e.t, m.Body)
-			ev, err := broker.ParseDeadLetterEvent(m.Body)
+			ev, err := model.ParseDeadLetterEvent(m.Body)
 			if err != nil {
 				e.t.Fatalf("outbox message %s: %v (body %q)", m.ID, err, m.Body)
 			}
@@ -97,7 +100,7 @@ func (e *env) events() []broker.DeadLetterEvent {
 		}
 		req.After = p.Next
 	}
-	q, err := e.be.GetQueue(e.ctx, broker.WebhookOutbox)
+	q, err := e.be.GetQueue(e.ctx, plan.WebhookOutbox())
 	if err != nil {
 		e.t.Fatalf("GetQueue(outbox): %v", err)
 	}
@@ -127,7 +130,7 @@ func wantEventForm(t testing.TB, body string) {
 		t.Fatalf("outbox body %s has the keys %s", body, got)
 	}
 	if at, _ := raw["at"].(string); !eventAt.MatchString(at) {
-		t.Fatalf("outbox body %s: at %q is not in %s", body, raw["at"], broker.EventTimeFormat)
+		t.Fatalf("outbox body %s: at %q is not in %s", body, raw["at"], model.EventTimeFormat)
 	}
 }
 
@@ -177,7 +180,7 @@ func testHookDeadLetterNow(t *testing.T, s suite) {
 	res := e.sendBody("src", "poison")
 	d := e.receiveOne("src")
 	e.advance(time.Second)
-	e.mustChangeLease("src", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.DeadLetterNow, Reason: "cannot parse"})
+	e.mustChangeLease("src", model.LeaseEntry{Receipt: d.Receipt, Kind: model.DeadLetterNow, Reason: "cannot parse"})
 	e.wantStats("dlq", 1, 0, 0)
 	e.wantEvent(res.MessageID, "cannot parse", 1, 1, e.clock.Now())
 }
@@ -186,12 +189,12 @@ func testHookDeadLetterNow(t *testing.T, s suite) {
 // ("lease expired"), noticed by a receive or the sweeper, with its event.
 func testHookLeaseExpiry(t *testing.T, s suite) {
 	e := s.hookSetup(t)
-	e.hookQueues(1, map[string]string{broker.AttrRetryPolicy: retryPolicy(600, 600, broker.JitterNone)})
+	e.hookQueues(1, map[string]string{model.AttrRetryPolicy: retryPolicy(600, 600, model.JitterNone)})
 	res := e.sendBody("src", "slow")
 	e.receiveOne("src")
 	e.advance(10 * time.Second)
 	e.moveToDLQ("src", "dlq", 1)
-	e.wantEvent(res.MessageID, broker.ReasonLeaseExpired, 1, 1, e.clock.Now())
+	e.wantEvent(res.MessageID, model.ReasonLeaseExpired, 1, 1, e.clock.Now())
 }
 
 // testHookExpiryFoundByChange: a visibility change that finds the last
@@ -206,7 +209,7 @@ func testHookExpiryFoundByChange(t *testing.T, s suite) {
 		t.Fatal("ChangeMessageVisibility of an ended lease succeeded")
 	}
 	e.eventuallyStats("dlq", 1, 0, 0)
-	e.wantEvent(res.MessageID, broker.ReasonLeaseExpired, 1, 1, e.clock.Now())
+	e.wantEvent(res.MessageID, model.ReasonLeaseExpired, 1, 1, e.clock.Now())
 }
 
 // testHookReceivePastLimit: a receive that finds a message past its limit
@@ -217,26 +220,26 @@ func testHookReceivePastLimit(t *testing.T, s suite) {
 	res := e.sendBody("src", "a")
 	e.mustChangeVis("src", e.receiveOne("src").Receipt, 0)
 	e.mustChangeVis("src", e.receiveOne("src").Receipt, 0)
-	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq", 1)}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)}); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(time.Second)
 	e.moveToDLQ("src", "dlq", 1)
-	e.wantEvent(res.MessageID, broker.ReasonMaxAttempts, 2, 2, e.clock.Now())
+	e.wantEvent(res.MessageID, model.ReasonMaxAttempts, 2, 2, e.clock.Now())
 }
 
 // testHookFifoReceivePastLimit: the same on a FIFO queue (its own claim).
 func testHookFifoReceivePastLimit(t *testing.T, s suite) {
 	e := s.hookSetup(t)
-	e.createQueue("dlq.fifo", map[string]string{broker.AttrFifoQueue: "true"})
+	e.createQueue("dlq.fifo", map[string]string{model.AttrFifoQueue: "true"})
 	e.createQueue("src.fifo", map[string]string{
-		broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true",
-		broker.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 3), broker.AttrDeadLetterWebhook: hookURL,
+		model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true",
+		model.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 3), model.AttrDeadLetterWebhook: hookURL,
 	})
-	res := e.send("src.fifo", broker.SendEntry{Body: "a", GroupID: "g"})[0]
-	e.send("src.fifo", broker.SendEntry{Body: "b", GroupID: "g"})
+	res := e.send("src.fifo", model.SendEntry{Body: "a", GroupID: "g"})[0]
+	e.send("src.fifo", model.SendEntry{Body: "b", GroupID: "g"})
 	e.mustChangeVis("src.fifo", e.receiveOne("src.fifo").Receipt, 0)
-	if err := e.b.SetQueueAttributes(e.ctx, "src.fifo", map[string]string{broker.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 1)}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "src.fifo", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 1)}); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(time.Second)
@@ -244,7 +247,7 @@ func testHookFifoReceivePastLimit(t *testing.T, s suite) {
 	// The receive moves "a" and delivers "b" (or moves "a" only; then the
 	// next receive delivers "b").
 	eventually(t, "b delivered after a moved", func() bool {
-		ds, err := e.receive(broker.ReceiveRequest{Queue: "src.fifo", WaitTime: dur(0)})
+		ds, err := e.receive(model.ReceiveRequest{Queue: "src.fifo", WaitTime: dur(0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +256,7 @@ func testHookFifoReceivePastLimit(t *testing.T, s suite) {
 	e.wantStats("dlq.fifo", 1, 0, 0)
 	evs := e.events()
 	if len(evs) != 1 || evs[0].Queue != "src.fifo" || evs[0].DeadLetterQueue != "dlq.fifo" || evs[0].MessageID != res.MessageID ||
-		evs[0].Reason != broker.ReasonMaxAttempts || evs[0].Attempts != 1 || evs[0].ReceiveCount != 1 {
+		evs[0].Reason != model.ReasonMaxAttempts || evs[0].Attempts != 1 || evs[0].ReceiveCount != 1 {
 		t.Fatalf("events %+v, want one of message %s from src.fifo to dlq.fifo, attempts 1", evs, res.MessageID)
 	}
 	wantTime(t, "event at", evs[0].At, at)
@@ -262,16 +265,16 @@ func testHookFifoReceivePastLimit(t *testing.T, s suite) {
 // testHookFifoNack: a FIFO nack on the last attempt writes the event.
 func testHookFifoNack(t *testing.T, s suite) {
 	e := s.hookSetup(t)
-	e.createQueue("dlq.fifo", map[string]string{broker.AttrFifoQueue: "true"})
+	e.createQueue("dlq.fifo", map[string]string{model.AttrFifoQueue: "true"})
 	e.createQueue("src.fifo", map[string]string{
-		broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true",
-		broker.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 1), broker.AttrDeadLetterWebhook: hookURL,
+		model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true",
+		model.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 1), model.AttrDeadLetterWebhook: hookURL,
 	})
-	res := e.send("src.fifo", broker.SendEntry{Body: "a", GroupID: "g"})[0]
+	res := e.send("src.fifo", model.SendEntry{Body: "a", GroupID: "g"})[0]
 	e.mustChangeVis("src.fifo", e.receiveOne("src.fifo").Receipt, 0)
 	e.wantStats("dlq.fifo", 1, 0, 0)
-	if evs := e.events(); len(evs) != 1 || evs[0].MessageID != res.MessageID || evs[0].Reason != broker.ReasonNack {
-		t.Fatalf("events %+v, want one of message %s, reason %q", evs, res.MessageID, broker.ReasonNack)
+	if evs := e.events(); len(evs) != 1 || evs[0].MessageID != res.MessageID || evs[0].Reason != model.ReasonNack {
+		t.Fatalf("events %+v, want one of message %s, reason %q", evs, res.MessageID, model.ReasonNack)
 	}
 }
 
@@ -280,15 +283,15 @@ func testHookFifoNack(t *testing.T, s suite) {
 func testHookNoWebhook(t *testing.T, s suite) {
 	e := s.hookSetup(t)
 	e.hookQueues(1, nil)
-	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{broker.AttrDeadLetterWebhook: ""}); err != nil {
+	if err := e.b.SetQueueAttributes(e.ctx, "src", map[string]string{model.AttrDeadLetterWebhook: ""}); err != nil {
 		t.Fatal(err)
 	}
 	e.sendBody("src", "a")
 	e.sendBody("src", "b")
 	e.sendBody("src", "c")
-	ds := e.receiveN(broker.ReceiveRequest{Queue: "src", MaxMessages: 3}, 3)
+	ds := e.receiveN(model.ReceiveRequest{Queue: "src", MaxMessages: 3}, 3)
 	e.mustChangeVis("src", ds[0].Receipt, 0)
-	e.mustChangeLease("src", broker.LeaseEntry{Receipt: ds[1].Receipt, Kind: broker.DeadLetterNow})
+	e.mustChangeLease("src", model.LeaseEntry{Receipt: ds[1].Receipt, Kind: model.DeadLetterNow})
 	e.advance(10 * time.Second)
 	e.moveToDLQ("src", "dlq", 3)
 	e.wantNoEvents()
@@ -308,7 +311,7 @@ func testHookNoOutbox(t *testing.T, s suite) {
 	res := e.sendBody("src", "after")
 	e.mustChangeVis("src", e.receiveOne("src").Receipt, 0)
 	e.wantStats("dlq", 2, 0, 0)
-	e.wantEvent(res.MessageID, broker.ReasonNack, 1, 1, e.clock.Now())
+	e.wantEvent(res.MessageID, model.ReasonNack, 1, 1, e.clock.Now())
 }
 
 // testHookNoMove: what does not move a message writes no event: a nack
@@ -332,7 +335,7 @@ func testHookNoMove(t *testing.T, s suite) {
 	if err := e.b.DeleteQueue(e.ctx, "dlq"); err != nil {
 		t.Fatal(err)
 	}
-	_ = e.changeLease("src", broker.LeaseEntry{Receipt: d.Receipt, Kind: broker.DeadLetterNow, Reason: "x"})
+	_ = e.changeLease("src", model.LeaseEntry{Receipt: d.Receipt, Kind: model.DeadLetterNow, Reason: "x"})
 	e.wantStats("src", 1, 0, 0)
 	e.wantNoEvents()
 }
@@ -348,11 +351,11 @@ func testHookOutboxHidden(t *testing.T, s suite) {
 	if len(qs) != 1 || qs[0].Name != "q" {
 		t.Fatalf("ListQueues = %v, want only q", qs)
 	}
-	_, err = e.b.GetQueue(e.ctx, broker.WebhookOutbox.Name)
-	wantErr(t, "GetQueue of the outbox's name through the front", err, broker.ErrQueueDoesNotExist)
+	_, err = e.b.GetQueue(e.ctx, plan.WebhookOutbox().Name)
+	wantErr(t, "GetQueue of the outbox's name through the front", err, model.ErrQueueDoesNotExist)
 	// A queue of that name in the broker's own account is another queue.
-	e.createQueue(broker.WebhookOutbox.Name, nil)
-	if q, err := e.be.GetQueue(e.ctx, broker.WebhookOutbox); err != nil || q.Config.Retry == nil {
+	e.createQueue(plan.WebhookOutbox().Name, nil)
+	if q, err := e.be.GetQueue(e.ctx, plan.WebhookOutbox()); err != nil || q.Config.Retry == nil {
 		t.Fatalf("the outbox after a same-named queue was created: %+v, %v", q, err)
 	}
 }
@@ -361,23 +364,23 @@ func testHookOutboxHidden(t *testing.T, s suite) {
 // refused; with hosts, only theirs; removing a webhook is always allowed.
 func testHookHostRefused(t *testing.T, s suite) {
 	off := s.setup(t)
-	_, err := off.b.CreateQueue(off.ctx, "a", map[string]string{broker.AttrDeadLetterWebhook: hookURL}, nil)
-	wantErr(t, "CreateQueue with a webhook, webhooks off", err, broker.ErrInvalidAttributeValue)
+	_, err := off.b.CreateQueue(off.ctx, "a", map[string]string{model.AttrDeadLetterWebhook: hookURL}, nil)
+	wantErr(t, "CreateQueue with a webhook, webhooks off", err, model.ErrInvalidAttributeValue)
 	off.createQueue("a", nil)
-	err = off.b.SetQueueAttributes(off.ctx, "a", map[string]string{broker.AttrDeadLetterWebhook: hookURL})
-	wantErr(t, "SetQueueAttributes with a webhook, webhooks off", err, broker.ErrInvalidAttributeValue)
-	if err := off.b.SetQueueAttributes(off.ctx, "a", map[string]string{broker.AttrDeadLetterWebhook: ""}); err != nil {
+	err = off.b.SetQueueAttributes(off.ctx, "a", map[string]string{model.AttrDeadLetterWebhook: hookURL})
+	wantErr(t, "SetQueueAttributes with a webhook, webhooks off", err, model.ErrInvalidAttributeValue)
+	if err := off.b.SetQueueAttributes(off.ctx, "a", map[string]string{model.AttrDeadLetterWebhook: ""}); err != nil {
 		t.Fatalf("removing a webhook, webhooks off: %v", err)
 	}
 
 	e := s.hookSetup(t)
 	for _, u := range []string{"https://evil.example.com/x", "http://hooks.example.com/x", "https://hooks.example.com:8443/x", "http://169.254.169.254/latest"} {
-		_, err := e.b.CreateQueue(e.ctx, "b", map[string]string{broker.AttrDeadLetterWebhook: u}, nil)
-		wantErr(t, "CreateQueue with webhook "+u, err, broker.ErrInvalidAttributeValue)
+		_, err := e.b.CreateQueue(e.ctx, "b", map[string]string{model.AttrDeadLetterWebhook: u}, nil)
+		wantErr(t, "CreateQueue with webhook "+u, err, model.ErrInvalidAttributeValue)
 	}
-	e.createQueue("b", map[string]string{broker.AttrDeadLetterWebhook: "https://HOOKS.example.com:443/x"})
-	err = e.b.SetQueueAttributes(e.ctx, "b", map[string]string{broker.AttrDeadLetterWebhook: "https://evil.example.com/x"})
-	wantErr(t, "SetQueueAttributes to a host not allowed", err, broker.ErrInvalidAttributeValue)
+	e.createQueue("b", map[string]string{model.AttrDeadLetterWebhook: "https://HOOKS.example.com:443/x"})
+	err = e.b.SetQueueAttributes(e.ctx, "b", map[string]string{model.AttrDeadLetterWebhook: "https://evil.example.com/x"})
+	wantErr(t, "SetQueueAttributes to a host not allowed", err, model.ErrInvalidAttributeValue)
 	if q := e.getQueue("b"); q.Config.DeadLetterWebhook != "https://HOOKS.example.com:443/x" {
 		t.Fatalf("a refused SetQueueAttributes changed the webhook to %q", q.Config.DeadLetterWebhook)
 	}
@@ -392,5 +395,5 @@ func testHookRestart(t *testing.T, s suite) {
 	e.mustChangeVis("src", e.receiveOne("src").Receipt, 0)
 	at := e.clock.Now()
 	e.reopen()
-	e.wantEvent(res.MessageID, broker.ReasonNack, 1, 1, at)
+	e.wantEvent(res.MessageID, model.ReasonNack, 1, 1, at)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestBackupWhileSending: a backup taken while producers send opens as a
@@ -36,7 +37,7 @@ func TestBackupWhileSending(t *testing.T) {
 				default:
 				}
 				body := "p" + itoa(p) + "-" + itoa(i)
-				if _, err := e.b.Send(ctx, "q", []broker.SendEntry{{ID: "a", Body: body}}); err != nil {
+				if _, err := e.b.Send(ctx, "q", []model.SendEntry{{ID: "a", Body: body}}); err != nil {
 					t.Errorf("send: %v", err)
 					return
 				}
@@ -79,13 +80,13 @@ func TestBackupWhileSending(t *testing.T) {
 func TestBackupNeedsBackupDir(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	if _, err := e.b.Backup(context.Background(), "x"); !errors.Is(err, broker.ErrUnsupportedOperation) {
+	if _, err := e.b.Backup(context.Background(), "x"); !errors.Is(err, model.ErrUnsupportedOperation) {
 		t.Fatalf("backup without BackupDir: %v, want ErrUnsupportedOperation", err)
 	}
 	opts := broker.Options{Clock: e.clock, Logger: testLogger(t), BackupDir: t.TempDir()}
 	f := front(t, e.be, opts)
 	for _, bad := range []string{"", "../up", "a/b", ".hidden", strings.Repeat("x", 81)} {
-		if _, err := f.Backup(context.Background(), bad); !errors.Is(err, broker.ErrInvalidParameterValue) {
+		if _, err := f.Backup(context.Background(), bad); !errors.Is(err, model.ErrInvalidParameterValue) {
 			t.Errorf("backup named %q: %v, want ErrInvalidParameterValue", bad, err)
 		}
 	}
@@ -93,7 +94,7 @@ func TestBackupNeedsBackupDir(t *testing.T) {
 	if err != nil || filepath.Base(path) != "ok-1" {
 		t.Fatalf("backup: %q, %v", path, err)
 	}
-	if _, err := f.Backup(context.Background(), "ok-1"); !errors.Is(err, broker.ErrConflict) {
+	if _, err := f.Backup(context.Background(), "ok-1"); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("a second backup of the same name: %v, want ErrConflict", err)
 	}
 }

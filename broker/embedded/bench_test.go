@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // BenchmarkSendParallel measures durable single-message sends from 32
@@ -20,7 +20,7 @@ func BenchmarkSendParallel(b *testing.B) {
 	before := e.be.Syncs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		entries := []broker.SendEntry{{Body: body}}
+		entries := []model.SendEntry{{Body: body}}
 		for pb.Next() {
 			if _, err := e.b.Send(context.Background(), "q", entries); err != nil {
 				b.Error(err)
@@ -40,9 +40,9 @@ func BenchmarkReceiveDelete(b *testing.B) {
 	e := setup(b)
 	e.createQueue("q", nil)
 	body := fmt.Sprintf("%0256d", 0)
-	batch := make([]broker.SendEntry, 10)
+	batch := make([]model.SendEntry, 10)
 	for i := range batch {
-		batch[i] = broker.SendEntry{ID: fmt.Sprint("e", i), Body: body}
+		batch[i] = model.SendEntry{ID: fmt.Sprint("e", i), Body: body}
 	}
 	for n := 0; n < b.N; n += 10 {
 		if _, err := e.b.Send(context.Background(), "q", batch); err != nil {
@@ -50,7 +50,7 @@ func BenchmarkReceiveDelete(b *testing.B) {
 		}
 	}
 	vis, wait := time.Minute, time.Duration(0)
-	req := broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait}
+	req := model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait}
 	b.ResetTimer()
 	got := 0
 	for got < b.N {
@@ -58,9 +58,9 @@ func BenchmarkReceiveDelete(b *testing.B) {
 		if err != nil || len(ds) == 0 {
 			b.Fatalf("receive: %d messages, %v", len(ds), err)
 		}
-		entries := make([]broker.DeleteEntry, len(ds))
+		entries := make([]model.DeleteEntry, len(ds))
 		for i, d := range ds {
-			entries[i] = broker.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
+			entries[i] = model.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
 		}
 		if _, err := e.b.Delete(context.Background(), "q", entries); err != nil {
 			b.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Key layout (all integers big-endian so that byte order is numeric order):
@@ -43,7 +43,7 @@ var (
 // queueKey is the key of a queue record: the name alone for the broker's
 // own account (as before accounts existed), "<account>:<name>" for another
 // (':' is in no queue name).
-func queueKey(r broker.QueueRef) []byte {
+func queueKey(r model.QueueRef) []byte {
 	k := []byte{pfxQueue}
 	if r.Account != "" {
 		k = append(append(k, r.Account...), ':')
@@ -52,7 +52,7 @@ func queueKey(r broker.QueueRef) []byte {
 }
 
 // ref is the queue's account and name.
-func (r *queueRecord) ref() broker.QueueRef { return broker.QueueRef{Account: r.Account, Name: r.Name} }
+func (r *queueRecord) ref() model.QueueRef { return model.QueueRef{Account: r.Account, Name: r.Name} }
 
 func dataPrefix(qid uint64) []byte {
 	k := make([]byte, 9, 18)
@@ -89,12 +89,12 @@ func u64Bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 type queueRecord struct {
 	ID uint64 `json:"id"`
 	// Account owns the queue ("" = the broker's own, see broker.QueueRef).
-	Account    string             `json:"account,omitempty"`
-	Name       string             `json:"name"`
-	Config     broker.QueueConfig `json:"config"`
-	Tags       map[string]string  `json:"tags,omitempty"`
-	CreatedAt  time.Time          `json:"created"`
-	ModifiedAt time.Time          `json:"modified"`
+	Account    string            `json:"account,omitempty"`
+	Name       string            `json:"name"`
+	Config     model.QueueConfig `json:"config"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	CreatedAt  time.Time         `json:"created"`
+	ModifiedAt time.Time         `json:"modified"`
 	// LastPurge is the purge watermark for StrictPurge (zero: never purged).
 	LastPurge time.Time `json:"lastPurge,omitzero"`
 }
@@ -205,7 +205,7 @@ func decodeMeta(key uint64, b []byte) (*msg, error) {
 // where attrs is uvarint count + (name, dataType, stringValue, binaryValue) strs.
 const bodyV1 = 1
 
-func encodeBody(id string, e *broker.SendEntry) []byte {
+func encodeBody(id string, e *model.SendEntry) []byte {
 	n := 16 + len(id) + len(e.Body) + len(e.SenderID)
 	for k, a := range e.Attributes {
 		n += 16 + len(k) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
@@ -224,7 +224,7 @@ func encodeBody(id string, e *broker.SendEntry) []byte {
 }
 
 // decodeBody fills the body part of msg.
-func decodeBody(b []byte, out *broker.Message) error {
+func decodeBody(b []byte, out *model.Message) error {
 	if len(b) < 1 || b[0] != bodyV1 {
 		return errCorrupt
 	}
@@ -242,7 +242,7 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func appendAttrs(b []byte, attrs map[string]broker.MessageAttribute) []byte {
+func appendAttrs(b []byte, attrs map[string]model.MessageAttribute) []byte {
 	b = binary.AppendUvarint(b, uint64(len(attrs)))
 	for k, a := range attrs {
 		b = appendStr(b, k)
@@ -309,7 +309,7 @@ func (d *decoder) str() string {
 	return string(v)
 }
 
-func (d *decoder) attrs() map[string]broker.MessageAttribute {
+func (d *decoder) attrs() map[string]model.MessageAttribute {
 	n := d.uvarint()
 	if d.err != nil || n == 0 {
 		return nil
@@ -318,10 +318,10 @@ func (d *decoder) attrs() map[string]broker.MessageAttribute {
 		d.err = errCorrupt
 		return nil
 	}
-	m := make(map[string]broker.MessageAttribute, n)
+	m := make(map[string]model.MessageAttribute, n)
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		k := d.str()
-		a := broker.MessageAttribute{DataType: d.str(), StringValue: d.str()}
+		a := model.MessageAttribute{DataType: d.str(), StringValue: d.str()}
 		if bv := d.bytes(); len(bv) > 0 {
 			a.BinaryValue = append([]byte(nil), bv...)
 		}

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // metaRecord is what a metadata record stores of a msg, flattened so that
@@ -71,24 +71,24 @@ func FuzzDecodeMeta(f *testing.F) {
 // FuzzDecodeBody: decoding arbitrary bytes as a body record never panics,
 // and a record that decodes encodes to one that decodes to the same message.
 func FuzzDecodeBody(f *testing.F) {
-	e := &broker.SendEntry{Body: "héllo", SenderID: "s",
-		Attributes: map[string]broker.MessageAttribute{
+	e := &model.SendEntry{Body: "héllo", SenderID: "s",
+		Attributes: map[string]model.MessageAttribute{
 			"s": {DataType: "String", StringValue: "v"},
 			"b": {DataType: "Binary.x", BinaryValue: []byte{0, 1, 2}},
 		},
-		SystemAttributes: map[string]broker.MessageAttribute{"AWSTraceHeader": {DataType: "String", StringValue: "t"}}}
+		SystemAttributes: map[string]model.MessageAttribute{"AWSTraceHeader": {DataType: "String", StringValue: "t"}}}
 	f.Add(encodeBody("id", e))
-	f.Add(encodeBody("", &broker.SendEntry{Body: "x"}))
+	f.Add(encodeBody("", &model.SendEntry{Body: "x"}))
 	f.Add([]byte{bodyV1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}) // a huge attribute count
 	f.Add([]byte{bodyV1, 5, 'a'})                                // a string past the end
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var got broker.Message
+		var got model.Message
 		if err := decodeBody(b, &got); err != nil {
 			return
 		}
-		re := encodeBody(got.ID, &broker.SendEntry{Body: got.Body, SenderID: got.SenderID,
+		re := encodeBody(got.ID, &model.SendEntry{Body: got.Body, SenderID: got.SenderID,
 			Attributes: got.Attributes, SystemAttributes: got.SystemAttributes})
-		var again broker.Message
+		var again model.Message
 		if err := decodeBody(re, &again); err != nil {
 			t.Fatalf("re-encoded record of %+v does not decode: %v", got, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/brokertest"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // TestConformance runs the shared backend suite (broker/brokertest) against
@@ -14,9 +15,9 @@ import (
 func TestConformance(t *testing.T) {
 	var (
 		mu   sync.Mutex
-		dirs = map[broker.Backend]string{} // where each open backend keeps its data
+		dirs = map[storage.Backend]string{} // where each open backend keeps its data
 	)
-	open := func(t *testing.T, dir string, opts broker.Options) broker.Backend {
+	open := func(t *testing.T, dir string, opts broker.Options) storage.Backend {
 		t.Helper()
 		b, err := embedded.Open(embedded.Config{Dir: dir, Options: opts})
 		if err != nil {
@@ -36,10 +37,10 @@ func TestConformance(t *testing.T) {
 		return b
 	}
 	brokertest.Run(t, brokertest.Harness{
-		Open: func(t *testing.T, opts broker.Options) broker.Backend {
+		Open: func(t *testing.T, opts broker.Options) storage.Backend {
 			return open(t, t.TempDir(), opts)
 		},
-		Reopen: func(t *testing.T, b broker.Backend, opts broker.Options) broker.Backend {
+		Reopen: func(t *testing.T, b storage.Backend, opts broker.Options) storage.Backend {
 			t.Helper()
 			mu.Lock()
 			dir, ok := dirs[b]

@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // history records what the backend acknowledged. A change is recorded only
@@ -98,7 +100,7 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 func crashRound(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	fs := vfs.NewCrashableMem()
-	clock := broker.NewFakeClock(t0) // time stands still: leases never expire during the run
+	clock := clocktest.NewFakeClock(t0) // time stands still: leases never expire during the run
 	b, err := Open(Config{Dir: "/data", FS: fs, Options: broker.Options{Clock: clock, Logger: testLogger(t)}})
 	if err != nil {
 		t.Fatal(err)
@@ -131,9 +133,9 @@ func crashRound(t *testing.T, seed uint64) {
 			r := rand.New(rand.NewPCG(seed, uint64(s)))
 			for n := 0; !stopped(); n++ {
 				k := 1 + r.IntN(10)
-				entries := make([]broker.SendEntry, k)
+				entries := make([]model.SendEntry, k)
 				for i := range entries {
-					entries[i] = broker.SendEntry{ID: fmt.Sprint("e", i), Body: crashBody(fmt.Sprintf("s%d-%d-%d", s, n, i))}
+					entries[i] = model.SendEntry{ID: fmt.Sprint("e", i), Body: crashBody(fmt.Sprintf("s%d-%d-%d", s, n, i))}
 				}
 				res, err := f.Send(ctx, "q", entries)
 				if err != nil {
@@ -154,7 +156,7 @@ func crashRound(t *testing.T, seed uint64) {
 			defer wg.Done()
 			for !stopped() {
 				vis, wait := time.Hour, time.Duration(0)
-				ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
+				ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
 				if err != nil {
 					return
 				}
@@ -162,9 +164,9 @@ func crashRound(t *testing.T, seed uint64) {
 					continue
 				}
 				countOp()
-				entries := make([]broker.DeleteEntry, len(ds))
+				entries := make([]model.DeleteEntry, len(ds))
 				for i, d := range ds {
-					entries[i] = broker.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
+					entries[i] = model.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
 					h.tryDelete(d.Body)
 				}
 				errs, err := f.Delete(ctx, "q", entries)
@@ -208,7 +210,7 @@ func crashRound(t *testing.T, seed uint64) {
 		t.Fatalf("reopen after crash: %v", err)
 	}
 	defer b2.Close()
-	info, err := b2.GetQueue(ctx, broker.QueueRef{Name: "q"})
+	info, err := b2.GetQueue(ctx, model.QueueRef{Name: "q"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func crashRound(t *testing.T, seed uint64) {
 	found := map[string]bool{}
 	for {
 		vis, wait := time.Hour, time.Duration(0)
-		ds, err := b2.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
+		ds, err := b2.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
 		if err != nil {
 			t.Fatal(err)
 		}

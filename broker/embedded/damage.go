@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Damaged messages.
@@ -115,7 +115,7 @@ func (b *Backend) setAside(qid uint64, damaged []damagedBody) {
 		return
 	}
 	if o := b.opts.Observer; o != nil && n > 0 {
-		o.Count(name, broker.CountDamaged, n)
+		o.Count(name, model.CountDamaged, n)
 	}
 }
 

@@ -14,19 +14,21 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // nameObserver records the queue names each counter is reported under.
 type nameObserver struct {
 	mu    sync.Mutex
-	names map[broker.Counter]map[string]int
+	names map[model.Counter]map[string]int
 }
 
-func (o *nameObserver) Count(queue string, c broker.Counter, n int) {
+func (o *nameObserver) Count(queue string, c model.Counter, n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.names == nil {
-		o.names = map[broker.Counter]map[string]int{}
+		o.names = map[model.Counter]map[string]int{}
 	}
 	if o.names[c] == nil {
 		o.names[c] = map[string]int{}
@@ -35,7 +37,7 @@ func (o *nameObserver) Count(queue string, c broker.Counter, n int) {
 }
 func (o *nameObserver) Refused(string, string)    {}
 func (o *nameObserver) Synced(time.Duration, int) {}
-func (o *nameObserver) of(c broker.Counter) map[string]int {
+func (o *nameObserver) of(c model.Counter) map[string]int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := map[string]int{}
@@ -66,18 +68,18 @@ func (l *lockedBuffer) String() string {
 // receiveDamaged writes 1000 messages into queue q of the caller of ctx,
 // damages a table of the closed store, reopens it with obs and a JSON log
 // into logs, and receives until the queue is empty.
-func receiveDamaged(t *testing.T, ctx context.Context, obs broker.Observer, logs *lockedBuffer) {
+func receiveDamaged(t *testing.T, ctx context.Context, obs model.Observer, logs *lockedBuffer) {
 	t.Helper()
 	dir := t.TempDir()
-	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: dir}
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: dir}
 	e.open()
 	if _, err := e.b.CreateQueue(ctx, "q", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 1000; i += 10 {
-		batch := make([]broker.SendEntry, 10)
+		batch := make([]model.SendEntry, 10)
 		for j := range batch {
-			batch[j] = broker.SendEntry{ID: "e" + itoa(j), Body: "m" + itoa(i+j) + ":" + strings.Repeat("x", 800)}
+			batch[j] = model.SendEntry{ID: "e" + itoa(j), Body: "m" + itoa(i+j) + ":" + strings.Repeat("x", 800)}
 		}
 		if _, err := e.b.Send(ctx, "q", batch); err != nil {
 			t.Fatal(err)
@@ -90,7 +92,7 @@ func receiveDamaged(t *testing.T, ctx context.Context, obs broker.Observer, logs
 	st, _ := os.Stat(tbl)
 	flipByte(t, tbl, st.Size()/2)
 
-	opts := broker.Options{Clock: broker.NewFakeClock(t0), Observer: obs,
+	opts := broker.Options{Clock: clocktest.NewFakeClock(t0), Observer: obs,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	b, err := Open(Config{Dir: dir, Options: opts})
 	if err != nil {
@@ -100,7 +102,7 @@ func receiveDamaged(t *testing.T, ctx context.Context, obs broker.Observer, logs
 	f := front(t, b, opts)
 	zero, vis := time.Duration(0), time.Hour
 	for range 2000 {
-		ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
+		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
 		if errors.Is(err, errDamagedOnly) {
 			continue
 		}
@@ -147,11 +149,11 @@ func TestDamagedCountNamesTheAccountsQueue(t *testing.T) {
 	obs := &nameObserver{}
 	var logs lockedBuffer
 	receiveDamaged(t, ctx, obs, &logs)
-	damaged := obs.of(broker.CountDamaged)
+	damaged := obs.of(model.CountDamaged)
 	if len(damaged) == 0 {
 		t.Fatalf("nothing counted as damaged; logs:\n%s", logs.String())
 	}
-	received := obs.of(broker.CountReceived)
+	received := obs.of(model.CountReceived)
 	for name := range damaged {
 		if name != account+"/q" || received[name] == 0 {
 			t.Fatalf("damaged messages counted under %v, received under %v: want both under %q", damaged, received, account+"/q")

@@ -11,23 +11,25 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // countObserver counts the Observer's events per counter.
 type countObserver struct {
 	mu sync.Mutex
-	n  [broker.NumCounters]int
+	n  [model.NumCounters]int
 }
 
-func (o *countObserver) Count(_ string, c broker.Counter, n int) {
+func (o *countObserver) Count(_ string, c model.Counter, n int) {
 	o.mu.Lock()
 	o.n[c] += n
 	o.mu.Unlock()
 }
 func (o *countObserver) Refused(string, string)    {}
 func (o *countObserver) Synced(time.Duration, int) {}
-func (o *countObserver) get(c broker.Counter) int  { o.mu.Lock(); defer o.mu.Unlock(); return o.n[c] }
-func (o *countObserver) reset()                    { o.mu.Lock(); o.n = [broker.NumCounters]int{}; o.mu.Unlock() }
+func (o *countObserver) get(c model.Counter) int   { o.mu.Lock(); defer o.mu.Unlock(); return o.n[c] }
+func (o *countObserver) reset()                    { o.mu.Lock(); o.n = [model.NumCounters]int{}; o.mu.Unlock() }
 
 // largestTable is the path of the biggest .sst file in dir.
 func largestTable(t testing.TB, dir string) string {
@@ -66,7 +68,7 @@ func flipByte(t testing.TB, file string, off int64) {
 // middle of the biggest table, among the bodies. It returns the bodies.
 func damagedStore(t *testing.T, dir string, n int) map[string]bool {
 	t.Helper()
-	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: dir}
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: dir}
 	e.open()
 	e.createQueue("q", nil)
 	bodies := map[string]bool{}
@@ -100,7 +102,7 @@ func TestDamagedBodyIsSetAside(t *testing.T) {
 	bodies := damagedStore(t, dir, n)
 
 	obs := &countObserver{}
-	clock := broker.NewFakeClock(t0)
+	clock := clocktest.NewFakeClock(t0)
 	opts := broker.Options{Clock: clock, Logger: testLogger(t), Observer: obs}
 	b, err := Open(Config{Dir: dir, Options: opts})
 	if err != nil {
@@ -112,7 +114,7 @@ func TestDamagedBodyIsSetAside(t *testing.T) {
 	zero, vis := time.Duration(0), time.Hour
 	failed := 0
 	for range 2 * n {
-		ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
+		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
 		if errors.Is(err, errDamagedOnly) {
 			failed++
 			continue
@@ -130,7 +132,7 @@ func TestDamagedBodyIsSetAside(t *testing.T) {
 			got[d.Body] = true
 		}
 	}
-	damaged := obs.get(broker.CountDamaged)
+	damaged := obs.get(model.CountDamaged)
 	t.Logf("%d delivered, %d set aside as damaged, %d receives had nothing readable", len(got), damaged, failed)
 	if damaged == 0 || damaged > 100 {
 		t.Fatalf("%d messages set aside, want a block's worth (1..100)", damaged)
@@ -154,7 +156,7 @@ func TestDamagedBodyIsSetAside(t *testing.T) {
 	clock.Advance(2 * time.Hour)
 	again := 0
 	for {
-		ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
+		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
 		if err != nil {
 			t.Fatalf("receive after restart: %v", err)
 		}
@@ -163,7 +165,7 @@ func TestDamagedBodyIsSetAside(t *testing.T) {
 		}
 		again += len(ds)
 	}
-	if again != len(got) || obs.get(broker.CountDamaged) != 0 {
-		t.Fatalf("after restart: %d delivered (want %d), %d newly damaged (want 0)", again, len(got), obs.get(broker.CountDamaged))
+	if again != len(got) || obs.get(model.CountDamaged) != 0 {
+		t.Fatalf("after restart: %d delivered (want %d), %d newly damaged (want 0)", again, len(got), obs.get(model.CountDamaged))
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // depthMessages is how many messages TestDepth queues: SLUICE_DEPTH_MESSAGES,
@@ -62,9 +62,9 @@ func (e *env) fillDeep(queue string, n int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			entries := make([]broker.SendEntry, batch)
+			entries := make([]model.SendEntry, batch)
 			for i := range entries {
-				entries[i] = broker.SendEntry{ID: "e" + itoa(i), Body: body}
+				entries[i] = model.SendEntry{ID: "e" + itoa(i), Body: body}
 			}
 			for i := w * batch; i < n; i += workers * batch {
 				k := min(batch, n-i)
@@ -88,7 +88,7 @@ func (e *env) receiveLatency(queue string, rounds int) time.Duration {
 	e.t.Helper()
 	ctx := context.Background()
 	vis, wait := time.Minute, time.Duration(0)
-	req := broker.ReceiveRequest{Queue: queue, MaxMessages: 1, Visibility: &vis, WaitTime: &wait}
+	req := model.ReceiveRequest{Queue: queue, MaxMessages: 1, Visibility: &vis, WaitTime: &wait}
 	lat := make([]time.Duration, 0, rounds)
 	for range rounds {
 		start := time.Now()
@@ -97,7 +97,7 @@ func (e *env) receiveLatency(queue string, rounds int) time.Duration {
 		if err != nil || len(ds) != 1 {
 			e.t.Fatalf("receive: %d messages, %v", len(ds), err)
 		}
-		if _, err := e.b.Delete(ctx, queue, []broker.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
+		if _, err := e.b.Delete(ctx, queue, []model.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -144,7 +144,7 @@ func TestDepth(t *testing.T) {
 	}
 	heapOpen := heapInUse()
 	perMsgRestart := float64(int64(heapOpen)-int64(heapClosed)) / float64(n)
-	e.wantStats("deep", broker.QueueStats{Visible: int64(n - rounds - 1), InFlight: 1})
+	e.wantStats("deep", model.QueueStats{Visible: int64(n - rounds - 1), InFlight: 1})
 
 	t.Logf("depth %d: sent in %v (%.0f msgs/s); heap %.1f B/msg after sending, %.1f B/msg after restart",
 		n, fillTime.Round(time.Millisecond), float64(n)/fillTime.Seconds(), perMsg, perMsgRestart)

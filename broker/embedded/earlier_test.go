@@ -11,6 +11,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // gateFS holds the WAL syncs back while armed: the first sync to arrive
@@ -113,7 +115,7 @@ func syncWaiters() int {
 func TestAnswerWaitsForEarlierChange(t *testing.T) {
 	t.Parallel()
 	fifoSend := func(b *broker.Broker) error {
-		res, err := b.Send(context.Background(), "q.fifo", []broker.SendEntry{{Body: "x", GroupID: "g", DedupID: "d"}})
+		res, err := b.Send(context.Background(), "q.fifo", []model.SendEntry{{Body: "x", GroupID: "g", DedupID: "d"}})
 		if err == nil {
 			err = res[0].Err
 		}
@@ -124,7 +126,7 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 		setup func(t *testing.T, b *broker.Broker) (op func() error, check func(t *testing.T, b *broker.Broker))
 	}{
 		{"DuplicateSend", func(t *testing.T, b *broker.Broker) (func() error, func(*testing.T, *broker.Broker)) {
-			if _, err := b.CreateQueue(context.Background(), "q.fifo", map[string]string{broker.AttrFifoQueue: "true"}, nil); err != nil {
+			if _, err := b.CreateQueue(context.Background(), "q.fifo", map[string]string{model.AttrFifoQueue: "true"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			return func() error { return fifoSend(b) }, func(t *testing.T, b *broker.Broker) {
@@ -139,7 +141,7 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 			if _, err := b.CreateQueue(ctx, "dlq", nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			attrs := map[string]string{broker.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":3}`}
+			attrs := map[string]string{model.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":3}`}
 			return func() error {
 					_, err := b.CreateQueue(ctx, "q", attrs, nil)
 					return err
@@ -154,23 +156,23 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 			if _, err := b.CreateQueue(ctx, "q", nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Send(ctx, "q", []broker.SendEntry{{Body: "x"}}); err != nil {
+			if _, err := b.Send(ctx, "q", []model.SendEntry{{Body: "x"}}); err != nil {
 				t.Fatal(err)
 			}
 			vis, wait := time.Hour, time.Duration(0)
-			ds, err := b.Receive(ctx, broker.ReceiveRequest{Queue: "q", Visibility: &vis, WaitTime: &wait})
+			ds, err := b.Receive(ctx, model.ReceiveRequest{Queue: "q", Visibility: &vis, WaitTime: &wait})
 			if err != nil || len(ds) != 1 {
 				t.Fatalf("receive: %v %v", ds, err)
 			}
 			return func() error {
-					errs, err := b.Delete(ctx, "q", []broker.DeleteEntry{{ID: "d", Receipt: ds[0].Receipt}})
+					errs, err := b.Delete(ctx, "q", []model.DeleteEntry{{ID: "d", Receipt: ds[0].Receipt}})
 					if err == nil {
 						err = errs[0]
 					}
 					return err
 				}, func(t *testing.T, b *broker.Broker) {
 					info, err := b.GetQueue(ctx, "q")
-					if err != nil || info.Stats != (broker.QueueStats{}) {
+					if err != nil || info.Stats != (model.QueueStats{}) {
 						t.Fatalf("after the crash: %+v, %v; want the acknowledged delete kept", info.Stats, err)
 					}
 				}
@@ -181,7 +183,7 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 			t.Parallel()
 			mem := vfs.NewCrashableMem()
 			g := &gateFS{FS: mem}
-			clock := broker.NewFakeClock(t0)
+			clock := clocktest.NewFakeClock(t0)
 			b, err := Open(Config{Dir: "/data", FS: g, Options: broker.Options{Clock: clock, Logger: testLogger(t)}})
 			if err != nil {
 				t.Fatal(err)

@@ -38,6 +38,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/deadletter"
+	"github.com/sluicemq/sluice/broker/internal/lifecycle"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Config configures the embedded backend. Start from DefaultConfig.
@@ -95,7 +99,7 @@ const keyBlock = 1 << 16
 // Backend is the embedded broker.Backend. Create it with Open.
 type Backend struct {
 	opts  broker.Options
-	clock broker.Clock
+	clock model.Clock
 	log   *slog.Logger
 	db    *pebble.DB
 	fs    *syncCountFS
@@ -104,7 +108,7 @@ type Backend struct {
 	space spaceGuard
 
 	mu         sync.Mutex
-	queues     map[broker.QueueRef]*queue // by account and name: live queues only
+	queues     map[model.QueueRef]*queue // by account and name: live queues only
 	byID       map[uint64]*queue
 	nextQID    uint64 // next queue id to hand out (persisted in keyNextQueueID)
 	nextKey    uint64 // next message key
@@ -115,16 +119,16 @@ type Backend struct {
 	// moves is the move-task state (movetask.go), guarded by mu.
 	moves *moveTasks
 	// dlLog logs the moves to dead-letter queues (rate-limited).
-	dlLog *broker.DeadLetterLog
+	dlLog *deadletter.Log
 	// receipts signs and checks receipt handles with the store's key
 	// (receiptkey.go); set by Open, immutable.
-	receipts *broker.ReceiptCodec
+	receipts *model.ReceiptCodec
 
 	// life admits the calls and owns the background work: the retention
 	// sweeper (sweeper.go), the move-task runner (movetask.go) and the
 	// reclaimer; Open starts them, Close stops them.
-	life           *broker.Lifecycle
-	sweeper, mover broker.Duty
+	life           *lifecycle.Lifecycle
+	sweeper, mover lifecycle.Duty
 	reclaim        chan [2][]byte // ranges whose data was deleted, to compact
 	closeOnce      sync.Once
 	closeErr       error
@@ -138,7 +142,7 @@ type Backend struct {
 	failedOnce chan struct{} // closed when failed is set
 }
 
-var _ broker.Backend = (*Backend)(nil)
+var _ storage.Backend = (*Backend)(nil)
 
 // Open opens (or creates) the store in cfg.Dir, rebuilds the in-memory index
 // from the metadata records, and starts the background duties.
@@ -176,10 +180,10 @@ func Open(cfg Config) (*Backend, error) {
 	}
 	b := &Backend{
 		opts: opts, clock: opts.Clock, log: opts.Logger, db: db, fs: cfs, dir: cfg.Dir,
-		queues: map[broker.QueueRef]*queue{}, byID: map[uint64]*queue{},
-		life: broker.NewLifecycle(), failedOnce: make(chan struct{}),
+		queues: map[model.QueueRef]*queue{}, byID: map[uint64]*queue{},
+		life: lifecycle.New(), failedOnce: make(chan struct{}),
 		reclaim: make(chan [2][]byte, 64),
-		dlLog:   &broker.DeadLetterLog{Log: opts.Logger, Clock: opts.Clock, Observer: opts.Observer},
+		dlLog:   &deadletter.Log{Log: opts.Logger, Clock: opts.Clock, Observer: opts.Observer},
 	}
 	b.space = spaceGuard{b: b, reserve: cfg.DiskReserve}
 	if err := b.checkFormat(); err != nil {
@@ -198,8 +202,8 @@ func Open(cfg Config) (*Backend, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	b.sweeper = broker.Duty{Name: "retention sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
-	b.mover = broker.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle, Step: b.moveTick}
+	b.sweeper = lifecycle.Duty{Name: "retention sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
+	b.mover = lifecycle.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle, Step: b.moveTick}
 	b.life.Start(&b.sweeper)
 	b.life.Start(&b.mover)
 	b.life.Go(b.reclaimLoop)
@@ -295,7 +299,7 @@ func (b *Backend) enter(ctx context.Context) error {
 // failed (fail-stop); nil otherwise. (b.mu need not be held.)
 func (b *Backend) refusal() error {
 	if b.life.Closed() {
-		return broker.ClosedError()
+		return model.ClosedError()
 	}
 	return b.failure()
 }
@@ -303,7 +307,7 @@ func (b *Backend) refusal() error {
 // failure is the fail-stop refusal after a store failure, nil before one.
 func (b *Backend) failure() error {
 	if err := b.failed.Load(); err != nil {
-		return broker.Errorf(broker.ErrClosed,
+		return model.Errorf(model.ErrClosed,
 			"The store failed to write or sync (%v): this broker refuses requests until it is restarted, which recovers from its log.", *err)
 	}
 	return nil
@@ -354,7 +358,7 @@ func (b *Backend) applyLocked(batch *pebble.Batch) error {
 // commit pipeline while still holding the lock (so the WAL order is the
 // index order), and waits for the sync without it. fn returning an error
 // discards the batch; fn must then have changed nothing.
-func (b *Backend) update(ctx context.Context, name broker.QueueRef, fn func(q *queue, batch *pebble.Batch) error) error {
+func (b *Backend) update(ctx context.Context, name model.QueueRef, fn func(q *queue, batch *pebble.Batch) error) error {
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
@@ -365,7 +369,7 @@ func (b *Backend) update(ctx context.Context, name broker.QueueRef, fn func(q *q
 	if q == nil {
 		b.mu.Unlock()
 		_ = batch.Close()
-		return broker.QueueNotFoundError()
+		return model.QueueNotFoundError()
 	}
 	if err := fn(q, batch); err != nil {
 		b.mu.Unlock()

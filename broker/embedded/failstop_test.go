@@ -8,7 +8,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // syncErrFS fails every WAL sync while broken is set: a disk that reports an
@@ -70,7 +71,7 @@ func (f *syncErrFile) SyncTo(length int64) (bool, error) {
 func TestFailStopAfterSyncError(t *testing.T) {
 	t.Parallel()
 	fs := &syncErrFS{FS: vfs.Default}
-	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: t.TempDir(), fs: fs}
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: t.TempDir(), fs: fs}
 	e.open()
 	t.Cleanup(func() { _ = e.b.Close() })
 	e.createQueue("q", nil)
@@ -78,7 +79,7 @@ func TestFailStopAfterSyncError(t *testing.T) {
 
 	fs.broken.Store(true)
 	ctx := context.Background()
-	if _, err := e.b.Send(ctx, "q", []broker.SendEntry{{Body: "during"}}); err == nil {
+	if _, err := e.b.Send(ctx, "q", []model.SendEntry{{Body: "during"}}); err == nil {
 		t.Fatal("a send whose sync failed was acknowledged")
 	}
 	select {
@@ -87,10 +88,10 @@ func TestFailStopAfterSyncError(t *testing.T) {
 		t.Fatal("Failed() not closed after a failed sync")
 	}
 	fs.broken.Store(false)
-	if _, err := e.b.Send(ctx, "q", []broker.SendEntry{{Body: "after"}}); !errors.Is(err, broker.ErrClosed) {
+	if _, err := e.b.Send(ctx, "q", []model.SendEntry{{Body: "after"}}); !errors.Is(err, model.ErrClosed) {
 		t.Fatalf("send after a failed sync = %v, want ErrClosed (fail-stop until restart)", err)
 	}
-	if _, err := e.b.GetQueue(ctx, "q"); !errors.Is(err, broker.ErrClosed) {
+	if _, err := e.b.GetQueue(ctx, "q"); !errors.Is(err, model.ErrClosed) {
 		t.Fatalf("GetQueue after a failed sync = %v, want ErrClosed", err)
 	}
 

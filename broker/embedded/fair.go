@@ -1,6 +1,9 @@
 package embedded
 
-import "github.com/sluicemq/sluice/broker"
+import (
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
+)
 
 // Fair queues (the rule: broker/fair.go).
 //
@@ -39,7 +42,7 @@ type tenantTurns struct {
 }
 
 // newFairState is the fair state of a new or purged queue: nil for FIFO.
-func newFairState(c broker.QueueConfig) map[int]*fairLevel {
+func newFairState(c model.QueueConfig) map[int]*fairLevel {
 	if c.Fifo {
 		return nil
 	}
@@ -57,13 +60,13 @@ func (q *queue) fairInsert(m *msg) {
 		lvl = &fairLevel{tenants: map[string]*tenantTurns{}}
 		q.fair[int(m.priority)] = lvl
 	}
-	tenant := broker.Tenant(q.Config, m.groupID())
+	tenant := plan.Tenant(q.Config, m.groupID())
 	tt := lvl.tenants[tenant]
 	if tt == nil {
 		tt = &tenantTurns{}
 		lvl.tenants[tenant] = tt
 	}
-	m.turn = broker.NextTurn(tt.last, lvl.cursor)
+	m.turn = plan.NextTurn(tt.last, lvl.cursor)
 	tt.last = m.turn
 	tt.live++
 }
@@ -71,7 +74,7 @@ func (q *queue) fairInsert(m *msg) {
 // fairClaimed advances m's level's cursor: a receive claimed m.
 func (q *queue) fairClaimed(m *msg) {
 	if lvl := q.fair[int(m.priority)]; lvl != nil {
-		lvl.cursor = broker.AdvanceCursor(lvl.cursor, m.turn)
+		lvl.cursor = plan.AdvanceCursor(lvl.cursor, m.turn)
 	}
 }
 
@@ -81,7 +84,7 @@ func (q *queue) fairDrop(m *msg) {
 	if lvl == nil {
 		return
 	}
-	tenant := broker.Tenant(q.Config, m.groupID())
+	tenant := plan.Tenant(q.Config, m.groupID())
 	tt := lvl.tenants[tenant]
 	if tt == nil {
 		return

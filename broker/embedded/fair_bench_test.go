@@ -8,7 +8,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The fair-queue benchmarks run on an in-memory filesystem: without the
@@ -18,7 +19,7 @@ import (
 // setupMem is setup on vfs.NewMem (nothing survives the benchmark).
 func setupMem(b *testing.B) *env {
 	b.Helper()
-	e := &env{t: b, clock: broker.NewFakeClock(t0), dir: "/bench", fs: vfs.NewMem()}
+	e := &env{t: b, clock: clocktest.NewFakeClock(t0), dir: "/bench", fs: vfs.NewMem()}
 	e.open()
 	b.Cleanup(func() { _ = e.be.Close() })
 	return e
@@ -27,9 +28,9 @@ func setupMem(b *testing.B) *env {
 // fill sends n messages of tenant (MessageGroupId) to queue, ten per call.
 func (e *env) fill(queue, tenant string, n int) {
 	e.t.Helper()
-	batch := make([]broker.SendEntry, 0, 10)
+	batch := make([]model.SendEntry, 0, 10)
 	for i := 0; i < n; i++ {
-		batch = append(batch, broker.SendEntry{ID: fmt.Sprint("e", len(batch)), Body: "noise", GroupID: tenant})
+		batch = append(batch, model.SendEntry{ID: fmt.Sprint("e", len(batch)), Body: "noise", GroupID: tenant})
 		if len(batch) == cap(batch) || i == n-1 {
 			if _, err := e.b.Send(context.Background(), queue, batch); err != nil {
 				e.t.Fatal(err)
@@ -54,11 +55,11 @@ func BenchmarkFairQuietTenant(b *testing.B) {
 			e.fill("q", "noisy", backlog)
 			ctx := context.Background()
 			vis, wait := time.Hour, time.Duration(0)
-			req := broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait}
+			req := model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait}
 			served := 0
 			b.ResetTimer()
 			for range b.N {
-				if _, err := e.b.Send(ctx, "q", []broker.SendEntry{{Body: "quiet", GroupID: "quiet"}}); err != nil {
+				if _, err := e.b.Send(ctx, "q", []model.SendEntry{{Body: "quiet", GroupID: "quiet"}}); err != nil {
 					b.Fatal(err)
 				}
 				consumed, found := 0, false
@@ -67,9 +68,9 @@ func BenchmarkFairQuietTenant(b *testing.B) {
 					if err != nil || len(ds) == 0 {
 						b.Fatalf("receive: %d messages, %v", len(ds), err)
 					}
-					entries := make([]broker.DeleteEntry, len(ds))
+					entries := make([]model.DeleteEntry, len(ds))
 					for i, d := range ds {
-						entries[i] = broker.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
+						entries[i] = model.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
 						if d.GroupID == "quiet" {
 							found = true
 							continue
@@ -104,11 +105,11 @@ func BenchmarkFairSendReceive(b *testing.B) {
 			e := setupMem(b)
 			e.createQueue("q", nil)
 			ctx := context.Background()
-			batch := make([]broker.SendEntry, 10)
+			batch := make([]model.SendEntry, 10)
 			k := 0
 			send := func() {
 				for i := range batch {
-					batch[i] = broker.SendEntry{ID: fmt.Sprint("e", i), Body: "body", GroupID: fmt.Sprint("t", k%tenants)}
+					batch[i] = model.SendEntry{ID: fmt.Sprint("e", i), Body: "body", GroupID: fmt.Sprint("t", k%tenants)}
 					k++
 				}
 				if _, err := e.b.Send(ctx, "q", batch); err != nil {
@@ -119,7 +120,7 @@ func BenchmarkFairSendReceive(b *testing.B) {
 				send()
 			}
 			vis, wait := time.Hour, time.Duration(0)
-			req := broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait}
+			req := model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait}
 			b.ResetTimer()
 			for range b.N {
 				send()
@@ -127,9 +128,9 @@ func BenchmarkFairSendReceive(b *testing.B) {
 				if err != nil || len(ds) != 10 {
 					b.Fatalf("receive: %d messages, %v", len(ds), err)
 				}
-				entries := make([]broker.DeleteEntry, len(ds))
+				entries := make([]model.DeleteEntry, len(ds))
 				for i, d := range ds {
-					entries[i] = broker.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
+					entries[i] = model.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
 				}
 				if _, err := e.b.Delete(ctx, "q", entries); err != nil {
 					b.Fatal(err)
@@ -148,7 +149,7 @@ func BenchmarkFairSendReceive(b *testing.B) {
 func BenchmarkFairIndex(b *testing.B) {
 	for _, tenants := range []int{1, 100} {
 		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
-			q := newQueue(queueRecord{ID: 1, Name: "q", Config: broker.DefaultQueueConfig(false)})
+			q := newQueue(queueRecord{ID: 1, Name: "q", Config: model.DefaultQueueConfig(false)})
 			groups := make([]string, tenants)
 			for i := range groups {
 				groups[i] = fmt.Sprint("t", i)

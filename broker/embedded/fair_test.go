@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // sendTenants sends n messages for each of tenants to queue at priority p
@@ -15,11 +15,11 @@ func (e *env) sendTenants(queue string, p, n int, tenants ...string) {
 	e.t.Helper()
 	for _, tenant := range tenants {
 		for i := 0; i < n; i++ {
-			entry := broker.SendEntry{Body: fmt.Sprint(tenant, i), GroupID: tenant}
+			entry := model.SendEntry{Body: fmt.Sprint(tenant, i), GroupID: tenant}
 			if p != 0 {
-				entry.Attributes = map[string]broker.MessageAttribute{broker.MsgAttrPriority: {DataType: "Number", StringValue: fmt.Sprint(p)}}
+				entry.Attributes = map[string]model.MessageAttribute{model.MsgAttrPriority: {DataType: "Number", StringValue: fmt.Sprint(p)}}
 			}
-			res, err := e.b.Send(context.Background(), queue, []broker.SendEntry{entry})
+			res, err := e.b.Send(context.Background(), queue, []model.SendEntry{entry})
 			if err != nil || res[0].Err != nil {
 				e.t.Fatalf("send: %v %v", err, res)
 			}
@@ -31,7 +31,7 @@ func (e *env) sendTenants(queue string, p, n int, tenants ...string) {
 func (e *env) fairEntries(queue string) (levels, tenants int) {
 	e.be.mu.Lock()
 	defer e.be.mu.Unlock()
-	q := e.be.queues[broker.QueueRef{Name: queue}]
+	q := e.be.queues[model.QueueRef{Name: queue}]
 	for _, lvl := range q.fair {
 		levels++
 		tenants += len(lvl.tenants)
@@ -54,8 +54,8 @@ func TestFairStateBounded(t *testing.T) {
 	e := setup(t)
 	e.createQueue("dlq", nil)
 	e.createQueue("q", map[string]string{
-		broker.AttrMessageRetentionPeriod: "60",
-		broker.AttrRedrivePolicy:          `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`,
+		model.AttrMessageRetentionPeriod: "60",
+		model.AttrRedrivePolicy:          `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`,
 	})
 	tenants := []string{"a", "b", "c", ""}
 	e.sendTenants("q", 0, 3, tenants...)
@@ -66,7 +66,7 @@ func TestFairStateBounded(t *testing.T) {
 	ds := e.receive("q", 10, time.Minute)
 	ctx := context.Background()
 	for _, d := range ds {
-		if _, err := e.b.Delete(ctx, "q", []broker.DeleteEntry{{ID: "d", Receipt: d.Receipt}}); err != nil {
+		if _, err := e.b.Delete(ctx, "q", []model.DeleteEntry{{ID: "d", Receipt: d.Receipt}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,13 +95,13 @@ func TestFairStateBounded(t *testing.T) {
 	e.wantFairEntries("dlq", 0, 0)
 
 	// At-most-once: a receive removes the message.
-	e.createQueue("amo", map[string]string{broker.AttrDeliveryMode: broker.DeliveryAtMostOnce})
+	e.createQueue("amo", map[string]string{model.AttrDeliveryMode: model.DeliveryAtMostOnce})
 	e.sendTenants("amo", 0, 2, "a", "b")
 	e.receive("amo", 10, time.Minute)
 	e.wantFairEntries("amo", 0, 0)
 
 	// FIFO queues keep none.
-	e.createQueue("f.fifo", map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"})
+	e.createQueue("f.fifo", map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true"})
 	e.sendTenants("f.fifo", 0, 2, "a", "b")
 	e.wantFairEntries("f.fifo", 0, 0)
 }
@@ -118,7 +118,7 @@ func TestFairTurnsAfterRestart(t *testing.T) {
 	turns := func() map[string][]uint64 {
 		e.be.mu.Lock()
 		defer e.be.mu.Unlock()
-		q := e.be.queues[broker.QueueRef{Name: "q"}]
+		q := e.be.queues[model.QueueRef{Name: "q"}]
 		out := map[string][]uint64{}
 		for k := uint64(0); k < e.be.nextKey; k++ {
 			if m := q.msgs[k]; m != nil {

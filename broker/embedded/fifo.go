@@ -7,7 +7,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // FIFO queues.
@@ -243,7 +244,7 @@ func (b *Backend) claimFifoLocked(q *queue, batch *pebble.Batch, n int, vis, now
 			}
 			leased = append(leased, m)
 			out = append(out, claimed{key: m.key, lease: m.lease, msg: messageOf(m),
-				receipt: b.receipts.Encode(broker.Receipt{QueueID: q.ID, Key: m.key, Lease: m.lease})})
+				receipt: b.receipts.Encode(model.Receipt{QueueID: q.ID, Key: m.key, Lease: m.lease})})
 			taken++
 		}
 	}
@@ -251,7 +252,7 @@ func (b *Backend) claimFifoLocked(q *queue, batch *pebble.Batch, n int, vis, now
 		q.place(m, now)
 	}
 	if attemptID != "" && len(out) > 0 {
-		a := &attempt{id: attemptID, expiresAt: now + int64(broker.AttemptWindow)}
+		a := &attempt{id: attemptID, expiresAt: now + int64(model.AttemptWindow)}
 		for _, c := range out {
 			a.items = append(a.items, attemptItem{key: c.key, lease: c.lease, receipt: c.receipt})
 			q.fifo.byMsg[c.key] = a
@@ -264,8 +265,8 @@ func (b *Backend) claimFifoLocked(q *queue, batch *pebble.Batch, n int, vis, now
 }
 
 // messageOf is the metadata part of a delivery of m.
-func messageOf(m *msg) broker.Message {
-	out := broker.Message{
+func messageOf(m *msg) model.Message {
+	out := model.Message{
 		SentAt: fromNanos(m.sentAt), GroupID: m.groupID(), DedupID: m.dedupID(),
 		Priority: int(m.priority), ReceiveCount: int(m.receiveCount),
 		Attempts: int(m.attempts), MaxAttempts: int(m.maxAttempts),
@@ -273,7 +274,7 @@ func messageOf(m *msg) broker.Message {
 		FailureReason: m.failureReason(), DeadLetterSource: m.deadLetterSource(),
 	}
 	if m.seq() != 0 {
-		out.SequenceNumber = broker.FormatSequenceNumber(m.seq())
+		out.SequenceNumber = model.FormatSequenceNumber(m.seq())
 	}
 	return out
 }
@@ -290,12 +291,12 @@ func (q *queue) replayAttemptLocked(id string, now int64) (claims []claimed, ok 
 		return nil, false, nil
 	}
 	if a.invalid {
-		return nil, true, broker.AttemptNotRetryableError(id)
+		return nil, true, model.AttemptNotRetryableError(id)
 	}
 	for _, it := range a.items {
 		m := q.msgs[it.key]
 		if m == nil || m.lease != it.lease || m.state != stateInflight || m.visibleAt <= now {
-			return nil, true, broker.AttemptNotRetryableError(id)
+			return nil, true, model.AttemptNotRetryableError(id)
 		}
 		claims = append(claims, claimed{key: it.key, lease: it.lease, msg: messageOf(m), receipt: it.receipt})
 	}
@@ -342,7 +343,7 @@ func (f *fifoState) duplicateLocked(key string, now int64) *dedupEntry {
 
 // rememberLocked puts a dedup key in the window, in memory and in batch.
 func (q *queue) rememberLocked(batch *pebble.Batch, key, messageID string, seq uint64, now int64) {
-	d := &dedupEntry{key: key, expiresAt: now + int64(broker.DedupWindow), messageID: messageID, seq: seq}
+	d := &dedupEntry{key: key, expiresAt: now + int64(model.DedupWindow), messageID: messageID, seq: seq}
 	q.fifo.dedup[key] = d
 	q.fifo.dedupOrder = append(q.fifo.dedupOrder, d)
 	_ = batch.Set(fifoKey(q.ID, kindDedup, key), d.encode(), nil)
@@ -383,11 +384,11 @@ func (b *Backend) gcFifoLocked(q *queue, batch *pebble.Batch, now int64) {
 // queue dlq under key nm.key, by broker.PlanDeadLetter (a new sequence
 // number is the new key).
 func deadLetter(nm *msg, body []byte, dlqFifo bool, now int64) {
-	var m broker.Message
+	var m model.Message
 	if decodeBody(body, &m) != nil {
 		m.ID = "" // unreadable: no message id to take as dedup id
 	}
-	d := broker.PlanDeadLetter(m.ID, fromNanos(nm.sentAt), dlqFifo, fromNanos(now))
+	d := plan.DeadLetter(m.ID, fromNanos(nm.sentAt), dlqFifo, fromNanos(now))
 	if d.DedupID != "" {
 		nm.setDedupID(d.DedupID)
 	}
@@ -468,7 +469,7 @@ func decodeAttempt(id string, v []byte) (*attempt, error) {
 		dec.b = dec.b[1:]
 	}
 	n := dec.uvarint()
-	if n > broker.MaxReceiveMessages {
+	if n > model.MaxReceiveMessages {
 		return nil, errCorrupt
 	}
 	for i := uint64(0); i < n && dec.err == nil; i++ {

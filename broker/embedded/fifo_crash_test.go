@@ -16,6 +16,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // checkFifoIndex checks the FIFO part of every queue's index against its
@@ -117,7 +119,7 @@ func TestFifoCrashLoad(t *testing.T) {
 func fifoCrashRound(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0xf1f0))
 	fs := vfs.NewCrashableMem()
-	clock := broker.NewFakeClock(t0)
+	clock := clocktest.NewFakeClock(t0)
 	opts := broker.Options{Clock: clock, Logger: testLogger(t)}
 	b, err := Open(Config{Dir: "/data", FS: fs, Options: opts})
 	if err != nil {
@@ -130,7 +132,7 @@ func fifoCrashRound(t *testing.T, seed uint64) {
 	defer cancel()
 	f := front(t, b, opts)
 	const queue = "q.fifo"
-	if _, err := f.CreateQueue(context.Background(), queue, map[string]string{broker.AttrFifoQueue: "true", broker.AttrVisibilityTimeout: "4"}, nil); err != nil {
+	if _, err := f.CreateQueue(context.Background(), queue, map[string]string{model.AttrFifoQueue: "true", model.AttrVisibilityTimeout: "4"}, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -156,10 +158,10 @@ func fifoCrashRound(t *testing.T, seed uint64) {
 			r := rand.New(rand.NewPCG(seed, uint64(g)))
 			for n := 0; !stopped(); {
 				k := 1 + r.IntN(3)
-				entries := make([]broker.SendEntry, k)
+				entries := make([]model.SendEntry, k)
 				for i := range entries {
 					body := fmt.Sprintf("g%d-%06d", g, n+i)
-					entries[i] = broker.SendEntry{ID: fmt.Sprint("e", i), Body: body, GroupID: fmt.Sprint("g", g), DedupID: body}
+					entries[i] = model.SendEntry{ID: fmt.Sprint("e", i), Body: body, GroupID: fmt.Sprint("g", g), DedupID: body}
 				}
 				res, err := f.Send(ctx, queue, entries)
 				if err != nil {
@@ -180,18 +182,18 @@ func fifoCrashRound(t *testing.T, seed uint64) {
 	// (not one whose lease ended and was taken again: a stale receipt, which
 	// the front answers as a success) counts as acknowledged. It reports
 	// false once the backend is closed.
-	del := func(d broker.Delivery) bool {
+	del := func(d model.Delivery) bool {
 		r, err := b.receipts.Decode(d.Receipt)
 		if err != nil {
 			fail(err)
 			return false
 		}
 		h.tryDelete(d.Body)
-		outs, err := b.Delete(ctx, broker.QueueRef{Name: queue}, []broker.Receipt{r})
+		outs, err := b.Delete(ctx, model.QueueRef{Name: queue}, []model.Receipt{r})
 		if err != nil {
 			return false
 		}
-		if outs[0] == broker.LeaseApplied {
+		if outs[0] == model.LeaseApplied {
 			h.ackDelete(d.Body)
 		}
 		return true
@@ -204,7 +206,7 @@ func fifoCrashRound(t *testing.T, seed uint64) {
 			for !stopped() {
 				vis := []time.Duration{0, time.Second, 4 * time.Second}[r.IntN(3)]
 				wait := []time.Duration{0, 0, time.Second}[r.IntN(3)]
-				ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: queue, MaxMessages: 1 + r.IntN(10), Visibility: &vis, WaitTime: &wait})
+				ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: queue, MaxMessages: 1 + r.IntN(10), Visibility: &vis, WaitTime: &wait})
 				if err != nil {
 					return
 				}
@@ -216,11 +218,11 @@ func fifoCrashRound(t *testing.T, seed uint64) {
 							return
 						}
 					case x < 80:
-						if _, err := f.ChangeVisibility(ctx, queue, []broker.VisibilityEntry{{ID: "v", Receipt: d.Receipt}}); err != nil {
+						if _, err := f.ChangeVisibility(ctx, queue, []model.VisibilityEntry{{ID: "v", Receipt: d.Receipt}}); err != nil {
 							return
 						}
 					case x < 90:
-						errs, err := f.ChangeVisibility(ctx, queue, []broker.VisibilityEntry{{ID: "v", Receipt: d.Receipt, Timeout: 6 * time.Second}})
+						errs, err := f.ChangeVisibility(ctx, queue, []model.VisibilityEntry{{ID: "v", Receipt: d.Receipt, Timeout: 6 * time.Second}})
 						if err != nil {
 							return
 						}
@@ -314,18 +316,18 @@ func drainFifo(t *testing.T, what string, f *broker.Broker, queue string, sent, 
 	found := map[string]bool{}
 	for {
 		vis, wait := time.Hour, time.Duration(0)
-		ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: queue, MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
+		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: queue, MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
 		if err != nil {
 			t.Fatalf("%s: drain: %v", what, err)
 		}
 		if len(ds) == 0 {
 			break
 		}
-		entries := make([]broker.DeleteEntry, len(ds))
+		entries := make([]model.DeleteEntry, len(ds))
 		for i, d := range ds {
 			got[d.GroupID] = append(got[d.GroupID], d.Body)
 			found[d.Body] = true
-			entries[i] = broker.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
+			entries[i] = model.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
 		}
 		errs, err := f.Delete(ctx, queue, entries)
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // writeFormat1 writes, with Pebble alone, a data directory as the previous
@@ -20,7 +22,7 @@ func writeFormat1(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := queueRecord{ID: 7, Name: "old", Config: broker.DefaultQueueConfig(false), CreatedAt: t0, ModifiedAt: t0}
+	rec := queueRecord{ID: 7, Name: "old", Config: model.DefaultQueueConfig(false), CreatedAt: t0, ModifiedAt: t0}
 	meta := []byte{metaV1, byte(stateReady)}
 	meta = binary.AppendVarint(meta, t0.UnixNano()) // visibleAt
 	meta = binary.AppendUvarint(meta, 0)            // lease
@@ -31,7 +33,7 @@ func writeFormat1(t *testing.T, dir string) {
 	meta = binary.AppendUvarint(meta, 0)            // seq
 	meta = binary.AppendUvarint(meta, 5)            // size
 	meta = appendStr(appendStr(appendStr(meta, ""), ""), "")
-	body := encodeBody("id-from-format-1", &broker.SendEntry{Body: "hello"})
+	body := encodeBody("id-from-format-1", &model.SendEntry{Body: "hello"})
 	b := db.NewBatch()
 	_ = b.Set(keyNextQueueID, u64Bytes(8), nil)
 	_ = b.Set(keyKeyCeiling, u64Bytes(1<<16), nil)
@@ -51,7 +53,7 @@ func writeFormat1(t *testing.T, dir string) {
 // marked with the current format.
 func TestOpenPreviousFormat(t *testing.T) {
 	t.Parallel()
-	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: t.TempDir()}
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: t.TempDir()}
 	writeFormat1(t, e.dir)
 	e.open()
 	t.Cleanup(func() { _ = e.be.Close() })
@@ -63,7 +65,7 @@ func TestOpenPreviousFormat(t *testing.T) {
 		t.Fatalf("format record %d, %v; want %d", v, err, formatCurrent)
 	}
 	e.restart()
-	e.wantStats("old", broker.QueueStats{InFlight: 1})
+	e.wantStats("old", model.QueueStats{InFlight: 1})
 }
 
 // TestOpenRefusesNewerFormat: a directory of a newer format is refused with

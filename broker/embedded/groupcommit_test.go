@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestGroupCommit shows that concurrent senders share WAL syncs: 32 senders
@@ -25,7 +25,7 @@ func TestGroupCommit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perSender {
-				res, err := e.b.Send(context.Background(), "q", []broker.SendEntry{{Body: fmt.Sprintf("%d-%d", s, i)}})
+				res, err := e.b.Send(context.Background(), "q", []model.SendEntry{{Body: fmt.Sprintf("%d-%d", s, i)}})
 				if err == nil {
 					err = res[0].Err
 				}
@@ -51,7 +51,7 @@ func TestGroupCommit(t *testing.T) {
 	if ratio <= 1 {
 		t.Fatalf("sends/sync = %.2f, want > 1 (group commit)", ratio)
 	}
-	e.wantStats("q", broker.QueueStats{Visible: int64(sends)})
+	e.wantStats("q", model.QueueStats{Visible: int64(sends)})
 }
 
 // TestEveryChangeSyncs shows that each kind of state change is synced before
@@ -70,15 +70,15 @@ func TestEveryChangeSyncs(t *testing.T) {
 	}
 	step("create queue", func() { e.createQueue("q", nil) })
 	step("send", func() { e.send("q", "a", "b") })
-	var ds []broker.Delivery
+	var ds []model.Delivery
 	step("receive", func() { ds = e.receive("q", 2, 30e9) })
 	step("change visibility", func() {
-		if _, err := e.b.ChangeVisibility(ctx, "q", []broker.VisibilityEntry{{Receipt: ds[0].Receipt, Timeout: 60e9}}); err != nil {
+		if _, err := e.b.ChangeVisibility(ctx, "q", []model.VisibilityEntry{{Receipt: ds[0].Receipt, Timeout: 60e9}}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	step("delete", func() {
-		if _, err := e.b.Delete(ctx, "q", []broker.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
+		if _, err := e.b.Delete(ctx, "q", []model.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -27,7 +29,7 @@ func testLogger(t testing.TB) *slog.Logger {
 // reopenable to simulate a restart.
 type env struct {
 	t     testing.TB
-	clock *broker.FakeClock
+	clock *clocktest.FakeClock
 	dir   string
 	fs    vfs.FS
 	be    *Backend       // the backend under test
@@ -36,7 +38,7 @@ type env struct {
 
 func setup(t testing.TB) *env {
 	t.Helper()
-	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: t.TempDir()}
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: t.TempDir()}
 	e.open()
 	t.Cleanup(func() { _ = e.be.Close() })
 	return e
@@ -71,7 +73,7 @@ func (e *env) restart() {
 	e.open()
 }
 
-func (e *env) createQueue(name string, attrs map[string]string) broker.Queue {
+func (e *env) createQueue(name string, attrs map[string]string) model.Queue {
 	e.t.Helper()
 	q, err := e.b.CreateQueue(context.Background(), name, attrs, nil)
 	if err != nil {
@@ -80,11 +82,11 @@ func (e *env) createQueue(name string, attrs map[string]string) broker.Queue {
 	return q
 }
 
-func (e *env) send(queue string, bodies ...string) []broker.SendResult {
+func (e *env) send(queue string, bodies ...string) []model.SendResult {
 	e.t.Helper()
-	entries := make([]broker.SendEntry, len(bodies))
+	entries := make([]model.SendEntry, len(bodies))
 	for i, body := range bodies {
-		entries[i] = broker.SendEntry{ID: "e" + itoa(i), Body: body}
+		entries[i] = model.SendEntry{ID: "e" + itoa(i), Body: body}
 	}
 	res, err := e.b.Send(context.Background(), queue, entries)
 	if err != nil {
@@ -98,17 +100,17 @@ func (e *env) send(queue string, bodies ...string) []broker.SendResult {
 	return res
 }
 
-func (e *env) receive(queue string, max int, vis time.Duration) []broker.Delivery {
+func (e *env) receive(queue string, max int, vis time.Duration) []model.Delivery {
 	e.t.Helper()
 	zero := time.Duration(0)
-	ds, err := e.b.Receive(context.Background(), broker.ReceiveRequest{Queue: queue, MaxMessages: max, Visibility: &vis, WaitTime: &zero})
+	ds, err := e.b.Receive(context.Background(), model.ReceiveRequest{Queue: queue, MaxMessages: max, Visibility: &vis, WaitTime: &zero})
 	if err != nil {
 		e.t.Fatalf("receive: %v", err)
 	}
 	return ds
 }
 
-func (e *env) stats(queue string) broker.QueueStats {
+func (e *env) stats(queue string) model.QueueStats {
 	e.t.Helper()
 	info, err := e.b.GetQueue(context.Background(), queue)
 	if err != nil {
@@ -118,7 +120,7 @@ func (e *env) stats(queue string) broker.QueueStats {
 }
 
 // wantStats checks the three counts of a queue (not OldestSentAt).
-func (e *env) wantStats(queue string, want broker.QueueStats) {
+func (e *env) wantStats(queue string, want model.QueueStats) {
 	e.t.Helper()
 	got := e.stats(queue)
 	got.OldestSentAt = want.OldestSentAt

@@ -4,7 +4,8 @@ import (
 	"container/heap"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // msgState is where a message sits in its queue's schedule. It is also stored
@@ -111,16 +112,16 @@ func newQueue(rec queueRecord) *queue {
 	return q
 }
 
-func (q *queue) info() broker.QueueInfo {
-	cfg, _ := broker.ApplyAttributes(q.Config, nil) // deep copy
+func (q *queue) info() model.QueueInfo {
+	cfg, _ := model.ApplyAttributes(q.Config, nil) // deep copy
 	tags := make(map[string]string, len(q.Tags))
 	for k, v := range q.Tags {
 		tags[k] = v
 	}
-	return broker.QueueInfo{
-		Queue: broker.Queue{ID: q.ID, Account: q.Account, Name: q.Name, Config: cfg, Tags: tags,
+	return model.QueueInfo{
+		Queue: model.Queue{ID: q.ID, Account: q.Account, Name: q.Name, Config: cfg, Tags: tags,
 			CreatedAt: q.CreatedAt, ModifiedAt: q.ModifiedAt},
-		Stats: broker.QueueStats{Visible: int64(len(q.ready)), InFlight: q.inflight, Delayed: q.delayed,
+		Stats: model.QueueStats{Visible: int64(len(q.ready)), InFlight: q.inflight, Delayed: q.delayed,
 			OldestSentAt: q.oldestSentAt()},
 	}
 }
@@ -303,18 +304,18 @@ func (q *queue) promote(now int64) bool {
 			continue
 		}
 		// The lease ended unsettled at m.visibleAt.
-		plan := broker.PlanLeaseExpiry(q.Config, m.facts(), fromNanos(m.visibleAt))
-		if plan.SetReason {
-			m.setFailureReason(plan.Reason) // written with the next change of the record
+		lp := plan.LeaseExpiry(q.Config, m.facts(), fromNanos(m.visibleAt))
+		if lp.SetReason {
+			m.setFailureReason(lp.Reason) // written with the next change of the record
 		}
-		m.attempts = int32(plan.Attempts)
+		m.attempts = int32(lp.Attempts)
 		switch {
-		case plan.Fate == broker.FateDeadLetter:
+		case lp.Fate == plan.FateDeadLetter:
 			m.state = stateDoomed // still counted in flight, the group still held
 			q.doomed = append(q.doomed, m)
 			continue
-		case plan.Fate == broker.FateDelayed && nanos(plan.At) > now:
-			m.state, m.visibleAt = stateBackoff, nanos(plan.At)
+		case lp.Fate == plan.FateDelayed && nanos(lp.At) > now:
+			m.state, m.visibleAt = stateBackoff, nanos(lp.At)
 			q.inflight--
 			q.delayed++
 			heap.Push(&q.timed, m)
@@ -323,7 +324,7 @@ func (q *queue) promote(now int64) bool {
 			continue
 		}
 		q.inflight--
-		m.state, m.visibleAt = stateReady, nanos(plan.At)
+		m.state, m.visibleAt = stateReady, nanos(lp.At)
 		heap.Push(&q.ready, m)
 		q.fifoLeased(m, -1)
 		moved = true
@@ -335,8 +336,8 @@ func (q *queue) promote(now int64) bool {
 }
 
 // facts is what the retry planners know of m.
-func (m *msg) facts() broker.LeaseFacts {
-	return broker.LeaseFacts{MessageID: m.id(), Attempts: int(m.attempts), MaxAttempts: int(m.maxAttempts)}
+func (m *msg) facts() plan.LeaseFacts {
+	return plan.LeaseFacts{MessageID: m.id(), Attempts: int(m.attempts), MaxAttempts: int(m.maxAttempts)}
 }
 
 // expired reports whether m is past its queue's retention at now.

@@ -5,11 +5,12 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Send implements broker.Backend.
-func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, error) {
+func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []model.SendEntry) ([]model.SendResult, error) {
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -22,18 +23,18 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 	q := b.queues[queueName]
 	if q == nil {
 		b.mu.Unlock()
-		return nil, broker.QueueNotFoundError()
+		return nil, model.QueueNotFoundError()
 	}
 	cfg := q.Config // read-only copy: the maps inside are never mutated in place
 	depth := q.depth()
 	b.mu.Unlock()
-	plans, err := broker.PlanSend(cfg, queueName.Name, depth, entries)
+	plans, err := plan.Send(cfg, queueName.Name, depth, entries)
 	if err != nil {
 		return nil, err
 	}
 
 	// Encode bodies without the lock.
-	results := make([]broker.SendResult, len(entries))
+	results := make([]model.SendResult, len(entries))
 	bodies := make([][]byte, len(entries))
 	for i := range entries {
 		results[i].ID, results[i].Err, results[i].MessageID = entries[i].ID, plans[i].Err, plans[i].MessageID
@@ -47,7 +48,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 	if q.deleted {
 		b.mu.Unlock()
 		_ = batch.Close()
-		return nil, broker.QueueNotFoundError()
+		return nil, model.QueueNotFoundError()
 	}
 	// b.mu was dropped since PlanSend read the depth: admit the send again
 	// against the depth and limits of now, so that MaxDepth is exact.
@@ -60,7 +61,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 			}
 		}
 	}
-	if err := broker.AdmitSend(q.Config, queueName.Name, q.depth(), n, low); err != nil {
+	if err := plan.AdmitSend(q.Config, queueName.Name, q.depth(), n, low); err != nil {
 		b.mu.Unlock()
 		_ = batch.Close()
 		return nil, err
@@ -80,13 +81,13 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 			// original is in this same batch).
 			if d := q.fifo.duplicateLocked(p.DedupKey, now); d != nil {
 				results[i].MessageID = d.messageID
-				results[i].SequenceNumber = broker.FormatSequenceNumber(d.seq)
+				results[i].SequenceNumber = model.FormatSequenceNumber(d.seq)
 				continue
 			}
 		}
 		m := &msg{
 			key: b.allocKey(batch), state: stateReady, visibleAt: now, sentAt: now,
-			priority: int32(p.Priority), size: int32(broker.MessageSize(e.Body, e.Attributes)),
+			priority: int32(p.Priority), size: int32(model.MessageSize(e.Body, e.Attributes)),
 			pos: -1, agePos: -1, maxAttempts: int32(p.MaxAttempts),
 		}
 		m.setID(p.MessageID)
@@ -94,7 +95,7 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 		m.setDedupID(p.DedupID)
 		if q.fifo != nil {
 			m.setSeq(m.key) // keys are the queue's send order and never reused
-			results[i].SequenceNumber = broker.FormatSequenceNumber(m.key)
+			results[i].SequenceNumber = model.FormatSequenceNumber(m.key)
 			q.rememberLocked(batch, p.DedupKey, results[i].MessageID, m.key, now)
 		}
 		if p.Delay > 0 {
@@ -118,22 +119,22 @@ func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries [
 // for a receipt of another queue, LeaseStale with m == nil when the message
 // is gone, was leased again, or is delayed after a failure (backing off or
 // snoozed), LeaseApplied with the message otherwise.
-func lookupLease(q *queue, r broker.Receipt) (*msg, broker.LeaseOutcome) {
+func lookupLease(q *queue, r model.Receipt) (*msg, model.LeaseOutcome) {
 	if r.QueueID != q.ID {
-		return nil, broker.LeaseOtherQueue
+		return nil, model.LeaseOtherQueue
 	}
 	m := q.msgs[r.Key]
 	if m == nil || r.Lease == 0 || m.lease != r.Lease || m.state == stateBackoff {
-		return nil, broker.LeaseStale
+		return nil, model.LeaseStale
 	}
-	return m, broker.LeaseApplied
+	return m, model.LeaseApplied
 }
 
 // Delete implements broker.Backend. A receipt whose lease version matches
 // deletes the message even if the lease expired (and it was not received
 // again), except on a FIFO queue (LeaseEnded).
-func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipts []broker.Receipt) ([]broker.LeaseOutcome, error) {
-	out := make([]broker.LeaseOutcome, len(receipts))
+func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts []model.Receipt) ([]model.LeaseOutcome, error) {
+	out := make([]model.LeaseOutcome, len(receipts))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
 		// A FIFO lease that ended must be seen as ended, and a lease that
 		// ended into a backoff (or a dead letter) as such.
@@ -147,7 +148,7 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 			if q.fifo != nil {
 				if m.state != stateInflight {
 					// The lease, and with it the group lock, has ended.
-					out[i] = broker.LeaseEnded
+					out[i] = model.LeaseEnded
 					continue
 				}
 				q.invalidateAttemptLocked(m, batch)
@@ -164,8 +165,8 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 }
 
 // ChangeVisibility implements broker.Backend.
-func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRef, changes []broker.VisibilityChange) ([]broker.LeaseOutcome, error) {
-	out := make([]broker.LeaseOutcome, len(changes))
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef, changes []model.VisibilityChange) ([]model.LeaseOutcome, error) {
+	out := make([]model.LeaseOutcome, len(changes))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
 		now := b.now()
 		b.promoteLocked(q, batch, now)
@@ -176,7 +177,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 				out[i] = o
 				continue
 			case m.state != stateInflight:
-				out[i] = broker.LeaseEnded
+				out[i] = model.LeaseEnded
 				continue
 			}
 			b.changeLeaseLocked(q, m, c, batch, now)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Message move tasks (broker.MoveTasker).
@@ -75,7 +77,7 @@ const pfxMoveTask byte = 0x04
 
 // maxTasksPerSource is how many ended tasks are kept per source queue
 // (ListMessageMoveTasks shows at most 10).
-const maxTasksPerSource = broker.MaxListMoveTasks
+const maxTasksPerSource = model.MaxListMoveTasks
 
 func moveTaskKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{pfxMoveTask}, seq)
@@ -86,17 +88,17 @@ type moveTaskRecord struct {
 	Seq uint64 `json:"seq"`
 	ID  string `json:"id"`
 	// Account owns the source and destination ("" = the broker's own).
-	Account       string                `json:"account,omitempty"`
-	Source        string                `json:"source"`
-	SourceID      uint64                `json:"sourceId"`
-	Destination   string                `json:"dest,omitempty"`
-	DestinationID uint64                `json:"destId,omitempty"`
-	MaxPerSecond  int                   `json:"rate,omitempty"`
-	Status        broker.MoveTaskStatus `json:"status"`
-	Moved         int64                 `json:"moved"`
-	ToMove        int64                 `json:"toMove"`
-	FailureReason string                `json:"failure,omitempty"`
-	StartedAt     time.Time             `json:"started"`
+	Account       string               `json:"account,omitempty"`
+	Source        string               `json:"source"`
+	SourceID      uint64               `json:"sourceId"`
+	Destination   string               `json:"dest,omitempty"`
+	DestinationID uint64               `json:"destId,omitempty"`
+	MaxPerSecond  int                  `json:"rate,omitempty"`
+	Status        model.MoveTaskStatus `json:"status"`
+	Moved         int64                `json:"moved"`
+	ToMove        int64                `json:"toMove"`
+	FailureReason string               `json:"failure,omitempty"`
+	StartedAt     time.Time            `json:"started"`
 	// Watermark: the source's messages with keys below it belong to the task.
 	Watermark uint64 `json:"watermark"`
 	// Blocked lists the FIFO groups of which the task passed over a message
@@ -108,14 +110,14 @@ type moveTaskRecord struct {
 	Selective bool     `json:"selective,omitempty"`
 	Keys      []uint64 `json:"keys,omitempty"`
 	// Edit is applied to each moved message (an edit-and-replay).
-	Edit *broker.MessageEdit `json:"edit,omitempty"`
+	Edit *model.MessageEdit `json:"edit,omitempty"`
 	// Skipped counts the edited messages that did not fit their destination.
 	Skipped int64 `json:"skipped,omitempty"`
 }
 
 // sourceRef is the task's source queue.
-func (r *moveTaskRecord) sourceRef() broker.QueueRef {
-	return broker.QueueRef{Account: r.Account, Name: r.Source}
+func (r *moveTaskRecord) sourceRef() model.QueueRef {
+	return model.QueueRef{Account: r.Account, Name: r.Source}
 }
 
 func (r *moveTaskRecord) encode() []byte {
@@ -126,8 +128,8 @@ func (r *moveTaskRecord) encode() []byte {
 	return b
 }
 
-func (r *moveTaskRecord) task() broker.MoveTask {
-	return broker.MoveTask{
+func (r *moveTaskRecord) task() model.MoveTask {
+	return model.MoveTask{
 		ID: r.ID, Source: r.Source, Destination: r.Destination, MaxPerSecond: r.MaxPerSecond,
 		Status: r.Status, Moved: r.Moved, ToMove: r.ToMove, Skipped: r.Skipped, FailureReason: r.FailureReason,
 		StartedAt: r.StartedAt,
@@ -146,11 +148,11 @@ type moveTask struct {
 
 // moveTasks is the move-task state of a Backend, guarded by Backend.mu.
 type moveTasks struct {
-	bySource map[broker.QueueRef][]*moveTask // oldest first
+	bySource map[model.QueueRef][]*moveTask // oldest first
 	nextSeq  uint64
 }
 
-var _ broker.SelectiveMover = (*Backend)(nil)
+var _ storage.SelectiveMover = (*Backend)(nil)
 
 // SelectiveMoves implements broker.SelectiveMover.
 func (*Backend) SelectiveMoves() {}
@@ -158,7 +160,7 @@ func (*Backend) SelectiveMoves() {}
 // recoverMoveTasks loads the task records (Open, before any goroutine). A
 // RUNNING task resumes where it stopped; a CANCELLING one is CANCELLED.
 func (b *Backend) recoverMoveTasks() error {
-	b.moves = &moveTasks{bySource: map[broker.QueueRef][]*moveTask{}, nextSeq: 1}
+	b.moves = &moveTasks{bySource: map[model.QueueRef][]*moveTask{}, nextSeq: 1}
 	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxMoveTask}, UpperBound: []byte{pfxMoveTask + 1}})
 	if err != nil {
 		return err
@@ -172,8 +174,8 @@ func (b *Backend) recoverMoveTasks() error {
 		if err := json.Unmarshal(it.Value(), &t.moveTaskRecord); err != nil {
 			return fmt.Errorf("embedded: move task record %x: %w", it.Key(), err)
 		}
-		if t.Status == broker.MoveTaskCancelling {
-			t.Status = broker.MoveTaskCancelled
+		if t.Status == model.MoveTaskCancelling {
+			t.Status = model.MoveTaskCancelled
 			_ = batch.Set(moveTaskKey(t.Seq), t.encode(), nil)
 		}
 		b.moves.bySource[t.sourceRef()] = append(b.moves.bySource[t.sourceRef()], t)
@@ -186,25 +188,25 @@ func (b *Backend) recoverMoveTasks() error {
 }
 
 // StartMoveTask implements broker.MoveTasker.
-func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (broker.MoveTask, error) {
+func (b *Backend) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) (model.MoveTask, error) {
 	if err := b.enter(ctx); err != nil {
-		return broker.MoveTask{}, err
+		return model.MoveTask{}, err
 	}
 	defer b.life.Done()
 	b.mu.Lock()
-	src := b.queues[broker.QueueRef{Account: req.Account, Name: req.Source}]
+	src := b.queues[model.QueueRef{Account: req.Account, Name: req.Source}]
 	if src == nil || src.ID != req.SourceID {
 		b.mu.Unlock()
-		return broker.MoveTask{}, broker.MoveSourceNotFoundError()
+		return model.MoveTask{}, model.MoveSourceNotFoundError()
 	}
 	rec := moveTaskRecord{
-		ID: broker.NewMessageID(), Account: src.Account, Source: src.Name, SourceID: src.ID, MaxPerSecond: req.MaxPerSecond,
-		Status: broker.MoveTaskRunning, StartedAt: b.clock.Now(),
+		ID: model.NewMessageID(), Account: src.Account, Source: src.Name, SourceID: src.ID, MaxPerSecond: req.MaxPerSecond,
+		Status: model.MoveTaskRunning, StartedAt: b.clock.Now(),
 	}
 	if req.Destination != "" {
-		if dst := b.queues[broker.QueueRef{Account: req.Account, Name: req.Destination}]; dst == nil || dst.ID != req.DestinationID {
+		if dst := b.queues[model.QueueRef{Account: req.Account, Name: req.Destination}]; dst == nil || dst.ID != req.DestinationID {
 			b.mu.Unlock()
-			return broker.MoveTask{}, broker.MoveDestinationNotFoundError()
+			return model.MoveTask{}, model.MoveDestinationNotFoundError()
 		}
 		rec.Destination, rec.DestinationID = req.Destination, req.DestinationID
 	}
@@ -212,7 +214,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	for _, t := range tasks {
 		if t.Status.Active() {
 			b.mu.Unlock()
-			return broker.MoveTask{}, broker.MoveTaskRunningError()
+			return model.MoveTask{}, model.MoveTaskRunningError()
 		}
 	}
 	batch := b.db.NewBatch()
@@ -243,7 +245,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	out := t.task()
 	b.mu.Unlock()
 	if err := b.wait(batch, err); err != nil {
-		return broker.MoveTask{}, err
+		return model.MoveTask{}, err
 	}
 	b.mover.Kick()
 	b.log.Info("move task started", "queue", rec.Source, "task_id", rec.ID, "destination", rec.Destination,
@@ -284,7 +286,7 @@ func (b *Backend) liveTasksLocked(src *queue) []*moveTask {
 }
 
 // ListMoveTasks implements broker.MoveTasker.
-func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, limit int) ([]broker.MoveTask, error) {
+func (b *Backend) ListMoveTasks(ctx context.Context, source model.QueueRef, limit int) ([]model.MoveTask, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -295,10 +297,10 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, lim
 	}
 	src := b.queues[source]
 	if src == nil {
-		return nil, broker.QueueNotFoundError()
+		return nil, model.QueueNotFoundError()
 	}
 	tasks := b.liveTasksLocked(src)
-	out := make([]broker.MoveTask, 0, min(limit, len(tasks)))
+	out := make([]model.MoveTask, 0, min(limit, len(tasks)))
 	for i := len(tasks) - 1; i >= 0 && len(out) < limit; i-- {
 		out = append(out, tasks[i].task())
 	}
@@ -308,16 +310,16 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, lim
 // CancelMoveTask implements broker.MoveTasker: the task becomes CANCELLING
 // at once (durably) and CANCELLED at the runner's next step, which the
 // cancel triggers.
-func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id string) (broker.MoveTask, error) {
+func (b *Backend) CancelMoveTask(ctx context.Context, source model.QueueRef, id string) (model.MoveTask, error) {
 	if err := b.enter(ctx); err != nil {
-		return broker.MoveTask{}, err
+		return model.MoveTask{}, err
 	}
 	defer b.life.Done()
 	b.mu.Lock()
 	src := b.queues[source]
 	if src == nil {
 		b.mu.Unlock()
-		return broker.MoveTask{}, broker.QueueNotFoundError()
+		return model.MoveTask{}, model.QueueNotFoundError()
 	}
 	var t *moveTask
 	for _, x := range b.liveTasksLocked(src) {
@@ -327,13 +329,13 @@ func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id
 	}
 	if t == nil {
 		b.mu.Unlock()
-		return broker.MoveTask{}, broker.MoveTaskNotFoundError()
+		return model.MoveTask{}, model.MoveTaskNotFoundError()
 	}
-	if t.Status != broker.MoveTaskRunning {
+	if t.Status != model.MoveTaskRunning {
 		b.mu.Unlock()
-		return broker.MoveTask{}, broker.MoveTaskNotRunningError(t.Status)
+		return model.MoveTask{}, model.MoveTaskNotRunningError(t.Status)
 	}
-	t.Status = broker.MoveTaskCancelling
+	t.Status = model.MoveTaskCancelling
 	t.due = b.now()
 	batch := b.db.NewBatch()
 	_ = batch.Set(moveTaskKey(t.Seq), t.encode(), nil)
@@ -341,7 +343,7 @@ func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id
 	out := t.task()
 	b.mu.Unlock()
 	if err := b.wait(batch, err); err != nil {
-		return broker.MoveTask{}, err
+		return model.MoveTask{}, err
 	}
 	b.mover.Kick()
 	b.log.Info("move task cancelled", "queue", source, "task_id", id, "moved", out.Moved)
@@ -414,7 +416,7 @@ func (b *Backend) moveStep(t *moveTask) error {
 	if err := b.wait(batch, err); err != nil {
 		return err
 	}
-	if status != broker.MoveTaskRunning {
+	if status != model.MoveTaskRunning {
 		b.log.Info("move task ended", "queue", t.Source, "task_id", t.ID, "status", string(status), "moved", moved,
 			"failure", t.FailureReason)
 	}
@@ -425,10 +427,10 @@ func (b *Backend) moveStep(t *moveTask) error {
 // updates t (b.mu held; the caller writes t's record in the same batch).
 func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 	fail := func() {
-		t.Status, t.FailureReason = broker.MoveTaskFailed, broker.MoveTaskFailureNoQueue
+		t.Status, t.FailureReason = model.MoveTaskFailed, model.MoveTaskFailureNoQueue
 	}
-	if t.Status == broker.MoveTaskCancelling {
-		t.Status = broker.MoveTaskCancelled
+	if t.Status == model.MoveTaskCancelling {
+		t.Status = model.MoveTaskCancelled
 		return
 	}
 	src := b.byID[t.SourceID]
@@ -460,41 +462,41 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 		if dst != nil && dst.Name == name {
 			return dst
 		}
-		return b.queues[broker.QueueRef{Account: src.Account, Name: name}]
+		return b.queues[model.QueueRef{Account: src.Account, Name: name}]
 	}
-	walk := broker.MoveWalk{Source: src.Name, Destination: t.Destination, Blocked: t.blocked,
+	walk := plan.MoveWalk{Source: src.Name, Destination: t.Destination, Blocked: t.blocked,
 		Live: func(name string) bool { return target(name) != nil },
 		// The live depth: it counts what this step moved there already.
-		Depth: func(name string) (broker.QueueConfig, int64) { q := target(name); return q.Config, q.depth() }}
+		Depth: func(name string) (model.QueueConfig, int64) { q := target(name); return q.Config, q.depth() }}
 	rate := t.task().MoveRate()
-	n := broker.MoveChunk(rate)
+	n := plan.MoveChunk(rate)
 	moved, waiting := 0, false
 	for moved < n && t.cursor < len(t.cands) && !waiting {
 		m := src.msgs[t.cands[t.cursor]]
-		it := broker.MoveItem{Gone: m == nil}
+		it := plan.MoveItem{Gone: m == nil}
 		if m != nil {
-			it = broker.MoveItem{Gone: src.expired(m, now), Held: m.state == stateInflight,
-				DeadLetterSource: m.deadLetterSource(), Low: broker.EditedPriority(t.Edit, int(m.priority)) < 0}
+			it = plan.MoveItem{Gone: src.expired(m, now), Held: m.state == stateInflight,
+				DeadLetterSource: m.deadLetterSource(), Low: plan.EditedPriority(t.Edit, int(m.priority)) < 0}
 			if src.fifo != nil { // a standard queue's group ids order nothing
 				it.Group = m.groupID()
 			}
 		}
 		action, to := walk.Next(it)
 		switch action {
-		case broker.MoveFail:
+		case plan.MoveFail:
 			t.Moved += int64(moved)
 			fail()
 			return
-		case broker.MoveWait:
+		case plan.MoveWait:
 			waiting = true // the cursor stays on m
 			continue
-		case broker.MoveHold:
+		case plan.MoveHold:
 			if it.Group != "" {
 				t.Blocked = append(t.Blocked, it.Group)
 			}
 		}
 		t.cursor++
-		if action != broker.MoveOut {
+		if action != plan.MoveOut {
 			continue
 		}
 		var skip *editSkip
@@ -513,13 +515,13 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 	}
 	t.Moved += int64(moved)
 	if !waiting && t.cursor >= len(t.cands) {
-		t.Status = broker.MoveTaskCompleted
+		t.Status = model.MoveTaskCompleted
 		t.cands, t.blocked, t.Blocked = nil, nil, nil
 		return
 	}
-	pace := broker.MovePace(moved, rate)
+	pace := plan.MovePace(moved, rate)
 	if waiting {
-		pace = max(pace, broker.MoveWaitRetry)
+		pace = max(pace, plan.MoveWaitRetry)
 	}
 	t.due = now + int64(pace)
 }
@@ -558,28 +560,28 @@ func moveCandidates(src *queue, watermark uint64) []uint64 {
 // when the result does not fit dst: nothing is written). On a FIFO
 // destination its sequence number is its new key and its dedup id its new
 // message id (it is not deduplicated).
-func (b *Backend) moveOutLocked(src, dst *queue, m *msg, edit *broker.MessageEdit, batch *pebble.Batch, now int64) error {
+func (b *Backend) moveOutLocked(src, dst *queue, m *msg, edit *model.MessageEdit, batch *pebble.Batch, now int64) error {
 	v, closer, err := b.db.Get(msgKey(src.ID, kindBody, m.key))
 	if err != nil {
 		return err
 	}
-	var old broker.Message
+	var old model.Message
 	err = decodeBody(v, &old)
 	_ = closer.Close()
 	if err != nil {
 		return err
 	}
-	text, attrs, opts, err := broker.ApplyEdit(edit, dst.Config, old.Body, old.Attributes,
-		broker.MessageOptions{Priority: int(m.priority), MaxAttempts: int(m.maxAttempts)})
+	text, attrs, opts, err := plan.ApplyEdit(edit, dst.Config, old.Body, old.Attributes,
+		model.MessageOptions{Priority: int(m.priority), MaxAttempts: int(m.maxAttempts)})
 	if err != nil {
 		return &editSkip{err}
 	}
 	size := m.size
 	if edit != nil {
-		size = int32(broker.MessageSize(text, attrs))
+		size = int32(model.MessageSize(text, attrs))
 	}
-	id := broker.NewMessageID()
-	body := encodeBody(id, &broker.SendEntry{
+	id := model.NewMessageID()
+	body := encodeBody(id, &model.SendEntry{
 		Body: text, Attributes: attrs, SystemAttributes: old.SystemAttributes, SenderID: old.SenderID,
 	})
 	nm := &msg{

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestDeleteQueueForgetsItsMoveTasks: the move tasks of a deleted source
@@ -16,14 +16,14 @@ func TestDeleteQueueForgetsItsMoveTasks(t *testing.T) {
 	ctx := context.Background()
 	e.createQueue("dlq", nil)
 	e.createQueue("src", map[string]string{
-		broker.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"1"}`,
+		model.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"1"}`,
 	})
-	if _, err := e.b.StartMoveTask(ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "src"}); err != nil {
+	if _, err := e.b.StartMoveTask(ctx, model.MoveTaskRequest{Source: "dlq", Destination: "src"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the task to complete", func() bool {
 		ts, err := e.b.ListMoveTasks(ctx, "dlq", 1)
-		return err == nil && len(ts) == 1 && ts[0].Status == broker.MoveTaskCompleted
+		return err == nil && len(ts) == 1 && ts[0].Status == model.MoveTaskCompleted
 	})
 	if err := e.b.DeleteQueue(ctx, "dlq"); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package embedded
 
-import "github.com/sluicemq/sluice/broker"
+import (
+	"github.com/sluicemq/sluice/broker/model"
+)
 
 // msgID is a message id as the index keeps it: the 16 bytes of a canonical
 // lowercase UUID (the form broker.NewMessageID makes, 8-4-4-4-12 hex digits),
@@ -46,7 +48,7 @@ func parseMsgID[S string | []byte](s S) (id msgID, ok bool) {
 }
 
 // String formats the id as parseMsgID read it.
-func (id msgID) String() string { return broker.FormatUUID(id) }
+func (id msgID) String() string { return model.FormatUUID(id) }
 
 // msgExtra holds the fields of an index entry that most queued messages
 // never set (FIFO, receive, dead-letter and failure facts): an entry points

@@ -4,7 +4,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // parseMsgIDSlow is parseMsgID as first written (encoding/hex), the
@@ -49,9 +49,9 @@ func TestParseMsgID(t *testing.T) {
 		}
 	}
 	for range 200 {
-		check(broker.NewMessageID())
+		check(model.NewMessageID())
 	}
-	id := []byte(broker.NewMessageID())
+	id := []byte(model.NewMessageID())
 	for i := range id {
 		orig := id[i]
 		for c := 0; c < 256; c++ {

@@ -8,13 +8,14 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // CreateQueue implements broker.Backend.
-func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broker.Queue, bool, error) {
+func (b *Backend) CreateQueue(ctx context.Context, spec storage.QueueSpec) (model.Queue, bool, error) {
 	if err := b.enter(ctx); err != nil {
-		return broker.Queue{}, false, err
+		return model.Queue{}, false, err
 	}
 	defer b.life.Done()
 	name := spec.QueueRef
@@ -24,7 +25,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 		b.mu.Unlock()
 		// The create that made it may still be syncing.
 		if err := b.syncEarlier(); err != nil {
-			return broker.Queue{}, false, err
+			return model.Queue{}, false, err
 		}
 		return info, false, nil
 	}
@@ -41,7 +42,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 	err := b.applyLocked(batch)
 	b.mu.Unlock()
 	if err := b.wait(batch, err); err != nil {
-		return broker.Queue{}, false, err
+		return model.Queue{}, false, err
 	}
 	b.log.Info("queue created", "queue", name, "queue_id", rec.ID)
 	return info, true, nil
@@ -50,25 +51,25 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (broke
 // GetQueue implements broker.Backend. The counts are the maintained
 // counters, brought up to the clock (ended delays and expired leases are
 // promoted first: amortised, never a scan).
-func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (broker.QueueInfo, error) {
+func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (model.QueueInfo, error) {
 	if err := ctx.Err(); err != nil {
-		return broker.QueueInfo{}, err
+		return model.QueueInfo{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.refusal(); err != nil {
-		return broker.QueueInfo{}, err
+		return model.QueueInfo{}, err
 	}
 	q := b.queues[name]
 	if q == nil {
-		return broker.QueueInfo{}, broker.QueueNotFoundError()
+		return model.QueueInfo{}, model.QueueNotFoundError()
 	}
 	b.promoteLocked(q, nil, b.now())
 	return q.info(), nil
 }
 
 // ListQueues implements broker.Backend.
-func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]broker.Queue, error) {
+func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]model.Queue, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -87,9 +88,9 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 	if limit > 0 && len(names) > limit {
 		names = names[:limit]
 	}
-	out := make([]broker.Queue, len(names))
+	out := make([]model.Queue, len(names))
 	for i, n := range names {
-		out[i] = b.queues[broker.QueueRef{Account: account, Name: n}].info().Queue
+		out[i] = b.queues[model.QueueRef{Account: account, Name: n}].info().Queue
 	}
 	return out, nil
 }
@@ -97,10 +98,10 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 // UpdateQueue implements broker.Backend: a read-modify-write of the queue
 // record under b.mu. The configuration handed to edit is a deep copy, so
 // that configurations handed out by info() never see a change in place.
-func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit func(u *broker.QueueUpdate) error) error {
+func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, edit func(u *storage.QueueUpdate) error) error {
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
-		cfg, _ := broker.ApplyAttributes(q.Config, nil) // deep copy
-		u := broker.QueueUpdate{Queue: name, Config: cfg, Tags: copyTags(q.Tags)}
+		cfg, _ := model.ApplyAttributes(q.Config, nil) // deep copy
+		u := storage.QueueUpdate{Queue: name, Config: cfg, Tags: copyTags(q.Tags)}
 		if err := edit(&u); err != nil {
 			return err
 		}
@@ -123,7 +124,7 @@ func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit fu
 // DeleteQueue implements broker.Backend: the queue record goes at once (in
 // the same batch as a range delete of its data); the space is reclaimed by a
 // background compaction.
-func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) error {
+func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) error {
 	var q *queue
 	err := b.update(ctx, name, func(dq *queue, batch *pebble.Batch) error {
 		q = dq
@@ -138,7 +139,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) error {
 		var keep []*moveTask
 		for _, t := range b.moves.bySource[name] {
 			if t.SourceID == q.ID {
-				t.Status = broker.MoveTaskFailed // an active one stops at once
+				t.Status = model.MoveTaskFailed // an active one stops at once
 				_ = batch.Delete(moveTaskKey(t.Seq), nil)
 			} else {
 				keep = append(keep, t)
@@ -161,7 +162,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) error {
 
 // PurgeQueue implements broker.Backend: a range delete of the queue's
 // metadata and bodies, and an emptied index.
-func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow func(last, now time.Time) error) error {
+func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, allow func(last, now time.Time) error) error {
 	var n int
 	var lo, hi []byte
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
@@ -210,7 +211,7 @@ func copyTags(tags map[string]string) map[string]string {
 
 // ListQueueStats implements broker.StatsLister: every queue of account with
 // its counts, in name order, under one hold of the lock.
-func (b *Backend) ListQueueStats(ctx context.Context, account string) ([]broker.QueueInfo, error) {
+func (b *Backend) ListQueueStats(ctx context.Context, account string) ([]model.QueueInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -220,7 +221,7 @@ func (b *Backend) ListQueueStats(ctx context.Context, account string) ([]broker.
 		return nil, err
 	}
 	now := b.now()
-	out := make([]broker.QueueInfo, 0, len(b.queues))
+	out := make([]model.QueueInfo, 0, len(b.queues))
 	for r, q := range b.queues {
 		if r.Account == account {
 			b.promoteLocked(q, nil, now)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // keyReceiptKey holds the store's receipt key (broker.ReceiptKeySize
@@ -18,13 +18,13 @@ var keyReceiptKey = []byte{pfxCounter, 'r', 'k', 'e', 'y'}
 // one when there is none (a new store, or one from before signed receipt
 // handles), and returns its codec. It runs in Open before any other
 // goroutine exists.
-func (b *Backend) loadReceipts() (*broker.ReceiptCodec, error) {
+func (b *Backend) loadReceipts() (*model.ReceiptCodec, error) {
 	v, c, err := b.db.Get(keyReceiptKey)
 	switch {
 	case err == nil:
 		key := bytes.Clone(v)
 		_ = c.Close()
-		codec, err := broker.NewReceiptCodec(key)
+		codec, err := model.NewReceiptCodec(key)
 		if err != nil {
 			return nil, fmt.Errorf("embedded: %w: %w", errCorrupt, err)
 		}
@@ -32,15 +32,15 @@ func (b *Backend) loadReceipts() (*broker.ReceiptCodec, error) {
 	case !errors.Is(err, pebble.ErrNotFound):
 		return nil, err
 	}
-	key, err := broker.NewReceiptKey()
+	key, err := model.NewReceiptKey()
 	if err != nil {
 		return nil, err
 	}
 	if err := b.db.Set(keyReceiptKey, key, pebble.Sync); err != nil {
 		return nil, err
 	}
-	return broker.NewReceiptCodec(key)
+	return model.NewReceiptCodec(key)
 }
 
 // Receipts returns the codec of the store's receipt key.
-func (b *Backend) Receipts() *broker.ReceiptCodec { return b.receipts }
+func (b *Backend) Receipts() *model.ReceiptCodec { return b.receipts }

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestSalvageKeepsTheReceiptKey: salvage copies the store's receipt key
@@ -32,7 +33,7 @@ func TestSalvageKeepsTheReceiptKey(t *testing.T) {
 	}
 	e.dir = to
 	e.open()
-	res, err := e.b.Delete(context.Background(), "q", []broker.DeleteEntry{{ID: "a", Receipt: ds[0].Receipt}})
+	res, err := e.b.Delete(context.Background(), "q", []model.DeleteEntry{{ID: "a", Receipt: ds[0].Receipt}})
 	if err != nil || res[0] != nil {
 		t.Fatalf("delete with a handle issued before the salvage: %v %v", err, res)
 	}
@@ -103,7 +104,7 @@ func TestBackupKeepsTheReceiptKey(t *testing.T) {
 	}
 	e.dir = to
 	e.open()
-	res, err := e.b.Delete(context.Background(), "q", []broker.DeleteEntry{{ID: "a", Receipt: ds[0].Receipt}})
+	res, err := e.b.Delete(context.Background(), "q", []model.DeleteEntry{{ID: "a", Receipt: ds[0].Receipt}})
 	if err != nil || res[0] != nil {
 		t.Fatalf("delete with a handle issued before the backup: %v %v", err, res)
 	}

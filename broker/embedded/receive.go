@@ -6,7 +6,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Receive implements broker.Backend.
@@ -17,7 +18,7 @@ import (
 // Sends, visibility changes to 0 and promotions close the wake channel; a
 // new earlier deadline does too, so the waiter re-arms. There is no polling
 // tick: with a FakeClock, Advance alone releases the waiter.
-func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]broker.Delivery, error) {
+func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) ([]model.Delivery, error) {
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -26,16 +27,16 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 	q := b.queues[req.Ref()]
 	if q == nil {
 		b.mu.Unlock()
-		return nil, broker.QueueNotFoundError()
+		return nil, model.QueueNotFoundError()
 	}
-	plan, err := broker.PlanReceive(q.Config, req)
+	rp, err := plan.Receive(q.Config, req)
 	if err != nil {
 		b.mu.Unlock()
 		return nil, err
 	}
-	deadline := b.now() + int64(plan.Wait)
-	if plan.AttemptID != "" {
-		if claims, ok, err := q.replayAttemptLocked(plan.AttemptID, b.now()); ok {
+	deadline := b.now() + int64(rp.Wait)
+	if rp.AttemptID != "" {
+		if claims, ok, err := q.replayAttemptLocked(rp.AttemptID, b.now()); ok {
 			b.mu.Unlock()
 			if err != nil {
 				return nil, err
@@ -52,7 +53,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		switch {
 		case q.deleted:
 			b.mu.Unlock()
-			return nil, broker.QueueNotFoundError()
+			return nil, model.QueueNotFoundError()
 		case b.refusal() != nil:
 			err := b.refusal()
 			b.mu.Unlock()
@@ -66,7 +67,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 		b.promoteLocked(q, batch, now) // leases that ended on their last attempt move now
 		n := 0
 		if !q.Config.Paused { // a paused queue waits as an empty one
-			n, err = broker.ClaimRoom(q.Name, q.fifo != nil, plan.Max, q.inflight, req.InFlightCap)
+			n, err = plan.ClaimRoom(q.Name, q.fifo != nil, rp.Max, q.inflight, req.InFlightCap)
 			if err != nil {
 				// The dead-letter moves already made in the index must
 				// still be written.
@@ -85,9 +86,9 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 			// Paused, or a FIFO queue at its in-flight cap: the receive
 			// waits as on an empty queue (ClaimRoom).
 		case q.fifo == nil:
-			claims = b.claimLocked(q, batch, n, int64(plan.Visibility), now)
+			claims = b.claimLocked(q, batch, n, int64(rp.Visibility), now)
 		default:
-			claims = b.claimFifoLocked(q, batch, n, int64(plan.Visibility), now, plan.AttemptID)
+			claims = b.claimFifoLocked(q, batch, n, int64(rp.Visibility), now, rp.AttemptID)
 		}
 		if len(claims) > 0 {
 			// The bodies are read after the sync, without the lock, from a
@@ -144,7 +145,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) ([]bro
 type claimed struct {
 	key   uint64
 	lease uint64
-	msg   broker.Message
+	msg   model.Message
 	// receipt is the handle when it was made under the lock (FIFO: the
 	// attempt cache replays it); "" means deliver encodes one.
 	receipt string
@@ -192,8 +193,8 @@ func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now in
 		deleteMessageRecords(batch, q.ID, m.key)
 		return false
 	}
-	if rp := q.Config.Redrive; broker.ShouldDeadLetterOnReceive(rp, int(m.attempts), int(m.maxAttempts)) {
-		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, broker.ReasonMaxAttempts) {
+	if rp := q.Config.Redrive; plan.ShouldDeadLetterOnReceive(rp, int(m.attempts), int(m.maxAttempts)) {
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, model.ReasonMaxAttempts) {
 			return false
 		}
 	}
@@ -219,7 +220,7 @@ func (b *Backend) dlqLocked(q *queue) *queue {
 	if rp == nil {
 		return nil
 	}
-	if dlq := b.queues[broker.QueueRef{Account: q.Account, Name: rp.DeadLetterQueue}]; dlq != q {
+	if dlq := b.queues[model.QueueRef{Account: q.Account, Name: rp.DeadLetterQueue}]; dlq != q {
 		return dlq
 	}
 	return nil
@@ -266,8 +267,8 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 // purged or deleted meanwhile) drops that message. A body that cannot be
 // read (on-disk corruption) sets its message aside (damage.go); the receive
 // fails with errDamagedOnly only when nothing else was readable.
-func (b *Backend) deliver(r pebble.Reader, qid uint64, claims []claimed) ([]broker.Delivery, error) {
-	out := make([]broker.Delivery, 0, len(claims))
+func (b *Backend) deliver(r pebble.Reader, qid uint64, claims []claimed) ([]model.Delivery, error) {
+	out := make([]model.Delivery, 0, len(claims))
 	var damaged []damagedBody
 	for _, c := range claims {
 		v, closer, err := r.Get(msgKey(qid, kindBody, c.key))
@@ -283,7 +284,7 @@ func (b *Backend) deliver(r pebble.Reader, qid uint64, claims []claimed) ([]brok
 			}
 			continue
 		}
-		d := broker.Delivery{Message: c.msg}
+		d := model.Delivery{Message: c.msg}
 		err = decodeBody(v, &d.Message)
 		_ = closer.Close()
 		if err != nil {
@@ -292,7 +293,7 @@ func (b *Backend) deliver(r pebble.Reader, qid uint64, claims []claimed) ([]brok
 		}
 		d.Receipt = c.receipt
 		if d.Receipt == "" {
-			d.Receipt = b.receipts.Encode(broker.Receipt{QueueID: qid, Key: c.key, Lease: c.lease})
+			d.Receipt = b.receipts.Encode(model.Receipt{QueueID: qid, Key: c.key, Lease: c.lease})
 		}
 		out = append(out, d)
 	}

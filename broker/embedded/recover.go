@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // recover rebuilds the in-memory index from the store: the counters, the
@@ -99,7 +99,7 @@ func (b *Backend) upgradeMeta(q *queue, m *msg, batch *pebble.Batch) error {
 	if err != nil {
 		return fmt.Errorf("read body to upgrade metadata: %w", err)
 	}
-	var body broker.Message
+	var body model.Message
 	err = decodeBody(v, &body)
 	_ = closer.Close()
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // indexDump describes a queue's index in a form two indexes can be
@@ -140,20 +140,20 @@ func TestRecoverLoadMatchesAdd(t *testing.T) {
 	e.createQueue("empty", nil)
 	delay := 10 * time.Second
 	for i := range 300 {
-		entry := broker.SendEntry{Body: fmt.Sprint("m", i), GroupID: fmt.Sprint("t", i%7)}
+		entry := model.SendEntry{Body: fmt.Sprint("m", i), GroupID: fmt.Sprint("t", i%7)}
 		if p := i % 3; p != 0 {
-			entry.Attributes = map[string]broker.MessageAttribute{broker.MsgAttrPriority: {DataType: "Number", StringValue: fmt.Sprint(p)}}
+			entry.Attributes = map[string]model.MessageAttribute{model.MsgAttrPriority: {DataType: "Number", StringValue: fmt.Sprint(p)}}
 		}
 		if i%11 == 0 {
 			entry.Delay = &delay
 		}
 		for _, queue := range []string{"std", "redrive"} {
-			if res, err := e.b.Send(ctx, queue, []broker.SendEntry{entry}); err != nil || res[0].Err != nil {
+			if res, err := e.b.Send(ctx, queue, []model.SendEntry{entry}); err != nil || res[0].Err != nil {
 				t.Fatalf("send: %v %v", err, res)
 			}
 		}
-		fe := broker.SendEntry{Body: fmt.Sprint("f", i), GroupID: fmt.Sprint("g", i%5)}
-		if res, err := e.b.Send(ctx, "f.fifo", []broker.SendEntry{fe}); err != nil || res[0].Err != nil {
+		fe := model.SendEntry{Body: fmt.Sprint("f", i), GroupID: fmt.Sprint("g", i%5)}
+		if res, err := e.b.Send(ctx, "f.fifo", []model.SendEntry{fe}); err != nil || res[0].Err != nil {
 			t.Fatalf("send fifo: %v %v", err, res)
 		}
 	}

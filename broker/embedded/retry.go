@@ -3,7 +3,8 @@ package embedded
 import (
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Failures, backoff and dead-lettering of the embedded backend: where the
@@ -63,7 +64,7 @@ func (b *Backend) flushDoomedLocked(q *queue, batch *pebble.Batch, now int64, li
 // end would dead-letter it (its last attempt), so that the move is prompt
 // even when no one calls. b.mu must be held.
 func (b *Backend) noteLeaseLocked(q *queue, m *msg) {
-	if limit := broker.MaxAttempts(q.Config.Redrive, int(m.maxAttempts)); limit > 0 && int(m.attempts) >= limit {
+	if limit := model.MaxAttempts(q.Config.Redrive, int(m.maxAttempts)); limit > 0 && int(m.attempts) >= limit {
 		b.noteDeadlineLocked(m.visibleAt)
 	}
 }
@@ -79,31 +80,31 @@ func (b *Backend) noteDeadlineLocked(at int64) {
 
 // changeLeaseLocked applies one planned visibility change to m, a message of
 // q in flight under the receipt's lease, in batch (b.mu held).
-func (b *Backend) changeLeaseLocked(q *queue, m *msg, c broker.VisibilityChange, batch *pebble.Batch, now int64) {
+func (b *Backend) changeLeaseLocked(q *queue, m *msg, c model.VisibilityChange, batch *pebble.Batch, now int64) {
 	q.invalidateAttemptLocked(m, batch)
-	plan := broker.PlanLeaseChange(q.Config, m.facts(), c, fromNanos(now))
-	m.attempts = int32(plan.Attempts)
-	if plan.SetReason {
-		m.setFailureReason(plan.Reason)
+	lp := plan.LeaseChange(q.Config, m.facts(), c, fromNanos(now))
+	m.attempts = int32(lp.Attempts)
+	if lp.SetReason {
+		m.setFailureReason(lp.Reason)
 	}
 	q.unplace(m)
-	switch plan.Fate {
-	case broker.FateInFlight:
-		m.state, m.visibleAt = stateInflight, nanos(plan.At)
+	switch lp.Fate {
+	case plan.FateInFlight:
+		m.state, m.visibleAt = stateInflight, nanos(lp.At)
 		q.place(m, now)
 		b.noteLeaseLocked(q, m)
-	case broker.FateDelayed:
-		m.state, m.visibleAt = stateBackoff, nanos(plan.At)
+	case plan.FateDelayed:
+		m.state, m.visibleAt = stateBackoff, nanos(lp.At)
 		q.place(m, now)
-	case broker.FateDeadLetter:
-		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, plan.Reason) {
+	case plan.FateDeadLetter:
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, lp.Reason) {
 			return // moveLocked wrote the records
 		}
 		// No dead-letter queue to move it to: visible at once.
 		m.state, m.visibleAt = stateReady, now
 		q.place(m, now)
 	default: // FateVisible
-		m.state, m.visibleAt = stateReady, nanos(plan.At)
+		m.state, m.visibleAt = stateReady, nanos(lp.At)
 		q.place(m, now)
 	}
 	_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestDeletedBodyLeavesNoTombstone: a message sent, received and deleted
@@ -31,9 +31,9 @@ func TestDeletedBodyLeavesNoTombstone(t *testing.T) {
 			if len(ds) == 0 {
 				return
 			}
-			entries := make([]broker.DeleteEntry, len(ds))
+			entries := make([]model.DeleteEntry, len(ds))
 			for i, d := range ds {
-				entries[i] = broker.DeleteEntry{ID: d.ID, Receipt: d.Receipt}
+				entries[i] = model.DeleteEntry{ID: d.ID, Receipt: d.Receipt}
 			}
 			errs, err := e.b.Delete(ctx, "q", entries)
 			if err != nil {
@@ -95,5 +95,5 @@ func TestDeletedBodyLeavesNoTombstone(t *testing.T) {
 	if n := bodyTables(); n != 0 {
 		t.Errorf("bodies flushed, then deleted, then compacted: %d table files hold body records, want 0", n)
 	}
-	e.wantStats("q", broker.QueueStats{})
+	e.wantStats("q", model.QueueStats{})
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // browseChunk is how many body records Browse reads between two looks at
@@ -21,16 +21,16 @@ const browseChunk = 256
 // committed) is passed over, as is an expired one. At most
 // broker.BrowseScanLimit records are examined per page; nothing is changed
 // (no lease, no count).
-func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.BrowseRequest) (broker.BrowsePage, error) {
+func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.BrowseRequest) (model.BrowsePage, error) {
 	if err := b.enter(ctx); err != nil {
-		return broker.BrowsePage{}, err
+		return model.BrowsePage{}, err
 	}
 	defer b.life.Done()
 	var after uint64
 	if req.After != "" {
 		k, err := strconv.ParseUint(req.After, 10, 64)
 		if err != nil {
-			return broker.BrowsePage{}, broker.Errorf(broker.ErrInvalidParameterValue, "Value %s for parameter after is invalid. Reason: not a cursor of this queue.", req.After)
+			return model.BrowsePage{}, model.Errorf(model.ErrInvalidParameterValue, "Value %s for parameter after is invalid. Reason: not a cursor of this queue.", req.After)
 		}
 		after = k
 	}
@@ -42,7 +42,7 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 	q := b.queues[name]
 	if q == nil {
 		b.mu.Unlock()
-		return broker.BrowsePage{}, broker.QueueNotFoundError()
+		return model.BrowsePage{}, model.QueueNotFoundError()
 	}
 	b.promoteLocked(q, nil, b.now())
 	qid := q.ID
@@ -57,7 +57,7 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 	}
 	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return broker.BrowsePage{}, err
+		return model.BrowsePage{}, err
 	}
 	defer it.Close()
 	step := it.Next
@@ -70,25 +70,25 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 		key  uint64
 		body []byte
 	}
-	var page broker.BrowsePage
+	var page model.BrowsePage
 	examined := 0
 	var last uint64 // the last key examined: the cursor
 	more := false   // records examined past the last one taken remain
-	for valid && !more && examined < broker.BrowseScanLimit {
+	for valid && !more && examined < model.BrowseScanLimit {
 		if err := ctx.Err(); err != nil {
-			return broker.BrowsePage{}, err
+			return model.BrowsePage{}, err
 		}
 		var chunk []rec
-		for ; valid && len(chunk) < browseChunk && examined+len(chunk) < broker.BrowseScanLimit; valid = step() {
+		for ; valid && len(chunk) < browseChunk && examined+len(chunk) < model.BrowseScanLimit; valid = step() {
 			k := it.Key()
 			chunk = append(chunk, rec{key: u64(k[len(k)-8:]), body: append([]byte(nil), it.Value()...)})
 		}
 		// Their state, under the lock.
-		metas := make([]*broker.BrowsedMessage, len(chunk))
+		metas := make([]*model.BrowsedMessage, len(chunk))
 		b.mu.Lock()
 		if q.deleted {
 			b.mu.Unlock()
-			return broker.BrowsePage{}, broker.QueueNotFoundError()
+			return model.BrowsePage{}, model.QueueNotFoundError()
 		}
 		now := b.now()
 		for i, r := range chunk {
@@ -96,14 +96,14 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 			if m == nil || q.expired(m, now) {
 				continue
 			}
-			bm := &broker.BrowsedMessage{Message: messageOf(m)}
+			bm := &model.BrowsedMessage{Message: messageOf(m)}
 			switch m.state {
 			case stateReady:
-				bm.State = broker.StateVisible
+				bm.State = model.StateVisible
 			case stateInflight, stateDoomed:
-				bm.State, bm.VisibleAt = broker.StateInFlight, fromNanos(m.visibleAt)
+				bm.State, bm.VisibleAt = model.StateInFlight, fromNanos(m.visibleAt)
 			default:
-				bm.State, bm.VisibleAt = broker.StateDelayed, fromNanos(m.visibleAt)
+				bm.State, bm.VisibleAt = model.StateDelayed, fromNanos(m.visibleAt)
 			}
 			metas[i] = bm
 		}
@@ -135,7 +135,7 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 		page.Next = strconv.FormatUint(last, 10)
 	}
 	if err := it.Error(); err != nil {
-		return broker.BrowsePage{}, err
+		return model.BrowsePage{}, err
 	}
 	return page, nil
 }
@@ -144,7 +144,7 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 // index for the ids, and the deletes in one synced batch. A message in
 // flight loses its lease (its FIFO group is free), a doomed or backing-off
 // one is gone too.
-func (b *Backend) DeleteMessages(ctx context.Context, name broker.QueueRef, ids []string) ([]bool, error) {
+func (b *Backend) DeleteMessages(ctx context.Context, name model.QueueRef, ids []string) ([]bool, error) {
 	found := make([]bool, len(ids))
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
 		// Ids compare as UUIDs do, in any case (message ids are stored in

@@ -12,6 +12,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -112,7 +115,7 @@ func TestRecoverUpgradesV1Records(t *testing.T) {
 	// Rewrite every metadata record as version 1.
 	e.be.mu.Lock()
 	batch := e.be.db.NewBatch()
-	for _, m := range e.be.queues[broker.QueueRef{Name: "q"}].msgs {
+	for _, m := range e.be.queues[model.QueueRef{Name: "q"}].msgs {
 		_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMetaV1(m), nil)
 	}
 	e.be.mu.Unlock()
@@ -157,13 +160,13 @@ func TestRecoverUpgradesV1Records(t *testing.T) {
 	if !found[0] || !found[1] || found[2] {
 		t.Fatalf("DeleteMessages found %v, want [true true false]", found)
 	}
-	e.wantStats("q", broker.QueueStats{})
+	e.wantStats("q", model.QueueStats{})
 }
 
 // retryQueue creates a queue whose failures back off by policy.
 func (e *env) retryQueue(name, policy string, vis int) {
 	e.t.Helper()
-	e.createQueue(name, map[string]string{broker.AttrRetryPolicy: policy, broker.AttrVisibilityTimeout: itoa(vis)})
+	e.createQueue(name, map[string]string{model.AttrRetryPolicy: policy, model.AttrVisibilityTimeout: itoa(vis)})
 }
 
 // TestRestartRecomputesExpiryBackoff: a lease that ended into a backoff is
@@ -180,7 +183,7 @@ func TestRestartRecomputesExpiryBackoff(t *testing.T) {
 		leaseEnd := e.clock.Now().Add(10 * time.Second)
 		// An equal jitter: 30..60 s after the lease's end, drawn from the
 		// message id (a restart must draw the same).
-		at := broker.ExpiryVisibleAt(e.getConfig("q"), id, 1, leaseEnd)
+		at := plan.ExpiryVisibleAt(e.getConfig("q"), id, 1, leaseEnd)
 		if d := at.Sub(leaseEnd); d < 30*time.Second || d > 60*time.Second {
 			t.Fatalf("backoff %v, want 30..60 s", d)
 		}
@@ -190,25 +193,25 @@ func TestRestartRecomputesExpiryBackoff(t *testing.T) {
 			e.open()
 		} else {
 			e.clock.Advance(11 * time.Second)
-			e.wantStats("q", broker.QueueStats{Delayed: 1})
+			e.wantStats("q", model.QueueStats{Delayed: 1})
 			e.restart()
 		}
-		e.wantStats("q", broker.QueueStats{Delayed: 1})
+		e.wantStats("q", model.QueueStats{Delayed: 1})
 		// Its receipt is stale while it backs off.
-		errs, err := e.b.ChangeVisibility(context.Background(), "q", []broker.VisibilityEntry{{Receipt: ds[0].Receipt, Timeout: time.Minute}})
-		if err != nil || !errors.Is(errs[0], broker.ErrInvalidParameterValue) {
+		errs, err := e.b.ChangeVisibility(context.Background(), "q", []model.VisibilityEntry{{Receipt: ds[0].Receipt, Timeout: time.Minute}})
+		if err != nil || !errors.Is(errs[0], model.ErrInvalidParameterValue) {
 			t.Fatalf("ChangeVisibility of a backing-off message: %v, %v; want a stale receipt", errs, err)
 		}
 		e.clock.Advance(at.Sub(e.clock.Now()) - time.Nanosecond)
-		e.wantStats("q", broker.QueueStats{Delayed: 1})
+		e.wantStats("q", model.QueueStats{Delayed: 1})
 		if got := e.receive("q", 1, time.Minute); len(got) != 0 {
 			t.Fatalf("received %q during the backoff", got[0].Body)
 		}
 		e.clock.Advance(time.Nanosecond)
-		e.wantStats("q", broker.QueueStats{Visible: 1})
+		e.wantStats("q", model.QueueStats{Visible: 1})
 		got := e.receive("q", 1, time.Minute)
-		if len(got) != 1 || got[0].Attempts != 2 || got[0].FailureReason != broker.ReasonLeaseExpired {
-			t.Fatalf("after the backoff: %+v, want a with 2 attempts and reason %q", got, broker.ReasonLeaseExpired)
+		if len(got) != 1 || got[0].Attempts != 2 || got[0].FailureReason != model.ReasonLeaseExpired {
+			t.Fatalf("after the backoff: %+v, want a with 2 attempts and reason %q", got, model.ReasonLeaseExpired)
 		}
 	}
 }
@@ -221,17 +224,17 @@ func TestRestartKeepsNackBackoff(t *testing.T) {
 	e.retryQueue("q", `{"baseSeconds":30,"maxSeconds":600,"jitter":"none"}`, 10)
 	e.send("q", "a")
 	ds := e.receive("q", 1, 10*time.Second)
-	errs, err := e.b.ChangeVisibility(context.Background(), "q", []broker.VisibilityEntry{{Receipt: ds[0].Receipt}})
+	errs, err := e.b.ChangeVisibility(context.Background(), "q", []model.VisibilityEntry{{Receipt: ds[0].Receipt}})
 	if err != nil || errs[0] != nil {
 		t.Fatalf("nack: %v, %v", errs, err)
 	}
 	e.restart()
-	e.wantStats("q", broker.QueueStats{Delayed: 1})
+	e.wantStats("q", model.QueueStats{Delayed: 1})
 	e.clock.Advance(30*time.Second - time.Nanosecond)
-	e.wantStats("q", broker.QueueStats{Delayed: 1})
+	e.wantStats("q", model.QueueStats{Delayed: 1})
 	e.clock.Advance(time.Nanosecond)
 	got := e.receive("q", 1, time.Minute)
-	if len(got) != 1 || got[0].Attempts != 2 || got[0].FailureReason != broker.ReasonNack {
+	if len(got) != 1 || got[0].Attempts != 2 || got[0].FailureReason != model.ReasonNack {
 		t.Fatalf("after the backoff: %+v", got)
 	}
 }
@@ -245,7 +248,7 @@ func TestLastAttemptExpiryMovesWithoutCaller(t *testing.T) {
 	for _, whileDown := range []bool{false, true} {
 		e := setup(t)
 		e.createQueue("dlq", nil)
-		e.createQueue("src", map[string]string{broker.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`})
+		e.createQueue("src", map[string]string{model.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`})
 		e.send("src", "a")
 		e.receive("src", 1, 10*time.Second)
 		if whileDown {
@@ -259,12 +262,12 @@ func TestLastAttemptExpiryMovesWithoutCaller(t *testing.T) {
 		testutil.Eventually(t, 5*time.Second, "the message moved to the DLQ", func() bool {
 			return e.stats("dlq").Visible == 1
 		})
-		e.wantStats("src", broker.QueueStats{})
-		page, err := e.b.Browse(context.Background(), "dlq", broker.BrowseRequest{})
+		e.wantStats("src", model.QueueStats{})
+		page, err := e.b.Browse(context.Background(), "dlq", model.BrowseRequest{})
 		if err != nil || len(page.Messages) != 1 {
 			t.Fatalf("Browse(dlq) = %+v, %v", page, err)
 		}
-		if m := page.Messages[0]; m.FailureReason != broker.ReasonLeaseExpired || m.DeadLetterSource != "src" || m.Attempts != 1 {
+		if m := page.Messages[0]; m.FailureReason != model.ReasonLeaseExpired || m.DeadLetterSource != "src" || m.Attempts != 1 {
 			t.Fatalf("dead letter %+v", m)
 		}
 	}
@@ -276,7 +279,7 @@ func TestLastAttemptExpiryMovesWithoutCaller(t *testing.T) {
 func TestAtMostOnceSurvivesCrash(t *testing.T) {
 	t.Parallel()
 	fs := vfs.NewCrashableMem()
-	clock := broker.NewFakeClock(t0)
+	clock := clocktest.NewFakeClock(t0)
 	opts := broker.Options{Clock: clock, Logger: testLogger(t)}
 	b, err := Open(Config{Dir: "/data", FS: fs, Options: opts})
 	if err != nil {
@@ -284,16 +287,16 @@ func TestAtMostOnceSurvivesCrash(t *testing.T) {
 	}
 	f := front(t, b, opts)
 	ctx := context.Background()
-	if _, err := f.CreateQueue(ctx, "q", map[string]string{broker.AttrDeliveryMode: broker.DeliveryAtMostOnce}, nil); err != nil {
+	if _, err := f.CreateQueue(ctx, "q", map[string]string{model.AttrDeliveryMode: model.DeliveryAtMostOnce}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := f.Send(ctx, "q", []broker.SendEntry{{Body: "m" + itoa(i)}}); err != nil {
+		if _, err := f.Send(ctx, "q", []model.SendEntry{{Body: "m" + itoa(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	zero := time.Duration(0)
-	ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 2, WaitTime: &zero})
+	ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 2, WaitTime: &zero})
 	if err != nil || len(ds) != 2 {
 		t.Fatalf("receive: %d messages, %v", len(ds), err)
 	}
@@ -301,10 +304,10 @@ func TestAtMostOnceSurvivesCrash(t *testing.T) {
 		t.Fatalf("received %+v", ds)
 	}
 	// The receipt deletes nothing (it succeeds) and changes no visibility.
-	if errs, err := f.Delete(ctx, "q", []broker.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil || errs[0] != nil {
+	if errs, err := f.Delete(ctx, "q", []model.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil || errs[0] != nil {
 		t.Fatalf("delete with an at-most-once receipt: %v, %v", errs, err)
 	}
-	if errs, err := f.ChangeVisibility(ctx, "q", []broker.VisibilityEntry{{Receipt: ds[1].Receipt, Timeout: time.Minute}}); err != nil || !errors.Is(errs[0], broker.ErrMessageNotInflight) {
+	if errs, err := f.ChangeVisibility(ctx, "q", []model.VisibilityEntry{{Receipt: ds[1].Receipt, Timeout: time.Minute}}); err != nil || !errors.Is(errs[0], model.ErrMessageNotInflight) {
 		t.Fatalf("visibility change with an at-most-once receipt: %v, %v", errs, err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -316,7 +319,7 @@ func TestAtMostOnceSurvivesCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b2.Close()
-	info, err := b2.GetQueue(ctx, broker.QueueRef{Name: "q"})
+	info, err := b2.GetQueue(ctx, model.QueueRef{Name: "q"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,11 +335,11 @@ func TestExpiryBackoffHoldsFifoGroup(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.createQueue("q.fifo", map[string]string{
-		broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true",
-		broker.AttrRetryPolicy: `{"baseSeconds":60,"maxSeconds":60,"jitter":"none"}`,
+		model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true",
+		model.AttrRetryPolicy: `{"baseSeconds":60,"maxSeconds":60,"jitter":"none"}`,
 	})
 	for _, s := range []struct{ g, body string }{{"g", "a1"}, {"g", "a2"}, {"h", "b1"}} {
-		if _, err := e.b.Send(context.Background(), "q.fifo", []broker.SendEntry{{Body: s.body, GroupID: s.g}}); err != nil {
+		if _, err := e.b.Send(context.Background(), "q.fifo", []model.SendEntry{{Body: s.body, GroupID: s.g}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -344,7 +347,7 @@ func TestExpiryBackoffHoldsFifoGroup(t *testing.T) {
 		t.Fatalf("first receive %+v", ds)
 	}
 	e.clock.Advance(10 * time.Second) // a1's lease ends: 60 s of backoff
-	e.wantStats("q.fifo", broker.QueueStats{Visible: 2, Delayed: 1})
+	e.wantStats("q.fifo", model.QueueStats{Visible: 2, Delayed: 1})
 	ds := e.receive("q.fifo", 10, time.Minute)
 	if len(ds) != 1 || ds[0].Body != "b1" {
 		t.Fatalf("during a1's backoff got %v, want only b1", bodies(ds))
@@ -359,7 +362,7 @@ func TestExpiryBackoffHoldsFifoGroup(t *testing.T) {
 	}
 }
 
-func bodies(ds []broker.Delivery) []string {
+func bodies(ds []model.Delivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.Body
@@ -367,7 +370,7 @@ func bodies(ds []broker.Delivery) []string {
 	return out
 }
 
-func (e *env) getConfig(queue string) broker.QueueConfig {
+func (e *env) getConfig(queue string) model.QueueConfig {
 	e.t.Helper()
 	info, err := e.b.GetQueue(context.Background(), queue)
 	if err != nil {
@@ -381,15 +384,15 @@ func (e *env) getConfig(queue string) broker.QueueConfig {
 func TestLongDelaySurvivesRestart(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.createQueue("q", map[string]string{broker.AttrMessageRetentionPeriod: "86400"})
+	e.createQueue("q", map[string]string{model.AttrMessageRetentionPeriod: "86400"})
 	delay := 6 * time.Hour
-	res, err := e.b.Send(context.Background(), "q", []broker.SendEntry{{Body: "later", Delay: &delay, LongDelay: true}})
+	res, err := e.b.Send(context.Background(), "q", []model.SendEntry{{Body: "later", Delay: &delay, LongDelay: true}})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("send: %v, %+v", err, res)
 	}
 	e.restart()
 	e.clock.Advance(delay - time.Nanosecond)
-	e.wantStats("q", broker.QueueStats{Delayed: 1})
+	e.wantStats("q", model.QueueStats{Delayed: 1})
 	e.restart()
 	e.clock.Advance(time.Nanosecond)
 	if ds := e.receive("q", 1, time.Minute); len(ds) != 1 || ds[0].Body != "later" {
@@ -404,14 +407,14 @@ func TestMaxDepthExactUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	const limit, senders, perSender = 25, 8, 10
-	e.createQueue("q", map[string]string{broker.AttrMaxDepth: itoa(limit)})
+	e.createQueue("q", map[string]string{model.AttrMaxDepth: itoa(limit)})
 	errs := make(chan error, senders*perSender)
 	done := make(chan struct{})
 	for range senders {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for range perSender {
-				_, err := e.b.Send(context.Background(), "q", []broker.SendEntry{{Body: "x"}})
+				_, err := e.b.Send(context.Background(), "q", []model.SendEntry{{Body: "x"}})
 				errs <- err
 			}
 		}()
@@ -422,11 +425,11 @@ func TestMaxDepthExactUnderConcurrency(t *testing.T) {
 	close(errs)
 	ok := 0
 	for err := range errs {
-		var full *broker.DepthError
+		var full *model.DepthError
 		switch {
 		case err == nil:
 			ok++
-		case errors.As(err, &full) && errors.Is(err, broker.ErrThrottled):
+		case errors.As(err, &full) && errors.Is(err, model.ErrThrottled):
 		default:
 			t.Fatalf("send: %v", err)
 		}
@@ -434,5 +437,5 @@ func TestMaxDepthExactUnderConcurrency(t *testing.T) {
 	if ok != limit {
 		t.Fatalf("%d sends accepted, want exactly %d", ok, limit)
 	}
-	e.wantStats("q", broker.QueueStats{Visible: limit})
+	e.wantStats("q", model.QueueStats{Visible: limit})
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Full disk.
@@ -103,7 +103,7 @@ func (g *spaceGuard) check() error {
 			g.b.log.Error("the store's disk is below its reserve: refusing sends until space returns",
 				"dir", g.b.dir, "free_bytes", u.AvailBytes, "reserve_bytes", reserve)
 		}
-		return broker.StoreFullError(u.AvailBytes, reserve)
+		return model.StoreFullError(u.AvailBytes, reserve)
 	}
 	if g.full.Swap(false) {
 		g.b.log.Info("the store's disk has space again: accepting sends",

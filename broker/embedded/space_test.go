@@ -10,6 +10,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // freeSpaceFS is an in-memory file system whose free space the test sets.
@@ -30,7 +32,7 @@ func TestDiskReserve(t *testing.T) {
 	fs := &freeSpaceFS{FS: vfs.NewMem()}
 	fs.total.Store(10 << 30)
 	fs.free.Store(5 << 30)
-	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: "/data", fs: fs}
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: "/data", fs: fs}
 	e.open() // DiskReserveAuto: 2 % of 10 GiB = 204.8 MiB
 	t.Cleanup(func() { _ = e.be.Close() })
 	ctx := context.Background()
@@ -38,28 +40,28 @@ func TestDiskReserve(t *testing.T) {
 	e.send("q", "a", "b", "c")
 
 	fs.free.Store(200 << 20)
-	_, err := e.b.Send(ctx, "q", []broker.SendEntry{{ID: "x", Body: "refused"}})
-	if !errors.Is(err, broker.ErrStoreFull) {
+	_, err := e.b.Send(ctx, "q", []model.SendEntry{{ID: "x", Body: "refused"}})
+	if !errors.Is(err, model.ErrStoreFull) {
 		t.Fatalf("send below the reserve: err %v, want ErrStoreFull", err)
 	}
 	t.Logf("refusal: %v", err)
-	e.wantStats("q", broker.QueueStats{Visible: 3})
+	e.wantStats("q", model.QueueStats{Visible: 3})
 
 	ds := e.receive("q", 3, time.Minute)
 	if len(ds) != 3 {
 		t.Fatalf("receive on a full disk: %d messages, want 3", len(ds))
 	}
-	if _, err := e.b.ChangeVisibility(ctx, "q", []broker.VisibilityEntry{{ID: "v", Receipt: ds[0].Receipt, Timeout: 0}}); err != nil {
+	if _, err := e.b.ChangeVisibility(ctx, "q", []model.VisibilityEntry{{ID: "v", Receipt: ds[0].Receipt, Timeout: 0}}); err != nil {
 		t.Fatalf("change visibility on a full disk: %v", err)
 	}
-	errs, err := e.b.Delete(ctx, "q", []broker.DeleteEntry{{ID: "d1", Receipt: ds[1].Receipt}, {ID: "d2", Receipt: ds[2].Receipt}})
+	errs, err := e.b.Delete(ctx, "q", []model.DeleteEntry{{ID: "d1", Receipt: ds[1].Receipt}, {ID: "d2", Receipt: ds[2].Receipt}})
 	if err != nil || errs[0] != nil || errs[1] != nil {
 		t.Fatalf("delete on a full disk: %v %v", err, errs)
 	}
 
 	fs.free.Store(300 << 20)
 	e.send("q", "d")
-	e.wantStats("q", broker.QueueStats{Visible: 2})
+	e.wantStats("q", model.QueueStats{Visible: 2})
 }
 
 // TestDiskReserveValues: explicit and special reserves, and the flag's syntax.
@@ -91,7 +93,7 @@ func TestDiskReserveValues(t *testing.T) {
 	fs := &freeSpaceFS{FS: vfs.NewMem()}
 	fs.total.Store(1 << 30)
 	fs.free.Store(900 << 20)
-	opts := broker.Options{Clock: broker.NewFakeClock(t0), Logger: testLogger(t)}
+	opts := broker.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}
 	for _, c := range []struct {
 		reserve int64
 		refused bool

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -79,9 +80,9 @@ func TestFullDiskOnTmpfs(t *testing.T) {
 	}
 	acked := map[string]bool{}
 	send := func(tag string) error {
-		entries := make([]broker.SendEntry, 10)
+		entries := make([]model.SendEntry, 10)
 		for i := range entries {
-			entries[i] = broker.SendEntry{ID: "e" + itoa(i), Body: tag + itoa(i) + randomBody()}
+			entries[i] = model.SendEntry{ID: "e" + itoa(i), Body: tag + itoa(i) + randomBody()}
 		}
 		return within(t, 5*time.Second, "a send", func() error {
 			res, err := f.Send(ctx, "q", entries)
@@ -104,7 +105,7 @@ func TestFullDiskOnTmpfs(t *testing.T) {
 			break
 		}
 	}
-	if !errors.Is(refusal, broker.ErrStoreFull) {
+	if !errors.Is(refusal, model.ErrStoreFull) {
 		t.Fatalf("after %d acknowledged sends: %v, want ErrStoreFull", len(acked), refusal)
 	}
 	t.Logf("%d messages acknowledged, then: %v", len(acked), refusal)
@@ -113,10 +114,10 @@ func TestFullDiskOnTmpfs(t *testing.T) {
 	vis, zero := time.Hour, time.Duration(0)
 	got := map[string]bool{}
 	receive := func(del bool) int {
-		var ds []broker.Delivery
+		var ds []model.Delivery
 		_ = within(t, 5*time.Second, "a receive", func() error {
 			var err error
-			ds, err = f.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
+			ds, err = f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
 			if err != nil {
 				t.Fatalf("receive on a full disk: %v", err)
 			}
@@ -126,9 +127,9 @@ func TestFullDiskOnTmpfs(t *testing.T) {
 			got[d.Body] = true
 		}
 		if del && len(ds) > 0 {
-			entries := make([]broker.DeleteEntry, len(ds))
+			entries := make([]model.DeleteEntry, len(ds))
 			for i, d := range ds {
-				entries[i] = broker.DeleteEntry{ID: "d" + itoa(i), Receipt: d.Receipt}
+				entries[i] = model.DeleteEntry{ID: "d" + itoa(i), Receipt: d.Receipt}
 			}
 			_ = within(t, 5*time.Second, "a delete", func() error {
 				if _, err := f.Delete(ctx, "q", entries); err != nil {

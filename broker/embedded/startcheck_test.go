@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
 )
 
 // crashImage sends n messages one by one to a store at a new directory and
@@ -95,7 +96,7 @@ func TestStartDamagedManifest(t *testing.T) {
 			} else if err := os.Truncate(ms[0], 20); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Open(Config{Dir: e.dir, Options: broker.Options{Clock: broker.NewFakeClock(t0), Logger: testLogger(t)}})
+			_, err = Open(Config{Dir: e.dir, Options: broker.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}})
 			t.Logf("%s of %s (%d bytes): open: %v", damage, filepath.Base(ms[0]), st.Size(), err)
 			if err == nil || !strings.Contains(err.Error(), "MANIFEST") {
 				t.Fatalf("open with a damaged manifest: %v, want an error naming the MANIFEST", err)
@@ -112,7 +113,7 @@ func TestStartDamagedMetadata(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	const n = 3000
-	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: dir}
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: dir}
 	e.open()
 	e.createQueue("q", nil)
 	for i := 0; i < n; i += 10 {

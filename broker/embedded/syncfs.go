@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // walCategory is the DiskWriteCategory Pebble passes when it creates or
@@ -24,7 +24,7 @@ type syncCountFS struct {
 	// sync began (committed), for observer.
 	commits atomic.Uint64
 	// observer, when not nil, is told each sync's duration and commits.
-	observer broker.Observer
+	observer model.Observer
 }
 
 // committed counts one synced write handed to Pebble's commit pipeline.

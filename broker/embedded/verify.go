@@ -11,7 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Offline checks: Verify reads every record of a stopped broker's data
@@ -261,10 +261,10 @@ func walk(ctx context.Context, db *pebble.DB, w walker) error {
 	w.format(v)
 	// Counters (and the format record).
 	err = scanRange(db, []byte{pfxCounter}, []byte{pfxCounter + 1}, func(k, v []byte) error {
-		if bytes.Equal(k, keyReceiptKey) && len(v) != broker.ReceiptKeySize {
+		if bytes.Equal(k, keyReceiptKey) && len(v) != model.ReceiptKeySize {
 			// Open refuses it (errCorrupt): left out, so that a salvaged
 			// store starts and makes a new key.
-			w.problem(fmt.Sprintf("receipt key record: %d bytes, want %d (the broker does not start on it; salvage leaves it out, and the salvaged store makes a new key: receipt handles issued before stop working, and their messages come back when their visibility timeout ends)", len(v), broker.ReceiptKeySize))
+			w.problem(fmt.Sprintf("receipt key record: %d bytes, want %d (the broker does not start on it; salvage leaves it out, and the salvaged store makes a new key: receipt handles issued before stop working, and their messages come back when their visibility timeout ends)", len(v), model.ReceiptKeySize))
 			return nil
 		}
 		return w.other(nil, k, v)
@@ -323,7 +323,7 @@ func walkQueue(db *pebble.DB, q *queueRecord, w walker) error {
 			return nil
 		}
 		defer closer.Close()
-		var bm broker.Message
+		var bm model.Message
 		if err := decodeBody(body, &bm); err != nil {
 			w.damaged(DamagedMessage{Queue: name, MessageID: m.id(), Key: key, Problem: "body record does not decode"})
 			return nil

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // drain receives every message of queue "q" of the store at dir, and
 // returns their bodies.
 func drain(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	opts := broker.Options{Clock: broker.NewFakeClock(t0), Logger: testLogger(t)}
+	opts := broker.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}
 	b, err := Open(Config{Dir: dir, Options: opts})
 	if err != nil {
 		t.Fatalf("open %s: %v", dir, err)
@@ -26,7 +28,7 @@ func drain(t *testing.T, dir string) map[string]bool {
 	got := map[string]bool{}
 	vis, zero := time.Hour, time.Duration(0)
 	for {
-		ds, err := f.Receive(context.Background(), broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
+		ds, err := f.Receive(context.Background(), model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})
 		if err != nil {
 			t.Fatalf("receive from %s: %v", dir, err)
 		}
@@ -93,7 +95,7 @@ func TestVerifyAndSalvageFlippedByte(t *testing.T) {
 func TestVerifyTruncatedTable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	e := &env{t: t, clock: broker.NewFakeClock(t0), dir: dir}
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: dir}
 	e.open()
 	e.createQueue("q", nil)
 	e.send("q", "first")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
@@ -30,9 +31,9 @@ func BenchmarkFairQuietTenant(b *testing.B) {
 	ctx := context.Background()
 	fill := func(queue string, n int) {
 		for n > 0 {
-			batch := make([]broker.SendEntry, min(n, 10))
+			batch := make([]model.SendEntry, min(n, 10))
 			for i := range batch {
-				batch[i] = broker.SendEntry{ID: strconv.Itoa(i), Body: "noise", GroupID: "noisy"}
+				batch[i] = model.SendEntry{ID: strconv.Itoa(i), Body: "noise", GroupID: "noisy"}
 			}
 			if _, err := be.Send(ctx, queue, batch); err != nil {
 				b.Fatal(err)
@@ -49,11 +50,11 @@ func BenchmarkFairQuietTenant(b *testing.B) {
 			}
 			fill(queue, backlog)
 			vis, wait := time.Hour, time.Duration(0)
-			req := broker.ReceiveRequest{Queue: queue, MaxMessages: 10, Visibility: &vis, WaitTime: &wait}
+			req := model.ReceiveRequest{Queue: queue, MaxMessages: 10, Visibility: &vis, WaitTime: &wait}
 			served := 0
 			b.ResetTimer()
 			for range b.N {
-				if _, err := be.Send(ctx, queue, []broker.SendEntry{{Body: "quiet", GroupID: "quiet"}}); err != nil {
+				if _, err := be.Send(ctx, queue, []model.SendEntry{{Body: "quiet", GroupID: "quiet"}}); err != nil {
 					b.Fatal(err)
 				}
 				consumed, found := 0, false
@@ -62,9 +63,9 @@ func BenchmarkFairQuietTenant(b *testing.B) {
 					if err != nil || len(ds) == 0 {
 						b.Fatalf("receive: %d messages, %v", len(ds), err)
 					}
-					entries := make([]broker.DeleteEntry, len(ds))
+					entries := make([]model.DeleteEntry, len(ds))
 					for i, d := range ds {
-						entries[i] = broker.DeleteEntry{ID: strconv.Itoa(i), Receipt: d.Receipt}
+						entries[i] = model.DeleteEntry{ID: strconv.Itoa(i), Receipt: d.Receipt}
 						if d.GroupID == "quiet" {
 							found = true
 							continue

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkSend(b *testing.B) {
 	be := front(b, pb, broker.Options{})
 	ctx := context.Background()
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
-	run := func(b *testing.B, name string, entries func(i int) []broker.SendEntry) {
+	run := func(b *testing.B, name string, entries func(i int) []model.SendEntry) {
 		queue := name + "-" + stamp + "-" + strconv.Itoa(b.N)
 		if _, err := be.CreateQueue(ctx, queue, nil, nil); err != nil {
 			b.Fatal(err)
@@ -44,13 +45,13 @@ func BenchmarkSend(b *testing.B) {
 		}
 	}
 	b.Run("one", func(b *testing.B) {
-		run(b, "one", func(int) []broker.SendEntry { return []broker.SendEntry{{Body: "x"}} })
+		run(b, "one", func(int) []model.SendEntry { return []model.SendEntry{{Body: "x"}} })
 	})
 	b.Run("batch10", func(b *testing.B) {
-		run(b, "batch10", func(int) []broker.SendEntry {
-			es := make([]broker.SendEntry, 10)
+		run(b, "batch10", func(int) []model.SendEntry {
+			es := make([]model.SendEntry, 10)
 			for j := range es {
-				es[j] = broker.SendEntry{ID: strconv.Itoa(j), Body: "x"}
+				es[j] = model.SendEntry{ID: strconv.Itoa(j), Body: "x"}
 			}
 			return es
 		})
@@ -71,25 +72,25 @@ func BenchmarkSend(b *testing.B) {
 		wait := time.Duration(0)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := be.Send(ctx, churned, []broker.SendEntry{{Body: "x"}}); err != nil {
+			if _, err := be.Send(ctx, churned, []model.SendEntry{{Body: "x"}}); err != nil {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			ds, err := be.Receive(ctx, broker.ReceiveRequest{Queue: churned, WaitTime: &wait})
+			ds, err := be.Receive(ctx, model.ReceiveRequest{Queue: churned, WaitTime: &wait})
 			if err != nil || len(ds) != 1 {
 				b.Fatalf("receive: %d messages, %v", len(ds), err)
 			}
-			if _, err := be.Delete(ctx, churned, []broker.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
+			if _, err := be.Delete(ctx, churned, []model.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
 		}
 	})
 	b.Run("tenants", func(b *testing.B) {
-		run(b, "tenants", func(i int) []broker.SendEntry {
-			es := make([]broker.SendEntry, 10)
+		run(b, "tenants", func(i int) []model.SendEntry {
+			es := make([]model.SendEntry, 10)
 			for j := range es {
-				es[j] = broker.SendEntry{ID: strconv.Itoa(j), Body: "x", GroupID: fmt.Sprint("t", (i*10+j)%100)}
+				es[j] = model.SendEntry{ID: strconv.Itoa(j), Body: "x", GroupID: fmt.Sprint("t", (i*10+j)%100)}
 			}
 			return es
 		})

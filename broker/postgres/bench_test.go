@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
@@ -58,16 +59,16 @@ func BenchmarkReceive(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			if _, err := be.Send(ctx, queue, []broker.SendEntry{{Body: "x"}}); err != nil {
+			if _, err := be.Send(ctx, queue, []model.SendEntry{{Body: "x"}}); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			ds, err := be.Receive(ctx, broker.ReceiveRequest{Queue: queue, WaitTime: &wait})
+			ds, err := be.Receive(ctx, model.ReceiveRequest{Queue: queue, WaitTime: &wait})
 			b.StopTimer()
 			if err != nil || len(ds) != 1 {
 				b.Fatalf("receive: %d messages, %v", len(ds), err)
 			}
-			if _, err := be.Delete(ctx, queue, []broker.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
+			if _, err := be.Delete(ctx, queue, []model.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -103,22 +104,22 @@ func churn(b *testing.B, be *broker.Broker, queue string, n int) {
 			defer wg.Done()
 			wait := time.Duration(0)
 			for sent := w * 10; sent < n; sent += 40 {
-				entries := make([]broker.SendEntry, 10)
+				entries := make([]model.SendEntry, 10)
 				for i := range entries {
-					entries[i] = broker.SendEntry{ID: fmt.Sprint("e", i), Body: "churn"}
+					entries[i] = model.SendEntry{ID: fmt.Sprint("e", i), Body: "churn"}
 				}
 				if _, err := be.Send(ctx, queue, entries); err != nil {
 					errc <- err
 					return
 				}
-				ds, err := be.Receive(ctx, broker.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: &wait})
+				ds, err := be.Receive(ctx, model.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: &wait})
 				if err != nil {
 					errc <- err
 					return
 				}
-				del := make([]broker.DeleteEntry, len(ds))
+				del := make([]model.DeleteEntry, len(ds))
 				for i, d := range ds {
-					del[i] = broker.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
+					del[i] = model.DeleteEntry{ID: fmt.Sprint("d", i), Receipt: d.Receipt}
 				}
 				if len(del) > 0 {
 					if _, err := be.Delete(ctx, queue, del); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
@@ -78,14 +79,14 @@ func TestConcurrentDeletesCombine(t *testing.T) {
 	}
 	const n = 12
 	for i := range n {
-		if _, err := f.Send(ctx, "q", []broker.SendEntry{{Body: fmt.Sprint(i)}}); err != nil {
+		if _, err := f.Send(ctx, "q", []model.SendEntry{{Body: fmt.Sprint(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	vis, wait := time.Minute, time.Duration(0)
 	receipts := map[string]string{}
 	for len(receipts) < n {
-		ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
+		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &wait})
 		if err != nil || len(ds) == 0 {
 			t.Fatalf("receive: %d messages, %v", len(ds), err)
 		}
@@ -95,10 +96,10 @@ func TestConcurrentDeletesCombine(t *testing.T) {
 	}
 	// Message "0" is released and leased again: its first receipt is stale.
 	stale := receipts["0"]
-	if errs, err := f.ChangeVisibility(ctx, "q", []broker.VisibilityEntry{{Receipt: stale, Timeout: 0}}); err != nil || errs[0] != nil {
+	if errs, err := f.ChangeVisibility(ctx, "q", []model.VisibilityEntry{{Receipt: stale, Timeout: 0}}); err != nil || errs[0] != nil {
 		t.Fatalf("release: %v %v", err, errs)
 	}
-	ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 1, Visibility: &vis, WaitTime: &wait})
+	ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 1, Visibility: &vis, WaitTime: &wait})
 	if err != nil || len(ds) != 1 || ds[0].Body != "0" {
 		t.Fatalf("receive again: %v %v", ds, err)
 	}
@@ -109,7 +110,7 @@ func TestConcurrentDeletesCombine(t *testing.T) {
 	errs := make(chan error, n)
 	del := func(r string) {
 		defer wg.Done()
-		res, err := f.Delete(ctx, "q", []broker.DeleteEntry{{Receipt: r}})
+		res, err := f.Delete(ctx, "q", []model.DeleteEntry{{Receipt: r}})
 		if err == nil {
 			err = res[0]
 		}

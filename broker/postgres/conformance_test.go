@@ -8,6 +8,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/brokertest"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // TestConformance runs the shared backend suite (broker/brokertest) against
@@ -17,9 +18,9 @@ func TestConformance(t *testing.T) {
 	url := requirePostgres(t)
 	var (
 		mu      sync.Mutex
-		schemas = map[broker.Backend]string{}
+		schemas = map[storage.Backend]string{}
 	)
-	open := func(t *testing.T, schema string, opts broker.Options) broker.Backend {
+	open := func(t *testing.T, schema string, opts broker.Options) storage.Backend {
 		t.Helper()
 		cfg := testConfig(url, schema)
 		cfg.Options = opts
@@ -41,10 +42,10 @@ func TestConformance(t *testing.T) {
 		return b
 	}
 	brokertest.Run(t, brokertest.Harness{
-		Open: func(t *testing.T, opts broker.Options) broker.Backend {
+		Open: func(t *testing.T, opts broker.Options) storage.Backend {
 			return open(t, schemaFor(t), opts)
 		},
-		Reopen: func(t *testing.T, b broker.Backend, opts broker.Options) broker.Backend {
+		Reopen: func(t *testing.T, b storage.Backend, opts broker.Options) storage.Backend {
 			t.Helper()
 			mu.Lock()
 			schema, ok := schemas[b]

@@ -12,7 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
@@ -47,10 +49,10 @@ func turns(t *testing.T, url, schema, queue string, prio int) (map[string]uint64
 }
 
 // prioEntry is a send entry of body as tenant at priority p.
-func prioEntry(body, tenant string, p int) broker.SendEntry {
-	e := broker.SendEntry{ID: body, Body: body, GroupID: tenant}
+func prioEntry(body, tenant string, p int) model.SendEntry {
+	e := model.SendEntry{ID: body, Body: body, GroupID: tenant}
 	if p != 0 {
-		e.Attributes = map[string]broker.MessageAttribute{broker.MsgAttrPriority: {DataType: "Number", StringValue: strconv.Itoa(p)}}
+		e.Attributes = map[string]model.MessageAttribute{model.MsgAttrPriority: {DataType: "Number", StringValue: strconv.Itoa(p)}}
 	}
 	return e
 }
@@ -67,7 +69,7 @@ func TestFairTurnsFollowTheRule(t *testing.T) {
 	if _, err := a.CreateQueue(ctx, "q", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	send := func(es ...broker.SendEntry) {
+	send := func(es ...model.SendEntry) {
 		t.Helper()
 		res, err := a.Send(ctx, "q", es)
 		if err != nil {
@@ -85,16 +87,16 @@ func TestFairTurnsFollowTheRule(t *testing.T) {
 		tenant string
 	}
 	last, cursor, want := map[key]uint64{}, map[int]uint64{}, map[string]uint64{}
-	sent := func(es ...broker.SendEntry) {
+	sent := func(es ...model.SendEntry) {
 		t.Helper()
 		send(es...)
 		for _, e := range es {
 			p := 0
-			if v, ok := e.Attributes[broker.MsgAttrPriority]; ok {
+			if v, ok := e.Attributes[model.MsgAttrPriority]; ok {
 				p, _ = strconv.Atoi(v.StringValue)
 			}
 			k := key{p, e.GroupID}
-			last[k] = broker.NextTurn(last[k], cursor[p])
+			last[k] = plan.NextTurn(last[k], cursor[p])
 			want[e.Body] = last[k]
 		}
 	}
@@ -114,14 +116,14 @@ func TestFairTurnsFollowTheRule(t *testing.T) {
 	sent(prioEntry("a2", "a", 0), prioEntry("x1", "", 0))
 	check("after the first sends")
 
-	ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 3})
+	ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 3})
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("receive: %d messages, %v", len(ds), err)
 	}
 	var bodies []string
 	for _, d := range ds {
 		bodies = append(bodies, d.Body)
-		cursor[0] = broker.AdvanceCursor(cursor[0], want[d.Body])
+		cursor[0] = plan.AdvanceCursor(cursor[0], want[d.Body])
 	}
 	if !slices.Equal(bodies, []string{"a0", "b0", "x0"}) { // turn 1 of each tenant, in send order
 		t.Fatalf("received %v, want [a0 b0 x0]", bodies)
@@ -135,7 +137,7 @@ func TestFairTurnsFollowTheRule(t *testing.T) {
 	if got, _ := turns(t, url, schema, "q", 5); got["h0"] != 1 || got["h1"] != 2 {
 		t.Errorf("level 5 turns h0 %d h1 %d, want 1 and 2", got["h0"], got["h1"])
 	}
-	if ds, err = a.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 1}); err != nil || len(ds) != 1 || ds[0].Body != "h0" {
+	if ds, err = a.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 1}); err != nil || len(ds) != 1 || ds[0].Body != "h0" {
 		t.Fatalf("receive: %v, %v; want h0", ds, err)
 	}
 	if _, cur := turns(t, url, schema, "q", 5); cur != 1 {
@@ -155,11 +157,11 @@ func TestFairClaimDeadLetterTakesATurn(t *testing.T) {
 	a, _, clock := openPair(t, schema, nil)
 	ctx := context.Background()
 	for _, q := range []string{"dlq", "src"} {
-		if _, err := a.CreateQueue(ctx, q, map[string]string{broker.AttrVisibilityTimeout: "1"}, nil); err != nil {
+		if _, err := a.CreateQueue(ctx, q, map[string]string{model.AttrVisibilityTimeout: "1"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var noisy []broker.SendEntry
+	var noisy []model.SendEntry
 	for i := range 30 {
 		noisy = append(noisy, prioEntry(fmt.Sprint("n", i), "noisy", 0))
 	}
@@ -169,27 +171,27 @@ func TestFairClaimDeadLetterTakesATurn(t *testing.T) {
 		}
 		noisy = noisy[10:]
 	}
-	if _, err := a.Send(ctx, "src", []broker.SendEntry{prioEntry("quiet0", "quiet", 0)}); err != nil {
+	if _, err := a.Send(ctx, "src", []model.SendEntry{prioEntry("quiet0", "quiet", 0)}); err != nil {
 		t.Fatal(err)
 	}
-	if ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "src"}); err != nil || len(ds) != 1 {
+	if ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "src"}); err != nil || len(ds) != 1 {
 		t.Fatal(ds, err)
 	}
 	clock.Advance(time.Second) // the lease ends: ready again, with 1 attempt used
-	rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": broker.ARN("us-east-1", "000000000000", "dlq"), "maxReceiveCount": 1})
-	if err := a.SetQueueAttributes(ctx, "src", map[string]string{broker.AttrRedrivePolicy: string(rp)}); err != nil {
+	rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": model.ARN("us-east-1", "000000000000", "dlq"), "maxReceiveCount": 1})
+	if err := a.SetQueueAttributes(ctx, "src", map[string]string{model.AttrRedrivePolicy: string(rp)}); err != nil {
 		t.Fatal(err)
 	}
-	if ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "src"}); err != nil || len(ds) != 0 {
+	if ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "src"}); err != nil || len(ds) != 0 {
 		t.Fatalf("receive of src: %d messages, %v; want none (the claim moves it)", len(ds), err)
 	}
 	got, _ := turns(t, url, schema, "dlq", 0)
-	if got["quiet0"] != broker.NextTurn(0, 0) {
-		t.Fatalf("the dead letter's turn in dlq is %d, want %d (turns %v)", got["quiet0"], broker.NextTurn(0, 0), got)
+	if got["quiet0"] != plan.NextTurn(0, 0) {
+		t.Fatalf("the dead letter's turn in dlq is %d, want %d (turns %v)", got["quiet0"], plan.NextTurn(0, 0), got)
 	}
 	var bodies []string
 	for range 2 {
-		ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "dlq"})
+		ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "dlq"})
 		if err != nil || len(ds) != 1 {
 			t.Fatal(ds, err)
 		}
@@ -223,7 +225,7 @@ func TestFairConcurrentSendsKeepTenantOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range batches {
-				es := make([]broker.SendEntry, 10)
+				es := make([]model.SendEntry, 10)
 				for j := range es {
 					es[j] = prioEntry(fmt.Sprintf("p%d-%03d", p, i*10+j), "noisy", 0)
 				}
@@ -239,17 +241,17 @@ func TestFairConcurrentSendsKeepTenantOrder(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Send(ctx, "q", []broker.SendEntry{prioEntry("quiet0", "quiet", 0)}); err != nil {
+	if _, err := b.Send(ctx, "q", []model.SendEntry{prioEntry("quiet0", "quiet", 0)}); err != nil {
 		t.Fatal(err)
 	}
 	last := map[string]string{}
 	var first []string
 	for n := 0; n < producers*batches*10+1; {
-		ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10})
+		ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10})
 		if err != nil || len(ds) == 0 {
 			t.Fatalf("receive after %d: %d messages, %v", n, len(ds), err)
 		}
-		var del []broker.DeleteEntry
+		var del []model.DeleteEntry
 		for _, d := range ds {
 			if len(first) < producers+1 {
 				first = append(first, d.Body)
@@ -261,7 +263,7 @@ func TestFairConcurrentSendsKeepTenantOrder(t *testing.T) {
 				}
 				last[p] = d.Body
 			}
-			del = append(del, broker.DeleteEntry{ID: strconv.Itoa(len(del)), Receipt: d.Receipt})
+			del = append(del, model.DeleteEntry{ID: strconv.Itoa(len(del)), Receipt: d.Receipt})
 		}
 		if _, err := a.Delete(ctx, "q", del); err != nil {
 			t.Fatal(err)
@@ -293,7 +295,7 @@ func TestMigration7OldRows(t *testing.T) {
 	defer conn.Close(ctx)
 	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	cj, _ := json.Marshal(broker.DefaultQueueConfig(false))
+	cj, _ := json.Marshal(model.DefaultQueueConfig(false))
 	var mid int64
 	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
 		VALUES ('q', $1, $2, $2) RETURNING mid`, cj, at).Scan(&mid); err != nil {
@@ -311,14 +313,14 @@ func TestMigration7OldRows(t *testing.T) {
 	}
 
 	cfg := testConfig(url, schema)
-	cfg.Clock = broker.NewFakeClock(at.Add(time.Minute))
+	cfg.Clock = clocktest.NewFakeClock(at.Add(time.Minute))
 	be, err := postgres.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = be.Close() })
 	f := front(t, be, cfg.Options)
-	if _, err := f.Send(ctx, "q", []broker.SendEntry{prioEntry("new0", "noisy", 0), prioEntry("quiet0", "quiet", 0)}); err != nil {
+	if _, err := f.Send(ctx, "q", []model.SendEntry{prioEntry("new0", "noisy", 0), prioEntry("quiet0", "quiet", 0)}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := turns(t, url, schema, "q", 0)
@@ -327,7 +329,7 @@ func TestMigration7OldRows(t *testing.T) {
 	}
 	var bodies []string
 	for range 5 {
-		ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "q"})
+		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q"})
 		if err != nil || len(ds) != 1 {
 			t.Fatal(ds, err)
 		}

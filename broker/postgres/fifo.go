@@ -9,7 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // FIFO queues.
@@ -59,7 +60,7 @@ type attemptItem struct {
 
 // sendFifo stores the valid entries of a FIFO send in one transaction
 // (results holds the plans' errors; it is completed here).
-func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []broker.SendEntry, plans []broker.SendPlan, results []broker.SendResult) error {
+func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []model.SendEntry, plans []plan.SendPlan, results []model.SendResult) error {
 	var groups []string
 	for i := range entries {
 		if results[i].Err == nil {
@@ -105,7 +106,7 @@ func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []broker.SendE
 							group_id, dedup_id, sender_id, attrs, body, max_attempts)
 						SELECT $2, $6::"char", `+nowSQL+` + $7 * interval '1 microsecond', `+nowSQL+`, $8, d.seq, $4,
 							$9, $10, $11, $12, $13, $14 FROM d)
-					SELECT seq FROM d`, s.now, q.mid, key, mid, micros(broker.DedupWindow), state,
+					SELECT seq FROM d`, s.now, q.mid, key, mid, micros(model.DedupWindow), state,
 					micros(q.cfg.Delay), p.Priority, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body, p.MaxAttempts).Scan(&seq)
 				if errors.Is(err, pgx.ErrNoRows) {
 					// A duplicate: the original's id and sequence number.
@@ -120,7 +121,7 @@ func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []broker.SendE
 					stored++
 				}
 				results[i].MessageID = mid
-				results[i].SequenceNumber = broker.FormatSequenceNumber(uint64(seq))
+				results[i].SequenceNumber = model.FormatSequenceNumber(uint64(seq))
 			}
 			if stored == 0 {
 				return nil
@@ -218,12 +219,12 @@ func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, 
 // then the next group), and claims them with claimSQL. With attemptID set, a
 // non-empty result is recorded in the receive-attempt cache in the same
 // transaction.
-func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Duration, attemptID string) ([]broker.Delivery, []movedLetter, error) {
+func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Duration, attemptID string) ([]model.Delivery, []movedLetter, error) {
 	to, err := b.claimTarget(ctx, b.pool, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []broker.Delivery
+	var out []model.Delivery
 	var moved []movedLetter
 	err = retry(func() error {
 		out, moved = nil, nil
@@ -310,7 +311,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 				VALUES ($2, $3, `+nowSQL+` + $4 * interval '1 microsecond', $5)
 				ON CONFLICT (queue_id, attempt_id) DO UPDATE SET expires_at = excluded.expires_at,
 					items = excluded.items, invalid = false`,
-				b.tnow(), q.mid, attemptID, micros(broker.AttemptWindow), ij)
+				b.tnow(), q.mid, attemptID, micros(model.AttemptWindow), ij)
 			return err
 		})
 	})
@@ -325,7 +326,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 // that receive gave it (and none was deleted or had its visibility changed);
 // AttemptNotRetryableError otherwise. ok is false when the id is unknown or
 // expired: the receive then proceeds as a new one.
-func (b *Backend) replayAttempt(ctx context.Context, q queueRow, attemptID string) (ds []broker.Delivery, ok bool, err error) {
+func (b *Backend) replayAttempt(ctx context.Context, q queueRow, attemptID string) (ds []model.Delivery, ok bool, err error) {
 	var invalid bool
 	var ij []byte
 	err = b.pool.QueryRow(ctx, `SELECT invalid, items FROM attempts
@@ -337,7 +338,7 @@ func (b *Backend) replayAttempt(ctx context.Context, q queueRow, attemptID strin
 		return nil, false, dbErr("read receive attempt", err)
 	}
 	if invalid {
-		return nil, true, broker.AttemptNotRetryableError(attemptID)
+		return nil, true, model.AttemptNotRetryableError(attemptID)
 	}
 	var items []attemptItem
 	if err := json.Unmarshal(ij, &items); err != nil {
@@ -349,7 +350,7 @@ func (b *Backend) replayAttempt(ctx context.Context, q queueRow, attemptID strin
 			b.tnow(), it.Key, q.mid, it.Lease)
 		_, _, d, err := b.scanDelivery(row.Scan, nil, q)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, true, broker.AttemptNotRetryableError(attemptID)
+			return nil, true, model.AttemptNotRetryableError(attemptID)
 		}
 		if err != nil {
 			return nil, true, dbErr("replay receive attempt", err)

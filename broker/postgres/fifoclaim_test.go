@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestFifoClaimRechecksGroupUnderLock: the statement that picks and locks a
@@ -29,12 +30,12 @@ func TestFifoClaimRechecksGroupUnderLock(t *testing.T) {
 	schema := schemaFor(t)
 	a, _, _ := openPair(t, schema, nil)
 	ctx := context.Background()
-	fifo := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"}
+	fifo := map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true"}
 	if _, err := a.CreateQueue(ctx, "q.fifo", fifo, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {
-		if _, err := a.Send(ctx, "q.fifo", []broker.SendEntry{{Body: fmt.Sprint("m", i), GroupID: "g"}}); err != nil {
+		if _, err := a.Send(ctx, "q.fifo", []model.SendEntry{{Body: fmt.Sprint("m", i), GroupID: "g"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +76,7 @@ func TestFifoClaimRechecksGroupUnderLock(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10})
+	ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +102,11 @@ func TestFifoShortPollWaitsForGroupLock(t *testing.T) {
 	schema := schemaFor(t)
 	a, _, _ := openPair(t, schema, nil)
 	ctx := context.Background()
-	fifo := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"}
+	fifo := map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true"}
 	if _, err := a.CreateQueue(ctx, "q.fifo", fifo, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctx, "q.fifo", []broker.SendEntry{{Body: "m1", GroupID: "g"}}); err != nil {
+	if _, err := a.Send(ctx, "q.fifo", []model.SendEntry{{Body: "m1", GroupID: "g"}}); err != nil {
 		t.Fatal(err)
 	}
 	url := requirePostgres(t)
@@ -123,7 +124,7 @@ func TestFifoShortPollWaitsForGroupLock(t *testing.T) {
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("locking group g's row: %v (%d rows)", err, tag.RowsAffected())
 	}
-	done := goReceive(ctx, a, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10, WaitTime: new(time.Duration)})
+	done := goReceive(ctx, a, model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10, WaitTime: new(time.Duration)})
 	waitBlockedBy(t, ctx, url, other.PgConn().PID(), done, "the short poll, while group g's row was locked,")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -149,36 +150,36 @@ func TestFifoRedriveSeqAfterGroupLock(t *testing.T) {
 	schema := schemaFor(t)
 	a, _, clock := openPair(t, schema, nil)
 	ctx := context.Background()
-	fifo := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"}
+	fifo := map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true"}
 	if _, err := a.CreateQueue(ctx, "dlq.fifo", fifo, nil); err != nil {
 		t.Fatal(err)
 	}
 	redrive := func(n int) string {
-		return fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, broker.ARN("us-east-1", "000000000000", "dlq.fifo"), n)
+		return fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, model.ARN("us-east-1", "000000000000", "dlq.fifo"), n)
 	}
-	src := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true",
-		broker.AttrRedrivePolicy: redrive(2)}
+	src := map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true",
+		model.AttrRedrivePolicy: redrive(2)}
 	if _, err := a.CreateQueue(ctx, "src.fifo", src, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The group's row in the DLQ, created by a send there.
 	for _, s := range []struct{ q, body string }{{"dlq.fifo", "first"}, {"src.fifo", "m"}} {
-		if _, err := a.Send(ctx, s.q, []broker.SendEntry{{Body: s.body, GroupID: "g"}}); err != nil {
+		if _, err := a.Send(ctx, s.q, []model.SendEntry{{Body: s.body, GroupID: "g"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	vis := time.Second
-	ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "src.fifo", Visibility: &vis})
+	ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "src.fifo", Visibility: &vis})
 	if err != nil || len(ds) != 1 {
 		t.Fatal(ds, err)
 	}
 	// A nack leaves m visible (its first of two attempts); lowering
 	// maxReceiveCount to 1 then makes the next receive move it (a failed
 	// last attempt is moved by the failure itself: not the claim's path).
-	if errs, err := a.ChangeVisibility(ctx, "src.fifo", []broker.VisibilityEntry{{ID: "1", Receipt: ds[0].Receipt}}); err != nil || errs[0] != nil {
+	if errs, err := a.ChangeVisibility(ctx, "src.fifo", []model.VisibilityEntry{{ID: "1", Receipt: ds[0].Receipt}}); err != nil || errs[0] != nil {
 		t.Fatal(errs, err)
 	}
-	if err := a.SetQueueAttributes(ctx, "src.fifo", map[string]string{broker.AttrRedrivePolicy: redrive(1)}); err != nil {
+	if err := a.SetQueueAttributes(ctx, "src.fifo", map[string]string{model.AttrRedrivePolicy: redrive(1)}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Second)
@@ -201,7 +202,7 @@ func TestFifoRedriveSeqAfterGroupLock(t *testing.T) {
 		WHERE q.name = 'dlq.fifo' AND g.group_id = 'g' FOR UPDATE`).Scan(&dlqID); err != nil {
 		t.Fatal(err)
 	}
-	done := goReceive(ctx, a, broker.ReceiveRequest{Queue: "src.fifo"})
+	done := goReceive(ctx, a, model.ReceiveRequest{Queue: "src.fifo"})
 	// Wait until the claim waits for the lock (without the fix it has taken
 	// its sequence number by then).
 	waitBlockedBy(t, ctx, url, other.PgConn().PID(), done, "the receive past maxReceiveCount, before the DLQ group's lock was released,")
@@ -236,10 +237,10 @@ func TestSweepKeepsRenewedDedupEntry(t *testing.T) {
 	schema := schemaFor(t)
 	a, _, clock := openPair(t, schema, nil)
 	ctx := context.Background()
-	if _, err := a.CreateQueue(ctx, "q.fifo", map[string]string{broker.AttrFifoQueue: "true"}, nil); err != nil {
+	if _, err := a.CreateQueue(ctx, "q.fifo", map[string]string{model.AttrFifoQueue: "true"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if rs, err := a.Send(ctx, "q.fifo", []broker.SendEntry{{Body: "b", GroupID: "g", DedupID: "d"}}); err != nil || rs[0].Err != nil {
+	if rs, err := a.Send(ctx, "q.fifo", []model.SendEntry{{Body: "b", GroupID: "g", DedupID: "d"}}); err != nil || rs[0].Err != nil {
 		t.Fatal(err, rs)
 	}
 	url := requirePostgres(t)
@@ -257,10 +258,10 @@ func TestSweepKeepsRenewedDedupEntry(t *testing.T) {
 	if tag, err := tx.Exec(ctx, `SELECT 1 FROM `+dedup+` FOR UPDATE`); err != nil || tag.RowsAffected() != 1 {
 		t.Fatal(err, tag)
 	}
-	clock.Advance(broker.DedupWindow) // the committed entry has expired
+	clock.Advance(model.DedupWindow) // the committed entry has expired
 	// The renewal a send's upsert makes (a new window from now).
 	if _, err := tx.Exec(ctx, `UPDATE `+dedup+` SET expires_at = expires_at + $1 * interval '1 microsecond'`,
-		broker.DedupWindow.Microseconds()); err != nil {
+		model.DedupWindow.Microseconds()); err != nil {
 		t.Fatal(err)
 	}
 	swept := make(chan error, 1)
@@ -311,12 +312,12 @@ func TestSweepKeepsRenewedDedupEntry(t *testing.T) {
 
 // recvResult is the outcome of a receive run by goReceive.
 type recvResult struct {
-	ds  []broker.Delivery
+	ds  []model.Delivery
 	err error
 }
 
 // goReceive runs a receive in a goroutine; its outcome arrives on the channel.
-func goReceive(ctx context.Context, b *broker.Broker, req broker.ReceiveRequest) <-chan recvResult {
+func goReceive(ctx context.Context, b *broker.Broker, req model.ReceiveRequest) <-chan recvResult {
 	done := make(chan recvResult, 1)
 	go func() {
 		ds, err := b.Receive(ctx, req)

@@ -8,7 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Lease changes and lease ends planned in Go (broker/retry.go).
@@ -40,7 +41,7 @@ const expireBatch = 500
 
 // hasPolicy reports whether an ended lease of a queue with settings c is
 // planned in Go (expireLeases) rather than promoted in SQL.
-func hasPolicy(c broker.QueueConfig) bool { return c.Retry != nil || c.Redrive != nil }
+func hasPolicy(c model.QueueConfig) bool { return c.Retry != nil || c.Redrive != nil }
 
 // noteDeadline makes the sweeper run by at, when that is sooner than its
 // current deadline: a lease of a queue with a policy ends then, and its
@@ -64,7 +65,7 @@ type leaseRow struct {
 	state     string
 	live      bool // in flight under a lease that has not ended
 	visibleAt time.Time
-	facts     broker.LeaseFacts
+	facts     plan.LeaseFacts
 	sentAt    time.Time
 	seq       *int64
 	attempt   *string // the FIFO receive attempt that returned it
@@ -98,7 +99,7 @@ type deadLetter struct {
 }
 
 // add records plan p for row r, which is in flight (state 'i').
-func (a *leaseApply) add(r leaseRow, p broker.LeasePlan) {
+func (a *leaseApply) add(r leaseRow, p plan.LeasePlan) {
 	var reason *string
 	if p.SetReason {
 		reason = &p.Reason
@@ -106,18 +107,18 @@ func (a *leaseApply) add(r leaseRow, p broker.LeasePlan) {
 	if r.attempt != nil {
 		a.attempt = append(a.attempt, *r.attempt)
 	}
-	if p.Fate == broker.FateDeadLetter {
+	if p.Fate == plan.FateDeadLetter {
 		a.dead = append(a.dead, deadLetter{r.id, r.facts.MessageID, r.sentAt, r.seq, p.Attempts, p.Reason})
 		a.inflight--
 		return
 	}
 	state := "i"
 	switch p.Fate {
-	case broker.FateVisible:
+	case plan.FateVisible:
 		state = "r"
 		a.inflight--
 		a.ready++
-	case broker.FateDelayed:
+	case plan.FateDelayed:
 		state = "d"
 		a.inflight--
 		a.delayed++
@@ -210,7 +211,7 @@ func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, d
 	dedup, sent := make([]*string, n), make([]time.Time, n)
 	attempts, reasons := make([]int32, n), make([]string, n)
 	for i, d := range dead {
-		p := broker.PlanDeadLetter(d.messageID, d.sentAt, dlq.cfg.Fifo, now)
+		p := plan.DeadLetter(d.messageID, d.sentAt, dlq.cfg.Fifo, now)
 		ids[i], newSeq[i], sent[i] = d.id, p.NewSequence, p.SentAt
 		if p.DedupID != "" {
 			dedup[i] = &p.DedupID
@@ -273,7 +274,7 @@ type leaseResult struct {
 // each receipt's message (in row order), classifies the receipt (a message
 // gone or backing off: stale; a lease that ended: ended), plans the change
 // with broker.PlanLeaseChange and applies the plans (leaseApply).
-func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRef, changes []broker.VisibilityChange) (_ []broker.LeaseOutcome, err error) {
+func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef, changes []model.VisibilityChange) (_ []model.LeaseOutcome, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -283,7 +284,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 	if err != nil {
 		return nil, err
 	}
-	out := make([]broker.LeaseOutcome, len(changes))
+	out := make([]model.LeaseOutcome, len(changes))
 	type change struct {
 		i          int
 		key, lease int64
@@ -312,8 +313,8 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 			// deadLetterTo resolves the dead-letter queue once; a plan to
 			// move a message there becomes visible at `at` when there is
 			// none (any more).
-			deadLetterTo := func(p *broker.LeasePlan, at time.Time) error {
-				if p.Fate != broker.FateDeadLetter {
+			deadLetterTo := func(p *plan.LeasePlan, at time.Time) error {
+				if p.Fate != plan.FateDeadLetter {
 					return nil
 				}
 				if to == nil {
@@ -324,7 +325,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 					to = &t
 				}
 				if to.dlq == nil {
-					p.Fate, p.At = broker.FateVisible, at
+					p.Fate, p.At = plan.FateVisible, at
 				}
 				return nil
 			}
@@ -366,41 +367,41 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName broker.QueueRe
 				r, at, err := scanLease(tx.QueryRow(ctx, readLeaseSQL, b.tnow(), c.key, q.mid, c.lease))
 				switch {
 				case errors.Is(err, pgx.ErrNoRows):
-					out[c.i] = broker.LeaseStale
+					out[c.i] = model.LeaseStale
 					continue
 				case err != nil:
 					return err
 				case r.state == "d":
-					out[c.i] = broker.LeaseStale // backing off or snoozed: not this lease's any more
+					out[c.i] = model.LeaseStale // backing off or snoozed: not this lease's any more
 					continue
 				case !r.live && r.state == "i" && hasPolicy(q.cfg):
 					// The lease ended and nobody planned it yet: plan it
 					// now, as a receive would. Backing off or moved: the
 					// receipt is stale; visible again: the lease ended.
 					now = at
-					p := broker.PlanLeaseExpiry(q.cfg, r.facts, r.visibleAt)
+					p := plan.LeaseExpiry(q.cfg, r.facts, r.visibleAt)
 					if err := deadLetterTo(&p, r.visibleAt); err != nil {
 						return err
 					}
-					out[c.i] = broker.LeaseStale
-					if p.Fate == broker.FateVisible {
-						out[c.i] = broker.LeaseEnded
+					out[c.i] = model.LeaseStale
+					if p.Fate == plan.FateVisible {
+						out[c.i] = model.LeaseEnded
 					}
 					r.attempt = nil
 					a.add(r, p)
 					res.groups = res.groups || q.cfg.Fifo // its group may be free
 					continue
 				case !r.live:
-					out[c.i] = broker.LeaseEnded
+					out[c.i] = model.LeaseEnded
 					continue
 				}
 				now = at
-				out[c.i] = broker.LeaseApplied
-				p := broker.PlanLeaseChange(q.cfg, r.facts, changes[c.i], now)
+				out[c.i] = model.LeaseApplied
+				p := plan.LeaseChange(q.cfg, r.facts, changes[c.i], now)
 				if err := deadLetterTo(&p, now); err != nil {
 					return err
 				}
-				if p.Fate != broker.FateInFlight && q.cfg.Fifo {
+				if p.Fate != plan.FateInFlight && q.cfg.Fifo {
 					res.groups = true
 				}
 				a.add(r, p)
@@ -482,8 +483,8 @@ func (b *Backend) expireEnded(ctx context.Context, q queueRow) ([]movedLetter, b
 			resolved := false
 			for _, r := range ended {
 				r.attempt = nil // replayAttempt checks the lease itself
-				p := broker.PlanLeaseExpiry(q.cfg, r.facts, r.visibleAt)
-				if p.Fate == broker.FateDeadLetter {
+				p := plan.LeaseExpiry(q.cfg, r.facts, r.visibleAt)
+				if p.Fate == plan.FateDeadLetter {
 					if !resolved {
 						if to, err = b.claimTarget(ctx, tx, q); err != nil {
 							return err
@@ -491,7 +492,7 @@ func (b *Backend) expireEnded(ctx context.Context, q queueRow) ([]movedLetter, b
 						resolved = true
 					}
 					if to.dlq == nil {
-						p.Fate = broker.FateVisible // no dead-letter queue (any more)
+						p.Fate = plan.FateVisible // no dead-letter queue (any more)
 					}
 				}
 				a.add(r, p)

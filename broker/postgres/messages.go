@@ -13,16 +13,17 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // storedAttrs is the attrs column: the user and system message attributes.
 type storedAttrs struct {
-	A map[string]broker.MessageAttribute `json:"a,omitempty"`
-	S map[string]broker.MessageAttribute `json:"s,omitempty"`
+	A map[string]model.MessageAttribute `json:"a,omitempty"`
+	S map[string]model.MessageAttribute `json:"s,omitempty"`
 }
 
-func encodeAttrs(e *broker.SendEntry) []byte {
+func encodeAttrs(e *model.SendEntry) []byte {
 	if len(e.Attributes) == 0 && len(e.SystemAttributes) == 0 {
 		return nil
 	}
@@ -33,7 +34,7 @@ func encodeAttrs(e *broker.SendEntry) []byte {
 // Send implements broker.Backend: one INSERT of the valid entries whose CTE
 // also adds them to a counter shard, in one autocommit statement (FIFO: one
 // transaction, sendFifo).
-func (b *Backend) Send(ctx context.Context, queueName broker.QueueRef, entries []broker.SendEntry) (_ []broker.SendResult, err error) {
+func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []model.SendEntry) (_ []model.SendResult, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -93,29 +94,29 @@ type sendOn struct {
 // queueCache is a broker's cache of queue rows by name, for sends.
 type queueCache struct {
 	mu   sync.Mutex
-	rows map[broker.QueueRef]queueRow
+	rows map[model.QueueRef]queueRow
 }
 
 // maxCachedQueues bounds queueCache: past it the cache starts empty again.
 const maxCachedQueues = 4096
 
-func (c *queueCache) get(ref broker.QueueRef) (queueRow, bool) {
+func (c *queueCache) get(ref model.QueueRef) (queueRow, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q, ok := c.rows[ref]
 	return q, ok
 }
 
-func (c *queueCache) put(ref broker.QueueRef, q queueRow) {
+func (c *queueCache) put(ref model.QueueRef, q queueRow) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.rows == nil || len(c.rows) >= maxCachedQueues {
-		c.rows = map[broker.QueueRef]queueRow{}
+		c.rows = map[model.QueueRef]queueRow{}
 	}
 	c.rows[ref] = q
 }
 
-func (c *queueCache) drop(ref broker.QueueRef) {
+func (c *queueCache) drop(ref model.QueueRef) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.rows, ref)
@@ -134,7 +135,7 @@ var errStaleQueue = errors.New("postgres: the cached queue row changed")
 // that row (same id, message space and settings, not deleted); if not, or
 // if the plan refused an entry, it drops the row and starts again from a
 // fresh read.
-func (s sendOn) send(ctx context.Context, ref broker.QueueRef, entries []broker.SendEntry) ([]broker.SendResult, queueRow, time.Duration, error) {
+func (s sendOn) send(ctx context.Context, ref model.QueueRef, entries []model.SendEntry) ([]model.SendResult, queueRow, time.Duration, error) {
 	if s.cache != nil && !s.share {
 		if q, ok := s.cache.get(ref); ok {
 			results, q, delay, err := s.sendTo(ctx, ref, q, true, entries)
@@ -166,7 +167,7 @@ func (q queueRow) sendCacheable() bool {
 // the cache: the send then fails with errStaleQueue, storing nothing, when
 // it cannot use it (a FIFO queue or a depth limit, an entry the plan
 // refused, or a row changed since).
-func (s sendOn) sendTo(ctx context.Context, ref broker.QueueRef, q queueRow, cached bool, entries []broker.SendEntry) ([]broker.SendResult, queueRow, time.Duration, error) {
+func (s sendOn) sendTo(ctx context.Context, ref model.QueueRef, q queueRow, cached bool, entries []model.SendEntry) ([]model.SendResult, queueRow, time.Duration, error) {
 	if cached && !q.sendCacheable() {
 		return nil, q, -1, errStaleQueue
 	}
@@ -180,7 +181,7 @@ func (s sendOn) sendTo(ctx context.Context, ref broker.QueueRef, q queueRow, cac
 			return nil, q, -1, err
 		}
 	}
-	plans, err := broker.PlanSend(q.cfg, ref.Name, depth, entries)
+	plans, err := plan.Send(q.cfg, ref.Name, depth, entries)
 	if err != nil {
 		if cached {
 			return nil, q, -1, errStaleQueue // judged on fresh settings
@@ -194,7 +195,7 @@ func (s sendOn) sendTo(ctx context.Context, ref broker.QueueRef, q queueRow, cac
 			}
 		}
 	}
-	results := make([]broker.SendResult, len(entries))
+	results := make([]model.SendResult, len(entries))
 	for i := range entries {
 		results[i].ID, results[i].Err, results[i].MessageID = entries[i].ID, plans[i].Err, plans[i].MessageID
 		if s.whole && plans[i].Err != nil {
@@ -274,14 +275,14 @@ func (s sendOn) sendTo(ctx context.Context, ref broker.QueueRef, q queueRow, cac
 // version it names, or the outcome when it can name no lease of the queue:
 // LeaseOtherQueue for another queue's receipt, LeaseStale for one no row can
 // match (lease 0, or numbers past bigint).
-func leaseOf(qid int64, r broker.Receipt) (key, lease int64, o broker.LeaseOutcome, ok bool) {
+func leaseOf(qid int64, r model.Receipt) (key, lease int64, o model.LeaseOutcome, ok bool) {
 	switch {
 	case r.QueueID != uint64(qid):
-		return 0, 0, broker.LeaseOtherQueue, false
+		return 0, 0, model.LeaseOtherQueue, false
 	case r.Lease == 0 || r.Key >= 1<<63 || r.Lease >= 1<<63:
-		return 0, 0, broker.LeaseStale, false
+		return 0, 0, model.LeaseStale, false
 	}
-	return int64(r.Key), int64(r.Lease), broker.LeaseApplied, true
+	return int64(r.Key), int64(r.Lease), model.LeaseApplied, true
 }
 
 // deleteSQL is the deletion of the rows named by the CTE r (id, lease) of
@@ -332,7 +333,7 @@ var deleteByRefSQL = `WITH q AS (
 // version matches the receipts (a stale receipt matches nothing),
 // subtracting them from the counters, in the statement that reads the queue
 // row (deleteByRefSQL).
-func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipts []broker.Receipt) (_ []broker.LeaseOutcome, err error) {
+func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts []model.Receipt) (_ []model.LeaseOutcome, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -354,7 +355,7 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 		return nil, dbErr("delete", err)
 	}
 	if !job.found {
-		return nil, broker.QueueNotFoundError()
+		return nil, model.QueueNotFoundError()
 	}
 	q := job.q
 	// The rows this call's receipts deleted (the statement may have served
@@ -368,7 +369,7 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 			}
 		}
 	}
-	out := make([]broker.LeaseOutcome, len(receipts))
+	out := make([]model.LeaseOutcome, len(receipts))
 	var keys, leases []int64
 	var at []int // index in receipts of each key
 	for i, r := range receipts {
@@ -421,7 +422,7 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 	}
 	for j, key := range keys {
 		if !slices.Contains(gone, key) {
-			out[at[j]] = broker.LeaseStale
+			out[at[j]] = model.LeaseStale
 		}
 	}
 	if q.cfg.Fifo && len(gone) < len(keys) {
@@ -445,7 +446,7 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 		}
 		for j := range keys {
 			if slices.Contains(ended, lease{keys[j], leases[j]}) {
-				out[at[j]] = broker.LeaseEnded
+				out[at[j]] = model.LeaseEnded
 			}
 		}
 	}
@@ -457,7 +458,7 @@ func (b *Backend) Delete(ctx context.Context, queueName broker.QueueRef, receipt
 // (found false: it does not exist) and the rows deleted, by any call of
 // the combined statement.
 type deleteJob struct {
-	ref                broker.QueueRef
+	ref                model.QueueRef
 	qids, keys, leases []int64
 
 	found bool
@@ -578,7 +579,7 @@ func (b *Backend) promote(ctx context.Context, q queueRow) ([]movedLetter, int64
 	err := retry(func() error {
 		return b.pool.QueryRow(ctx, `WITH `+promoteSQL("$2", "$6")+`
 		SELECT `+inflightAfterSQL("$2"),
-			b.tnow(), q.mid, shard(), promoteLimit, broker.ReasonLeaseExpired, policy).Scan(&inflight)
+			b.tnow(), q.mid, shard(), promoteLimit, model.ReasonLeaseExpired, policy).Scan(&inflight)
 	})
 	if err != nil {
 		return nil, 0, dbErr("promote", err)
@@ -638,14 +639,14 @@ var lookSQL = `WITH q AS (
 // look reads queue ref (ErrQueueDoesNotExist if none) and promotes its due
 // messages in one statement (lookSQL); on a queue with a policy whose leases
 // ended, it then plans them (expireLeases).
-func (b *Backend) look(ctx context.Context, ref broker.QueueRef) (queueRow, looked, error) {
+func (b *Backend) look(ctx context.Context, ref model.QueueRef) (queueRow, looked, error) {
 	var q queueRow
 	var lk looked
 	var ended, found bool
 	err := retry(func() error {
 		q, lk, ended, found = queueRow{}, looked{}, false, false
 		rows, err := b.pool.Query(ctx, lookSQL, b.tnow(), ref.Account, shard(), promoteLimit,
-			broker.ReasonLeaseExpired, ref.Name, broker.WebhookOutbox.Account, broker.WebhookOutbox.Name)
+			model.ReasonLeaseExpired, ref.Name, plan.WebhookOutbox().Account, plan.WebhookOutbox().Name)
 		if err != nil {
 			return err
 		}
@@ -673,7 +674,7 @@ func (b *Backend) look(ctx context.Context, ref broker.QueueRef) (queueRow, look
 		return q, lk, dbErr("read queue", err)
 	}
 	if !found {
-		return q, lk, broker.QueueNotFoundError()
+		return q, lk, model.QueueNotFoundError()
 	}
 	if ended {
 		lk.inflight = -1

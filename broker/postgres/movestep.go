@@ -10,7 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // One step of a move task: see "One step, one transaction" in movetask.go.
@@ -24,7 +25,7 @@ type stepTask struct {
 	destID   *int64
 	rate     int
 	status   string
-	edit     *broker.MessageEdit // an edit-and-replay's edit; nil: none
+	edit     *model.MessageEdit // an edit-and-replay's edit; nil: none
 }
 
 // stepOutcome is what a committed step did, for the work after the commit
@@ -35,8 +36,8 @@ type stepOutcome struct {
 	at      time.Time
 	task    stepTask
 	moved   int64
-	skipped int64                 // edited messages that did not fit (broker.ApplyEdit)
-	ended   broker.MoveTaskStatus // "" while the task still runs
+	skipped int64                // edited messages that did not fit (broker.ApplyEdit)
+	ended   model.MoveTaskStatus // "" while the task still runs
 	failure string
 	targets []queueRow // the queues that received messages
 }
@@ -119,15 +120,15 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 		return false, err
 	}
 	if edit != nil {
-		t.edit = new(broker.MessageEdit)
+		t.edit = new(model.MessageEdit)
 		if err := json.Unmarshal(edit, t.edit); err != nil {
 			return true, fmt.Errorf("move task %s: edit: %w", t.id, err)
 		}
 	}
-	if t.status == string(broker.MoveTaskCancelling) {
-		return true, b.endMoveTask(ctx, tx, o, broker.MoveTaskCancelled, "")
+	if t.status == string(model.MoveTaskCancelling) {
+		return true, b.endMoveTask(ctx, tx, o, model.MoveTaskCancelled, "")
 	}
-	fail := func() error { return b.endMoveTask(ctx, tx, o, broker.MoveTaskFailed, broker.MoveTaskFailureNoQueue) }
+	fail := func() error { return b.endMoveTask(ctx, tx, o, model.MoveTaskFailed, model.MoveTaskFailureNoQueue) }
 	src, dst, ok, err := stepQueues(ctx, tx, t)
 	if err != nil {
 		return true, err
@@ -135,13 +136,13 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 	if !ok {
 		return true, fail()
 	}
-	rate := broker.MoveTask{MaxPerSecond: t.rate}.MoveRate()
-	items, sentAt, err := stepItems(ctx, tx, t.seq, broker.MoveChunk(rate))
+	rate := model.MoveTask{MaxPerSecond: t.rate}.MoveRate()
+	items, sentAt, err := stepItems(ctx, tx, t.seq, plan.MoveChunk(rate))
 	if err != nil {
 		return true, err
 	}
 	if len(items) == 0 {
-		return true, b.endMoveTask(ctx, tx, o, broker.MoveTaskCompleted, "")
+		return true, b.endMoveTask(ctx, tx, o, model.MoveTaskCompleted, "")
 	}
 	byName, err := stepTargets(ctx, tx, t, src, items)
 	if err != nil {
@@ -268,7 +269,7 @@ func stepTargets(ctx context.Context, tx pgx.Tx, t *stepTask, src queueRow, item
 // lockStepMessages is step 3: it locks the items' messages. FOR UPDATE waits
 // for a receive holding a row and re-checks it: a message leased meanwhile
 // shows as held.
-func (b *Backend) lockStepMessages(ctx context.Context, tx pgx.Tx, src queueRow, items []int64, edit *broker.MessageEdit) (map[int64]stepMsg, error) {
+func (b *Backend) lockStepMessages(ctx context.Context, tx pgx.Tx, src queueRow, items []int64, edit *model.MessageEdit) (map[int64]stepMsg, error) {
 	rows, err := tx.Query(ctx, `SELECT id, state::text, coalesce(dl_source, ''), group_id,
 			state = 'i' AND visible_at > `+nowSQL+`, sent_at <= `+nowSQL+` - $4 * interval '1 microsecond',
 			priority, max_attempts, message_id::text, CASE WHEN $5 THEN body END, CASE WHEN $6 THEN attrs END
@@ -317,7 +318,7 @@ type skippedMsg struct {
 // the task has a destination (dst); depths are the targets' depths before
 // the step (targetDepths), by mid; edit is the task's edit (nil: none).
 func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, depths map[int64]int64,
-	edit *broker.MessageEdit, items []int64, msgs map[int64]stepMsg) stepPlan {
+	edit *model.MessageEdit, items []int64, msgs map[int64]stepMsg) stepPlan {
 	p := stepPlan{plans: map[int64]*movePlan{}}
 	target := func(name string) queueRow {
 		if fixed {
@@ -325,8 +326,8 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, depths 
 		}
 		return byName[name]
 	}
-	walk := broker.MoveWalk{Source: src.name, Live: func(name string) bool { _, ok := byName[name]; return ok },
-		Depth: func(name string) (broker.QueueConfig, int64) {
+	walk := plan.MoveWalk{Source: src.name, Live: func(name string) bool { _, ok := byName[name]; return ok },
+		Depth: func(name string) (model.QueueConfig, int64) {
 			to := target(name)
 			d := depths[to.mid]
 			if mp := p.plans[to.id]; mp != nil {
@@ -339,27 +340,27 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, depths 
 	}
 	for i, id := range items {
 		m, ok := msgs[id]
-		it := broker.MoveItem{Gone: !ok || m.expired, Held: m.held, DeadLetterSource: m.dlSource,
-			Low: broker.EditedPriority(edit, m.priority) < 0}
+		it := plan.MoveItem{Gone: !ok || m.expired, Held: m.held, DeadLetterSource: m.dlSource,
+			Low: plan.EditedPriority(edit, m.priority) < 0}
 		if m.group != nil && src.cfg.Fifo { // a standard queue's group ids order nothing
 			it.Group = *m.group
 		}
 		action, name := walk.Next(it)
-		if action == broker.MoveWait {
+		if action == plan.MoveWait {
 			p.waiting = true
 			return p
 		}
 		p.handled = i + 1
 		switch action {
-		case broker.MoveHold:
+		case plan.MoveHold:
 			if it.Group != "" {
 				p.blocked = append(p.blocked, it.Group)
 			}
 			continue
-		case broker.MoveFail:
+		case plan.MoveFail:
 			p.failed = true
 			return p
-		case broker.MoveSkip:
+		case plan.MoveSkip:
 			continue
 		}
 		to := target(name)
@@ -374,7 +375,7 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, depths 
 			p.plans[to.id] = mp
 		}
 		mp.ids = append(mp.ids, id)
-		mp.mids = append(mp.mids, broker.NewMessageID())
+		mp.mids = append(mp.mids, model.NewMessageID())
 		if m.group != nil {
 			mp.groups = append(mp.groups, *m.group)
 		}
@@ -398,7 +399,7 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, depths 
 
 // movedContent is what a moved message becomes (newContent).
 type movedContent struct {
-	opts  broker.MessageOptions
+	opts  model.MessageOptions
 	body  *string // nil: the old body
 	attrs []byte  // the attrs column, for an edit only
 }
@@ -406,8 +407,8 @@ type movedContent struct {
 // newContent applies the task's edit to m bound for a queue with settings
 // c (broker.ApplyEdit); without an edit the message keeps its content and
 // options.
-func newContent(edit *broker.MessageEdit, c broker.QueueConfig, m stepMsg) (movedContent, error) {
-	opts := broker.MessageOptions{Priority: m.priority, MaxAttempts: m.maxAttempts}
+func newContent(edit *model.MessageEdit, c model.QueueConfig, m stepMsg) (movedContent, error) {
+	opts := model.MessageOptions{Priority: m.priority, MaxAttempts: m.maxAttempts}
 	if edit == nil {
 		return movedContent{opts: opts}, nil
 	}
@@ -421,12 +422,12 @@ func newContent(edit *broker.MessageEdit, c broker.QueueConfig, m stepMsg) (move
 	if m.body != nil {
 		body = *m.body
 	}
-	body, attrs, opts, err := broker.ApplyEdit(edit, c, body, old.A, opts)
+	body, attrs, opts, err := plan.ApplyEdit(edit, c, body, old.A, opts)
 	if err != nil {
 		return movedContent{}, err
 	}
 	return movedContent{opts: opts, body: &body,
-		attrs: encodeAttrs(&broker.SendEntry{Attributes: attrs, SystemAttributes: old.S})}, nil
+		attrs: encodeAttrs(&model.SendEntry{Attributes: attrs, SystemAttributes: old.S})}, nil
 }
 
 // applyStep is step 4: the new messages (targets in id order) and the
@@ -478,7 +479,7 @@ func (b *Backend) advanceTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, sr
 		return err
 	}
 	if !more {
-		return b.endMoveTask(ctx, tx, o, broker.MoveTaskCompleted, "")
+		return b.endMoveTask(ctx, tx, o, model.MoveTaskCompleted, "")
 	}
 	// The next step is due one pace after this one was due, not after it
 	// ran: a step that starts late (a busy broker, a clock that moved on)
@@ -486,9 +487,9 @@ func (b *Backend) advanceTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, sr
 	// far behind (all brokers were down) from bursting: it resumes at its
 	// rate from now. A task waiting for room tries again MoveWaitRetry
 	// from now.
-	pace := broker.MovePace(len(p.movedIDs), rate)
+	pace := plan.MovePace(len(p.movedIDs), rate)
 	if p.waiting {
-		pace = max(pace, broker.MoveWaitRetry)
+		pace = max(pace, plan.MoveWaitRetry)
 	}
 	_, err := tx.Exec(ctx, `UPDATE move_tasks SET moved = moved + $2, skipped = skipped + $5,
 		due_at = CASE WHEN $6 THEN `+nowSQL+` + $3 * interval '1 microsecond'
@@ -589,7 +590,7 @@ func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error
 
 // endMoveTask ends the task of o with status (adding o.moved to its count)
 // and deletes its remaining items.
-func (b *Backend) endMoveTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, status broker.MoveTaskStatus, failure string) error {
+func (b *Backend) endMoveTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, status model.MoveTaskStatus, failure string) error {
 	o.ended, o.failure = status, failure
 	if _, err := tx.Exec(ctx, "UPDATE move_tasks SET status = $2, failure = $3, moved = moved + $4, skipped = skipped + $5 WHERE seq = $1",
 		o.task.seq, string(status), failure, o.moved, o.skipped); err != nil {

@@ -10,7 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Message move tasks (broker.MoveTasker).
@@ -97,8 +98,8 @@ const moveIdle = 10 * time.Second
 // in SQL. (The partial index move_tasks_active of migration 3 spells the same
 // list: a change to it needs a migration.)
 var activeSQL = func() string {
-	q := make([]string, len(broker.ActiveMoveTaskStatuses))
-	for i, s := range broker.ActiveMoveTaskStatuses {
+	q := make([]string, len(model.ActiveMoveTaskStatuses))
+	for i, s := range model.ActiveMoveTaskStatuses {
 		q[i] = "'" + string(s) + "'"
 	}
 	return "status IN (" + strings.Join(q, ", ") + ")"
@@ -107,23 +108,23 @@ var activeSQL = func() string {
 const moveTaskCols = "id, source, destination, rate, status, moved, to_move, failure, started_at, skipped"
 
 // scanMoveTask reads the moveTaskCols of row, then the extra columns.
-func scanMoveTask(row pgx.Row, extra ...any) (broker.MoveTask, error) {
-	var t broker.MoveTask
+func scanMoveTask(row pgx.Row, extra ...any) (model.MoveTask, error) {
+	var t model.MoveTask
 	var status string
 	err := row.Scan(append([]any{&t.ID, &t.Source, &t.Destination, &t.MaxPerSecond, &status, &t.Moved, &t.ToMove,
 		&t.FailureReason, &t.StartedAt, &t.Skipped}, extra...)...)
-	t.Status = broker.MoveTaskStatus(status)
+	t.Status = model.MoveTaskStatus(status)
 	return t, err
 }
 
-var _ broker.SelectiveMover = (*Backend)(nil)
+var _ storage.SelectiveMover = (*Backend)(nil)
 
 // SelectiveMoves implements broker.SelectiveMover.
 func (*Backend) SelectiveMoves() {}
 
 // txErr passes broker errors and context errors through and wraps the rest.
 func txErr(op string, err error) error {
-	var be *broker.Error
+	var be *model.Error
 	if err == nil || errors.As(err, &be) {
 		return err
 	}
@@ -132,27 +133,27 @@ func txErr(op string, err error) error {
 
 // StartMoveTask implements broker.MoveTasker: one transaction, holding the
 // source queue row FOR UPDATE so that starts on one source are serialized.
-func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest) (_ broker.MoveTask, err error) {
+func (b *Backend) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) (_ model.MoveTask, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
-		return broker.MoveTask{}, err
+		return model.MoveTask{}, err
 	}
 	defer b.life.Done()
-	var out broker.MoveTask
+	var out model.MoveTask
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		src, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", req.Account, req.Source))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) || err == nil && uint64(src.id) != req.SourceID:
-			return broker.MoveSourceNotFoundError()
+			return model.MoveSourceNotFoundError()
 		case err != nil:
 			return err
 		}
 		var destID any // SQL NULL: each message's own source
 		if req.Destination != "" {
-			dst, err := b.getQueue(ctx, tx, broker.QueueRef{Account: req.Account, Name: req.Destination})
+			dst, err := b.getQueue(ctx, tx, model.QueueRef{Account: req.Account, Name: req.Destination})
 			switch {
-			case errors.Is(err, broker.ErrQueueDoesNotExist) || err == nil && uint64(dst.id) != req.DestinationID:
-				return broker.MoveDestinationNotFoundError()
+			case errors.Is(err, model.ErrQueueDoesNotExist) || err == nil && uint64(dst.id) != req.DestinationID:
+				return model.MoveDestinationNotFoundError()
 			case err != nil:
 				return err
 			}
@@ -164,7 +165,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 			return err
 		}
 		if active {
-			return broker.MoveTaskRunningError()
+			return model.MoveTaskRunningError()
 		}
 		// Forget the tasks of an earlier queue of the same name, and keep the
 		// newest MaxListMoveTasks-1 ended ones (with the new one: the most
@@ -174,7 +175,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM move_tasks WHERE seq IN (
 			SELECT seq FROM move_tasks WHERE source_id = $1 ORDER BY seq DESC OFFSET $2)`,
-			src.id, broker.MaxListMoveTasks-1); err != nil {
+			src.id, model.MaxListMoveTasks-1); err != nil {
 			return err
 		}
 		var edit []byte // SQL NULL: no edit
@@ -187,7 +188,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 		out, err = scanMoveTask(tx.QueryRow(ctx, `INSERT INTO move_tasks
 			(id, source_id, account, source, dest_id, destination, rate, status, started_at, due_at, edit)
 			VALUES ($2, $3, $4, $5, $6, $7, $8, 'RUNNING', `+nowSQL+`, `+nowSQL+`, $9)
-			RETURNING `+moveTaskCols+`, seq`, b.tnow(), broker.NewMessageID(), src.id, src.account, src.name, destID,
+			RETURNING `+moveTaskCols+`, seq`, b.tnow(), model.NewMessageID(), src.id, src.account, src.name, destID,
 			req.Destination, req.MaxPerSecond, edit), &seq)
 		if err != nil {
 			return err
@@ -211,10 +212,10 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 	})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "move_tasks_active" {
-		return broker.MoveTask{}, broker.MoveTaskRunningError() // a concurrent start won
+		return model.MoveTask{}, model.MoveTaskRunningError() // a concurrent start won
 	}
 	if err != nil {
-		return broker.MoveTask{}, txErr("start move task", err)
+		return model.MoveTask{}, txErr("start move task", err)
 	}
 	b.mover.Kick()
 	b.log.Info("move task started", "queue", out.Source, "task_id", out.ID, "destination", out.Destination,
@@ -223,7 +224,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req broker.MoveTaskRequest)
 }
 
 // ListMoveTasks implements broker.MoveTasker.
-func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, limit int) (_ []broker.MoveTask, err error) {
+func (b *Backend) ListMoveTasks(ctx context.Context, source model.QueueRef, limit int) (_ []model.MoveTask, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -238,7 +239,7 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, lim
 	if err != nil {
 		return nil, dbErr("list move tasks", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (broker.MoveTask, error) { return scanMoveTask(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.MoveTask, error) { return scanMoveTask(r) })
 	if err != nil {
 		return nil, dbErr("list move tasks", err)
 	}
@@ -249,15 +250,15 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source broker.QueueRef, lim
 // at once (due now), and CANCELLED at the next step of any broker's runner;
 // this broker's runner is woken for it. The UPDATE waits for a step in
 // progress, so the moved count it returns is final.
-func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id string) (_ broker.MoveTask, err error) {
+func (b *Backend) CancelMoveTask(ctx context.Context, source model.QueueRef, id string) (_ model.MoveTask, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
-		return broker.MoveTask{}, err
+		return model.MoveTask{}, err
 	}
 	defer b.life.Done()
 	src, err := b.getQueue(ctx, b.pool, source)
 	if err != nil {
-		return broker.MoveTask{}, err
+		return model.MoveTask{}, err
 	}
 	out, err := scanMoveTask(b.pool.QueryRow(ctx, `UPDATE move_tasks SET status = 'CANCELLING', due_at = `+nowSQL+`
 		WHERE source_id = $2 AND id = $3 AND status = 'RUNNING' RETURNING `+moveTaskCols, b.tnow(), src.id, id))
@@ -265,15 +266,15 @@ func (b *Backend) CancelMoveTask(ctx context.Context, source broker.QueueRef, id
 		var status string
 		err := b.pool.QueryRow(ctx, "SELECT status FROM move_tasks WHERE source_id = $1 AND id = $2", src.id, id).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return broker.MoveTask{}, broker.MoveTaskNotFoundError()
+			return model.MoveTask{}, model.MoveTaskNotFoundError()
 		}
 		if err != nil {
-			return broker.MoveTask{}, dbErr("cancel move task", err)
+			return model.MoveTask{}, dbErr("cancel move task", err)
 		}
-		return broker.MoveTask{}, broker.MoveTaskNotRunningError(broker.MoveTaskStatus(status))
+		return model.MoveTask{}, model.MoveTaskNotRunningError(model.MoveTaskStatus(status))
 	}
 	if err != nil {
-		return broker.MoveTask{}, dbErr("cancel move task", err)
+		return model.MoveTask{}, dbErr("cancel move task", err)
 	}
 	b.mover.Kick()
 	b.log.Info("move task cancelled", "queue", source, "task_id", id, "moved", out.Moved)

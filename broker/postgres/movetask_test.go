@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
@@ -18,7 +20,7 @@ import (
 func TestMoveTaskAcrossBrokers(t *testing.T) {
 	url := requirePostgres(t)
 	schema := schemaFor(t)
-	clock := broker.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	clock := clocktest.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
 	open := func() *broker.Broker {
 		cfg := testConfig(url, schema)
 		cfg.Clock = clock
@@ -37,22 +39,22 @@ func TestMoveTaskAcrossBrokers(t *testing.T) {
 		}
 	}
 	if _, err := a.CreateQueue(ctx, "src", map[string]string{
-		broker.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`,
+		model.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`,
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
 	const n, rate = 40, 10 // chunk 1: one message per 100 ms of clock
 	for i := range n {
-		if _, err := a.Send(ctx, "dlq", []broker.SendEntry{{Body: fmt.Sprintf("m%02d", i)}}); err != nil {
+		if _, err := a.Send(ctx, "dlq", []model.SendEntry{{Body: fmt.Sprintf("m%02d", i)}}); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Millisecond)
 	}
-	task, err := a.StartMoveTask(ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: rate})
+	task, err := a.StartMoveTask(ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: rate})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.StartMoveTask(ctx, broker.MoveTaskRequest{Source: "dlq", Destination: "dest"}); err == nil {
+	if _, err := b.StartMoveTask(ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest"}); err == nil {
 		t.Fatal("a second broker started a second task on the same source")
 	}
 	moved := func() int64 {
@@ -92,7 +94,7 @@ func TestMoveTaskAcrossBrokers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ts[0].Status == broker.MoveTaskCompleted {
+		if ts[0].Status == model.MoveTaskCompleted {
 			if ts[0].Moved != n || ts[0].ToMove != n {
 				t.Fatalf("completed task = %+v", ts[0])
 			}
@@ -112,7 +114,7 @@ func TestMoveTaskAcrossBrokers(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for len(seen) < n {
-		ds, err := b.Receive(ctx, broker.ReceiveRequest{Queue: "dest", MaxMessages: 10})
+		ds, err := b.Receive(ctx, model.ReceiveRequest{Queue: "dest", MaxMessages: 10})
 		if err != nil || len(ds) == 0 {
 			t.Fatalf("Receive: %d messages, %v (have %d of %d)", len(ds), err, len(seen), n)
 		}
@@ -131,7 +133,7 @@ func TestMoveTaskAcrossBrokers(t *testing.T) {
 func TestMoveTaskFifo(t *testing.T) {
 	url := requirePostgres(t)
 	cfg := testConfig(url, schemaFor(t))
-	clock := broker.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	clock := clocktest.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
 	cfg.Clock = clock
 	be, err := postgres.Open(context.Background(), cfg)
 	if err != nil {
@@ -140,28 +142,28 @@ func TestMoveTaskFifo(t *testing.T) {
 	defer be.Close()
 	b := front(t, be, cfg.Options)
 	ctx := context.Background()
-	fifo := map[string]string{broker.AttrFifoQueue: "true"}
+	fifo := map[string]string{model.AttrFifoQueue: "true"}
 	for _, q := range []string{"dlq.fifo", "dest.fifo"} {
 		if _, err := b.CreateQueue(ctx, q, fifo, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.CreateQueue(ctx, "src.fifo", map[string]string{broker.AttrFifoQueue: "true",
-		broker.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq.fifo","maxReceiveCount":1}`,
+	if _, err := b.CreateQueue(ctx, "src.fifo", map[string]string{model.AttrFifoQueue: "true",
+		model.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq.fifo","maxReceiveCount":1}`,
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
 	sent := map[string]string{}
 	for i := range 3 {
 		body := fmt.Sprintf("m%d", i)
-		res, err := b.Send(ctx, "dlq.fifo", []broker.SendEntry{{Body: body, GroupID: "g", DedupID: "same-" + body}})
+		res, err := b.Send(ctx, "dlq.fifo", []model.SendEntry{{Body: body, GroupID: "g", DedupID: "same-" + body}})
 		if err != nil || res[0].Err != nil {
 			t.Fatal(err, res)
 		}
 		sent[body] = res[0].MessageID
 		clock.Advance(time.Millisecond)
 	}
-	if _, err := b.StartMoveTask(ctx, broker.MoveTaskRequest{Source: "dlq.fifo", Destination: "dest.fifo"}); err != nil {
+	if _, err := b.StartMoveTask(ctx, model.MoveTaskRequest{Source: "dlq.fifo", Destination: "dest.fifo"}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -170,7 +172,7 @@ func TestMoveTaskFifo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ts[0].Status == broker.MoveTaskCompleted && ts[0].Moved == 3 {
+		if ts[0].Status == model.MoveTaskCompleted && ts[0].Moved == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -179,7 +181,7 @@ func TestMoveTaskFifo(t *testing.T) {
 		clock.Advance(100 * time.Millisecond)
 		time.Sleep(2 * time.Millisecond) // let the runner take its step
 	}
-	ds, err := b.Receive(ctx, broker.ReceiveRequest{Queue: "dest.fifo", MaxMessages: 10})
+	ds, err := b.Receive(ctx, model.ReceiveRequest{Queue: "dest.fifo", MaxMessages: 10})
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("Receive = %d messages, %v", len(ds), err)
 	}

@@ -11,14 +11,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
 // openPair opens two brokers on one schema and one fake clock.
-func openPair(t *testing.T, schema string, tune func(*postgres.Config)) (a, b *broker.Broker, clock *broker.FakeClock) {
+func openPair(t *testing.T, schema string, tune func(*postgres.Config)) (a, b *broker.Broker, clock *clocktest.FakeClock) {
 	t.Helper()
 	url := requirePostgres(t)
-	clock = broker.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	clock = clocktest.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
 	open := func() *broker.Broker {
 		cfg := testConfig(url, schema)
 		cfg.Clock = clock
@@ -51,16 +53,16 @@ func TestLongSchemaNameWakesOtherBroker(t *testing.T) {
 	}
 	drop()
 	t.Cleanup(drop)
-	a, b, _ := openPair(t, schema, func(c *postgres.Config) { c.PollInterval = broker.MaxWaitTime })
+	a, b, _ := openPair(t, schema, func(c *postgres.Config) { c.PollInterval = model.MaxWaitTime })
 	ctx := context.Background()
 	if _, err := a.CreateQueue(ctx, "q", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	wait := 20 * time.Second
-	got := make(chan []broker.Delivery, 1)
+	got := make(chan []model.Delivery, 1)
 	errs := make(chan error, 1)
 	go func() {
-		ds, err := b.Receive(ctx, broker.ReceiveRequest{Queue: "q", WaitTime: &wait})
+		ds, err := b.Receive(ctx, model.ReceiveRequest{Queue: "q", WaitTime: &wait})
 		if err != nil {
 			errs <- err
 			return
@@ -84,7 +86,7 @@ func TestLongSchemaNameWakesOtherBroker(t *testing.T) {
 		case <-deadline:
 			t.Fatal("a long poll on broker b did not wake within 10 s of sends through broker a (schema name of 63 bytes)")
 		case <-tick.C:
-			if _, err := a.Send(ctx, "q", []broker.SendEntry{{Body: "x"}}); err != nil {
+			if _, err := a.Send(ctx, "q", []model.SendEntry{{Body: "x"}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -116,24 +118,24 @@ func TestFifoEmptyGroupsPruned(t *testing.T) {
 	schema := schemaFor(t)
 	a, b, _ := openPair(t, schema, nil)
 	ctx := context.Background()
-	fifo := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"}
+	fifo := map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true"}
 	if _, err := a.CreateQueue(ctx, "q.fifo", fifo, nil); err != nil {
 		t.Fatal(err)
 	}
 	const n = 30
 	for i := range n {
-		if _, err := a.Send(ctx, "q.fifo", []broker.SendEntry{{Body: fmt.Sprint("m", i), GroupID: fmt.Sprint("g", i)}}); err != nil {
+		if _, err := a.Send(ctx, "q.fifo", []model.SendEntry{{Body: fmt.Sprint("m", i), GroupID: fmt.Sprint("g", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	left := n
 	for left > 0 {
-		ds, err := b.Receive(ctx, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10})
+		ds, err := b.Receive(ctx, model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10})
 		if err != nil || len(ds) == 0 {
 			t.Fatalf("receive with %d messages left: %d messages, %v", left, len(ds), err)
 		}
 		for _, d := range ds {
-			if errs, err := b.Delete(ctx, "q.fifo", []broker.DeleteEntry{{ID: "1", Receipt: d.Receipt}}); err != nil || errs[0] != nil {
+			if errs, err := b.Delete(ctx, "q.fifo", []model.DeleteEntry{{ID: "1", Receipt: d.Receipt}}); err != nil || errs[0] != nil {
 				t.Fatal(err, errs)
 			}
 		}
@@ -155,7 +157,7 @@ func TestFifoGroupPruneRacesSends(t *testing.T) {
 	schema := schemaFor(t)
 	a, b, _ := openPair(t, schema, nil)
 	ctx := context.Background()
-	fifo := map[string]string{broker.AttrFifoQueue: "true", broker.AttrContentBasedDeduplication: "true"}
+	fifo := map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true"}
 	if _, err := a.CreateQueue(ctx, "q.fifo", fifo, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -184,14 +186,14 @@ func TestFifoGroupPruneRacesSends(t *testing.T) {
 		be := []*broker.Broker{a, b}[r%2]
 		for g := range groups {
 			body := fmt.Sprintf("%d/%d", g, r)
-			if _, err := be.Send(ctx, "q.fifo", []broker.SendEntry{{Body: body, GroupID: fmt.Sprint("g", g)}}); err != nil {
+			if _, err := be.Send(ctx, "q.fifo", []model.SendEntry{{Body: body, GroupID: fmt.Sprint("g", g)}}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// Drain through the other broker: every message just sent must come.
 		other := []*broker.Broker{b, a}[r%2]
 		for got := 0; got < groups; {
-			ds, err := other.Receive(ctx, broker.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10})
+			ds, err := other.Receive(ctx, model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +207,7 @@ func TestFifoGroupPruneRacesSends(t *testing.T) {
 					t.Fatalf("group %s: got message of round %d, want %d", d.GroupID, rr, want)
 				}
 				next[d.GroupID]++
-				if errs, err := other.Delete(ctx, "q.fifo", []broker.DeleteEntry{{ID: "1", Receipt: d.Receipt}}); err != nil || errs[0] != nil {
+				if errs, err := other.Delete(ctx, "q.fifo", []model.DeleteEntry{{ID: "1", Receipt: d.Receipt}}); err != nil || errs[0] != nil {
 					t.Fatal(err, errs)
 				}
 			}

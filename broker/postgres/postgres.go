@@ -69,6 +69,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/deadletter"
+	"github.com/sluicemq/sluice/broker/internal/lifecycle"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Config configures the PostgreSQL backend. Start from DefaultConfig.
@@ -159,7 +163,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("postgres: Config.StatementTimeout %v: must be at least 1s", c.StatementTimeout)
 	case c.IdleInTxTimeout < time.Second:
 		return fmt.Errorf("postgres: Config.IdleInTxTimeout %v: must be at least 1s", c.IdleInTxTimeout)
-	case c.PollInterval < 10*time.Millisecond || c.PollInterval > broker.MaxWaitTime:
+	case c.PollInterval < 10*time.Millisecond || c.PollInterval > model.MaxWaitTime:
 		return fmt.Errorf("postgres: Config.PollInterval %v: must be 10ms..20s", c.PollInterval)
 	case c.NotifyInterval < 0 || c.NotifyInterval > time.Second:
 		return fmt.Errorf("postgres: Config.NotifyInterval %v: must be 0..1s", c.NotifyInterval)
@@ -182,7 +186,7 @@ func setsPoolMaxConns(conn string) bool {
 // Backend is the PostgreSQL broker.Backend. Create it with Open.
 type Backend struct {
 	cfg   Config
-	clock broker.Clock
+	clock model.Clock
 	log   *slog.Logger
 	pool  *pgxpool.Pool
 	// testClock is set when the clock has an Offset method: statements then
@@ -193,23 +197,23 @@ type Backend struct {
 	channel string // the LISTEN/NOTIFY channel of this schema
 	// receipts signs and checks receipt handles with the schema's key
 	// (receiptkey.go); set by Open, immutable.
-	receipts *broker.ReceiptCodec
+	receipts *model.ReceiptCodec
 
 	waiters  waiters
 	notifier *notifier
 	// sendCache holds the queue rows of this broker's sends (sendOn).
 	sendCache queueCache
 	// deleteCombiner combines concurrent deletes on one queue (Delete).
-	deleteCombiner combiner[broker.QueueRef, *deleteJob]
+	deleteCombiner combiner[model.QueueRef, *deleteJob]
 	// dlLog logs the moves to dead-letter queues (rate-limited).
-	dlLog *broker.DeadLetterLog
+	dlLog *deadletter.Log
 
 	mu sync.Mutex
 	// life admits the calls and owns the background work: the listener,
 	// the notifier, the sweeper (sweeper.go) and the move-task runner
 	// (movetask.go); Open starts them, Close stops them.
-	life           *broker.Lifecycle
-	sweeper, mover broker.Duty
+	life           *lifecycle.Lifecycle
+	sweeper, mover lifecycle.Duty
 	sweepAt        time.Time // when the sweeper's timer fires (guarded by mu)
 	closeOnce      sync.Once
 
@@ -219,7 +223,7 @@ type Backend struct {
 	afterFifoCandidates func(groups []string)
 }
 
-var _ broker.Backend = (*Backend)(nil)
+var _ storage.Backend = (*Backend)(nil)
 
 // Open connects, creates or migrates the schema (under an advisory lock, so
 // that several brokers may start at once) and starts the duties.
@@ -272,15 +276,15 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, pool: pool,
 		id: hex.EncodeToString(idb[:]), channel: channelName(cfg.Schema),
-		life: broker.NewLifecycle(), receipts: receipts,
-		deleteCombiner: combiner[broker.QueueRef, *deleteJob]{width: combineWidth, maxJobs: maxCombinedDeletes},
+		life: lifecycle.New(), receipts: receipts,
+		deleteCombiner: combiner[model.QueueRef, *deleteJob]{width: combineWidth, maxJobs: maxCombinedDeletes},
 	}
-	_, b.testClock = cfg.Clock.(broker.OffsetClock)
-	b.dlLog = &broker.DeadLetterLog{Log: b.log, Clock: b.clock, Observer: cfg.Observer}
+	_, b.testClock = cfg.Clock.(model.OffsetClock)
+	b.dlLog = &deadletter.Log{Log: b.log, Clock: b.clock, Observer: cfg.Observer}
 	b.waiters.init()
 	b.notifier = newNotifier(b, dedicated)
-	b.sweeper = broker.Duty{Name: "sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
-	b.mover = broker.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle,
+	b.sweeper = lifecycle.Duty{Name: "sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
+	b.mover = lifecycle.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle,
 		Retry: cfg.PollInterval, Step: b.moveTick}
 	b.life.Go(func(ctx context.Context) { b.listenLoop(ctx, dedicated) })
 	b.life.Go(b.notifier.loop)
@@ -387,9 +391,9 @@ func (b *Backend) Ping(ctx context.Context) (err error) {
 
 // PoolStats implements broker.PoolReporter: the pool's figures (the
 // listener's and notifier's dedicated connections are not in it).
-func (b *Backend) PoolStats() broker.PoolStats {
+func (b *Backend) PoolStats() model.PoolStats {
 	s := b.pool.Stat()
-	return broker.PoolStats{
+	return model.PoolStats{
 		Max: int(s.MaxConns()), Total: int(s.TotalConns()), Acquired: int(s.AcquiredConns()), Idle: int(s.IdleConns()),
 		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(), AcquireWait: s.AcquireDuration(),
 	}

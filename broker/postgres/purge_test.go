@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
@@ -27,11 +27,11 @@ func TestPurgeIsShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, body := range []string{"leased", "ready"} {
-		if _, err := a.Send(ctx, "q", []broker.SendEntry{{Body: body}}); err != nil {
+		if _, err := a.Send(ctx, "q", []model.SendEntry{{Body: body}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "q"})
+	ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "q"})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("receive before the purge: %v, %v", ds, err)
 	}
@@ -82,26 +82,26 @@ func TestPurgeIsShort(t *testing.T) {
 	t.Logf("purge of %d messages took %v", bulk+2, time.Since(start))
 
 	info, err = a.GetQueue(ctx, "q")
-	if err != nil || info.Stats != (broker.QueueStats{}) {
+	if err != nil || info.Stats != (model.QueueStats{}) {
 		t.Fatalf("right after the purge: %+v, %v; want all 0", info.Stats, err)
 	}
-	if ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10}); err != nil || len(ds) != 0 {
+	if ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10}); err != nil || len(ds) != 0 {
 		t.Fatalf("receive right after the purge: %d messages, %v; want none", len(ds), err)
 	}
 	// The purged lease: a delete succeeds as for a deleted message, a
 	// visibility change fails as for one.
-	if errs, err := a.Delete(ctx, "q", []broker.DeleteEntry{{ID: "1", Receipt: leased}}); err != nil || errs[0] != nil {
+	if errs, err := a.Delete(ctx, "q", []model.DeleteEntry{{ID: "1", Receipt: leased}}); err != nil || errs[0] != nil {
 		t.Fatalf("delete of a purged message's receipt: %v, %v; want success", errs, err)
 	}
-	if errs, err := a.ChangeVisibility(ctx, "q", []broker.VisibilityEntry{{ID: "1", Receipt: leased, Timeout: time.Minute}}); err != nil || errs[0] == nil {
+	if errs, err := a.ChangeVisibility(ctx, "q", []model.VisibilityEntry{{ID: "1", Receipt: leased, Timeout: time.Minute}}); err != nil || errs[0] == nil {
 		t.Fatalf("visibility change of a purged message: %v, %v; want an error", errs, err)
 	}
 
 	// A message sent right after the purge is kept and delivered.
-	if _, err := a.Send(ctx, "q", []broker.SendEntry{{Body: "after"}}); err != nil {
+	if _, err := a.Send(ctx, "q", []model.SendEntry{{Body: "after"}}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err = a.Receive(ctx, broker.ReceiveRequest{Queue: "q", MaxMessages: 10})
+	ds, err = a.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10})
 	if err != nil || len(ds) != 1 || ds[0].Body != "after" {
 		t.Fatalf("receive after the purge: %v, %v; want the message sent after it", ds, err)
 	}

@@ -9,7 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // countShards is the number of counter rows per queue (see the package comment).
@@ -23,7 +24,7 @@ type queueRow struct {
 	mid        int64
 	account    string
 	name       string
-	cfg        broker.QueueConfig
+	cfg        model.QueueConfig
 	tags       map[string]string
 	createdAt  time.Time
 	modifiedAt time.Time
@@ -55,32 +56,32 @@ func scanQueueWith(row pgx.Row, more ...any) (queueRow, error) {
 	return q, nil
 }
 
-func (q queueRow) queue() broker.Queue {
-	cfg, _ := broker.ApplyAttributes(q.cfg, nil) // a deep copy, with non-nil maps
+func (q queueRow) queue() model.Queue {
+	cfg, _ := model.ApplyAttributes(q.cfg, nil) // a deep copy, with non-nil maps
 	tags := make(map[string]string, len(q.tags))
 	for k, v := range q.tags {
 		tags[k] = v
 	}
-	return broker.Queue{ID: uint64(q.id), Account: q.account, Name: q.name, Config: cfg, Tags: tags,
+	return model.Queue{ID: uint64(q.id), Account: q.account, Name: q.name, Config: cfg, Tags: tags,
 		CreatedAt: q.createdAt, ModifiedAt: q.modifiedAt}
 }
 
 // getQueue reads a live queue by name (ErrQueueDoesNotExist if none).
-func (b *Backend) getQueue(ctx context.Context, q querier, name broker.QueueRef) (queueRow, error) {
+func (b *Backend) getQueue(ctx context.Context, q querier, name model.QueueRef) (queueRow, error) {
 	return readQueue(ctx, q, name, false)
 }
 
 // readQueue reads a live queue by name (ErrQueueDoesNotExist if none); with
 // share, FOR SHARE: the row is then locked against purges, deletions and
 // changes until the transaction ends.
-func readQueue(ctx context.Context, q querier, name broker.QueueRef, share bool) (queueRow, error) {
+func readQueue(ctx context.Context, q querier, name model.QueueRef, share bool) (queueRow, error) {
 	sql := "SELECT " + queueCols + " FROM queues WHERE " + byRef + " AND NOT deleted"
 	if share {
 		sql += " FOR SHARE"
 	}
 	row, err := scanQueue(q.QueryRow(ctx, sql, name.Account, name.Name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return row, broker.QueueNotFoundError()
+		return row, model.QueueNotFoundError()
 	}
 	if err != nil {
 		return row, dbErr("read queue", err)
@@ -100,10 +101,10 @@ type querier interface {
 // CreateQueue implements broker.Backend. Two brokers creating the same name at
 // once: the unique index on live names lets one insert win; the other reads
 // the winner and returns it (created == false).
-func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (_ broker.Queue, _ bool, err error) {
+func (b *Backend) CreateQueue(ctx context.Context, spec storage.QueueSpec) (_ model.Queue, _ bool, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
-		return broker.Queue{}, false, err
+		return model.Queue{}, false, err
 	}
 	defer b.life.Done()
 	name := spec.QueueRef
@@ -118,8 +119,8 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (_ bro
 		if err == nil {
 			return existing.queue(), false, nil
 		}
-		if !errors.Is(err, broker.ErrQueueDoesNotExist) {
-			return broker.Queue{}, false, err
+		if !errors.Is(err, model.ErrQueueDoesNotExist) {
+			return model.Queue{}, false, err
 		}
 		row, err := scanQueue(b.pool.QueryRow(ctx, `
 			INSERT INTO queues (account, name, config, tags, created_at, modified_at)
@@ -130,29 +131,29 @@ func (b *Backend) CreateQueue(ctx context.Context, spec broker.QueueSpec) (_ bro
 			continue // created meanwhile by another broker: return it
 		}
 		if err != nil {
-			return broker.Queue{}, false, dbErr("create queue", err)
+			return model.Queue{}, false, dbErr("create queue", err)
 		}
 		b.log.Info("queue created", "queue", name, "queue_id", row.id)
 		return row.queue(), true, nil
 	}
-	return broker.Queue{}, false, errors.New("postgres: create queue: the name kept being created and deleted concurrently")
+	return model.Queue{}, false, errors.New("postgres: create queue: the name kept being created and deleted concurrently")
 }
 
 // GetQueue implements broker.Backend: the counters' sums, after promoting the
 // queue's due delayed and in-flight messages (amortised: each message is
 // promoted once; nothing is scanned when nothing is due).
-func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (_ broker.QueueInfo, err error) {
+func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (_ model.QueueInfo, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
-		return broker.QueueInfo{}, err
+		return model.QueueInfo{}, err
 	}
 	defer b.life.Done()
 	q, lk, err := b.look(ctx, name)
 	if err != nil {
-		return broker.QueueInfo{}, err
+		return model.QueueInfo{}, err
 	}
 	b.deadLettered(ctx, q, lk.moved)
-	info := broker.QueueInfo{Queue: q.queue()}
+	info := model.QueueInfo{Queue: q.queue()}
 	// OldestSentAt: the first live entry of messages_age (messages past
 	// retention wait for the sweeper and are not counted as oldest).
 	var oldest *time.Time
@@ -160,7 +161,7 @@ func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (_ broker.
 			(SELECT min(sent_at) FROM messages WHERE queue_id = $2 AND sent_at > `+nowSQL+` - $3 * interval '1 microsecond')
 		FROM counts WHERE queue_id = $2`, b.tnow(), q.mid, micros(q.cfg.Retention)).Scan(&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed, &oldest)
 	if err != nil {
-		return broker.QueueInfo{}, dbErr("read counts", err)
+		return model.QueueInfo{}, dbErr("read counts", err)
 	}
 	if oldest != nil {
 		info.Stats.OldestSentAt = *oldest
@@ -169,7 +170,7 @@ func (b *Backend) GetQueue(ctx context.Context, name broker.QueueRef) (_ broker.
 }
 
 // ListQueues implements broker.Backend. Names sort bytewise (COLLATE "C").
-func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) (_ []broker.Queue, err error) {
+func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) (_ []model.Queue, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -185,7 +186,7 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 		return nil, dbErr("list queues", err)
 	}
 	defer rows.Close()
-	var out []broker.Queue
+	var out []model.Queue
 	for rows.Next() {
 		q, err := scanQueue(rows)
 		if err != nil {
@@ -203,7 +204,7 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 // UPDATE), edited and written back (config, tags, and modified_at = now when
 // u.Modified) in one transaction, so concurrent updates never lose one
 // another's change.
-func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit func(u *broker.QueueUpdate) error) (err error) {
+func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, edit func(u *storage.QueueUpdate) error) (err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return err
@@ -213,12 +214,12 @@ func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit fu
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", name.Account, name.Name))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return broker.QueueNotFoundError()
+			return model.QueueNotFoundError()
 		}
 		if err != nil {
 			return err
 		}
-		u := broker.QueueUpdate{Queue: name, Config: q.cfg, Tags: q.tags}
+		u := storage.QueueUpdate{Queue: name, Config: q.cfg, Tags: q.tags}
 		if err := edit(&u); err != nil {
 			return err
 		}
@@ -251,7 +252,7 @@ func (b *Backend) UpdateQueue(ctx context.Context, name broker.QueueRef, edit fu
 // DeleteQueue implements broker.Backend: the queue row becomes a tombstone at
 // once (its id is never reused, so its receipts stop working); the sweeper of
 // any broker deletes its messages and counters in bounded batches.
-func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) (err error) {
+func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) (err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return err
@@ -260,7 +261,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) (err er
 	var id int64
 	err = b.pool.QueryRow(ctx, "UPDATE queues SET deleted = true, deleted_at = "+nowSQL+" WHERE account = $2 AND name = $3 AND NOT deleted RETURNING id", b.tnow(), name.Account, name.Name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return broker.QueueNotFoundError()
+		return model.QueueNotFoundError()
 	}
 	if err != nil {
 		return dbErr("delete queue", err)
@@ -284,7 +285,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name broker.QueueRef) (err er
 // its message, and adds its counters, under the old mid: purged as a whole,
 // never half. A purge runs under the queue row's lock (FOR UPDATE), which
 // also orders it with move-task steps (FOR SHARE).
-func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow func(last, now time.Time) error) (err error) {
+func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, allow func(last, now time.Time) error) (err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return err
@@ -297,11 +298,11 @@ func (b *Backend) PurgeQueue(ctx context.Context, name broker.QueueRef, allow fu
 	return nil
 }
 
-func (b *Backend) purgeTx(ctx context.Context, name broker.QueueRef, allow func(last, now time.Time) error) error {
+func (b *Backend) purgeTx(ctx context.Context, name model.QueueRef, allow func(last, now time.Time) error) error {
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", name.Account, name.Name))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return broker.QueueNotFoundError()
+			return model.QueueNotFoundError()
 		}
 		if err != nil {
 			return dbErr("read queue", err)
@@ -349,7 +350,7 @@ func countsFromStates(cte, qid, shardParam string) string {
 // messages_age). Unlike GetQueue it promotes no delayed message: a delay
 // that ended since the last receive or sweep still counts as delayed until
 // one of them runs.
-func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []broker.QueueInfo, err error) {
+func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []model.QueueInfo, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -363,12 +364,12 @@ func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []broke
 	if err != nil {
 		return nil, dbErr("list queue stats", err)
 	}
-	var out []broker.QueueInfo
+	var out []model.QueueInfo
 	var mids, retention []int64
 	for rows.Next() {
 		var q queueRow
 		var cfg, tags []byte
-		var info broker.QueueInfo
+		var info model.QueueInfo
 		if err := rows.Scan(&q.id, &q.mid, &q.name, &cfg, &tags, &q.createdAt, &q.modifiedAt, &q.lastPurge, &q.account,
 			&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed); err != nil {
 			rows.Close()

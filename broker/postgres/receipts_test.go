@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
@@ -21,7 +23,7 @@ func TestReceiptKeySharedByBrokers(t *testing.T) {
 	url := requirePostgres(t)
 	schema := schemaFor(t)
 	other := schema + "_other"
-	clock := broker.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	clock := clocktest.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
 	ctx := context.Background()
 	open := func(schema string) *broker.Broker {
 		cfg := testConfig(url, schema)
@@ -57,12 +59,12 @@ func TestReceiptKeySharedByBrokers(t *testing.T) {
 		}
 	}
 	hour := time.Hour
-	receive := func(f *broker.Broker, queue string) broker.Delivery {
+	receive := func(f *broker.Broker, queue string) model.Delivery {
 		t.Helper()
-		if _, err := f.Send(ctx, queue, []broker.SendEntry{{Body: "x"}}); err != nil {
+		if _, err := f.Send(ctx, queue, []model.SendEntry{{Body: "x"}}); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: queue, Visibility: &hour, WaitTime: new(time.Duration)})
+		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: queue, Visibility: &hour, WaitTime: new(time.Duration)})
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("receive: %d messages, %v", len(ds), err)
 		}
@@ -79,17 +81,17 @@ func TestReceiptKeySharedByBrokers(t *testing.T) {
 	// c's queue has the same internal id as a's in its own schema, and c
 	// refuses a's handle all the same: the MAC is made with another key.
 	da := receive(a, "q")
-	if err := oneErr(c.Delete(ctx, "q", []broker.DeleteEntry{{Receipt: da.Receipt}})); !errors.Is(err, broker.ErrReceiptHandleInvalid) {
+	if err := oneErr(c.Delete(ctx, "q", []model.DeleteEntry{{Receipt: da.Receipt}})); !errors.Is(err, model.ErrReceiptHandleInvalid) {
 		t.Fatalf("a broker of another schema took a's handle: %v", err)
 	}
-	if err := oneErr(b.ChangeVisibility(ctx, "q", []broker.VisibilityEntry{{Receipt: da.Receipt, Timeout: 2 * time.Hour}})); err != nil {
+	if err := oneErr(b.ChangeVisibility(ctx, "q", []model.VisibilityEntry{{Receipt: da.Receipt, Timeout: 2 * time.Hour}})); err != nil {
 		t.Fatalf("b refused a's handle (ChangeVisibility): %v", err)
 	}
-	if err := oneErr(b.Delete(ctx, "q", []broker.DeleteEntry{{Receipt: da.Receipt}})); err != nil {
+	if err := oneErr(b.Delete(ctx, "q", []model.DeleteEntry{{Receipt: da.Receipt}})); err != nil {
 		t.Fatalf("b refused a's handle (Delete): %v", err)
 	}
 	db := receive(b, "q")
-	if err := oneErr(a.Delete(ctx, "q", []broker.DeleteEntry{{Receipt: db.Receipt}})); err != nil {
+	if err := oneErr(a.Delete(ctx, "q", []model.DeleteEntry{{Receipt: db.Receipt}})); err != nil {
 		t.Fatalf("a refused b's handle: %v", err)
 	}
 	info, err := a.GetQueue(ctx, "q")
@@ -112,7 +114,7 @@ func TestReceiptKeyMigration(t *testing.T) {
 	if err := postgres.MigrateTo(ctx, url, schema, 8); err != nil {
 		t.Fatal(err)
 	}
-	probe := broker.Receipt{QueueID: 1, Key: 2, Lease: 3}
+	probe := model.Receipt{QueueID: 1, Key: 2, Lease: 3}
 	var handles []string
 	for range 2 {
 		be, err := postgres.Open(ctx, testConfig(url, schema))

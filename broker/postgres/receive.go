@@ -10,7 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // contendedRetry is the real-time pause before a waiting receive looks again
@@ -46,7 +47,7 @@ const maxContendedRetry = 64 * time.Millisecond
 // earlier) wakes it directly; one on another broker wakes it through
 // LISTEN/NOTIFY. Polling stays the source of truth: a lost notification
 // delays a receive by at most PollInterval.
-func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) (_ []broker.Delivery, err error) {
+func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) (_ []model.Delivery, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -59,21 +60,21 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) (_ []b
 	if err != nil {
 		return nil, err
 	}
-	plan, err := broker.PlanReceive(q.cfg, req)
+	rp, err := plan.Receive(q.cfg, req)
 	if err != nil {
 		b.deadLettered(ctx, q, lk.moved) // look's planning moved them all the same
 		return nil, err
 	}
-	vis, attemptID := plan.Visibility, plan.AttemptID
+	vis, attemptID := rp.Visibility, rp.AttemptID
 	if attemptID != "" {
 		if ds, ok, err := b.replayAttempt(ctx, q, attemptID); ok || err != nil {
 			b.deadLettered(ctx, q, lk.moved)
 			return ds, err
 		}
 	}
-	deadline := b.clock.Now().Add(plan.Wait)
+	deadline := b.clock.Now().Add(rp.Wait)
 	qid := q.id
-	w := b.waiters.add(qid, max(1, plan.Max))
+	w := b.waiters.add(qid, max(1, rp.Max))
 	// signalled: the receive was woken and has not looked since; if it
 	// ends so, another waiter gets the wake-up (wakeSome wakes only as many
 	// as there are new messages).
@@ -85,7 +86,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) (_ []b
 			b.waiters.passOn(qid, b.waiters.shareOf(w))
 		}
 	}()
-	var timer broker.Timer
+	var timer model.Timer
 	contended := 0 // looks in a row that found only locked messages
 	defer func() {
 		if timer != nil {
@@ -95,19 +96,19 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) (_ []b
 	for {
 		select {
 		case <-b.life.Closing():
-			return nil, broker.ClosedError()
+			return nil, model.ClosedError()
 		default:
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var ds []broker.Delivery
+		var ds []model.Delivery
 		moved := lk.moved // by the planning of ended leases (look)
 		if !q.cfg.Paused {
 			// A paused queue delivers nothing: the receive waits as on an
 			// empty queue, and is woken when an UpdateQueue resumes it.
 			var more []movedLetter
-			if ds, more, err = b.attempt(ctx, q, lk.inflight, lk.target(q), req, plan, attemptID); err != nil {
+			if ds, more, err = b.attempt(ctx, q, lk.inflight, lk.target(q), req, rp, attemptID); err != nil {
 				return nil, err
 			}
 			moved = append(moved, more...)
@@ -185,7 +186,7 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) (_ []b
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-b.life.Closing():
-			return nil, broker.ClosedError()
+			return nil, model.ClosedError()
 		}
 		if rt != nil {
 			rt.Stop()
@@ -199,10 +200,10 @@ func (b *Backend) Receive(ctx context.Context, req broker.ReceiveRequest) (_ []b
 
 // relook is look for a receive's next attempt at queue ref, whose id was
 // id: the queue may have been deleted (and re-created) or changed since.
-func (b *Backend) relook(ctx context.Context, ref broker.QueueRef, id int64) (queueRow, looked, error) {
+func (b *Backend) relook(ctx context.Context, ref model.QueueRef, id int64) (queueRow, looked, error) {
 	q, lk, err := b.look(ctx, ref)
 	if err == nil && q.id != id {
-		err = broker.QueueNotFoundError()
+		err = model.QueueNotFoundError()
 	}
 	return q, lk, err
 }
@@ -245,14 +246,14 @@ func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.T
 // in-flight cap, moving those past their attempts to to (claimTarget's
 // answer, read by look; FIFO queues read it in their claim's transaction). It returns the deliveries and the messages moved to the
 // dead-letter queue instead.
-func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to claimTo, req broker.ReceiveRequest, plan broker.ReceivePlan, attemptID string) ([]broker.Delivery, []movedLetter, error) {
+func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to claimTo, req model.ReceiveRequest, rp plan.ReceivePlan, attemptID string) ([]model.Delivery, []movedLetter, error) {
 	if inflight < 0 && req.InFlightCap > 0 {
 		// expireLeases ran after the promotion's count: count again.
 		if err := b.pool.QueryRow(ctx, "SELECT coalesce(sum(inflight), 0) FROM counts WHERE queue_id = $1", q.mid).Scan(&inflight); err != nil {
 			return nil, nil, dbErr("read counts", err)
 		}
 	}
-	n, err := broker.ClaimRoom(q.name, q.cfg.Fifo, plan.Max, inflight, req.InFlightCap)
+	n, err := plan.ClaimRoom(q.name, q.cfg.Fifo, rp.Max, inflight, req.InFlightCap)
 	if err != nil || n == 0 {
 		// n == 0: a FIFO queue at its in-flight cap waits as on an empty
 		// queue (ClaimRoom).
@@ -262,9 +263,9 @@ func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to cl
 	// and its messages are returned, or fails; a cancel mid-statement
 	// would leave it unknown whether leases were taken.
 	if q.cfg.Fifo {
-		return b.claimFifo(context.WithoutCancel(ctx), q, n, plan.Visibility, attemptID)
+		return b.claimFifo(context.WithoutCancel(ctx), q, n, rp.Visibility, attemptID)
 	}
-	return b.claim(context.WithoutCancel(ctx), b.pool, q, to, n, plan.Visibility, nil, "")
+	return b.claim(context.WithoutCancel(ctx), b.pool, q, to, n, rp.Visibility, nil, "")
 }
 
 // deadLettered is the work after a commit that moved messages of queue q to
@@ -275,9 +276,9 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 	if len(moved) == 0 || q.cfg.Redrive == nil {
 		return
 	}
-	dlqRef := broker.QueueRef{Account: q.account, Name: q.cfg.Redrive.DeadLetterQueue}
+	dlqRef := model.QueueRef{Account: q.account, Name: q.cfg.Redrive.DeadLetterQueue}
 	for _, m := range moved {
-		b.dlLog.Moved(m.id, broker.QueueRef{Account: q.account, Name: q.name}, dlqRef, m.reason, m.attempts)
+		b.dlLog.Moved(m.id, model.QueueRef{Account: q.account, Name: q.name}, dlqRef, m.reason, m.attempts)
 	}
 	if dlq, err := b.getQueue(ctx, b.pool, dlqRef); err == nil {
 		b.changed(dlq.id, time.Time{}, false)
@@ -486,7 +487,7 @@ func receivedCols(t, now string) string {
 
 // scanDelivery reads the msgCols of one row into a delivery of queue q
 // (the receipt is left to the caller); id is the message key.
-func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q queueRow) (id, lease int64, d broker.Delivery, err error) {
+func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q queueRow) (id, lease int64, d model.Delivery, err error) {
 	var (
 		rc, attempts, maxAttempts int
 		firstAt, lastAt           *time.Time
@@ -511,7 +512,7 @@ func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q que
 		d.LastReceiveAt = *lastAt
 	}
 	if seq != nil {
-		d.SequenceNumber = broker.FormatSequenceNumber(uint64(*seq))
+		d.SequenceNumber = model.FormatSequenceNumber(uint64(*seq))
 	}
 	if len(attrs) > 0 {
 		var sa storedAttrs
@@ -529,7 +530,7 @@ func (b *Backend) scanDelivery(scan func(dest ...any) error, prefix []any, q que
 // queue has no DeadLetterWebhook, or there is no outbox).
 type claimTo struct {
 	dlq     *queueRow
-	redrive *broker.RedrivePolicy
+	redrive *model.RedrivePolicy
 	hook    *queueRow
 }
 
@@ -568,19 +569,19 @@ func (to claimTo) maxReceives() int64 {
 // deadLetters reports whether a ready message with the given attempts and
 // own limit moves to the dead-letter queue on its next receive.
 func (to claimTo) deadLetters(attempts, maxAttempts int) bool {
-	return to.dlq != nil && broker.ShouldDeadLetterOnReceive(to.redrive, attempts, maxAttempts)
+	return to.dlq != nil && plan.ShouldDeadLetterOnReceive(to.redrive, attempts, maxAttempts)
 }
 
 // claimTarget is where a claim of queue q moves messages past their
 // attempts (read on db: the pool, or a transaction).
 func (b *Backend) claimTarget(ctx context.Context, db querier, q queueRow) (claimTo, error) {
 	if rp := q.cfg.Redrive; rp != nil {
-		d, err := b.getQueue(ctx, db, broker.QueueRef{Account: q.account, Name: rp.DeadLetterQueue})
+		d, err := b.getQueue(ctx, db, model.QueueRef{Account: q.account, Name: rp.DeadLetterQueue})
 		if err == nil && d.id != q.id {
 			to := claimTo{dlq: &d, redrive: rp}
 			return to, b.hookTarget(ctx, db, q, &to)
 		}
-		if err != nil && !errors.Is(err, broker.ErrQueueDoesNotExist) {
+		if err != nil && !errors.Is(err, model.ErrQueueDoesNotExist) {
 			return claimTo{}, err
 		}
 	}
@@ -599,7 +600,7 @@ type movedLetter struct {
 // transaction) and builds the deliveries, in receive order; to is
 // claimTarget's answer for q. ids and attemptID are the FIFO claim's rows
 // and receive attempt (nil, "" on standard queues).
-func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo, n int, vis time.Duration, ids []int64, attemptID string) ([]broker.Delivery, []movedLetter, error) {
+func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo, n int, vis time.Duration, ids []int64, attemptID string) ([]model.Delivery, []movedLetter, error) {
 	var err error
 	sql, idArg, attempt := claimStandardSQL, any(nil), any(nil)
 	switch {
@@ -611,7 +612,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 	if attemptID != "" {
 		attempt = attemptID
 	}
-	var out []broker.Delivery
+	var out []model.Delivery
 	var moved []movedLetter
 	run := func() error {
 		out, moved = nil, nil
@@ -619,7 +620,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 			"now": b.tnow(), "queue": q.mid, "limit": n, "retention": micros(q.cfg.Retention),
 			"dlq": to.dlqMid(), "source": q.name, "max_receives": to.maxReceives(), "visibility": micros(vis),
 			"shard": shard(), "ids": idArg, "dlq_fifo": to.dlq != nil && to.dlq.cfg.Fifo, "attempt": attempt,
-			"reason_max": broker.ReasonMaxAttempts, "hook": to.hookMid(), "dlq_name": to.dlqName(),
+			"reason_max": model.ReasonMaxAttempts, "hook": to.hookMid(), "dlq_name": to.dlqName(),
 		})...)
 		if err != nil {
 			return err
@@ -634,13 +635,13 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 			}
 			if moved == nil {
 				for i, m := range movedIDs {
-					moved = append(moved, movedLetter{m, int(movedAttempts[i]), broker.ReasonMaxAttempts})
+					moved = append(moved, movedLetter{m, int(movedAttempts[i]), model.ReasonMaxAttempts})
 				}
 			}
 			if id < 0 {
 				continue
 			}
-			d.Receipt = b.receipts.Encode(broker.Receipt{QueueID: uint64(q.id), Key: uint64(id), Lease: uint64(lease)})
+			d.Receipt = b.receipts.Encode(model.Receipt{QueueID: uint64(q.id), Key: uint64(id), Lease: uint64(lease)})
 			out = append(out, d)
 		}
 		return rows.Err()

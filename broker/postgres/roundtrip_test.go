@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
 
@@ -154,7 +155,7 @@ func TestReceiveRoundTrips(t *testing.T) {
 	}{
 		{"q", nil},
 		{"dlq", nil},
-		{"retry", map[string]string{broker.AttrRetryPolicy: `{"baseSeconds":1}`}},
+		{"retry", map[string]string{model.AttrRetryPolicy: `{"baseSeconds":1}`}},
 		{"redrive", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"5"}`}},
 	} {
 		if _, err := f.CreateQueue(ctx, q.name, q.attrs, nil); err != nil {
@@ -174,7 +175,7 @@ func TestReceiveRoundTrips(t *testing.T) {
 		{"redrive policy", "redrive", 0, 2},
 	} {
 		send := func() {
-			if _, err := f.Send(ctx, tc.queue, []broker.SendEntry{{Body: "x"}}); err != nil {
+			if _, err := f.Send(ctx, tc.queue, []model.SendEntry{{Body: "x"}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -184,8 +185,8 @@ func TestReceiveRoundTrips(t *testing.T) {
 		if n > 1 {
 			t.Errorf("send (%s): %d round trips, want 1", tc.name, n)
 		}
-		receive := func() []broker.Delivery {
-			ds, err := be.Receive(ctx, broker.ReceiveRequest{Queue: tc.queue, MaxMessages: 1, Visibility: &vis, WaitTime: &wait, InFlightCap: tc.cap})
+		receive := func() []model.Delivery {
+			ds, err := be.Receive(ctx, model.ReceiveRequest{Queue: tc.queue, MaxMessages: 1, Visibility: &vis, WaitTime: &wait, InFlightCap: tc.cap})
 			if err != nil || len(ds) != 1 {
 				t.Fatalf("%s: receive: %d messages, %v", tc.name, len(ds), err)
 			}
@@ -202,9 +203,9 @@ func TestReceiveRoundTrips(t *testing.T) {
 			t.Errorf("receive (%s): %d round trips, want <= %d", tc.name, n, tc.max)
 		}
 		n, sql = tr.steady(t, "delete", func() {
-			var ds []broker.Delivery
+			var ds []model.Delivery
 			tr.quiet(func() { send(); ds = receive() })
-			if _, err := f.Delete(ctx, tc.queue, []broker.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
+			if _, err := f.Delete(ctx, tc.queue, []model.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil {
 				t.Fatal(err)
 			}
 		})

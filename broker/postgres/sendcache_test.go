@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestSendCacheSeesOtherBrokersChanges: a broker's sends plan with the
@@ -22,7 +22,7 @@ func TestSendCacheSeesOtherBrokersChanges(t *testing.T) {
 	}
 	send := func() {
 		t.Helper()
-		res, err := b.Send(ctx, "q", []broker.SendEntry{{Body: "x"}})
+		res, err := b.Send(ctx, "q", []model.SendEntry{{Body: "x"}})
 		if err != nil || res[0].Err != nil {
 			t.Fatalf("send: %v %v", err, res)
 		}
@@ -59,7 +59,7 @@ func TestSendCacheSeesOtherBrokersChanges(t *testing.T) {
 	if err := a.DeleteQueue(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Send(ctx, "q", []broker.SendEntry{{Body: "x"}}); !errors.Is(err, broker.ErrQueueDoesNotExist) {
+	if _, err := b.Send(ctx, "q", []model.SendEntry{{Body: "x"}}); !errors.Is(err, model.ErrQueueDoesNotExist) {
 		t.Fatalf("send to a deleted queue: %v", err)
 	}
 	if _, err := a.CreateQueue(ctx, "q", nil, nil); err != nil {
@@ -78,7 +78,7 @@ func TestSendCacheSeesOtherBrokersChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := strings.Repeat("a", 1500)
-	if res, err := b.Send(ctx, "q", []broker.SendEntry{{Body: body}}); err != nil || res[0].Err != nil {
+	if res, err := b.Send(ctx, "q", []model.SendEntry{{Body: body}}); err != nil || res[0].Err != nil {
 		t.Fatalf("send of 1500 bytes under a 2048-byte limit: %v %v", err, res)
 	}
 	stats(3, 0)

@@ -3,7 +3,7 @@ package postgres
 import (
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TestSendCacheable: only a standard queue without a depth limit is kept in
@@ -12,13 +12,13 @@ import (
 func TestSendCacheable(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		cfg  broker.QueueConfig
+		cfg  model.QueueConfig
 		want bool
 	}{
-		{"standard", broker.QueueConfig{}, true},
-		{"fifo", broker.QueueConfig{Fifo: true}, false},
-		{"max depth", broker.QueueConfig{MaxDepth: 10}, false},
-		{"low-priority max depth", broker.QueueConfig{LowPriorityMaxDepth: 10}, false},
+		{"standard", model.QueueConfig{}, true},
+		{"fifo", model.QueueConfig{Fifo: true}, false},
+		{"max depth", model.QueueConfig{MaxDepth: 10}, false},
+		{"low-priority max depth", model.QueueConfig{LowPriorityMaxDepth: 10}, false},
 	} {
 		if got := (queueRow{cfg: c.cfg}).sendCacheable(); got != c.want {
 			t.Errorf("%s: sendCacheable = %v, want %v", c.name, got, c.want)

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // TxConfig names the Sluice a SendTx writes to.
@@ -24,7 +24,7 @@ type TxConfig struct {
 	// Clock, when it has an Offset method (a broker.FakeClock, in tests),
 	// gives the send's instant, as it does for brokers opened with it. nil
 	// or any other clock: the database's clock (clock_timestamp()).
-	Clock broker.Clock
+	Clock model.Clock
 }
 
 // Validate checks c; an empty Schema is the default.
@@ -93,14 +93,14 @@ const txSender = "tx"
 // sequence order within a group is commit order) and their deduplication
 // keys (a duplicate sent meanwhile waits, then is deduplicated). A NOTIFY
 // also serializes commits that notify, cluster-wide, for an instant.
-func SendTx(ctx context.Context, tx pgx.Tx, cfg TxConfig, queue string, entries []broker.SendEntry) ([]broker.SendResult, error) {
+func SendTx(ctx context.Context, tx pgx.Tx, cfg TxConfig, queue string, entries []model.SendEntry) ([]model.SendResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Schema == "" {
 		cfg.Schema = DefaultConfig().Schema
 	}
-	if err := broker.ValidateSendBatch(entries); err != nil {
+	if err := model.ValidateSendBatch(entries); err != nil {
 		return nil, err
 	}
 	sp, err := tx.Begin(ctx) // a savepoint
@@ -116,11 +116,11 @@ func SendTx(ctx context.Context, tx pgx.Tx, cfg TxConfig, queue string, entries 
 	if err != nil {
 		return nil, dbErr("send: set search_path", err)
 	}
-	if _, ok := cfg.Clock.(broker.OffsetClock); ok {
+	if _, ok := cfg.Clock.(model.OffsetClock); ok {
 		now = cfg.Clock.Now()
 	}
 	s := sendOn{db: sp, now: now, run: once, share: true, whole: true}
-	results, q, delay, err := s.send(ctx, broker.QueueRef{Account: cfg.Account, Name: queue}, entries)
+	results, q, delay, err := s.send(ctx, model.QueueRef{Account: cfg.Account, Name: queue}, entries)
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table

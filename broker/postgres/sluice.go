@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // browseChunk is how many rows one Browse statement reads while a filter
@@ -22,21 +22,21 @@ const browseChunk = 500
 // reading. The cursor is the last examined row id, as a decimal string. A
 // page examines at most broker.BrowseScanLimit rows: a filter that matches
 // little returns a short page and a cursor to go on from.
-func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.BrowseRequest) (_ broker.BrowsePage, err error) {
+func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.BrowseRequest) (_ model.BrowsePage, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
-		return broker.BrowsePage{}, err
+		return model.BrowsePage{}, err
 	}
 	defer b.life.Done()
 	q, err := b.getQueue(ctx, b.pool, name)
 	if err != nil {
-		return broker.BrowsePage{}, err
+		return model.BrowsePage{}, err
 	}
 	var after *int64
 	if req.After != "" {
 		v, err := strconv.ParseInt(req.After, 10, 64)
 		if err != nil || v < 0 {
-			return broker.BrowsePage{}, broker.Errorf(broker.ErrInvalidParameterValue, "The browse cursor %q is invalid.", req.After)
+			return model.BrowsePage{}, model.Errorf(model.ErrInvalidParameterValue, "The browse cursor %q is invalid.", req.After)
 		}
 		after = &v
 	}
@@ -49,16 +49,16 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 		WHERE queue_id = $2 AND sent_at > ` + nowSQL + ` - $3 * interval '1 microsecond'
 			AND ($4::bigint IS NULL OR id ` + cmp + ` $4)
 		ORDER BY id ` + order + ` LIMIT $5`
-	var page broker.BrowsePage
+	var page model.BrowsePage
 	examined := 0
-	for examined < broker.BrowseScanLimit && len(page.Messages) < limit {
-		n := min(browseChunk, broker.BrowseScanLimit-examined)
-		if req.Filter == (broker.BrowseFilter{}) {
+	for examined < model.BrowseScanLimit && len(page.Messages) < limit {
+		n := min(browseChunk, model.BrowseScanLimit-examined)
+		if req.Filter == (model.BrowseFilter{}) {
 			n = limit - len(page.Messages) // every row is a match
 		}
 		rows, err := b.pool.Query(ctx, sql, b.tnow(), q.mid, micros(q.cfg.Retention), after, n)
 		if err != nil {
-			return broker.BrowsePage{}, dbErr("browse", err)
+			return model.BrowsePage{}, dbErr("browse", err)
 		}
 		got, cut := 0, false
 		for rows.Next() {
@@ -67,7 +67,7 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 			id, _, d, err := b.scanDelivery(rows.Scan, []any{&state, &visibleAt, &now}, q)
 			if err != nil {
 				rows.Close()
-				return broker.BrowsePage{}, dbErr("browse", err)
+				return model.BrowsePage{}, dbErr("browse", err)
 			}
 			got++
 			if len(page.Messages) >= limit {
@@ -79,17 +79,17 @@ func (b *Backend) Browse(ctx context.Context, name broker.QueueRef, req broker.B
 			if !req.Filter.Match(&d.Message) {
 				continue
 			}
-			bm := broker.BrowsedMessage{Message: d.Message, State: broker.StateVisible}
+			bm := model.BrowsedMessage{Message: d.Message, State: model.StateVisible}
 			if state != "r" && visibleAt.After(now) {
-				bm.State, bm.VisibleAt = broker.StateDelayed, visibleAt
+				bm.State, bm.VisibleAt = model.StateDelayed, visibleAt
 				if state == "i" {
-					bm.State = broker.StateInFlight
+					bm.State = model.StateInFlight
 				}
 			}
 			page.Messages = append(page.Messages, bm)
 		}
 		if err := rows.Err(); err != nil {
-			return broker.BrowsePage{}, dbErr("browse", err)
+			return model.BrowsePage{}, dbErr("browse", err)
 		}
 		if got < n && !cut {
 			return page, nil // the end of the queue: no next page
@@ -110,7 +110,7 @@ var messageIDRe = regexp.MustCompile(`^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]
 // invalidating the FIFO receive attempts that returned them (a FIFO group
 // an in-flight one held is free: the lock is derived from the rows). An id
 // that is not a UUID names no message.
-func (b *Backend) DeleteMessages(ctx context.Context, name broker.QueueRef, ids []string) (_ []bool, err error) {
+func (b *Backend) DeleteMessages(ctx context.Context, name model.QueueRef, ids []string) (_ []bool, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err

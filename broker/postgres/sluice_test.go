@@ -10,7 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
@@ -34,7 +35,7 @@ func TestMigration6OldRows(t *testing.T) {
 	defer conn.Close(ctx)
 	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	insertQueue := func(name string, cfg broker.QueueConfig) int64 {
+	insertQueue := func(name string, cfg model.QueueConfig) int64 {
 		t.Helper()
 		cj, _ := json.Marshal(cfg)
 		var mid int64
@@ -44,9 +45,9 @@ func TestMigration6OldRows(t *testing.T) {
 		}
 		return mid
 	}
-	insertQueue("dlq", broker.DefaultQueueConfig(false))
-	src := broker.DefaultQueueConfig(false)
-	src.Redrive = &broker.RedrivePolicy{DeadLetterTargetARN: broker.ARN("us-east-1", "000000000000", "dlq"),
+	insertQueue("dlq", model.DefaultQueueConfig(false))
+	src := model.DefaultQueueConfig(false)
+	src.Redrive = &model.RedrivePolicy{DeadLetterTargetARN: model.ARN("us-east-1", "000000000000", "dlq"),
 		DeadLetterQueue: "dlq", MaxReceiveCount: 3}
 	mid := insertQueue("src", src)
 	for i, m := range []struct {
@@ -66,7 +67,7 @@ func TestMigration6OldRows(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clock := broker.NewFakeClock(at.Add(time.Minute))
+	clock := clocktest.NewFakeClock(at.Add(time.Minute))
 	cfg := testConfig(url, schema)
 	cfg.Clock = clock
 	cfg.Logger = testutil.Logger(t)
@@ -81,7 +82,7 @@ func TestMigration6OldRows(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+tbl("messages")+` WHERE attempts IS NULL`).Scan(&nulls); err != nil || nulls != 2 {
 		t.Fatalf("rows with attempts NULL after migration 6: %d, %v; want 2 (no row rewritten)", nulls, err)
 	}
-	page, err := f.Browse(ctx, "src", broker.BrowseRequest{})
+	page, err := f.Browse(ctx, "src", model.BrowseRequest{})
 	if err != nil || len(page.Messages) != 2 {
 		t.Fatalf("Browse(src) = %+v, %v", page, err)
 	}
@@ -92,7 +93,7 @@ func TestMigration6OldRows(t *testing.T) {
 		}
 	}
 	// old3 used its 3 attempts: the receive moves it; old2 starts its third.
-	ds, err := f.Receive(ctx, broker.ReceiveRequest{Queue: "src", MaxMessages: 10})
+	ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "src", MaxMessages: 10})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("Receive(src) = %d messages, %v; want 1", len(ds), err)
 	}
@@ -100,13 +101,13 @@ func TestMigration6OldRows(t *testing.T) {
 		t.Fatalf("delivery %s: receive count %d attempts %d last receive %v; want old2, 3, 3, %v",
 			d.Body, d.ReceiveCount, d.Attempts, d.LastReceiveAt, clock.Now())
 	}
-	page, err = f.Browse(ctx, "dlq", broker.BrowseRequest{})
+	page, err = f.Browse(ctx, "dlq", model.BrowseRequest{})
 	if err != nil || len(page.Messages) != 1 {
 		t.Fatalf("Browse(dlq) = %+v, %v", page, err)
 	}
-	if m := page.Messages[0]; m.Body != "old3" || m.Attempts != 3 || m.DeadLetterSource != "src" || m.FailureReason != broker.ReasonMaxAttempts {
+	if m := page.Messages[0]; m.Body != "old3" || m.Attempts != 3 || m.DeadLetterSource != "src" || m.FailureReason != model.ReasonMaxAttempts {
 		t.Fatalf("dead letter %s: attempts %d source %q reason %q; want old3, 3, src, %q",
-			m.Body, m.Attempts, m.DeadLetterSource, m.FailureReason, broker.ReasonMaxAttempts)
+			m.Body, m.Attempts, m.DeadLetterSource, m.FailureReason, model.ReasonMaxAttempts)
 	}
 }
 
@@ -118,21 +119,21 @@ func TestResumeWakesOtherBroker(t *testing.T) {
 	t.Parallel()
 	a, b, clock := openPair(t, schemaFor(t), nil)
 	ctx := context.Background()
-	if _, err := a.CreateQueue(ctx, "q", map[string]string{broker.AttrPaused: "true"}, nil); err != nil {
+	if _, err := a.CreateQueue(ctx, "q", map[string]string{model.AttrPaused: "true"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctx, "q", []broker.SendEntry{{Body: "x"}}); err != nil {
+	if _, err := a.Send(ctx, "q", []model.SendEntry{{Body: "x"}}); err != nil {
 		t.Fatal(err)
 	}
 	idle := clock.Timers()
 	wait := 20 * time.Second
 	type result struct {
-		ds  []broker.Delivery
+		ds  []model.Delivery
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		ds, err := b.Receive(ctx, broker.ReceiveRequest{Queue: "q", WaitTime: &wait})
+		ds, err := b.Receive(ctx, model.ReceiveRequest{Queue: "q", WaitTime: &wait})
 		done <- result{ds, err}
 	}()
 	testutil.Eventually(t, 10*time.Second, "the receive on b to wait", func() bool { return clock.Timers() > idle })
@@ -161,26 +162,26 @@ func TestDepthCountsBackoff(t *testing.T) {
 	t.Parallel()
 	a, _, _ := openPair(t, schemaFor(t), nil)
 	ctx := context.Background()
-	if _, err := a.CreateQueue(ctx, "q", map[string]string{broker.AttrMaxDepth: "2",
-		broker.AttrRetryPolicy: `{"baseSeconds":60,"maxSeconds":60,"jitter":"none"}`}, nil); err != nil {
+	if _, err := a.CreateQueue(ctx, "q", map[string]string{model.AttrMaxDepth: "2",
+		model.AttrRetryPolicy: `{"baseSeconds":60,"maxSeconds":60,"jitter":"none"}`}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctx, "q", []broker.SendEntry{{ID: "1", Body: "a"}, {ID: "2", Body: "b"}}); err != nil {
+	if _, err := a.Send(ctx, "q", []model.SendEntry{{ID: "1", Body: "a"}, {ID: "2", Body: "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "q"})
+	ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "q"})
 	if err != nil || len(ds) != 1 {
 		t.Fatal(ds, err)
 	}
-	if errs, err := a.ChangeVisibility(ctx, "q", []broker.VisibilityEntry{{ID: "1", Receipt: ds[0].Receipt}}); err != nil || errs[0] != nil {
+	if errs, err := a.ChangeVisibility(ctx, "q", []model.VisibilityEntry{{ID: "1", Receipt: ds[0].Receipt}}); err != nil || errs[0] != nil {
 		t.Fatal(errs, err)
 	}
 	info, err := a.GetQueue(ctx, "q")
 	if err != nil || info.Stats.Visible != 1 || info.Stats.Delayed != 1 || info.Stats.InFlight != 0 {
 		t.Fatalf("after a nack under a 60 s backoff: %+v, %v; want 1 visible, 1 delayed", info.Stats, err)
 	}
-	_, err = a.Send(ctx, "q", []broker.SendEntry{{Body: "c"}})
-	var de *broker.DepthError
+	_, err = a.Send(ctx, "q", []model.SendEntry{{Body: "c"}})
+	var de *model.DepthError
 	if !errors.As(err, &de) || de.Depth != 2 || de.Limit != 2 {
 		t.Fatalf("send into a queue of depth 2 (MaxDepth 2): %v; want a DepthError of depth 2", err)
 	}
@@ -196,15 +197,15 @@ func TestSweeperDeadLettersExpiredLease(t *testing.T) {
 	if _, err := a.CreateQueue(ctx, "dlq", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CreateQueue(ctx, "src", map[string]string{broker.AttrVisibilityTimeout: "10",
-		broker.AttrRedrivePolicy: fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`,
-			broker.ARN("us-east-1", "000000000000", "dlq"))}, nil); err != nil {
+	if _, err := a.CreateQueue(ctx, "src", map[string]string{model.AttrVisibilityTimeout: "10",
+		model.AttrRedrivePolicy: fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`,
+			model.ARN("us-east-1", "000000000000", "dlq"))}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctx, "src", []broker.SendEntry{{Body: "x"}}); err != nil {
+	if _, err := a.Send(ctx, "src", []model.SendEntry{{Body: "x"}}); err != nil {
 		t.Fatal(err)
 	}
-	if ds, err := a.Receive(ctx, broker.ReceiveRequest{Queue: "src"}); err != nil || len(ds) != 1 {
+	if ds, err := a.Receive(ctx, model.ReceiveRequest{Queue: "src"}); err != nil || len(ds) != 1 {
 		t.Fatal(ds, err)
 	}
 	clock.Advance(10 * time.Second)
@@ -212,8 +213,8 @@ func TestSweeperDeadLettersExpiredLease(t *testing.T) {
 		info, err := a.GetQueue(ctx, "dlq")
 		return err == nil && info.Stats.Visible == 1
 	})
-	page, err := a.Browse(ctx, "dlq", broker.BrowseRequest{})
-	if err != nil || len(page.Messages) != 1 || page.Messages[0].FailureReason != broker.ReasonLeaseExpired {
-		t.Fatalf("Browse(dlq) = %+v, %v; want the message with reason %q", page, err, broker.ReasonLeaseExpired)
+	page, err := a.Browse(ctx, "dlq", model.BrowseRequest{})
+	if err != nil || len(page.Messages) != 1 || page.Messages[0].FailureReason != model.ReasonLeaseExpired {
+		t.Fatalf("Browse(dlq) = %+v, %v; want the message with reason %q", page, err, model.ReasonLeaseExpired)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // unreachable reports whether err says the database could not be reached or
@@ -45,7 +45,7 @@ func unreachable(err error) bool {
 // become the broker's retryable "unavailable" (503) instead of an internal
 // failure. Every method of the Backend seam defers it.
 func unavailable(err *error) {
-	if *err != nil && !errors.Is(*err, broker.ErrUnavailable) && unreachable(*err) {
-		*err = broker.UnavailableError(*err)
+	if *err != nil && !errors.Is(*err, model.ErrUnavailable) && unreachable(*err) {
+		*err = model.UnavailableError(*err)
 	}
 }

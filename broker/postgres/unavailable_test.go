@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Connection failures become broker.ErrUnavailable (a 503 on the wire);
@@ -28,7 +28,7 @@ func TestUnavailableMapsConnectionErrors(t *testing.T) {
 	} {
 		err := tc.err
 		unavailable(&err)
-		if got := errors.Is(err, broker.ErrUnavailable); got != tc.want {
+		if got := errors.Is(err, model.ErrUnavailable); got != tc.want {
 			t.Errorf("%v: unavailable %v, want %v", tc.err, got, tc.want)
 		}
 		if !errors.Is(err, tc.err) {

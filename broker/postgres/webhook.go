@@ -7,7 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/internal/plan"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Dead-letter webhook events (broker/webhook.go). A move to a dead-letter
@@ -34,9 +35,9 @@ func (b *Backend) hookTarget(ctx context.Context, db querier, q queueRow, to *cl
 	if q.cfg.DeadLetterWebhook == "" {
 		return nil
 	}
-	h, err := b.getQueue(ctx, db, broker.WebhookOutbox)
+	h, err := b.getQueue(ctx, db, plan.WebhookOutbox())
 	switch {
-	case errors.Is(err, broker.ErrQueueDoesNotExist):
+	case errors.Is(err, model.ErrQueueDoesNotExist):
 		return nil
 	case err != nil:
 		return err
@@ -78,7 +79,7 @@ func (b *Backend) webhookWake(ctx context.Context, q queueRow) {
 	if q.cfg.DeadLetterWebhook == "" {
 		return
 	}
-	if h, err := b.getQueue(ctx, b.pool, broker.WebhookOutbox); err == nil {
+	if h, err := b.getQueue(ctx, b.pool, plan.WebhookOutbox()); err == nil {
 		b.changed(h.id, time.Time{}, false)
 	}
 }

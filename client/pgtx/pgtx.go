@@ -37,7 +37,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/client"
 )
@@ -55,7 +55,7 @@ type Config struct {
 	Account string
 	// Clock turns a Message's DeliverAt into a delay. Default
 	// broker.RealClock.
-	Clock broker.Clock
+	Clock model.Clock
 }
 
 // Validate checks c; zero fields take their defaults.
@@ -70,7 +70,7 @@ func (c Config) Validate() error {
 // (each call uses only its own transaction).
 type Sender struct {
 	cfg   postgres.TxConfig
-	clock broker.Clock
+	clock model.Clock
 	err   error // cfg's validation error, answered by every Send
 }
 
@@ -79,7 +79,7 @@ type Sender struct {
 func New(cfg Config) *Sender {
 	s := &Sender{cfg: postgres.TxConfig{Schema: cfg.Schema, Account: cfg.Account, Clock: cfg.Clock}, clock: cfg.Clock, err: cfg.Validate()}
 	if s.clock == nil {
-		s.clock = broker.RealClock{}
+		s.clock = model.RealClock{}
 	}
 	return s
 }
@@ -105,15 +105,15 @@ func (s *Sender) Send(ctx context.Context, tx pgx.Tx, queue string, msgs ...clie
 	if s.err != nil {
 		return nil, s.err
 	}
-	if len(msgs) == 0 || len(msgs) > broker.MaxBatchEntries {
-		kind := broker.ErrEmptyBatch
+	if len(msgs) == 0 || len(msgs) > model.MaxBatchEntries {
+		kind := model.ErrEmptyBatch
 		if len(msgs) > 0 {
-			kind = broker.ErrTooManyEntries
+			kind = model.ErrTooManyEntries
 		}
-		return nil, broker.Errorf(kind, "Send takes 1 to %d messages, not %d: send more with more calls in the same transaction.", broker.MaxBatchEntries, len(msgs))
+		return nil, model.Errorf(kind, "Send takes 1 to %d messages, not %d: send more with more calls in the same transaction.", model.MaxBatchEntries, len(msgs))
 	}
 	now := s.clock.Now()
-	entries := make([]broker.SendEntry, len(msgs))
+	entries := make([]model.SendEntry, len(msgs))
 	for i := range msgs {
 		field := ""
 		if len(msgs) > 1 {
@@ -121,7 +121,7 @@ func (s *Sender) Send(ctx context.Context, tx pgx.Tx, queue string, msgs ...clie
 		}
 		env := toEnvelope(&msgs[i])
 		var err error
-		if entries[i], err = broker.EnvelopeEntry(field, &env, now); err != nil {
+		if entries[i], err = model.EnvelopeEntry(field, &env, now); err != nil {
 			return nil, err
 		}
 		if len(msgs) > 1 {
@@ -144,13 +144,13 @@ func (s *Sender) Send(ctx context.Context, tx pgx.Tx, queue string, msgs ...clie
 
 // toEnvelope is m as the native API's envelope: a zero field is a field not
 // given, as the native client sends it.
-func toEnvelope(m *client.Message) broker.Envelope {
+func toEnvelope(m *client.Message) model.Envelope {
 	body := m.Body
-	e := broker.Envelope{Body: &body, GroupID: m.GroupID, DedupID: m.DedupID}
+	e := model.Envelope{Body: &body, GroupID: m.GroupID, DedupID: m.DedupID}
 	if len(m.Attributes) > 0 {
-		e.Attributes = make(map[string]broker.MessageAttribute, len(m.Attributes))
+		e.Attributes = make(map[string]model.MessageAttribute, len(m.Attributes))
 		for name, a := range m.Attributes {
-			ma := broker.MessageAttribute{DataType: a.Type}
+			ma := model.MessageAttribute{DataType: a.Type}
 			if base, _, _ := strings.Cut(a.Type, "."); base == "Binary" {
 				ma.BinaryValue = a.Binary
 			} else {

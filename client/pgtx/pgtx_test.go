@@ -15,6 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/client/pgtx"
@@ -30,7 +32,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type env struct {
 	t      testing.TB
 	ctx    context.Context
-	clock  *broker.FakeClock
+	clock  *clocktest.FakeClock
 	front  *broker.Broker
 	base   string // the server's URL
 	app    *pgxpool.Pool
@@ -44,7 +46,7 @@ func setup(t testing.TB) *env {
 	t.Helper()
 	url := pgtest.Database(t)
 	ctx := context.Background()
-	clock := broker.NewFakeClock(time.Now())
+	clock := clocktest.NewFakeClock(time.Now())
 	opts := broker.Options{Clock: clock, Logger: testutil.Logger(t)}
 	cfg := postgres.DefaultConfig()
 	cfg.URL, cfg.Options, cfg.MaxConns = url, opts, 4
@@ -110,9 +112,9 @@ func (e *env) inTx(commit bool, fn func(tx pgx.Tx)) {
 	}
 }
 
-func (e *env) receive(queue string, wait time.Duration) []broker.Delivery {
+func (e *env) receive(queue string, wait time.Duration) []model.Delivery {
 	e.t.Helper()
-	ds, err := e.front.Receive(e.ctx, broker.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: &wait})
+	ds, err := e.front.Receive(e.ctx, model.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: &wait})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -188,10 +190,10 @@ func TestCommitDelivers(t *testing.T) {
 		t.Errorf("body %q", m.Body)
 	case m.Priority != 7:
 		t.Errorf("priority %d; want 7", m.Priority)
-	case a[broker.MsgAttrCorrelationID].StringValue != "order-1":
-		t.Errorf("correlation id %+v", a[broker.MsgAttrCorrelationID])
-	case a[broker.MsgAttrTraceParent].StringValue != traceparent:
-		t.Errorf("trace context %+v", a[broker.MsgAttrTraceParent])
+	case a[model.MsgAttrCorrelationID].StringValue != "order-1":
+		t.Errorf("correlation id %+v", a[model.MsgAttrCorrelationID])
+	case a[model.MsgAttrTraceParent].StringValue != traceparent:
+		t.Errorf("trace context %+v", a[model.MsgAttrTraceParent])
 	case a["kind"].DataType != "String" || a["kind"].StringValue != "receipt":
 		t.Errorf("kind %+v", a["kind"])
 	case a["total"].DataType != "Number" || a["total"].StringValue != "129.90":
@@ -223,14 +225,14 @@ func TestWakesWaitingReceive(t *testing.T) {
 		return n > 0
 	})
 	type result struct {
-		ds  []broker.Delivery
+		ds  []model.Delivery
 		err error
 	}
 	base := e.clock.Timers()
 	ch := make(chan result, 1)
 	go func() {
 		wait := 10 * time.Second
-		ds, err := e.front.Receive(e.ctx, broker.ReceiveRequest{Queue: "emails", WaitTime: &wait})
+		ds, err := e.front.Receive(e.ctx, model.ReceiveRequest{Queue: "emails", WaitTime: &wait})
 		ch <- result{ds, err}
 	}()
 	// The receive waits once it has armed its timer on the clock.
@@ -260,7 +262,7 @@ func TestWakesWaitingReceive(t *testing.T) {
 func TestMaxDepth(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.createQueue("small", map[string]string{broker.AttrMaxDepth: "2"})
+	e.createQueue("small", map[string]string{model.AttrMaxDepth: "2"})
 	e.inTx(true, func(tx pgx.Tx) {
 		if _, err := e.sender.Send(e.ctx, tx, "small", client.Message{Body: "1"}, client.Message{Body: "2"}); err != nil {
 			t.Fatal(err)
@@ -268,8 +270,8 @@ func TestMaxDepth(t *testing.T) {
 	})
 	e.inTx(true, func(tx pgx.Tx) {
 		_, err := e.sender.Send(e.ctx, tx, "small", client.Message{Body: "3"})
-		var full *broker.DepthError
-		if !errors.Is(err, broker.ErrThrottled) || !errors.As(err, &full) || full.Limit != 2 {
+		var full *model.DepthError
+		if !errors.Is(err, model.ErrThrottled) || !errors.As(err, &full) || full.Limit != 2 {
 			t.Fatalf("Send into a full queue = %v; want a DepthError", err)
 		}
 		// The transaction is still usable: the failure rolled back its
@@ -292,7 +294,7 @@ func TestUnknownQueue(t *testing.T) {
 	e := setup(t)
 	e.inTx(false, func(tx pgx.Tx) {
 		_, err := e.sender.Send(e.ctx, tx, "nope", client.Message{Body: "x"})
-		if !errors.Is(err, broker.ErrQueueDoesNotExist) {
+		if !errors.Is(err, model.ErrQueueDoesNotExist) {
 			t.Fatalf("Send to an unknown queue = %v; want ErrQueueDoesNotExist", err)
 		}
 		t.Logf("unknown queue: %v", err)
@@ -301,7 +303,7 @@ func TestUnknownQueue(t *testing.T) {
 	e.createQueue("emails", nil)
 	other := pgtx.New(pgtx.Config{Account: "123456789012"})
 	e.inTx(false, func(tx pgx.Tx) {
-		if _, err := other.Send(e.ctx, tx, "emails", client.Message{Body: "x"}); !errors.Is(err, broker.ErrQueueDoesNotExist) {
+		if _, err := other.Send(e.ctx, tx, "emails", client.Message{Body: "x"}); !errors.Is(err, model.ErrQueueDoesNotExist) {
 			t.Fatalf("Send to another account's queue = %v; want ErrQueueDoesNotExist", err)
 		}
 	})
@@ -331,14 +333,14 @@ func TestInvalidMessageSameAsNative(t *testing.T) {
 		native string // the same message as the native envelope
 		kind   error
 	}{
-		{"PriorityRange", client.Message{Body: "x", Priority: 500}, `{"body":"x","priority":500}`, broker.ErrInvalidParameterValue},
-		{"FieldAndAttribute", client.Message{Body: "x", CorrelationID: "a", Attributes: map[string]client.Attribute{broker.MsgAttrCorrelationID: client.String("b")}},
-			`{"body":"x","correlationId":"a","attributes":{"Sluice.CorrelationId":{"type":"String","value":"b"}}}`, broker.ErrInvalidRequest},
+		{"PriorityRange", client.Message{Body: "x", Priority: 500}, `{"body":"x","priority":500}`, model.ErrInvalidParameterValue},
+		{"FieldAndAttribute", client.Message{Body: "x", CorrelationID: "a", Attributes: map[string]client.Attribute{model.MsgAttrCorrelationID: client.String("b")}},
+			`{"body":"x","correlationId":"a","attributes":{"Sluice.CorrelationId":{"type":"String","value":"b"}}}`, model.ErrInvalidRequest},
 		{"EmptyBody", client.Message{Body: ""}, `{"body":""}`, nil},
-		{"NegativeDelay", client.Message{Body: "x", Delay: -time.Second}, `{"body":"x","delaySeconds":-1}`, broker.ErrInvalidParameterValue},
-		{"MaxAttemptsWithoutRedrive", client.Message{Body: "x", MaxAttempts: 3}, `{"body":"x","maxAttempts":3}`, broker.ErrInvalidParameterValue},
+		{"NegativeDelay", client.Message{Body: "x", Delay: -time.Second}, `{"body":"x","delaySeconds":-1}`, model.ErrInvalidParameterValue},
+		{"MaxAttemptsWithoutRedrive", client.Message{Body: "x", MaxAttempts: 3}, `{"body":"x","maxAttempts":3}`, model.ErrInvalidParameterValue},
 		{"ReservedAttribute", client.Message{Body: "x", Attributes: map[string]client.Attribute{"Sluice.Color": client.String("red")}},
-			`{"body":"x","attributes":{"Sluice.Color":{"type":"String","value":"red"}}}`, broker.ErrInvalidParameterValue},
+			`{"body":"x","attributes":{"Sluice.Color":{"type":"String","value":"red"}}}`, model.ErrInvalidParameterValue},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -379,17 +381,17 @@ func TestAllOrNothing(t *testing.T) {
 	e.createQueue("emails", nil)
 	e.inTx(true, func(tx pgx.Tx) {
 		_, err := e.sender.Send(e.ctx, tx, "emails", client.Message{Body: "ok"}, client.Message{Body: "x", Priority: 101})
-		if !errors.Is(err, broker.ErrInvalidParameterValue) || !strings.Contains(err.Error(), "messages[1]") {
+		if !errors.Is(err, model.ErrInvalidParameterValue) || !strings.Contains(err.Error(), "messages[1]") {
 			t.Fatalf("Send = %v; want messages[1]'s error", err)
 		}
 		msgs := make([]client.Message, 11)
 		for i := range msgs {
 			msgs[i].Body = "x"
 		}
-		if _, err := e.sender.Send(e.ctx, tx, "emails", msgs...); !errors.Is(err, broker.ErrTooManyEntries) {
+		if _, err := e.sender.Send(e.ctx, tx, "emails", msgs...); !errors.Is(err, model.ErrTooManyEntries) {
 			t.Fatalf("Send of 11 = %v; want ErrTooManyEntries", err)
 		}
-		if _, err := e.sender.Send(e.ctx, tx, "emails"); !errors.Is(err, broker.ErrEmptyBatch) {
+		if _, err := e.sender.Send(e.ctx, tx, "emails"); !errors.Is(err, model.ErrEmptyBatch) {
 			t.Fatalf("Send of none = %v; want ErrEmptyBatch", err)
 		}
 	})
@@ -446,7 +448,7 @@ func TestSearchPathUnchanged(t *testing.T) {
 func TestFifo(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.createQueue("pay.fifo", map[string]string{broker.AttrFifoQueue: "true"})
+	e.createQueue("pay.fifo", map[string]string{model.AttrFifoQueue: "true"})
 	var first []string
 	e.inTx(true, func(tx pgx.Tx) {
 		var err error
@@ -463,7 +465,7 @@ func TestFifo(t *testing.T) {
 		}
 	})
 	e.inTx(true, func(tx pgx.Tx) {
-		if _, err := e.sender.Send(e.ctx, tx, "pay.fifo", client.Message{Body: "no group"}); !errors.Is(err, broker.ErrMissingParameter) {
+		if _, err := e.sender.Send(e.ctx, tx, "pay.fifo", client.Message{Body: "no group"}); !errors.Is(err, model.ErrMissingParameter) {
 			t.Fatalf("FIFO send without a group = %v", err)
 		}
 	})
@@ -496,7 +498,7 @@ func TestDeleteWaitsForTransaction(t *testing.T) {
 	if err := <-deleted; err != nil {
 		t.Fatalf("DeleteQueue after the commit: %v", err)
 	}
-	if _, err := e.front.GetQueue(e.ctx, "emails"); !errors.Is(err, broker.ErrQueueDoesNotExist) {
+	if _, err := e.front.GetQueue(e.ctx, "emails"); !errors.Is(err, model.ErrQueueDoesNotExist) {
 		t.Fatalf("GetQueue after the delete = %v", err)
 	}
 }
@@ -523,7 +525,7 @@ func BenchmarkSend(b *testing.B) {
 	})
 	b.Run("front", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := e.front.Send(e.ctx, "bench", []broker.SendEntry{{Body: "x"}}); err != nil {
+			if _, err := e.front.Send(e.ctx, "bench", []model.SendEntry{{Body: "x"}}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -40,9 +41,9 @@ func TestCLIStoreVerifySalvage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 100; i++ {
-		entries := make([]broker.SendEntry, 10)
+		entries := make([]model.SendEntry, 10)
 		for j := range entries {
-			entries[j] = broker.SendEntry{ID: "e" + string(rune('a'+j)), Body: strings.Repeat("x", 800)}
+			entries[j] = model.SendEntry{ID: "e" + string(rune('a'+j)), Body: strings.Repeat("x", 800)}
 		}
 		if _, err := f.Send(ctx, "jobs", entries); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -35,7 +36,7 @@ func TestCLIStoreVerifyDamagedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 200 {
-		if _, err := f.Send(ctx, "jobs", []broker.SendEntry{{ID: "a", Body: "hello"}}); err != nil {
+		if _, err := f.Send(ctx, "jobs", []model.SendEntry{{ID: "a", Body: "hello"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/server"
@@ -103,7 +105,7 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 		strictDef = b
 	}
 	fs.BoolVar(&f.strictPurge, "strict-purge", strictDef, "enforce AWS's one PurgeQueue per queue per 60 s (env SLUICE_STRICT_PURGE)")
-	inflightDef := broker.DefaultMaxInFlight
+	inflightDef := model.DefaultMaxInFlight
 	if v := env("SLUICE_MAX_INFLIGHT"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -267,7 +269,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		return 2
 	}
 	cfg.Live, cfg.Dashboard = lv, f.dashboard
-	opts := broker.Options{Logger: log, AccountID: f.account, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge, Observer: broker.Observers(m, lv), BackupDir: f.backupDir}
+	opts := broker.Options{Logger: log, AccountID: f.account, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge, Observer: model.Observers(m, lv), BackupDir: f.backupDir}
 	if wc := f.webhooks(); wc != nil {
 		// The front refuses a DeadLetterWebhook of another host; the
 		// dispatcher (started by the server) calls only these.
@@ -279,7 +281,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 			log.Warn("dead-letter webhooks have a secret but no allowed host: every DeadLetterWebhook is refused (add --webhook-allow-host)")
 		}
 	}
-	var backend broker.Backend
+	var backend storage.Backend
 	if f.store != "" {
 		pcfg := postgres.DefaultConfig()
 		pcfg.URL, pcfg.Options = f.store, opts
@@ -332,7 +334,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Wait() }()
 	var storeFailed <-chan struct{} // nil (never ready) for backends without it
-	if f, ok := backend.(broker.FailureNotifier); ok {
+	if f, ok := backend.(storage.FailureNotifier); ok {
 		storeFailed = f.Failed()
 	}
 	select {
@@ -353,7 +355,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	if !closeBackend(backend, log) {
 		code = 1
 	}
-	if s, ok := backend.(broker.SyncCounter); ok {
+	if s, ok := backend.(storage.SyncCounter); ok {
 		// Durability evidence for benchmarks: store syncs over this lifetime.
 		log.Info("stopped", "syncs", s.Syncs())
 	} else {

@@ -38,6 +38,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/metrics"
@@ -191,7 +192,7 @@ func (d *Demo) startBroker(ctx context.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	m := metrics.New()
-	opts := broker.Options{Logger: d.log, Observer: broker.Observers(m, lv)}
+	opts := broker.Options{Logger: d.log, Observer: model.Observers(m, lv)}
 	backend, err := embedded.Open(embedded.Config{Dir: d.dir, Options: opts})
 	if err != nil {
 		return fmt.Errorf("demo: open the store in %s: %w", d.dir, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/server"
 )
@@ -22,14 +23,14 @@ import (
 type Config struct {
 	// Clock is the broker's clock (a *broker.FakeClock makes leases and
 	// delays exact and instant). Default: the wall clock.
-	Clock broker.Clock
+	Clock model.Clock
 	// Logger receives the broker's and server's logs. Default: warnings
 	// and errors, to the test's log.
 	Logger *slog.Logger
 	// Server, when set, changes the server's config before it starts.
 	Server func(*server.Config)
 	// Observer is the broker's Options.Observer (metrics). Default nil.
-	Observer broker.Observer
+	Observer model.Observer
 }
 
 // Broker is a running broker.

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"go.uber.org/goleak"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/worker"
@@ -33,17 +33,17 @@ func TestMain(m *testing.M) {
 type env struct {
 	t     *testing.T
 	ctx   context.Context
-	clock *broker.FakeClock // nil on the wall clock
+	clock *clocktest.FakeClock // nil on the wall clock
 	c     *sqs.Client
 	url   string
 }
 
 func setup(t *testing.T, fake bool) *env {
 	t.Helper()
-	var clock *broker.FakeClock
+	var clock *clocktest.FakeClock
 	cfg := testbroker.Config{Logger: testutil.Logger(t)}
 	if fake {
-		clock = broker.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+		clock = clocktest.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		cfg.Clock = clock
 	}
 	url := testbroker.Start(t, cfg).URL

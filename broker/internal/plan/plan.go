@@ -1,0 +1,161 @@
+package plan
+
+import (
+	"github.com/sluicemq/sluice/broker/model"
+	"time"
+)
+
+// The planners: pure functions a backend calls inside its own atomic step,
+// where a rule needs the queue's settings or state as the backend reads them.
+// Each rule and its error text is here once; see Backend.
+
+// SendPlan is the plan of one entry of a send.
+type SendPlan struct {
+	// Err is the entry's own failure (nothing is stored for it); the other
+	// fields are set only when Err is nil.
+	Err error
+	// MessageID is the new message's id.
+	MessageID string
+	// Delay is the entry's delay: its own, or the queue's DelaySeconds (always
+	// the queue's on a FIFO queue).
+	Delay time.Duration
+	// DedupKey is the key of the FIFO dedup window (DedupKey); "" on a
+	// standard queue.
+	DedupKey string
+	// DedupID is the resolved FIFO dedup id (explicit or content-based).
+	DedupID string
+	// Priority and MaxAttempts are the message's Sluice options
+	// (ParseMessageOptions), stored with it.
+	Priority, MaxAttempts int
+}
+
+// PlanSend validates the entries of one send to queue (its name, for the
+// refusal's text) against the queue's settings and its depth (QueueStats.Depth)
+// and resolves each one's delay, message id, Sluice options and FIFO dedup id
+// and key. An error concerns the whole call (a missing FIFO parameter, or
+// backpressure: a *DepthError; nothing is stored); a failing entry has its
+// own Err.
+func Send(c model.QueueConfig, queue string, depth int64, entries []model.SendEntry) ([]SendPlan, error) {
+	if err := ValidateSendGroupParams(c, entries); err != nil {
+		return nil, err
+	}
+	plans := make([]SendPlan, len(entries))
+	n, low := 0, 0
+	for i := range entries {
+		e := &entries[i]
+		if err := model.ValidateSendEntry(c, e); err != nil {
+			plans[i].Err = err
+			continue
+		}
+		opts, err := model.ParseMessageOptions(c, e.Attributes)
+		if err != nil {
+			plans[i].Err = err
+			continue
+		}
+		p := &plans[i]
+		p.MessageID = model.NewMessageID()
+		p.Delay = model.MessageDelay(c, e)
+		p.Priority, p.MaxAttempts = opts.Priority, opts.MaxAttempts
+		if c.Fifo {
+			p.DedupID = DedupID(c, e)
+			p.DedupKey = DedupKey(c, e.GroupID, p.DedupID)
+		}
+		n++
+		if p.Priority < 0 {
+			low++
+		}
+	}
+	if err := AdmitSend(c, queue, depth, n, low); err != nil {
+		return nil, err
+	}
+	return plans, nil
+}
+
+// ReceivePlan is a receive with the queue's defaults applied.
+type ReceivePlan struct {
+	// Max is the number of messages asked for (1..10).
+	Max int
+	// Visibility is the lease length; Wait the long-poll wait.
+	Visibility, Wait time.Duration
+	// AttemptID is the FIFO ReceiveRequestAttemptId ("" on a standard queue,
+	// where it is ignored).
+	AttemptID string
+}
+
+// PlanReceive applies the queue's defaults to req (MaxMessages 0 means 1)
+// and checks its ranges and the format of its ReceiveRequestAttemptId (FIFO
+// queues only).
+func Receive(c model.QueueConfig, req model.ReceiveRequest) (ReceivePlan, error) {
+	p := ReceivePlan{Max: max(req.MaxMessages, 1), Visibility: c.VisibilityTimeout, Wait: c.ReceiveWaitTime}
+	if req.MaxMessages < 0 || req.MaxMessages > model.MaxReceiveMessages {
+		return ReceivePlan{}, model.InvalidParameterError(req.MaxMessages, "MaxNumberOfMessages", "Must be between 1 and 10, if provided.")
+	}
+	if req.Visibility != nil {
+		if err := model.ValidateVisibility(*req.Visibility); err != nil {
+			return ReceivePlan{}, err
+		}
+		p.Visibility = *req.Visibility
+	}
+	if req.WaitTime != nil {
+		if w := *req.WaitTime; w < 0 || w > model.MaxWaitTime {
+			return ReceivePlan{}, model.InvalidParameterError(int64(w/time.Second), "WaitTimeSeconds", "Must be >= 0 and <= 20, if provided.")
+		}
+		p.Wait = *req.WaitTime
+	}
+	if c.Fifo && req.AttemptID != "" {
+		if err := model.ValidateFifoID("ReceiveRequestAttemptId", req.AttemptID); err != nil {
+			return ReceivePlan{}, err
+		}
+		p.AttemptID = req.AttemptID
+	}
+	return p, nil
+}
+
+// ClaimRoom is how many messages a receive of up to max messages may lease
+// on queue name with inFlight messages leased, under the cap (the front's
+// MaxInFlight, passed in ReceiveRequest.InFlightCap; <= 0: no cap). A standard
+// queue at its cap fails with ErrOverLimit; a FIFO queue at its cap gets 0
+// (the receive waits as on an empty queue), as in SQS.
+func ClaimRoom(name string, fifo bool, max int, inFlight, cap int64) (int, error) {
+	if cap <= 0 {
+		return max, nil
+	}
+	room := cap - inFlight
+	if room <= 0 {
+		if fifo {
+			return 0, nil
+		}
+		return 0, model.Errorf(model.ErrOverLimit, "Too many messages in flight on queue %s (the limit is %d).", name, cap)
+	}
+	return int(min(int64(max), room)), nil
+}
+
+// DeadLetter is what a message keeps and what it becomes when a receive past
+// its queue's maxReceiveCount moves it to the dead-letter queue (the
+// dead-letter rule, the same in every backend).
+type DeadLetterPlan struct {
+	// DedupID is the message's dedup id in a FIFO dead-letter queue: its
+	// message id, so that unrelated messages that shared a dedup id both
+	// survive ("" when the dead-letter queue is standard: kept as it was).
+	DedupID string
+	// NewSequence: a FIFO dead-letter queue gives it a new sequence number,
+	// after every message already there.
+	NewSequence bool
+	// SentAt is its SentAt there: kept on a standard dead-letter queue (it
+	// expires by its original send time under the new queue's retention);
+	// restarted at now on a FIFO one (SQS resets a FIFO dead letter's enqueue
+	// timestamp).
+	SentAt time.Time
+}
+
+// PlanDeadLetter applies the dead-letter rule to a message (its id and
+// SentAt) moving into a FIFO (dlqFifo) or standard dead-letter queue at now.
+// The message keeps its id, body, attributes, receive count, attempts, first
+// and last receive time and failure reason, and records its source queue
+// (Message.DeadLetterSource).
+func DeadLetter(messageID string, sentAt time.Time, dlqFifo bool, now time.Time) DeadLetterPlan {
+	if !dlqFifo {
+		return DeadLetterPlan{SentAt: sentAt}
+	}
+	return DeadLetterPlan{DedupID: messageID, NewSequence: true, SentAt: now}
+}

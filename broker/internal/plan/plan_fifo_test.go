@@ -1,0 +1,65 @@
+package plan
+
+import (
+	"errors"
+	"github.com/sluicemq/sluice/broker/model"
+	"testing"
+)
+
+func TestSendGroupParams(t *testing.T) {
+	t.Parallel()
+	fifo := model.DefaultQueueConfig(true)
+	std := model.DefaultQueueConfig(false)
+	err := ValidateSendGroupParams(fifo, []model.SendEntry{{Body: "a", GroupID: "g", DedupID: "d"}, {Body: "b", DedupID: "d"}})
+	if !errors.Is(err, model.ErrMissingParameter) || model.ErrorMessage(err) != "The request must contain the parameter MessageGroupId." {
+		t.Errorf("missing group: %v", err)
+	}
+	err = ValidateSendGroupParams(fifo, []model.SendEntry{{Body: "a", GroupID: "g"}})
+	if !errors.Is(err, model.ErrInvalidParameterValue) || model.ErrorMessage(err) != "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly" {
+		t.Errorf("missing dedup: %v", err)
+	}
+	cbd := fifo
+	cbd.ContentBasedDedup = true
+	if err := ValidateSendGroupParams(cbd, []model.SendEntry{{Body: "a", GroupID: "g"}}); err != nil {
+		t.Errorf("content-based: %v", err)
+	}
+	if err := ValidateSendGroupParams(std, []model.SendEntry{{Body: "a"}}); err != nil {
+		t.Errorf("standard: %v", err)
+	}
+	if err := model.ValidateSendEntry(std, &model.SendEntry{Body: "a", GroupID: "g"}); err != nil {
+		t.Errorf("group on a standard queue (fair queues): %v", err)
+	}
+	if err := model.ValidateSendEntry(std, &model.SendEntry{Body: "a", DedupID: "d"}); !errors.Is(err, model.ErrInvalidParameterValue) {
+		t.Errorf("dedup id on a standard queue: %v", err)
+	}
+	if err := model.ValidateSendEntry(fifo, &model.SendEntry{Body: "a", GroupID: "g g", DedupID: "d"}); !errors.Is(err, model.ErrInvalidParameterValue) {
+		t.Errorf("malformed group: %v", err)
+	}
+}
+
+func TestDedupRules(t *testing.T) {
+	t.Parallel()
+	fifo := model.DefaultQueueConfig(true)
+	fifo.ContentBasedDedup = true
+	// SHA-256("body") in lower-case hex.
+	const sum = "230d8358dc8e8890b4c58deeb62912ee2f20357ae92a5cc861b98e68fe31acb5"
+	if got := DedupID(fifo, &model.SendEntry{Body: "body"}); got != sum {
+		t.Errorf("content-based DedupID = %s", got)
+	}
+	if got := DedupID(fifo, &model.SendEntry{Body: "body", DedupID: "x"}); got != "x" {
+		t.Errorf("explicit DedupID = %s", got)
+	}
+	if got := DedupID(model.DefaultQueueConfig(false), &model.SendEntry{Body: "body"}); got != "" {
+		t.Errorf("standard DedupID = %s", got)
+	}
+	if DedupKey(fifo, "g1", "d") != DedupKey(fifo, "g2", "d") {
+		t.Error("scope queue: the group must not count")
+	}
+	fifo.DedupScope = model.DedupScopeMessageGroup
+	if DedupKey(fifo, "g1", "d") == DedupKey(fifo, "g2", "d") || DedupKey(fifo, "a", "bc") == DedupKey(fifo, "ab", "c") {
+		t.Error("scope messageGroup: keys of different (group, dedup) pairs collide")
+	}
+	if got := model.FormatSequenceNumber(42); got != "00000000000000000042" {
+		t.Errorf("FormatSequenceNumber(42) = %s", got)
+	}
+}
