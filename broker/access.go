@@ -3,9 +3,9 @@ package broker
 import (
 	"context"
 	"errors"
-	"github.com/sluicemq/sluice/broker/model"
 	"strings"
-	"sync/atomic"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The access rule: which account's queue a request names, and whether the
@@ -14,7 +14,7 @@ import (
 //
 //   - The caller's account is Caller.Account when the server authenticated
 //     the request (Caller.Authenticated), else the broker's own account
-//     (Options.AccountID): without authentication everything acts as the
+//     (Config.AccountID): without authentication everything acts as the
 //     broker's own account, as before accounts came.
 //   - The owner is the account the request names (WithQueueOwner: a queue
 //     URL's account segment, GetQueueUrl's QueueOwnerAWSAccountId, a move
@@ -58,35 +58,10 @@ func QueueOwnerFrom(ctx context.Context) string {
 	return a
 }
 
-// accountID holds the broker's own account id (Options.AccountID, or what
-// ServeAccount set).
-type accountID struct{ v atomic.Pointer[string] }
-
-func (a *accountID) get() string {
-	if p := a.v.Load(); p != nil {
-		return *p
-	}
-	return DefaultAccountID
-}
-
-func (a *accountID) set(id string) { a.v.Store(&id) }
-
-// AccountID returns the broker's own account id: the account whose queues
-// are stored under QueueRef.Account "" and the one unauthenticated requests
-// act as.
-func (b *Broker) AccountID() string { return b.account.get() }
-
-// ServeAccount makes id the broker's own account id, for a server whose
-// configured account (the one in its queue URLs) differs from
-// Options.AccountID; call it before serving. It refuses an id that
-// Options.Validate would refuse.
-func (b *Broker) ServeAccount(id string) error {
-	if err := validateAccountID(id); err != nil {
-		return err
-	}
-	b.account.set(id)
-	return nil
-}
+// AccountID returns the broker's own account id (Config.AccountID): the
+// account in its queue URLs and ARNs, the one whose queues are stored under
+// QueueRef.Account "", and the one unauthenticated requests act as.
+func (b *Broker) AccountID() string { return b.cfg.AccountID }
 
 // CallerAccount returns the account ctx's caller acts as: its Account when
 // authenticated, else the broker's own.

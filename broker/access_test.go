@@ -37,7 +37,7 @@ func accessFront(t *testing.T) *broker.Broker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(be, broker.Options{})
+	b, err := broker.New(be, broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,28 +239,26 @@ func TestAccessRuleRedriveSameAccount(t *testing.T) {
 	}
 }
 
-func TestOptionsAccountID(t *testing.T) {
+// TestConfigAccountID: the broker's account id is Config.AccountID (its one
+// owner): the default, and another one, which unauthenticated callers act
+// as.
+func TestConfigAccountID(t *testing.T) {
 	t.Parallel()
-	for _, id := range []string{"a/b", "a:b", "a b", string(make([]byte, 65))} {
-		if err := (broker.Options{AccountID: id}).Validate(); err == nil {
-			t.Errorf("Options.AccountID %q: no error", id)
-		}
-	}
-	if err := (broker.Options{AccountID: "123456789012"}).Validate(); err != nil {
-		t.Error(err)
-	}
-	if got := (broker.Options{}).WithDefaults().AccountID; got != broker.DefaultAccountID {
-		t.Errorf("default AccountID %q", got)
-	}
 	b := accessFront(t)
 	if b.AccountID() != broker.DefaultAccountID {
 		t.Errorf("AccountID() = %q", b.AccountID())
 	}
-	if err := b.ServeAccount("x/y"); err == nil {
-		t.Error("ServeAccount(x/y): no error")
+	be, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := b.ServeAccount(acctA); err != nil || b.AccountID() != acctA || b.CallerAccount(context.Background()) != acctA {
-		t.Errorf("ServeAccount(%s): %v, AccountID %q", acctA, err, b.AccountID())
+	other, err := broker.New(be, broker.Config{AccountID: acctA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if other.AccountID() != acctA || other.CallerAccount(context.Background()) != acctA {
+		t.Errorf("AccountID %q, CallerAccount %q; want %s", other.AccountID(), other.CallerAccount(context.Background()), acctA)
 	}
 }
 
@@ -273,7 +271,7 @@ func TestAccessRuleWebhookOwnAccountOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(be, broker.Options{WebhookHosts: anyHost{}})
+	b, err := broker.New(be, broker.Config{WebhookHosts: anyHost{}})
 	if err != nil {
 		t.Fatal(err)
 	}

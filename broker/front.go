@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/sluicemq/sluice/broker/internal/plan"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
-	"log/slog"
-	"time"
 )
 
 // Broker is the front every API talks to (the SQS protocols today; the native
@@ -21,47 +24,42 @@ import (
 // answer *Error values wrapping the sentinels of errors.go.
 type Broker struct {
 	backend  storage.Backend
-	opts     Options
+	cfg      Config
 	log      *slog.Logger
-	refusals refusals  // sends refused by backpressure, per queue and reason
-	account  accountID // the broker's own account (Options.AccountID; ServeAccount)
-	receipts *model.ReceiptCodec
+	clock    model.Clock         // the backend's (Backend.Clock)
+	refusals refusals            // sends refused by backpressure, per queue and reason
+	receipts *model.ReceiptCodec // the backend's (Backend.Receipts)
 }
 
 // New returns the front over backend, which it owns from then on (Close
-// closes it). opts are the same Options the backend was opened with (one
-// Clock for both); zero fields take their defaults.
-func New(backend storage.Backend, opts Options) (*Broker, error) {
+// closes it); zero fields of cfg take their defaults (DefaultConfig). The
+// front uses the backend's clock (Backend.Clock).
+func New(backend storage.Backend, cfg Config) (*Broker, error) {
 	if backend == nil {
 		return nil, errNilBackend
 	}
-	if err := opts.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	opts = opts.WithDefaults()
+	cfg = cfg.withDefaults()
 	receipts := backend.Receipts()
 	if receipts == nil {
 		return nil, errNoReceiptCodec
 	}
-	b := &Broker{backend: backend, opts: opts, log: opts.Logger, receipts: receipts}
-	b.account.set(opts.AccountID)
-	return b, nil
+	clock := backend.Clock()
+	if clock == nil {
+		clock = model.RealClock{}
+	}
+	return &Broker{backend: backend, cfg: cfg, log: cfg.Logger, clock: clock, receipts: receipts}, nil
 }
 
-// Backend returns the backend, for its optional capabilities
-// (FailureNotifier, SyncCounter).
-func (b *Broker) Backend() storage.Backend { return b.backend }
-
-// Clock returns the clock the front and its backend share (Options.Clock),
+// Clock returns the clock the front and its backend share (Backend.Clock),
 // for an API that turns an instant into a delay or an age.
-func (b *Broker) Clock() model.Clock { return b.opts.Clock }
+func (b *Broker) Clock() model.Clock { return b.clock }
 
 // Close closes the backend: it stops the background duties, syncs and
 // releases the store. Idempotent.
 func (b *Broker) Close() error { return b.backend.Close() }
-
-// purgeInterval is AWS's one purge per queue per 60 s (Options.StrictPurge).
-const purgeInterval = 60 * time.Second
 
 // CreateQueue creates a queue with the given SQS attributes and tags, or
 // returns the existing queue when every given attribute equals the existing
@@ -230,6 +228,9 @@ func (b *Broker) DeadLetterSources(ctx context.Context, name, after string) ([]m
 // SetQueueAttributes changes the given attributes (ApplyAttributes rules; a
 // RedrivePolicy is checked as CreateQueue checks it).
 func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[string]string) error {
+	if attrs == nil {
+		attrs = map[string]string{} // a change that changes nothing still moves LastModifiedTimestamp
+	}
 	if raw := attrs[model.AttrDeadLetterWebhook]; raw != "" {
 		// The URL's form is ApplyAttributes' to refuse; its host is the
 		// operator's.
@@ -262,14 +263,7 @@ func (b *Broker) SetQueueAttributes(ctx context.Context, name string, attrs map[
 			return err
 		}
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
-		cfg, err := model.ApplyAttributes(u.Config, attrs)
-		if err != nil {
-			return err
-		}
-		u.Config, u.Modified = cfg, true
-		return nil
-	})
+	return b.backend.UpdateQueue(ctx, ref, model.QueueChange{Attributes: attrs})
 }
 
 // DeleteQueue deletes a queue: waiting receives end with ErrQueueDoesNotExist,
@@ -288,23 +282,18 @@ func (b *Broker) DeleteQueue(ctx context.Context, name string) error {
 }
 
 // PurgeQueue deletes every message of the queue (ready, delayed and in
-// flight). With Options.StrictPurge a second purge within 60 s fails with
+// flight). With Config.StrictPurge a second purge within 60 s fails with
 // ErrPurgeInProgress.
 func (b *Broker) PurgeQueue(ctx context.Context, name string) error {
-	var allow func(last, now time.Time) error
-	if b.opts.StrictPurge {
-		allow = func(last, now time.Time) error {
-			if !last.IsZero() && now.Sub(last) < purgeInterval {
-				return model.Errorf(model.ErrPurgeInProgress, "Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
-			}
-			return nil
-		}
+	var minInterval time.Duration
+	if b.cfg.StrictPurge {
+		minInterval = plan.PurgeInterval
 	}
 	ref, err := b.resolve(ctx, model.ActionPurgeQueue, name)
 	if err != nil {
 		return err
 	}
-	if err := b.backend.PurgeQueue(ctx, ref, allow); err != nil {
+	if err := b.backend.PurgeQueue(ctx, ref, minInterval); err != nil {
 		return err
 	}
 	b.audit(ctx, "purge_queue", ref.String())
@@ -321,15 +310,22 @@ func (b *Broker) Send(ctx context.Context, queue string, entries []model.SendEnt
 	if err != nil {
 		return nil, err
 	}
+	// The Sluice options are parsed here, once; the backend's planner
+	// checks them against the queue (plan.CheckOptions). The caller's
+	// entries are left as they were.
+	entries = slices.Clone(entries)
+	for i := range entries {
+		entries[i].Options = model.ParseMessageOptions(entries[i].Attributes)
+	}
 	res, err := b.backend.Send(ctx, ref, entries)
 	var full *model.DepthError
 	if errors.As(err, &full) {
 		b.refusals.add(ref.String(), full.Reason())
-		if b.opts.Observer != nil {
-			b.opts.Observer.Refused(ref.String(), full.Reason())
+		if b.cfg.Observer != nil {
+			b.cfg.Observer.Refused(ref.String(), full.Reason())
 		}
 	}
-	if err == nil && b.opts.Observer != nil {
+	if err == nil && b.cfg.Observer != nil {
 		n := 0
 		for _, r := range res {
 			if r.Err == nil {
@@ -348,7 +344,7 @@ func (b *Broker) Receive(ctx context.Context, req model.ReceiveRequest) ([]model
 	if err != nil {
 		return nil, err
 	}
-	req.InFlightCap, req.Account = int64(b.opts.MaxInFlight), ref.Account
+	req.InFlightCap, req.Account = int64(b.cfg.MaxInFlight), ref.Account
 	ds, err := b.backend.Receive(ctx, req)
 	b.count(ref.String(), model.CountReceived, len(ds))
 	return ds, err
@@ -423,12 +419,8 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []m
 		return nil, err
 	}
 	b.count(ref.String(), model.CountNacked, applied(outcomes, func(j int) bool { return changes[j].Timeout == 0 }))
-	var cfg *model.QueueConfig
 	for j, o := range outcomes {
-		errs[at[j]], err = b.leaseError(ctx, ref, o, entries[at[j]].Receipt, &cfg)
-		if err != nil {
-			return nil, err
-		}
+		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, true)
 	}
 	return errs, nil
 }
@@ -453,14 +445,10 @@ func (b *Broker) TagQueue(ctx context.Context, name string, tags map[string]stri
 	if err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
-		merged := model.MergeTags(u.Tags, tags, nil)
-		if err := model.ValidateTags(name, merged); err != nil {
-			return err
-		}
-		u.Tags = merged
-		return nil
-	})
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	return b.backend.UpdateQueue(ctx, ref, model.QueueChange{AddTags: tags})
 }
 
 // UntagQueue removes the tags with the given keys; unknown keys are ignored.
@@ -469,10 +457,10 @@ func (b *Broker) UntagQueue(ctx context.Context, name string, keys []string) err
 	if err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
-		u.Tags = model.MergeTags(u.Tags, nil, keys)
-		return nil
-	})
+	if keys == nil {
+		keys = []string{}
+	}
+	return b.backend.UpdateQueue(ctx, ref, model.QueueChange{RemoveTags: keys})
 }
 
 // AddPermission adds p as a statement of the queue's Policy attribute
@@ -485,14 +473,7 @@ func (b *Broker) AddPermission(ctx context.Context, name string, p model.Permiss
 	if err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
-		policy, err := model.AddPolicyStatement(u.Config.Policy, p)
-		if err != nil {
-			return err
-		}
-		u.Config.Policy, u.Modified = policy, true
-		return nil
-	})
+	return b.backend.UpdateQueue(ctx, ref, model.QueueChange{AddPermission: &p})
 }
 
 // RemovePermission removes the statement whose Sid is label.
@@ -504,12 +485,5 @@ func (b *Broker) RemovePermission(ctx context.Context, name, label string) error
 	if err != nil {
 		return err
 	}
-	return b.backend.UpdateQueue(ctx, ref, func(u *storage.QueueUpdate) error {
-		policy, err := model.RemovePolicyStatement(u.Config.Policy, label)
-		if err != nil {
-			return err
-		}
-		u.Config.Policy, u.Modified = policy, true
-		return nil
-	})
+	return b.backend.UpdateQueue(ctx, ref, model.QueueChange{RemovePermission: label})
 }

@@ -4,7 +4,7 @@ import "github.com/sluicemq/sluice/broker/model"
 
 // count reports n events to the observer, when there is one.
 func (b *Broker) count(queue string, c model.Counter, n int) {
-	if b.opts.Observer != nil && n > 0 {
-		b.opts.Observer.Count(queue, c, n)
+	if b.cfg.Observer != nil && n > 0 {
+		b.cfg.Observer.Count(queue, c, n)
 	}
 }

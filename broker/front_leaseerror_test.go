@@ -2,8 +2,9 @@ package broker
 
 import (
 	"errors"
-	"github.com/sluicemq/sluice/broker/model"
 	"testing"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func TestLeaseError(t *testing.T) {

@@ -3,27 +3,14 @@ package broker
 import (
 	"context"
 	"errors"
-	"github.com/sluicemq/sluice/broker/model"
-	"github.com/sluicemq/sluice/broker/storage"
 	"log/slog"
 	"strings"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The front of message move tasks (MoveTasker): the checks that need no
 // atomicity, then the backend's capability.
-
-func (b *Broker) movers(action string) (storage.MoveTasker, error) {
-	mt, ok := b.backend.(storage.MoveTasker)
-	if !ok {
-		return nil, unsupportedError(action)
-	}
-	return mt, nil
-}
-
-// unsupportedError is the answer to an action the backend does not provide.
-func unsupportedError(action string) error {
-	return model.Errorf(model.ErrUnsupportedOperation, "The action %s is not supported by this broker's backend.", action)
-}
 
 // sourceErr maps a missing source queue to the move tasks' own error.
 func sourceErr(err error) error {
@@ -40,10 +27,6 @@ func sourceErr(err error) error {
 // the destination does not exist (ErrResourceNotFound,
 // MoveDestinationNotFoundError), is the source, or has another type.
 func (b *Broker) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) (model.MoveTask, error) {
-	mt, err := b.movers("StartMessageMoveTask")
-	if err != nil {
-		return model.MoveTask{}, err
-	}
 	if err := model.ValidateMoveRate(req.MaxPerSecond); err != nil {
 		return model.MoveTask{}, err
 	}
@@ -77,7 +60,7 @@ func (b *Broker) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) (
 		}
 		req.DestinationID = dst.ID
 	}
-	t, err := mt.StartMoveTask(ctx, req)
+	t, err := b.backend.StartMoveTask(ctx, req)
 	if err == nil {
 		dst := req.Destination
 		if dst == "" {
@@ -111,10 +94,6 @@ func (b *Broker) isDeadLetterQueue(ctx context.Context, ref model.QueueRef) (boo
 // most limit (1..MaxListMoveTasks; 0 means DefaultListMoveTasks). A missing
 // source gives ErrResourceNotFound (MoveSourceNotFoundError).
 func (b *Broker) ListMoveTasks(ctx context.Context, source string, limit int) ([]model.MoveTask, error) {
-	mt, err := b.movers("ListMessageMoveTasks")
-	if err != nil {
-		return nil, err
-	}
 	if limit == 0 {
 		limit = model.DefaultListMoveTasks
 	}
@@ -125,7 +104,7 @@ func (b *Broker) ListMoveTasks(ctx context.Context, source string, limit int) ([
 	if err != nil {
 		return nil, sourceErr(err)
 	}
-	tasks, err := mt.ListMoveTasks(ctx, ref, limit)
+	tasks, err := b.backend.ListMoveTasks(ctx, ref, limit)
 	return tasks, sourceErr(err)
 }
 
@@ -135,15 +114,11 @@ func (b *Broker) ListMoveTasks(ctx context.Context, source string, limit int) ([
 // task MoveTaskNotFoundError (both ErrResourceNotFound), a task that is not
 // RUNNING ErrInvalidParameterValue.
 func (b *Broker) CancelMoveTask(ctx context.Context, source, id string) (model.MoveTask, error) {
-	mt, err := b.movers("CancelMessageMoveTask")
-	if err != nil {
-		return model.MoveTask{}, err
-	}
 	ref, err := b.resolve(ctx, model.ActionCancelMoveTask, source)
 	if err != nil {
 		return model.MoveTask{}, sourceErr(err)
 	}
-	t, err := mt.CancelMoveTask(ctx, ref, id)
+	t, err := b.backend.CancelMoveTask(ctx, ref, id)
 	return t, sourceErr(err)
 }
 
@@ -176,11 +151,6 @@ func (b *Broker) Replay(ctx context.Context, dlq string, req ReplayRequest) (mod
 		}
 		if err := validateEdit(req.Edit); err != nil {
 			return model.MoveTask{}, err
-		}
-	}
-	if len(req.IDs) > 0 || req.Edit != nil {
-		if _, ok := b.backend.(storage.SelectiveMover); !ok {
-			return model.MoveTask{}, model.Errorf(model.ErrUnsupportedOperation, "This broker's backend cannot replay chosen messages yet; replay the whole dead-letter queue.")
 		}
 	}
 	return b.StartMoveTask(ctx, model.MoveTaskRequest{Source: dlq, Destination: req.Destination,

@@ -3,11 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
-	"github.com/sluicemq/sluice/broker/model"
-	"github.com/sluicemq/sluice/broker/storage"
 	"log/slog"
 	"strings"
 	"sync"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The front's methods beyond SQS: consumer controls, browsing, deletes by id,
@@ -70,31 +70,9 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []model
 	}
 	b.count(ref.String(), model.CountNacked, applied(outcomes, func(j int) bool { return changes[j].Kind == model.Nack }))
 	for j, o := range outcomes {
-		errs[at[j]], err = b.leaseError(ctx, ref, o, entries[at[j]].Receipt, &cfg)
-		if err != nil {
-			return nil, err
-		}
+		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, true)
 	}
 	return errs, nil
-}
-
-// leaseError is LeaseError for a visibility change, but on an at-most-once
-// queue, where every received message is gone, a stale receipt answers
-// MessageNotInflight (the queue's settings are read only then, in *cfg).
-func (b *Broker) leaseError(ctx context.Context, queue model.QueueRef, o model.LeaseOutcome, handle string, cfg **model.QueueConfig) (error, error) {
-	if o == model.LeaseStale {
-		if *cfg == nil {
-			q, err := b.backend.GetQueue(ctx, queue)
-			if err != nil {
-				return nil, err
-			}
-			*cfg = &q.Config
-		}
-		if (*cfg).AtMostOnce() {
-			return LeaseError(model.LeaseEnded, handle, true), nil
-		}
-	}
-	return LeaseError(o, handle, true), nil
 }
 
 // validateLeaseEntry checks an entry's ranges and cuts its reason to
@@ -214,49 +192,35 @@ func (b *Broker) Stats(ctx context.Context, queue string) (model.QueueInfo, Stat
 }
 
 // Ready reports whether the broker can serve: its store has not failed (a
-// FailureNotifier's fail-stop after a write or sync error) and answers (a
-// Pinger's round trip, else a one-queue listing). /readyz asks it.
+// fail-stop after a write or sync error) and answers (Diagnostics.Ping).
+// /readyz asks it.
 func (b *Broker) Ready(ctx context.Context) error {
-	if f, ok := b.backend.(storage.FailureNotifier); ok {
-		select {
-		case <-f.Failed():
-			return errors.New("the store failed (a write or sync error): restart the broker to recover from its log")
-		default:
-		}
+	select {
+	case <-b.backend.Failed():
+		return errors.New("the store failed (a write or sync error): restart the broker to recover from its log")
+	default:
 	}
-	if p, ok := b.backend.(storage.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	_, err := b.backend.ListQueues(ctx, "", "", "", 1)
-	return err
+	return b.backend.Ping(ctx)
 }
 
+// Failed is closed when the store fail-stops after a write or sync error:
+// every call is refused from then on, and the process should restart to
+// recover from its log (sluice serve exits with status 1).
+func (b *Broker) Failed() <-chan struct{} { return b.backend.Failed() }
+
+// Syncs counts the store's log syncs since it opened; ok is false for a
+// store without a log of its own (PostgreSQL).
+func (b *Broker) Syncs() (n uint64, ok bool) { return b.backend.Syncs() }
+
+// PoolStats are the store's connection pool figures, for metrics; ok is
+// false for a store without a pool (the embedded store).
+func (b *Broker) PoolStats() (s model.PoolStats, ok bool) { return b.backend.PoolStats() }
+
 // AllStats returns every queue of the caller's account with its counts, in
-// name order: one read
-// when the backend is a StatsLister, else ListQueues and a GetQueue per
-// queue (a queue deleted in between is left out). The counts are as
-// approximate as GetQueue's.
+// name order, in one read of the store. The counts are as approximate as
+// GetQueue's.
 func (b *Broker) AllStats(ctx context.Context) ([]model.QueueInfo, error) {
-	account := b.refIn(b.CallerAccount(ctx), "").Account
-	if l, ok := b.backend.(storage.StatsLister); ok {
-		return l.ListQueueStats(ctx, account)
-	}
-	qs, err := b.backend.ListQueues(ctx, account, "", "", 0)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]model.QueueInfo, 0, len(qs))
-	for _, q := range qs {
-		info, err := b.backend.GetQueue(ctx, model.QueueRef{Account: q.Account, Name: q.Name})
-		if errors.Is(err, model.ErrQueueDoesNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, info)
-	}
-	return out, nil
+	return b.backend.ListQueueStats(ctx, b.refIn(b.CallerAccount(ctx), "").Account)
 }
 
 // refusals counts refused sends per queue and reason.

@@ -36,7 +36,7 @@ func WebhookHost(rawURL string) (string, error) {
 }
 
 // WebhookHosts is the operator's list of the hosts that dead-letter
-// webhooks may call (Options.WebhookHosts).
+// webhooks may call (Config.WebhookHosts).
 type WebhookHosts interface {
 	// Allowed reports whether a webhook may call host, given as WebhookHost
 	// gives it ("host:port", lower case, the port explicit).
@@ -45,7 +45,7 @@ type WebhookHosts interface {
 
 // checkWebhook refuses a DeadLetterWebhook (raw, as given) that the
 // operator does not allow: every URL when webhooks are off
-// (Options.WebhookHosts nil), else one whose host is not allowed.
+// (Config.WebhookHosts nil), else one whose host is not allowed.
 // "" (no webhook) is always accepted.
 func (b *Broker) checkWebhook(raw string) error {
 	if raw == "" {
@@ -54,14 +54,14 @@ func (b *Broker) checkWebhook(raw string) error {
 	bad := func(reason string) error {
 		return model.Errorf(model.ErrInvalidAttributeValue, "Invalid value for the parameter DeadLetterWebhook. Reason: %s", reason)
 	}
-	if b.opts.WebhookHosts == nil {
+	if b.cfg.WebhookHosts == nil {
 		return bad("dead-letter webhooks are off on this broker: the operator must start it with --webhook-secret and allow the host with --webhook-allow-host.")
 	}
 	host, err := WebhookHost(raw)
 	if err != nil {
 		return bad("must be an http or https URL.")
 	}
-	if !b.opts.WebhookHosts.Allowed(host) {
+	if !b.cfg.WebhookHosts.Allowed(host) {
 		return bad(fmt.Sprintf("host %s is not allowed on this broker: the operator allows hosts with --webhook-allow-host.", host))
 	}
 	return nil

@@ -24,7 +24,7 @@ func startBroker() (url string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	front, err := broker.New(backend, broker.Options{})
+	front, err := broker.New(backend, broker.Config{})
 	if err != nil {
 		return "", nil, err
 	}

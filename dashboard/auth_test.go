@@ -7,8 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/auth"
+	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/internal/browsertest"
 	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/live"
@@ -21,7 +21,7 @@ func keyedBroker(t *testing.T) *testbroker.Broker {
 	t.Helper()
 	// The key is of the broker's own account (the default --account-id):
 	// the live statistics the dashboard reads are that account's only.
-	keys, err := auth.NewKeys([]auth.Key{{AccessKeyID: "viewer", SecretAccessKey: "viewer-secret", Account: apicommon.DefaultAccountID, Allow: []string{"read-only"}}})
+	keys, err := auth.NewKeys([]auth.Key{{AccessKeyID: "viewer", SecretAccessKey: "viewer-secret", Account: broker.DefaultAccountID, Allow: []string{"read-only"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,6 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
-	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // ScrapeTimeout bounds the read of the queues' counts during one scrape.
@@ -281,8 +280,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	if b == nil {
 		return
 	}
-	if p, ok := b.Backend().(storage.PoolReporter); ok {
-		s := p.PoolStats()
+	if s, ok := b.PoolStats(); ok {
 		ch <- prometheus.MustNewConstMetric(descPoolConns, prometheus.GaugeValue, float64(s.Acquired), "acquired")
 		ch <- prometheus.MustNewConstMetric(descPoolConns, prometheus.GaugeValue, float64(s.Idle), "idle")
 		ch <- prometheus.MustNewConstMetric(descPoolMax, prometheus.GaugeValue, float64(s.Max))

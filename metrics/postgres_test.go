@@ -58,7 +58,7 @@ func TestPostgresBrokersShareGauges(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = be.Close() })
-		f, err := broker.New(be, cfg.Options)
+		f, err := broker.New(be, broker.Config{Logger: cfg.Options.Logger, Observer: cfg.Options.Observer})
 		if err != nil {
 			t.Fatal(err)
 		}

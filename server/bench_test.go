@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/server"
 )
 
@@ -33,14 +34,14 @@ type benchServer struct {
 func startBench(b *testing.B) *benchServer {
 	b.Helper()
 	log := slog.New(slog.DiscardHandler)
-	backend, err := embedded.Open(embedded.Config{Dir: b.TempDir(), Options: broker.Options{Logger: log}})
+	backend, err := embedded.Open(embedded.Config{Dir: b.TempDir(), Options: storage.Options{Logger: log}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Logger = log
-	front, err := broker.New(backend, broker.Options{Logger: log})
+	front, err := broker.New(backend, broker.Config{Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,7 +127,8 @@ func BenchmarkHTTPSendReceiveDelete(b *testing.B) {
 			}
 			var msgs atomic.Int64
 			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
-			syncs0, cpu0 := s.backend.Syncs(), cpuTime()
+			syncs0, _ := s.backend.Syncs()
+			cpu0 := cpuTime()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				var buf bytes.Buffer
@@ -172,7 +174,8 @@ func BenchmarkHTTPSendReceiveDelete(b *testing.B) {
 			b.StopTimer()
 			n := float64(max(msgs.Load(), 1))
 			b.ReportMetric(float64(cpuTime()-cpu0)/1e3/n, "cpu-us/msg")
-			b.ReportMetric(float64(s.backend.Syncs()-syncs0)/n, "syncs/msg")
+			syncs1, _ := s.backend.Syncs()
+			b.ReportMetric(float64(syncs1-syncs0)/n, "syncs/msg")
 			b.ReportMetric(n/b.Elapsed().Seconds(), "msgs/s")
 		})
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/server"
 )
@@ -102,14 +104,22 @@ func TestDashboardOff(t *testing.T) {
 
 func TestDashboardAccountUI(t *testing.T) {
 	t.Parallel()
+	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Close()
+	front, err := broker.New(backend, broker.Config{AccountID: "ui"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := server.DefaultConfig()
 	withDashboard(t)(&cfg)
-	cfg.AccountID = "ui"
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "AccountID") {
+	if _, err := server.New(cfg, front); err == nil || !strings.Contains(err.Error(), "AccountID") {
 		t.Errorf("AccountID ui with the dashboard on: %v, want an AccountID error", err)
 	}
 	cfg.Dashboard = false
-	if err := cfg.Validate(); err != nil {
+	if _, err := server.New(cfg, front); err != nil {
 		t.Errorf("AccountID ui with the dashboard off: %v", err)
 	}
 }

@@ -25,7 +25,7 @@ func Example() {
 	}
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	front, err := broker.New(backend, broker.Options{})
+	front, err := broker.New(backend, broker.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return

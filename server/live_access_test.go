@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/server"
+	"github.com/sluicemq/sluice/broker"
 )
 
 // TestAuthLiveRoutesAreTheOwnAccounts: the dashboard's live routes
@@ -16,7 +16,7 @@ import (
 // account's queues, so a key of another account is refused them; a key of
 // the broker's own account (--account-id) reads them.
 func TestAuthLiveRoutesAreTheOwnAccounts(t *testing.T) {
-	e := setup(t, withKeys(t), withDashboard(t), func(c *server.Config) { c.AccountID = "111111111111" })
+	e := setup(t, withKeys(t), withDashboard(t), func(c *broker.Config) { c.AccountID = "111111111111" })
 	do := func(ctx context.Context, method, path, token, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, method, e.URL+path, strings.NewReader(body))

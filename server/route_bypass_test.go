@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/server"
+	"github.com/sluicemq/sluice/broker"
 )
 
 // The open paths (the health probes, the dashboard's files) and the
@@ -20,7 +20,7 @@ import (
 // decoded path looks open or native reach the SQS API only signed, and
 // with the SQS action's permission.
 func TestAuthEscapedPathsDoNotSkipAuthentication(t *testing.T) {
-	e := setup(t, withKeys(t), withDashboard(t), func(c *server.Config) { c.AccountID = "111111111111" })
+	e := setup(t, withKeys(t), withDashboard(t), func(c *broker.Config) { c.AccountID = "111111111111" })
 	if status, body, _ := e.do(guardReq{method: "POST", path: "/v1/queues", ctype: "application/json", body: `{"name":"victim"}`,
 		headers: map[string]string{"Authorization": "Bearer admin:admin-secret"}}); status/100 != 2 {
 		t.Fatalf("admin create: %d %s", status, body)
@@ -54,7 +54,7 @@ func TestAuthEscapedPathsDoNotSkipAuthentication(t *testing.T) {
 // probe or a dashboard page, with the dashboard on or off.
 func TestGuardEscapedPathsDoNotSkipTheGuard(t *testing.T) {
 	for _, dash := range []bool{true, false} {
-		var mods []func(*server.Config)
+		var mods []any
 		if dash {
 			mods = append(mods, withDashboard(t))
 		}

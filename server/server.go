@@ -52,10 +52,6 @@ type Config struct {
 	// Addr is the TCP address to listen on. Default "127.0.0.1:9324"; port 0
 	// picks a free port (see Server.Addr).
 	Addr string
-	// AccountID is the account in queue URLs and ARNs. Default "000000000000";
-	// 1..64 characters without "/", and not "v1" (queue URLs would then lie
-	// under /v1/, the native API's paths).
-	AccountID string
 	// Region is the region in queue ARNs. Default "us-east-1"; not empty.
 	Region string
 	// Logger receives server logs. Nil discards.
@@ -153,7 +149,6 @@ type Metrics interface {
 func DefaultConfig() Config {
 	return Config{
 		Addr:               "127.0.0.1:9324",
-		AccountID:          apicommon.DefaultAccountID,
 		Region:             apicommon.DefaultRegion,
 		MaxHeaderBytes:     64 << 10,
 		MaxBodyBytes:       apicommon.DefaultMaxBodyBytes,
@@ -173,20 +168,6 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("server: Addr %q is not host:port: %v", c.Addr, err)
-	}
-	if c.AccountID == "" || len(c.AccountID) > 64 {
-		return fmt.Errorf("server: AccountID %q must be 1..64 characters", c.AccountID)
-	}
-	if c.AccountID == "v1" {
-		return errors.New(`server: AccountID must not be "v1": queue URLs would lie under /v1/, where the native API is served`)
-	}
-	for _, r := range c.AccountID {
-		if r == '/' || r == '?' || r == '#' || r <= ' ' {
-			return fmt.Errorf("server: AccountID %q must not contain '/', '?', '#' or spaces", c.AccountID)
-		}
-	}
-	if c.Dashboard && c.AccountID == "ui" {
-		return errors.New(`server: AccountID must not be "ui" while Dashboard is on: queue URLs would lie under /ui/, where the dashboard is served`)
 	}
 	if err := validateAllowedHosts(c.AllowedHosts); err != nil {
 		return err
@@ -272,9 +253,14 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	// The broker's own account is the one in this server's queue URLs.
-	if err := b.ServeAccount(cfg.AccountID); err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+	// The broker's own account (broker.Config.AccountID) is the one in
+	// this server's queue URLs: /<account>/<queue> must not fall under the
+	// native API's or the dashboard's paths.
+	switch account := b.AccountID(); {
+	case account == "v1":
+		return nil, errors.New(`server: the broker's AccountID must not be "v1": queue URLs would lie under /v1/, where the native API is served`)
+	case cfg.Dashboard && account == "ui":
+		return nil, errors.New(`server: the broker's AccountID must not be "ui" while Dashboard is on: queue URLs would lie under /ui/, where the dashboard is served`)
 	}
 	s := &Server{cfg: cfg, broker: b, log: log, stopDone: make(chan struct{})}
 	if cfg.Webhooks != nil {
@@ -296,7 +282,6 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 	// One gate for both APIs: the waiting-receive cap is the server's.
 	s.gate = apicommon.NewGate(cfg.MaxWaitingReceives, s.drain)
 	api := apicommon.Config{
-		AccountID:    cfg.AccountID,
 		Region:       cfg.Region,
 		Logger:       log,
 		MaxBodyBytes: cfg.MaxBodyBytes,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/server"
 )
@@ -31,20 +32,30 @@ type env struct {
 	URL     string
 }
 
-func setup(t *testing.T, mod ...func(*server.Config)) *env {
+// setup starts a server over an embedded broker; mods are
+// func(*server.Config) and func(*broker.Config) changes.
+func setup(t *testing.T, mods ...any) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: broker.Options{Logger: log}})
+	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: storage.Options{Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Logger = log
-	for _, m := range mod {
-		m(&cfg)
+	bcfg := broker.Config{Logger: log}
+	for _, m := range mods {
+		switch m := m.(type) {
+		case func(*server.Config):
+			m(&cfg)
+		case func(*broker.Config):
+			m(&bcfg)
+		default:
+			t.Fatalf("setup: a mod of type %T", m)
+		}
 	}
-	front, err := broker.New(backend, broker.Options{Logger: log})
+	front, err := broker.New(backend, bcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +118,6 @@ func TestConfigValidate(t *testing.T) {
 		mod   func(*server.Config)
 	}{
 		{"Addr", func(c *server.Config) { c.Addr = "nonsense" }},
-		{"AccountID", func(c *server.Config) { c.AccountID = "a/b" }},
-		{"AccountID", func(c *server.Config) { c.AccountID = "v1" }},
 		{"Region", func(c *server.Config) { c.Region = "" }},
 		{"MaxHeaderBytes", func(c *server.Config) { c.MaxHeaderBytes = 10 }},
 		{"MaxBodyBytes", func(c *server.Config) { c.MaxBodyBytes = 1000 }},
@@ -129,6 +138,29 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestAccountIDRefusals: the broker's account id (its one owner,
+// broker.Config.AccountID) is checked by the broker for its characters and
+// by the server for its routes: "v1" would put queue URLs under the native
+// API's paths.
+func TestAccountIDRefusals(t *testing.T) {
+	t.Parallel()
+	if err := (broker.Config{AccountID: "a/b"}).Validate(); err == nil || !strings.Contains(err.Error(), "AccountID") {
+		t.Errorf("AccountID a/b: %v, want an AccountID error", err)
+	}
+	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Close()
+	front, err := broker.New(backend, broker.Config{AccountID: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.New(server.DefaultConfig(), front); err == nil || !strings.Contains(err.Error(), "AccountID") {
+		t.Errorf("server over a broker of account v1: %v, want an AccountID error", err)
+	}
+}
+
 func TestLifecycleIdempotent(t *testing.T) {
 	t.Parallel()
 	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir()})
@@ -138,7 +170,7 @@ func TestLifecycleIdempotent(t *testing.T) {
 	defer backend.Close()
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	front, err := broker.New(backend, broker.Options{})
+	front, err := broker.New(backend, broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func TestTLSConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer backend.Close()
-	front, err := broker.New(backend, broker.Options{})
+	front, err := broker.New(backend, broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/server"
 	"github.com/sluicemq/sluice/webhook"
@@ -48,7 +49,7 @@ func TestWebhooksRunWithTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := broker.New(backend, broker.Options{WebhookHosts: hosts})
+	front, err := broker.New(backend, broker.Config{WebhookHosts: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestWebhooksUseTheBrokersClock(t *testing.T) {
 	}))
 	defer recv.Close()
 
-	opts := broker.Options{Clock: clock, Logger: testutil.Logger(t)}
+	opts := storage.Options{Clock: clock, Logger: testutil.Logger(t)}
 	hosts, err := webhook.ParseHosts(strings.TrimPrefix(recv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +110,7 @@ func TestWebhooksUseTheBrokersClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer backend.Close()
-	opts.WebhookHosts = hosts
-	front, err := broker.New(backend, opts)
+	front, err := broker.New(backend, broker.Config{Logger: opts.Logger, WebhookHosts: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,13 +54,12 @@ func setup(t *testing.T, hosts ...string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := broker.Options{Clock: clock, Logger: log, WebhookHosts: list}
-	be, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: opts})
+	be, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: storage.Options{Clock: clock, Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = be.Close() })
-	b, err := broker.New(be, opts)
+	b, err := broker.New(be, broker.Config{Logger: log, WebhookHosts: list})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,12 +438,12 @@ func TestDisallowedHostRefusedAtSet(t *testing.T) {
 
 	// Webhooks off: no hosts list at all (no secret).
 	clock := clocktest.NewFakeClock(epoch)
-	be, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: broker.Options{Clock: clock}})
+	be, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: storage.Options{Clock: clock}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	off, _ := broker.New(be, broker.Options{Clock: clock})
+	off, _ := broker.New(be, broker.Config{})
 	_, err = off.CreateQueue(e.ctx, "q", map[string]string{model.AttrDeadLetterWebhook: "https://hooks.example.com/"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "--webhook-secret") {
 		t.Errorf("CreateQueue with a webhook, webhooks off: %v, want a refusal naming --webhook-secret", err)

@@ -167,7 +167,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(backend, broker.Options{})
+	b, err := broker.New(backend, broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/server"
 	"github.com/sluicemq/sluice/worker"
@@ -114,12 +115,12 @@ func ExampleMux() {
 func exampleBroker() (string, func()) {
 	dir, _ := os.MkdirTemp("", "sluice-worker-example")
 	log := slog.New(slog.DiscardHandler)
-	opts := broker.Options{Logger: log}
+	opts := storage.Options{Logger: log}
 	backend, err := embedded.Open(embedded.Config{Dir: dir, Options: opts})
 	if err != nil {
 		panic(err)
 	}
-	front, _ := broker.New(backend, opts)
+	front, _ := broker.New(backend, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.Logger = "127.0.0.1:0", log
 	srv, err := server.New(cfg, front)

@@ -15,12 +15,9 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Config configures a protocol handler (api/sqs, api/native).
+// Config configures a protocol handler (api/sqs, api/native). The account
+// in queue URLs and ARNs is the broker's own (broker.Broker.AccountID).
 type Config struct {
-	// AccountID is the account in queue URLs and ARNs (and, for SQS, the
-	// SenderId of messages whose request carries no SigV4 credential).
-	// Default DefaultAccountID.
-	AccountID string
 	// Region is the region in queue ARNs. Default DefaultRegion.
 	Region string
 	// Logger receives one record per request: at debug level (the action or
@@ -52,7 +49,6 @@ type RequestObserver interface {
 
 // Defaults of Config.
 const (
-	DefaultAccountID          = "000000000000"
 	DefaultRegion             = "us-east-1"
 	DefaultMaxBodyBytes       = 3<<20 + 64<<10
 	DefaultMaxWaitingReceives = 10000
@@ -60,9 +56,6 @@ const (
 
 // WithDefaults returns c with its zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.AccountID == "" {
-		c.AccountID = DefaultAccountID
-	}
 	if c.Region == "" {
 		c.Region = DefaultRegion
 	}

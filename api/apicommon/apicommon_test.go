@@ -24,7 +24,7 @@ func TestGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(be, broker.Options{})
+	b, err := broker.New(be, broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

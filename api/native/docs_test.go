@@ -21,6 +21,7 @@ import (
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/server"
 )
@@ -84,11 +85,11 @@ func TestDocsExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: broker.Options{Logger: log, Observer: lv}})
+	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: storage.Options{Logger: log, Observer: lv}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := broker.New(backend, broker.Options{Logger: log, Observer: lv, BackupDir: t.TempDir()})
+	front, err := broker.New(backend, broker.Config{Logger: log, Observer: lv, BackupDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,11 +43,12 @@ func (*stubBackend) GetQueue(_ context.Context, q model.QueueRef) (model.QueueIn
 func (*stubBackend) ListQueues(context.Context, string, string, string, int) ([]model.Queue, error) {
 	return []model.Queue{stubQueue("dlq"), stubQueue("q")}, nil
 }
-func (*stubBackend) UpdateQueue(_ context.Context, q model.QueueRef, edit func(*storage.QueueUpdate) error) error {
-	return edit(&storage.QueueUpdate{Queue: q, Config: stubQueue(q.Name).Config})
+func (*stubBackend) UpdateQueue(_ context.Context, q model.QueueRef, change model.QueueChange) error {
+	_, err := model.ApplyAttributes(stubQueue(q.Name).Config, change.Attributes)
+	return err
 }
 func (*stubBackend) DeleteQueue(context.Context, model.QueueRef) error { return nil }
-func (*stubBackend) PurgeQueue(context.Context, model.QueueRef, func(time.Time, time.Time) error) error {
+func (*stubBackend) PurgeQueue(context.Context, model.QueueRef, time.Duration) error {
 	return nil
 }
 func (s *stubBackend) Send(_ context.Context, q model.QueueRef, es []model.SendEntry) ([]model.SendResult, error) {
@@ -92,11 +93,20 @@ func (*stubBackend) ListMoveTasks(context.Context, model.QueueRef, int) ([]model
 func (*stubBackend) CancelMoveTask(context.Context, model.QueueRef, string) (model.MoveTask, error) {
 	return model.MoveTask{}, nil
 }
-func (*stubBackend) SelectiveMoves() {}
-func (*stubBackend) Close() error    { return nil }
+func (*stubBackend) Close() error { return nil }
 
 // Receipts signs the stub's receipt handles with a fixed key.
-func (*stubBackend) Receipts() *model.ReceiptCodec { return stubReceipts }
+func (*stubBackend) ListQueueStats(context.Context, string) ([]model.QueueInfo, error) {
+	return nil, nil
+}
+func (*stubBackend) Clock() model.Clock                   { return model.RealClock{} }
+func (*stubBackend) Failed() <-chan struct{}              { return nil }
+func (*stubBackend) Syncs() (uint64, bool)                { return 0, false }
+func (*stubBackend) Ping(context.Context) error           { return nil }
+func (*stubBackend) PoolStats() (model.PoolStats, bool)   { return model.PoolStats{}, false }
+func (*stubBackend) Backups() bool                        { return false }
+func (*stubBackend) Backup(context.Context, string) error { return model.BackupsUnsupportedError() }
+func (*stubBackend) Receipts() *model.ReceiptCodec        { return stubReceipts }
 
 var stubReceipts, _ = model.NewReceiptCodec(make([]byte, model.ReceiptKeySize))
 
@@ -106,7 +116,7 @@ var stubReceipts, _ = model.NewReceiptCodec(make([]byte, model.ReceiptKeySize))
 // panic among them), and message contents reach the broker as sent.
 func FuzzNativeRequest(f *testing.F) {
 	backend := &stubBackend{}
-	front, err := broker.New(backend, broker.Options{})
+	front, err := broker.New(backend, broker.Config{})
 	if err != nil {
 		f.Fatal(err)
 	}

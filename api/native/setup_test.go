@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -39,12 +40,11 @@ func setup(t *testing.T, mod ...func(*Config)) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	clock := clocktest.NewFakeClock(epoch)
-	opts := broker.Options{Logger: log, Clock: clock, BackupDir: t.TempDir()}
-	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: opts})
+	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: storage.Options{Logger: log, Clock: clock}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := broker.New(backend, opts)
+	front, err := broker.New(backend, broker.Config{Logger: log, BackupDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

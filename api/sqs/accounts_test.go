@@ -47,7 +47,7 @@ func accountsEnv(t *testing.T, keys keyAccounts) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := broker.New(be, broker.Options{})
+	front, err := broker.New(be, broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

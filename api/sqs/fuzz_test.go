@@ -31,11 +31,12 @@ func (stubBackend) GetQueue(_ context.Context, q model.QueueRef) (model.QueueInf
 func (stubBackend) ListQueues(context.Context, string, string, string, int) ([]model.Queue, error) {
 	return []model.Queue{{Name: "a"}, {Name: "b"}}, nil
 }
-func (stubBackend) UpdateQueue(_ context.Context, q model.QueueRef, edit func(*storage.QueueUpdate) error) error {
-	return edit(&storage.QueueUpdate{Queue: q, Config: model.DefaultQueueConfig(false)})
+func (stubBackend) UpdateQueue(_ context.Context, q model.QueueRef, change model.QueueChange) error {
+	_, err := model.ApplyAttributes(model.DefaultQueueConfig(false), change.Attributes)
+	return err
 }
 func (stubBackend) DeleteQueue(context.Context, model.QueueRef) error { return nil }
-func (stubBackend) PurgeQueue(context.Context, model.QueueRef, func(time.Time, time.Time) error) error {
+func (stubBackend) PurgeQueue(context.Context, model.QueueRef, time.Duration) error {
 	return model.ErrPurgeInProgress
 }
 func (stubBackend) Send(_ context.Context, _ model.QueueRef, es []model.SendEntry) ([]model.SendResult, error) {
@@ -64,14 +65,33 @@ func (stubBackend) Browse(context.Context, model.QueueRef, model.BrowseRequest) 
 func (stubBackend) DeleteMessages(_ context.Context, _ model.QueueRef, ids []string) ([]bool, error) {
 	return make([]bool, len(ids)), nil
 }
-func (stubBackend) Receipts() *model.ReceiptCodec { return stubReceipts }
-func (stubBackend) Close() error                  { return nil }
+func (stubBackend) ListQueueStats(context.Context, string) ([]model.QueueInfo, error) {
+	return nil, nil
+}
+func (stubBackend) StartMoveTask(context.Context, model.MoveTaskRequest) (model.MoveTask, error) {
+	return model.MoveTask{ID: "t", Status: model.MoveTaskRunning}, nil
+}
+func (stubBackend) ListMoveTasks(context.Context, model.QueueRef, int) ([]model.MoveTask, error) {
+	return []model.MoveTask{{ID: "t", Status: model.MoveTaskCompleted}}, nil
+}
+func (stubBackend) CancelMoveTask(context.Context, model.QueueRef, string) (model.MoveTask, error) {
+	return model.MoveTask{ID: "t", Status: model.MoveTaskCancelling}, nil
+}
+func (stubBackend) Clock() model.Clock                   { return model.RealClock{} }
+func (stubBackend) Failed() <-chan struct{}              { return nil }
+func (stubBackend) Syncs() (uint64, bool)                { return 0, false }
+func (stubBackend) Ping(context.Context) error           { return nil }
+func (stubBackend) PoolStats() (model.PoolStats, bool)   { return model.PoolStats{}, false }
+func (stubBackend) Backups() bool                        { return false }
+func (stubBackend) Backup(context.Context, string) error { return model.BackupsUnsupportedError() }
+func (stubBackend) Receipts() *model.ReceiptCodec        { return stubReceipts }
+func (stubBackend) Close() error                         { return nil }
 
 // stubReceipts signs the stubs' receipt handles with a fixed key.
 var stubReceipts, _ = model.NewReceiptCodec(make([]byte, model.ReceiptKeySize))
 
 var fuzzHandler = func() *Handler {
-	b, err := broker.New(stubBackend{}, broker.Options{})
+	b, err := broker.New(stubBackend{}, broker.Config{})
 	if err != nil {
 		panic(err)
 	}

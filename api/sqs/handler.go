@@ -58,7 +58,7 @@ type call struct {
 	// pathAccount and pathQueue are the account and queue of a
 	// /<account>/<queue> request path ("" on /).
 	pathAccount, pathQueue string
-	// account is the broker's own account (Config.AccountID).
+	// account is the broker's own account (broker.Broker.AccountID).
 	account string
 	// owner is the account the request's queue URL, path or ARN names
 	// ("" when none: the caller's own), also on ctx (broker.WithQueueOwner).
@@ -124,8 +124,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.w = &c.sw
 	defer h.logRequest(c, start)
 	c.pathAccount, c.pathQueue = queueFromPath(r.URL.Path)
-	c.account = h.cfg.AccountID
-	c.senderID = senderID(r, h.cfg.AccountID)
+	c.account = h.broker.AccountID()
+	c.senderID = senderID(r, c.account)
 	// A form body is query protocol even with an X-Amz-Target header: Perl's
 	// Amazon::SQS::Simple sends "AmazonSQSv20121105.<Action>" beside a form.
 	if target := r.Header.Get("X-Amz-Target"); target != "" && !isForm(r) {

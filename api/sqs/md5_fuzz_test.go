@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"crypto/md5"
 	"encoding/hex"
-	"github.com/sluicemq/sluice/broker/model"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // referenceMD5OfAttributes is AWS's documented algorithm for

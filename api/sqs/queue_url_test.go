@@ -11,8 +11,8 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/internal/testutil"
-	"github.com/sluicemq/sluice/server"
 )
 
 // How a QueueUrl names a queue: a URL of any host whose path ends in
@@ -166,7 +166,7 @@ func TestBareQueueNameAsQueueURL(t *testing.T) {
 // account, and GetQueueUrl with another QueueOwnerAWSAccountId, name no queue.
 func TestOtherAccountIsNotServed(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *server.Config) { c.AccountID = "111122223333" })
+	e := setup(t, func(c *broker.Config) { c.AccountID = "111122223333" })
 	ctx := context.Background()
 	url := e.queue("mine", nil)
 	if want := e.URL + "/111122223333/mine"; url != want {

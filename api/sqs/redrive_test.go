@@ -15,9 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker/model"
-	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -292,40 +290,5 @@ func TestTagsAndPermissions(t *testing.T) {
 	if err != nil || attrs.Attributes["KmsMasterKeyId"] != "alias/aws/sqs" || attrs.Attributes["KmsDataKeyReusePeriodSeconds"] != "600" ||
 		attrs.Attributes["SqsManagedSseEnabled"] != "false" || attrs.Attributes["Policy"] != "" {
 		t.Fatalf("attributes = %v, %v", attrs.Attributes, err)
-	}
-}
-
-// bareBackend hides the optional capabilities of the backend it wraps.
-type bareBackend struct{ storage.Backend }
-
-func TestOptionalCapabilitiesMissing(t *testing.T) {
-	t.Parallel()
-	_, client, _ := wrapped(t, func(b storage.Backend) storage.Backend { return bareBackend{b} }, sqs.Config{})
-	ctx := context.Background()
-	q, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("q"), Tags: map[string]string{"a": "b"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var unsupported *types.UnsupportedOperation
-	_, err = client.StartMessageMoveTask(ctx, &awssqs.StartMessageMoveTaskInput{SourceArn: aws.String(qarn("q"))})
-	if !errors.As(err, &unsupported) {
-		t.Fatalf("StartMessageMoveTask: %v", err)
-	}
-	_, err = client.ListMessageMoveTasks(ctx, &awssqs.ListMessageMoveTasksInput{SourceArn: aws.String(qarn("q"))})
-	if !errors.As(err, &unsupported) {
-		t.Fatalf("ListMessageMoveTasks: %v", err)
-	}
-	// What needs no capability still works: tags and permissions are edits
-	// of the queue that every backend has (Backend.UpdateQueue).
-	if _, err := client.TagQueue(ctx, &awssqs.TagQueueInput{QueueUrl: q.QueueUrl, Tags: map[string]string{"c": "d"}}); err != nil {
-		t.Fatalf("TagQueue: %v", err)
-	}
-	if _, err := client.AddPermission(ctx, &awssqs.AddPermissionInput{QueueUrl: q.QueueUrl, Label: aws.String("l"),
-		AWSAccountIds: []string{"1"}, Actions: []string{"*"}}); err != nil {
-		t.Fatalf("AddPermission: %v", err)
-	}
-	tags, err := client.ListQueueTags(ctx, &awssqs.ListQueueTagsInput{QueueUrl: q.QueueUrl})
-	if err != nil || tags.Tags["a"] != "b" || tags.Tags["c"] != "d" {
-		t.Fatalf("ListQueueTags = %+v, %v", tags, err)
 	}
 }

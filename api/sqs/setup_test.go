@@ -29,21 +29,32 @@ type env struct {
 	client *awssqs.Client
 }
 
-func setup(t *testing.T, mod ...func(*server.Config)) *env {
+// setup starts a server over an embedded broker; mods are
+// func(*server.Config) and func(*broker.Config) changes.
+func setup(t *testing.T, mods ...any) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: broker.Options{Logger: log}})
+	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: storage.Options{Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Logger = log
-	for _, m := range mod {
-		m(&cfg)
+	bcfg := broker.Config{Logger: log}
+	for _, m := range mods {
+		switch m := m.(type) {
+		case func(*server.Config):
+			m(&cfg)
+		case func(*broker.Config):
+			m(&bcfg)
+		default:
+			t.Fatalf("setup: a mod of type %T", m)
+		}
 	}
 	// The Sluice attribute tests set a DeadLetterWebhook on this host.
-	front, err := broker.New(backend, broker.Options{Logger: log, WebhookHosts: exampleHooks{}})
+	bcfg.WebhookHosts = exampleHooks{}
+	front, err := broker.New(backend, bcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +138,7 @@ func wrapped(t *testing.T, wrap func(storage.Backend) storage.Backend, cfg sqs.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := broker.New(wrap(b), broker.Options{})
+	front, err := broker.New(wrap(b), broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

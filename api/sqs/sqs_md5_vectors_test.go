@@ -1,8 +1,9 @@
 package sqs
 
 import (
-	"github.com/sluicemq/sluice/broker/model"
 	"testing"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func TestMD5Vectors(t *testing.T) {

@@ -36,7 +36,7 @@ func (h *Handler) callerIdentity(c *call) callerIdentity {
 	if who := broker.CallerFrom(c.ctx); who.Authenticated {
 		return callerIdentity{Arn: "arn:aws:iam::" + who.Account + ":user/" + who.AccessKey, UserId: who.AccessKey, Account: who.Account}
 	}
-	a := h.cfg.AccountID
+	a := h.broker.AccountID()
 	return callerIdentity{Arn: "arn:aws:iam::" + a + ":root", UserId: a, Account: a}
 }
 

@@ -11,15 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
-
-	"github.com/sluicemq/sluice/server"
+	"github.com/sluicemq/sluice/broker"
 )
 
 // STS GetCallerIdentity on the SQS endpoint: the configured account's root.
 
 func TestSTSGetCallerIdentitySDK(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *server.Config) { c.AccountID = "123456789012" })
+	e := setup(t, func(c *broker.Config) { c.AccountID = "123456789012" })
 	client := sts.New(sts.Options{
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(e.URL),

@@ -9,8 +9,8 @@
 //
 //	func TestConformance(t *testing.T) {
 //		brokertest.Run(t, brokertest.Harness{
-//			Open: func(t *testing.T, opts broker.Options) broker.Backend { ... },
-//			Reopen: func(t *testing.T, b broker.Backend, opts broker.Options) broker.Backend { ... },
+//			Open: func(t *testing.T, opts storage.Options) storage.Backend { ... },
+//			Reopen: func(t *testing.T, b storage.Backend, opts storage.Options) storage.Backend { ... },
 //		})
 //	}
 //
@@ -41,21 +41,20 @@ package brokertest
 import (
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Harness opens a backend for one subtest.
 type Harness struct {
 	// Open returns a fresh, isolated backend using opts (opts.Clock is a
-	// *broker.FakeClock the suite owns; opts.Logger writes to t.Log). The
+	// *clocktest.FakeClock the suite owns; opts.Logger writes to t.Log). The
 	// harness closes what it opens, typically with t.Cleanup; Close must be
 	// idempotent, since the suite may close a backend itself.
-	Open func(t *testing.T, opts broker.Options) storage.Backend
+	Open func(t *testing.T, opts storage.Options) storage.Backend
 	// Reopen closes b and opens the same storage again (a restart) with opts,
 	// returning the new backend. Backends that cannot restart set Reopen nil;
 	// the restart tests then skip with a printed reason.
-	Reopen func(t *testing.T, b storage.Backend, opts broker.Options) storage.Backend
+	Reopen func(t *testing.T, b storage.Backend, opts storage.Options) storage.Backend
 }
 
 // testCase is one conformance test. It calls s.setup to get its backend.

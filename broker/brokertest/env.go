@@ -52,7 +52,8 @@ type env struct {
 	t     *testing.T
 	s     suite
 	clock *clocktest.FakeClock
-	opts  broker.Options
+	opts  storage.Options // the backend's
+	cfg   broker.Config   // the front's
 	// be is the backend under test and b the front over it: the suite
 	// drives the front, as every API does.
 	be storage.Backend
@@ -64,20 +65,23 @@ type env struct {
 }
 
 // setup opens an isolated backend on a new fake clock. mods adjust the
-// options (MaxInFlight, StrictPurge) before the backend opens.
-func (s suite) setup(t *testing.T, mods ...func(*broker.Options)) *env {
+// front's settings (MaxInFlight, StrictPurge, WebhookHosts, Observer)
+// before the backend opens; the backend is given the same logger and
+// observer.
+func (s suite) setup(t *testing.T, mods ...func(*broker.Config)) *env {
 	t.Helper()
 	clock := clocktest.NewFakeClock(epoch)
-	opts := broker.Options{Clock: clock, Logger: testLogger(t)}
+	cfg := broker.Config{Logger: testLogger(t)}
 	for _, m := range mods {
-		m(&opts)
+		m(&cfg)
 	}
-	e := &env{t: t, s: s, clock: clock, opts: opts}
+	opts := storage.Options{Clock: clock, Logger: cfg.Logger, Observer: cfg.Observer}
+	e := &env{t: t, s: s, clock: clock, opts: opts, cfg: cfg}
 	e.be = s.h.Open(t, opts)
 	if e.be == nil {
 		t.Fatal("Harness.Open returned nil")
 	}
-	e.b = front(t, e.be, opts)
+	e.b = front(t, e.be, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.ctx = ctx
 	// Cleanups run last-registered first: cancel, then wait for the
@@ -104,13 +108,13 @@ func (e *env) reopen() {
 	if e.be == nil {
 		e.t.Fatal("Harness.Reopen returned nil")
 	}
-	e.b = front(e.t, e.be, e.opts)
+	e.b = front(e.t, e.be, e.cfg)
 }
 
 // front returns the front over be. The harness closes be.
-func front(t testing.TB, be storage.Backend, opts broker.Options) *broker.Broker {
+func front(t testing.TB, be storage.Backend, cfg broker.Config) *broker.Broker {
 	t.Helper()
-	b, err := broker.New(be, opts)
+	b, err := broker.New(be, cfg)
 	if err != nil {
 		t.Fatalf("broker.New: %v", err)
 	}

@@ -280,7 +280,7 @@ func testFairDeadLetter(t *testing.T, s suite) {
 // destination as a send does.
 func testFairMoveTask(t *testing.T, s suite) {
 	e := s.setup(t)
-	mt := e.movers()
+	mt := e.b
 	e.createQueue("dlq", nil)
 	e.createQueue("q", map[string]string{
 		model.AttrVisibilityTimeout: "1",

@@ -216,7 +216,7 @@ func testFifoDLQMove(t *testing.T, s suite) {
 }
 
 func testFifoInFlightCap(t *testing.T, s suite) {
-	e := s.setup(t, func(o *broker.Options) { o.MaxInFlight = 2 })
+	e := s.setup(t, func(o *broker.Config) { o.MaxInFlight = 2 })
 	e.fifoQueue("q.fifo", nil)
 	for _, g := range []string{"a", "b", "c"} {
 		e.fsend("q.fifo", g, g, g)

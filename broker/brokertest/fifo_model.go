@@ -104,7 +104,7 @@ type modelHistory struct {
 	t       *testing.T
 	s       suite
 	clock   *clocktest.FakeClock
-	opts    broker.Options
+	opts    storage.Options
 	be      storage.Backend
 	b       *broker.Broker
 	ctx     context.Context
@@ -124,13 +124,13 @@ type modelHistory struct {
 func newModelHistory(t *testing.T, rt *rapid.T, s suite) *modelHistory {
 	clock := clocktest.NewFakeClock(epoch)
 	h := &modelHistory{
-		t: t, s: s, clock: clock, opts: broker.Options{Clock: clock}, ctx: context.Background(),
+		t: t, s: s, clock: clock, opts: storage.Options{Clock: clock}, ctx: context.Background(),
 		queue: "model.fifo", groups: map[string][]*mMsg{}, dedup: map[string]mDedup{},
 		receipts: map[string]mReceipt{}, ids: map[string]bool{},
 	}
 	h.be = s.h.Open(t, h.opts)
 	rt.Cleanup(func() { _ = h.be.Close() })
-	h.b = front(t, h.be, h.opts)
+	h.b = front(t, h.be, broker.Config{})
 	h.scope = rapid.SampledFrom([]string{model.DedupScopeQueue, model.DedupScopeMessageGroup}).Draw(rt, "scope")
 	h.content = rapid.Bool().Draw(rt, "contentBased")
 	attrs := map[string]string{
@@ -393,7 +393,7 @@ func (h *modelHistory) restart(rt *rapid.T) {
 	if h.be == nil {
 		rt.Fatal("Harness.Reopen returned nil")
 	}
-	h.b = front(h.t, h.be, h.opts)
+	h.b = front(h.t, h.be, broker.Config{})
 }
 
 // concurrent runs 2..4 operations at once: receives (visibility >= 10 s),

@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
-	"github.com/sluicemq/sluice/broker/storage"
 )
 
-// Message move tasks (broker.MoveTasker): moving dead letters back to their
+// Message move tasks (storage.Backend.StartMoveTask): moving dead letters back to their
 // sources or to a destination, at a rate on the fake clock, with progress,
 // cancel, failure and restart. A backend without the capability skips them.
 var moveTaskTests = []testCase{
@@ -25,15 +23,6 @@ var moveTaskTests = []testCase{
 	{"FifoHeldMessageBlocksItsGroup", func(t *testing.T, s suite) { testMoveFifoHeldBlocksGroup(t, s, 0, false) }},
 	{"FifoHeldMessageBlocksItsGroupAcrossSteps", func(t *testing.T, s suite) { testMoveFifoHeldBlocksGroup(t, s, 1, false) }},
 	{"FifoHeldMessageBlocksItsGroupAfterRestart", func(t *testing.T, s suite) { testMoveFifoHeldBlocksGroup(t, s, 1, true) }},
-}
-
-// movers returns the backend as a broker.MoveTasker, or skips the test.
-func (e *env) movers() *broker.Broker {
-	e.t.Helper()
-	if _, ok := e.be.(storage.MoveTasker); !ok {
-		e.t.Skipf("%T does not implement broker.MoveTasker: move tasks are untested", e.be)
-	}
-	return e.b
 }
 
 // deadLetters creates dlq and src (maxReceiveCount 1, visibility 1 s) and
@@ -51,7 +40,7 @@ func (e *env) deadLetters(src, dlq string, bodies ...string) {
 // task returns the latest task of source.
 func (e *env) task(source string) model.MoveTask {
 	e.t.Helper()
-	ts, err := e.movers().ListMoveTasks(e.ctx, source, 1)
+	ts, err := e.b.ListMoveTasks(e.ctx, source, 1)
 	if err != nil || len(ts) != 1 {
 		e.t.Fatalf("ListMoveTasks(%s, 1) = %v, %v; want one task", source, ts, err)
 	}
@@ -72,7 +61,7 @@ func (e *env) advanceUntilTask(source string, status model.MoveTaskStatus, limit
 
 func testMoveStartErrors(t *testing.T, s suite) {
 	e := s.setup(t)
-	mt := e.movers()
+	mt := e.b
 	_, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "nope"})
 	wantErr(t, "StartMoveTask of a missing source", err, model.ErrResourceNotFound)
 	e.createQueue("plain", nil)
@@ -120,7 +109,7 @@ func testMoveStartErrors(t *testing.T, s suite) {
 
 func testMoveBackToSources(t *testing.T, s suite) {
 	e := s.setup(t)
-	mt := e.movers()
+	mt := e.b
 	e.deadLetters("src-a", "dlq", "a1", "a2")
 	e.deadLetters("src-b", "dlq", "b1")
 	old := e.receiveN(model.ReceiveRequest{Queue: "dlq", Visibility: dur(0)}, 3) // peek at the ids; visible again at once
@@ -162,7 +151,7 @@ func testMoveBackToSources(t *testing.T, s suite) {
 
 func testMoveToDestinationAtRate(t *testing.T, s suite) {
 	e := s.setup(t)
-	mt := e.movers()
+	mt := e.b
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2", "m3", "m4")
 	if _, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1}); err != nil {
@@ -197,7 +186,7 @@ func testMoveToDestinationAtRate(t *testing.T, s suite) {
 
 func testMoveCancel(t *testing.T, s suite) {
 	e := s.setup(t)
-	mt := e.movers()
+	mt := e.b
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2", "m3", "m4")
 	task, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1})
@@ -240,7 +229,7 @@ func testMoveCancel(t *testing.T, s suite) {
 
 func testMoveDestinationDeleted(t *testing.T, s suite) {
 	e := s.setup(t)
-	mt := e.movers()
+	mt := e.b
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2", "m3")
 	if _, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1}); err != nil {
@@ -261,7 +250,7 @@ func testMoveDestinationDeleted(t *testing.T, s suite) {
 // part of the task.
 func testMoveOnlyPresentAtStart(t *testing.T, s suite) {
 	e := s.setup(t)
-	mt := e.movers()
+	mt := e.b
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2")
 	if _, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1}); err != nil {
@@ -285,7 +274,7 @@ func testMoveOnlyPresentAtStart(t *testing.T, s suite) {
 func testMoveRestart(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	mt := e.movers()
+	mt := e.b
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1", "m2", "m3", "m4")
 	task, err := mt.StartMoveTask(e.ctx, model.MoveTaskRequest{Source: "dlq", Destination: "dest", MaxPerSecond: 1})
@@ -314,7 +303,7 @@ func testMoveRestart(t *testing.T, s suite) {
 // consumer: a task moves it.
 func testMoveLeaseEnded(t *testing.T, s suite) {
 	e := s.setup(t)
-	mt := e.movers()
+	mt := e.b
 	e.createQueue("dest", nil)
 	e.deadLetters("src", "dlq", "m1")
 	lease := e.getQueue("dlq").Config.VisibilityTimeout
@@ -342,7 +331,7 @@ func testMoveFifoHeldBlocksGroup(t *testing.T, s suite, rate int, restart bool) 
 	if restart {
 		e.requireReopen()
 	}
-	mt := e.movers()
+	mt := e.b
 	e.fifoQueue("dlq.fifo", nil)
 	e.fifoQueue("dest.fifo", nil)
 	e.fifoQueue("src.fifo", map[string]string{

@@ -91,7 +91,7 @@ func (o *countObserver) get(key string) int {
 
 func testObserverCounts(t *testing.T, s suite) {
 	o := &countObserver{counts: map[string]int{}, refused: map[string]int{}}
-	e := s.setup(t, func(opts *broker.Options) { opts.Observer = o })
+	e := s.setup(t, func(opts *broker.Config) { opts.Observer = o })
 	e.createQueue("dlq", nil)
 	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 2), model.AttrMaxDepth: "4"})
 	e.send("src", model.SendEntry{ID: "1", Body: "a"}, model.SendEntry{ID: "2", Body: "b"}, model.SendEntry{ID: "3", Body: "c"})

@@ -47,13 +47,7 @@ func testAccountsKeepQueuesApart(t *testing.T, s suite) {
 	if _, err := e.be.Send(e.ctx, other, []model.SendEntry{{Body: "for the other account"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.be.UpdateQueue(e.ctx, other, func(u *storage.QueueUpdate) error {
-		if u.Queue != other {
-			t.Errorf("UpdateQueue edits %v, want %v", u.Queue, other)
-		}
-		u.Config.VisibilityTimeout, u.Modified = 99*time.Second, true
-		return nil
-	}); err != nil {
+	if err := e.be.UpdateQueue(e.ctx, other, model.QueueChange{Attributes: map[string]string{model.AttrVisibilityTimeout: "99"}}); err != nil {
 		t.Fatal(err)
 	}
 	e.reopen() // the account is part of the stored queue
@@ -472,7 +466,7 @@ func testPurgeQueue(t *testing.T, s suite) {
 }
 
 func testStrictPurge(t *testing.T, s suite) {
-	e := s.setup(t, func(o *broker.Options) { o.StrictPurge = true })
+	e := s.setup(t, func(o *broker.Config) { o.StrictPurge = true })
 	e.createQueue("q", nil)
 	e.createQueue("other", nil)
 	if err := e.b.PurgeQueue(e.ctx, "q"); err != nil {

@@ -9,14 +9,12 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
-	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Replay (Broker.Replay): a move task that replays dead letters, all of a
 // DLQ or chosen ids, optionally edited; a replayed message is new (a new id,
 // its counts at 0) and keeps its attributes (its correlation id) unless they
-// are edited; a replay into a full queue waits for room. Chosen ids and
-// edits need a broker.SelectiveMover; a backend without it skips those.
+// are edited; a replay into a full queue waits for room.
 var replayTests = []testCase{
 	{"All", testReplayAll},
 	{"ChosenIDs", testReplayChosen},
@@ -25,16 +23,6 @@ var replayTests = []testCase{
 	{"ListedWithProgress", testReplayListed},
 	{"WaitsForRoomInFullQueue", testReplayWaitsForRoom},
 	{"SelectionSurvivesRestart", testReplayRestart},
-}
-
-// selective returns the broker of a backend that replays chosen messages,
-// or skips the test.
-func (e *env) selective() *broker.Broker {
-	e.t.Helper()
-	if _, ok := e.be.(storage.SelectiveMover); !ok {
-		e.t.Skipf("%T does not implement broker.SelectiveMover: replays of chosen messages are untested", e.be)
-	}
-	return e.b
 }
 
 // deadLetterEntries creates dlq (if needed) and src (maxReceiveCount 1),
@@ -129,7 +117,6 @@ func attr(m model.Message, name string) string { return m.Attributes[name].Strin
 // their sources, with the attributes travelling.
 func testReplayAll(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.movers()
 	capped := correlated("a2", "c-a2") // with its own Sluice.MaxAttempts, which travels too
 	capped.Attributes[model.MsgAttrMaxAttempts] = model.MessageAttribute{DataType: "Number", StringValue: "1"}
 	old := e.deadLetterEntries("src-a", "dlq", correlated("a1", "c-a1"), capped)
@@ -167,7 +154,6 @@ func testReplayAll(t *testing.T, s suite) {
 // others stay; an id not in the DLQ is passed over.
 func testReplayChosen(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.selective()
 	e.createQueue("dest", nil)
 	old := e.deadLetterEntries("src", "dlq", correlated("m0", "c0"), correlated("m1", "c1"), correlated("m2", "c2"), correlated("m3", "c3"))
 	task := e.replay("dlq", broker.ReplayRequest{Destination: "dest",
@@ -200,7 +186,6 @@ func testReplayChosen(t *testing.T, s suite) {
 // attributes (and with them the Sluice options) and keep the body.
 func testReplayEdit(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.selective()
 	e.createQueue("dest", nil)
 	old := e.deadLetterEntries("src", "dlq", correlated("bad json", "c0"), correlated("keep me", "c1"))
 
@@ -257,7 +242,6 @@ func testReplayEdit(t *testing.T, s suite) {
 // goes on and completes.
 func testReplayEditTooLarge(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.selective()
 	e.createQueue("dest", map[string]string{model.AttrMaximumMessageSize: "1024"})
 	old := e.deadLetterEntries("src", "dlq", correlated("m0", "c0"), correlated("m1", "c1"))
 	big := strings.Repeat("x", 1024)
@@ -282,7 +266,6 @@ func testReplayEditTooLarge(t *testing.T, s suite) {
 // RUNNING at its rate with its progress, then COMPLETED.
 func testReplayListed(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.selective()
 	e.createQueue("dest", nil)
 	old := e.deadLetterEntries("src", "dlq", correlated("m0", "c0"), correlated("m1", "c1"), correlated("m2", "c2"), correlated("m3", "c3"))
 	task := e.replay("dlq", broker.ReplayRequest{Destination: "dest", MaxPerSecond: 1, IDs: []string{old[0].ID, old[2].ID, old[3].ID}})
@@ -310,7 +293,6 @@ func testReplayListed(t *testing.T, s suite) {
 // completes. (Dead-lettering into a full queue is never refused.)
 func testReplayWaitsForRoom(t *testing.T, s suite) {
 	e := s.setup(t)
-	e.movers()
 	e.createQueue("dest", map[string]string{model.AttrMaxDepth: "2"})
 	e.sendBody("dest", "x1")
 	e.sendBody("dest", "x2")
@@ -349,7 +331,6 @@ func testReplayWaitsForRoom(t *testing.T, s suite) {
 func testReplayRestart(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.requireReopen()
-	e.selective()
 	e.createQueue("dest", nil)
 	var entries []model.SendEntry
 	for i := range 6 {

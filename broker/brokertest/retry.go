@@ -352,7 +352,7 @@ func testFifoBackoffHoldsGroup(t *testing.T, s suite) {
 // testBackoffNotAgainstInFlightCap: a backing-off message is delayed, not
 // in flight, so it does not count against the in-flight cap.
 func testBackoffNotAgainstInFlightCap(t *testing.T, s suite) {
-	e := s.setup(t, func(o *broker.Options) { o.MaxInFlight = 1 })
+	e := s.setup(t, func(o *broker.Config) { o.MaxInFlight = 1 })
 	e.createQueue("q", map[string]string{model.AttrRetryPolicy: retryPolicy(60, 300, model.JitterNone)})
 	e.sendBody("q", "a")
 	e.mustChangeVis("q", e.receiveOne("q").Receipt, 0)

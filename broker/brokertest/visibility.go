@@ -250,7 +250,7 @@ func testReceiptOfAnotherQueue(t *testing.T, s suite) {
 }
 
 func testInFlightCap(t *testing.T, s suite) {
-	e := s.setup(t, func(o *broker.Options) { o.MaxInFlight = 3 })
+	e := s.setup(t, func(o *broker.Config) { o.MaxInFlight = 3 })
 	e.createQueue("q", nil)
 	e.createQueue("other", nil)
 	for i := 0; i < 5; i++ {
@@ -289,7 +289,7 @@ func testInFlightCap(t *testing.T, s suite) {
 // testInFlightCapBatchReceive: a receive of 10 below a cap of 3 never takes
 // the queue past the cap (it returns fewer messages or ErrOverLimit).
 func testInFlightCapBatchReceive(t *testing.T, s suite) {
-	e := s.setup(t, func(o *broker.Options) { o.MaxInFlight = 3 })
+	e := s.setup(t, func(o *broker.Config) { o.MaxInFlight = 3 })
 	e.createQueue("q", nil)
 	for i := 0; i < 10; i++ {
 		e.sendBody("q", "m")

@@ -48,7 +48,7 @@ func (allowedHooks) Allowed(host string) bool { return host == "hooks.example.co
 // outbox created, as the dispatcher creates it.
 func (s suite) hookSetup(t *testing.T) *env {
 	t.Helper()
-	e := s.setup(t, func(o *broker.Options) { o.WebhookHosts = allowedHooks{} })
+	e := s.setup(t, func(o *broker.Config) { o.WebhookHosts = allowedHooks{} })
 	e.createOutbox()
 	return e
 }
@@ -301,7 +301,7 @@ func testHookNoWebhook(t *testing.T, s suite) {
 // moves happen and write nothing; an outbox created later holds only the
 // events of later moves.
 func testHookNoOutbox(t *testing.T, s suite) {
-	e := s.setup(t, func(o *broker.Options) { o.WebhookHosts = allowedHooks{} })
+	e := s.setup(t, func(o *broker.Config) { o.WebhookHosts = allowedHooks{} })
 	e.hookQueues(1, nil)
 	e.sendBody("src", "before")
 	e.mustChangeVis("src", e.receiveOne("src").Receipt, 0)

@@ -83,8 +83,7 @@ func TestBackupNeedsBackupDir(t *testing.T) {
 	if _, err := e.b.Backup(context.Background(), "x"); !errors.Is(err, model.ErrUnsupportedOperation) {
 		t.Fatalf("backup without BackupDir: %v, want ErrUnsupportedOperation", err)
 	}
-	opts := broker.Options{Clock: e.clock, Logger: testLogger(t), BackupDir: t.TempDir()}
-	f := front(t, e.be, opts)
+	f := front(t, e.be, broker.Config{Logger: testLogger(t), BackupDir: t.TempDir()})
 	for _, bad := range []string{"", "../up", "a/b", ".hidden", strings.Repeat("x", 81)} {
 		if _, err := f.Backup(context.Background(), bad); !errors.Is(err, model.ErrInvalidParameterValue) {
 			t.Errorf("backup named %q: %v, want ErrInvalidParameterValue", bad, err)

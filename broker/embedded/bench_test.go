@@ -17,7 +17,7 @@ func BenchmarkSendParallel(b *testing.B) {
 	e.createQueue("q", nil)
 	body := fmt.Sprintf("%0256d", 0)
 	b.SetParallelism(max(1, 32/max(1, testingProcs())))
-	before := e.be.Syncs()
+	before := e.be.fs.syncs.Load()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		entries := []model.SendEntry{{Body: body}}
@@ -29,7 +29,7 @@ func BenchmarkSendParallel(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	syncs := e.be.Syncs() - before
+	syncs := e.be.fs.syncs.Load() - before
 	b.ReportMetric(float64(b.N)/float64(max(syncs, 1)), "sends/sync")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sends/s")
 }

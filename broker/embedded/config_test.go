@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -17,7 +17,6 @@ func TestConfigValidate(t *testing.T) {
 		{"defaults", func(*Config) {}, ""},
 		{"no dir", func(c *Config) { c.Dir = "" }, "Config.Dir is required"},
 		{"tiny cache", func(c *Config) { c.CacheBytes = 1000 }, "Config.CacheBytes 1000"},
-		{"negative in-flight cap", func(c *Config) { c.MaxInFlight = -1 }, "Options.MaxInFlight -1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -36,7 +35,7 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	if got := DefaultConfig(); got.CacheBytes != 64<<20 || got.Options != (broker.Options{}) {
+	if got := DefaultConfig(); got.CacheBytes != 64<<20 || got.Options != (storage.Options{}) {
 		t.Fatalf("DefaultConfig() = %+v", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/brokertest"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/broker/storage"
@@ -17,7 +16,7 @@ func TestConformance(t *testing.T) {
 		mu   sync.Mutex
 		dirs = map[storage.Backend]string{} // where each open backend keeps its data
 	)
-	open := func(t *testing.T, dir string, opts broker.Options) storage.Backend {
+	open := func(t *testing.T, dir string, opts storage.Options) storage.Backend {
 		t.Helper()
 		b, err := embedded.Open(embedded.Config{Dir: dir, Options: opts})
 		if err != nil {
@@ -37,10 +36,10 @@ func TestConformance(t *testing.T) {
 		return b
 	}
 	brokertest.Run(t, brokertest.Harness{
-		Open: func(t *testing.T, opts broker.Options) storage.Backend {
+		Open: func(t *testing.T, opts storage.Options) storage.Backend {
 			return open(t, t.TempDir(), opts)
 		},
-		Reopen: func(t *testing.T, b storage.Backend, opts broker.Options) storage.Backend {
+		Reopen: func(t *testing.T, b storage.Backend, opts storage.Options) storage.Backend {
 			t.Helper()
 			mu.Lock()
 			dir, ok := dirs[b]

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // history records what the backend acknowledged. A change is recorded only
@@ -101,13 +102,13 @@ func crashRound(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	fs := vfs.NewCrashableMem()
 	clock := clocktest.NewFakeClock(t0) // time stands still: leases never expire during the run
-	b, err := Open(Config{Dir: "/data", FS: fs, Options: broker.Options{Clock: clock, Logger: testLogger(t)}})
+	b, err := Open(Config{Dir: "/data", FS: fs, Options: storage.Options{Clock: clock, Logger: testLogger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	ctx := context.Background()
-	f := front(t, b, broker.Options{Clock: clock})
+	f := front(t, b, broker.Config{})
 	if _, err := f.CreateQueue(ctx, "q", nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func crashRound(t *testing.T, seed uint64) {
 	mayBeDeleted := h.attempted()
 	close(stop)
 	wg.Wait()
-	syncs := b.Syncs()
+	syncs := b.fs.syncs.Load()
 	opsMu.Lock()
 	t.Logf("crash after %d acknowledged sends, %d acknowledged deletes; %d writing calls, %d WAL syncs (%.1f calls/sync)",
 		len(sent), len(deleted), ops, syncs, float64(ops)/float64(max(syncs, 1)))
@@ -205,7 +206,7 @@ func crashRound(t *testing.T, seed uint64) {
 
 	// Restart from the crashed filesystem.
 	clock.Advance(2 * time.Hour) // every lease of the crashed run has expired
-	b2, err := Open(Config{Dir: "/data", FS: crashed, Options: broker.Options{Clock: clock, Logger: testLogger(t)}})
+	b2, err := Open(Config{Dir: "/data", FS: crashed, Options: storage.Options{Clock: clock, Logger: testLogger(t)}})
 	if err != nil {
 		t.Fatalf("reopen after crash: %v", err)
 	}

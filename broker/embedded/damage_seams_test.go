@@ -16,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // nameObserver records the queue names each counter is reported under.
@@ -92,14 +93,14 @@ func receiveDamaged(t *testing.T, ctx context.Context, obs model.Observer, logs 
 	st, _ := os.Stat(tbl)
 	flipByte(t, tbl, st.Size()/2)
 
-	opts := broker.Options{Clock: clocktest.NewFakeClock(t0), Observer: obs,
+	opts := storage.Options{Clock: clocktest.NewFakeClock(t0), Observer: obs,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	b, err := Open(Config{Dir: dir, Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	f := front(t, b, opts)
+	f := front(t, b, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	zero, vis := time.Duration(0), time.Hour
 	for range 2000 {
 		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: &vis, WaitTime: &zero})

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // countObserver counts the Observer's events per counter.
@@ -103,12 +104,12 @@ func TestDamagedBodyIsSetAside(t *testing.T) {
 
 	obs := &countObserver{}
 	clock := clocktest.NewFakeClock(t0)
-	opts := broker.Options{Clock: clock, Logger: testLogger(t), Observer: obs}
+	opts := storage.Options{Clock: clock, Logger: testLogger(t), Observer: obs}
 	b, err := Open(Config{Dir: dir, Options: opts})
 	if err != nil {
 		t.Fatalf("open the damaged store: %v", err)
 	}
-	f := front(t, b, opts)
+	f := front(t, b, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	ctx := context.Background()
 	got := map[string]bool{}
 	zero, vis := time.Duration(0), time.Hour
@@ -152,7 +153,7 @@ func TestDamagedBodyIsSetAside(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer b.Close()
-	f = front(t, b, opts)
+	f = front(t, b, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	clock.Advance(2 * time.Hour)
 	again := 0
 	for {

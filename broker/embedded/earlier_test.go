@@ -13,6 +13,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // gateFS holds the WAL syncs back while armed: the first sync to arrive
@@ -184,14 +185,14 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 			mem := vfs.NewCrashableMem()
 			g := &gateFS{FS: mem}
 			clock := clocktest.NewFakeClock(t0)
-			b, err := Open(Config{Dir: "/data", FS: g, Options: broker.Options{Clock: clock, Logger: testLogger(t)}})
+			b, err := Open(Config{Dir: "/data", FS: g, Options: storage.Options{Clock: clock, Logger: testLogger(t)}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
 			defer g.open()
-			opts := broker.Options{Clock: clock}
-			op, check := c.setup(t, front(t, b, opts))
+			opts := storage.Options{Clock: clock}
+			op, check := c.setup(t, front(t, b, broker.Config{Logger: opts.Logger, Observer: opts.Observer}))
 
 			g.arm()
 			first := make(chan error, 1)
@@ -218,12 +219,12 @@ func TestAnswerWaitsForEarlierChange(t *testing.T) {
 				g.open()
 				<-first
 				_ = b.Close()
-				b2, err := Open(Config{Dir: "/data", FS: crashed, Options: broker.Options{Clock: clock, Logger: testLogger(t)}})
+				b2, err := Open(Config{Dir: "/data", FS: crashed, Options: storage.Options{Clock: clock, Logger: testLogger(t)}})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer b2.Close()
-				check(t, front(t, b2, opts))
+				check(t, front(t, b2, broker.Config{Logger: opts.Logger, Observer: opts.Observer}))
 				t.Fatal("the second call answered before the change it reports was durable")
 			}
 			g.open()

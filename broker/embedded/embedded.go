@@ -37,7 +37,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/internal/deadletter"
 	"github.com/sluicemq/sluice/broker/internal/lifecycle"
 	"github.com/sluicemq/sluice/broker/model"
@@ -60,9 +59,9 @@ type Config struct {
 	// default) is max(64 MiB, 2 % of the file system) capped at a quarter
 	// of it; DiskReserveOff (-1) never refuses. See ParseDiskReserve.
 	DiskReserve int64
-	// Options are the settings every backend shares; the backend uses Clock
-	// and Logger (MaxInFlight and StrictPurge are the front's).
-	broker.Options
+	// Options are the settings every backend shares (clock, logger,
+	// observer).
+	storage.Options
 }
 
 // DefaultConfig returns a Config with every default set and Dir empty.
@@ -89,7 +88,7 @@ func (c Config) Validate() error {
 	case c.DiskReserve < DiskReserveOff:
 		return fmt.Errorf("embedded: Config.DiskReserve %d: must be -1 (off), 0 (auto) or a number of bytes", c.DiskReserve)
 	}
-	return c.Options.Validate()
+	return nil
 }
 
 // keyBlock is how many message keys are reserved by one durable bump of the
@@ -98,7 +97,7 @@ const keyBlock = 1 << 16
 
 // Backend is the embedded broker.Backend. Create it with Open.
 type Backend struct {
-	opts  broker.Options
+	opts  storage.Options
 	clock model.Clock
 	log   *slog.Logger
 	db    *pebble.DB
@@ -277,9 +276,27 @@ func (b *Backend) Close() error {
 	return b.closeErr
 }
 
-// Syncs returns the number of WAL syncs done so far: the number of
-// operations divided by it is the group-commit figure.
-func (b *Backend) Syncs() uint64 { return b.fs.syncs.Load() }
+// Syncs implements storage.Diagnostics: the number of WAL syncs done so
+// far (the number of operations divided by it is the group-commit figure).
+func (b *Backend) Syncs() (uint64, bool) { return b.fs.syncs.Load(), true }
+
+// Ping implements storage.Diagnostics: a read of the store's queue records
+// (one at most).
+func (b *Backend) Ping(ctx context.Context) error {
+	_, err := b.ListQueues(ctx, "", "", "", 1)
+	return err
+}
+
+// PoolStats implements storage.Diagnostics: the embedded store has no
+// connection pool.
+func (b *Backend) PoolStats() (model.PoolStats, bool) { return model.PoolStats{}, false }
+
+// Backups implements storage.Diagnostics: the store takes online backups
+// (Backup).
+func (b *Backend) Backups() bool { return true }
+
+// Clock implements storage.Backend.
+func (b *Backend) Clock() model.Clock { return b.clock }
 
 // enter admits a call (b.life.Enter); it fails with ErrClosed once Close
 // began or the store failed. The caller must call b.life.Done when it no

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // checkFifoIndex checks the FIFO part of every queue's index against its
@@ -120,7 +121,7 @@ func fifoCrashRound(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0xf1f0))
 	fs := vfs.NewCrashableMem()
 	clock := clocktest.NewFakeClock(t0)
-	opts := broker.Options{Clock: clock, Logger: testLogger(t)}
+	opts := storage.Options{Clock: clock, Logger: testLogger(t)}
 	b, err := Open(Config{Dir: "/data", FS: fs, Options: opts})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func fifoCrashRound(t *testing.T, seed uint64) {
 	// clock would otherwise wait for ever once the clock stands still.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f := front(t, b, opts)
+	f := front(t, b, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	const queue = "q.fifo"
 	if _, err := f.CreateQueue(context.Background(), queue, map[string]string{model.AttrFifoQueue: "true", model.AttrVisibilityTimeout: "4"}, nil); err != nil {
 		t.Fatal(err)
@@ -291,7 +292,7 @@ func fifoCrashRound(t *testing.T, seed uint64) {
 		t.Fatalf("after the crash: %v", err)
 	}
 	clock.Advance(time.Minute)
-	drainFifo(t, "after the crash", front(t, b2, opts), queue, sent, mayBeDeleted, deleted)
+	drainFifo(t, "after the crash", front(t, b2, broker.Config{Logger: opts.Logger, Observer: opts.Observer}), queue, sent, mayBeDeleted, deleted)
 	if err := checkFifoIndexes(b2); err != nil {
 		t.Fatalf("after the drain: %v", err)
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // writeFormat1 writes, with Pebble alone, a data directory as the previous
@@ -79,7 +79,7 @@ func TestOpenRefusesNewerFormat(t *testing.T) {
 	}
 	_ = db.Set(keyFormat, u64Bytes(formatCurrent+1), pebble.Sync)
 	_ = db.Close()
-	_, err = Open(Config{Dir: dir, Options: broker.Options{Logger: testLogger(t)}})
+	_, err = Open(Config{Dir: dir, Options: storage.Options{Logger: testLogger(t)}})
 	if !errors.Is(err, ErrNewerFormat) {
 		t.Fatalf("open a newer format: %v, want ErrNewerFormat", err)
 	}

@@ -17,7 +17,7 @@ func TestGroupCommit(t *testing.T) {
 	e := setup(t) // a real directory: syncs take real time, so they batch
 	e.createQueue("q", nil)
 	const senders, perSender = 32, 40
-	before := e.be.Syncs()
+	before := e.be.fs.syncs.Load()
 	var wg sync.WaitGroup
 	errs := make(chan error, senders)
 	for s := range senders {
@@ -41,7 +41,7 @@ func TestGroupCommit(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	syncs := e.be.Syncs() - before
+	syncs := e.be.fs.syncs.Load() - before
 	sends := senders * perSender
 	ratio := float64(sends) / float64(max(syncs, 1))
 	t.Logf("group commit: %d sends, %d WAL syncs, %.1f sends/sync with %d concurrent senders", sends, syncs, ratio, senders)
@@ -62,9 +62,9 @@ func TestEveryChangeSyncs(t *testing.T) {
 	ctx := context.Background()
 	step := func(what string, f func()) {
 		t.Helper()
-		before := e.be.Syncs()
+		before := e.be.fs.syncs.Load()
 		f()
-		if e.be.Syncs() == before {
+		if e.be.fs.syncs.Load() == before {
 			t.Errorf("%s returned without a WAL sync", what)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -46,18 +47,18 @@ func setup(t testing.TB) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	opts := broker.Options{Clock: e.clock, Logger: testLogger(e.t)}
+	opts := storage.Options{Clock: e.clock, Logger: testLogger(e.t)}
 	b, err := Open(Config{Dir: e.dir, FS: e.fs, Options: opts})
 	if err != nil {
 		e.t.Fatalf("open: %v", err)
 	}
-	e.be, e.b = b, front(e.t, b, opts)
+	e.be, e.b = b, front(e.t, b, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 }
 
 // front returns the front over b.
-func front(t testing.TB, b *Backend, opts broker.Options) *broker.Broker {
+func front(t testing.TB, b *Backend, cfg broker.Config) *broker.Broker {
 	t.Helper()
-	f, err := broker.New(b, opts)
+	f, err := broker.New(b, cfg)
 	if err != nil {
 		t.Fatalf("broker.New: %v", err)
 	}

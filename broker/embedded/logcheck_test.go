@@ -15,8 +15,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // walEnd is the end of the written bytes of a WAL (Pebble preallocates and
@@ -37,7 +37,7 @@ func walEnd(t *testing.T, wal string) int {
 // openErr opens the store at dir and closes it; it returns Open's error.
 func openErr(t *testing.T, dir string) error {
 	t.Helper()
-	b, err := Open(Config{Dir: dir, Options: broker.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}})
+	b, err := Open(Config{Dir: dir, Options: storage.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}})
 	if err == nil {
 		_ = b.Close()
 	}

@@ -164,7 +164,7 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 	return out, nil
 }
 
-// ChangeVisibility implements broker.Backend.
+// ChangeVisibility implements storage.Backend.
 func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef, changes []model.VisibilityChange) ([]model.LeaseOutcome, error) {
 	out := make([]model.LeaseOutcome, len(changes))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
@@ -174,7 +174,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 			m, o := lookupLease(q, c.Receipt)
 			switch {
 			case m == nil:
-				out[i] = o
+				out[i] = plan.VisibilityOutcome(q.Config, o)
 				continue
 			case m.state != stateInflight:
 				out[i] = model.LeaseEnded

@@ -15,7 +15,6 @@ import (
 
 	"github.com/sluicemq/sluice/broker/internal/plan"
 	"github.com/sluicemq/sluice/broker/model"
-	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Message move tasks (broker.MoveTasker).
@@ -151,11 +150,6 @@ type moveTasks struct {
 	bySource map[model.QueueRef][]*moveTask // oldest first
 	nextSeq  uint64
 }
-
-var _ storage.SelectiveMover = (*Backend)(nil)
-
-// SelectiveMoves implements broker.SelectiveMover.
-func (*Backend) SelectiveMoves() {}
 
 // recoverMoveTasks loads the task records (Open, before any goroutine). A
 // RUNNING task resumes where it stopped; a CANCELLING one is CANCELLED.

@@ -10,8 +10,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // lockFailFS fails Pebble's directory lock with err.
@@ -31,7 +30,7 @@ func (f lockFailFS) Lock(name string) (io.Closer, error) { return nil, f.err(nam
 // non-root user).
 func TestOpenSaysWhyTheDirectoryFails(t *testing.T) {
 	t.Parallel()
-	opts := broker.Options{Logger: testLogger(t)}
+	opts := storage.Options{Logger: testLogger(t)}
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)

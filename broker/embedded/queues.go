@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/sluicemq/sluice/broker/internal/plan"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
 )
@@ -95,14 +96,14 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 	return out, nil
 }
 
-// UpdateQueue implements broker.Backend: a read-modify-write of the queue
-// record under b.mu. The configuration handed to edit is a deep copy, so
-// that configurations handed out by info() never see a change in place.
-func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, edit func(u *storage.QueueUpdate) error) error {
+// UpdateQueue implements storage.Backend: a read-modify-write of the queue
+// record under b.mu. The change is applied to a deep copy of the
+// configuration, so that configurations handed out by info() never see a
+// change in place.
+func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, change model.QueueChange) error {
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
-		cfg, _ := model.ApplyAttributes(q.Config, nil) // deep copy
-		u := storage.QueueUpdate{Queue: name, Config: cfg, Tags: copyTags(q.Tags)}
-		if err := edit(&u); err != nil {
+		u := plan.QueueUpdate{Queue: name, Config: q.Config.Clone(), Tags: copyTags(q.Tags)}
+		if err := u.Apply(change); err != nil {
 			return err
 		}
 		q.Config, q.Tags = u.Config, copyTags(u.Tags)
@@ -162,15 +163,13 @@ func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) error {
 
 // PurgeQueue implements broker.Backend: a range delete of the queue's
 // metadata and bodies, and an emptied index.
-func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, allow func(last, now time.Time) error) error {
+func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, minInterval time.Duration) error {
 	var n int
 	var lo, hi []byte
 	err := b.update(ctx, name, func(q *queue, batch *pebble.Batch) error {
 		now := b.clock.Now()
-		if allow != nil {
-			if err := allow(q.LastPurge, now); err != nil {
-				return err
-			}
+		if err := plan.AllowPurge(name.Name, minInterval, q.LastPurge, now); err != nil {
+			return err
 		}
 		q.LastPurge = now
 		n = len(q.msgs)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // TestSalvageKeepsTheReceiptKey: salvage copies the store's receipt key
@@ -63,7 +63,7 @@ func TestVerifyFlagsABadReceiptKey(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(Config{Dir: e.dir, Options: broker.Options{Clock: e.clock, Logger: testLogger(t)}}); err == nil {
+	if _, err := Open(Config{Dir: e.dir, Options: storage.Options{Clock: e.clock, Logger: testLogger(t)}}); err == nil {
 		t.Fatal("a broker started on a store whose receipt key is 5 bytes")
 	}
 	rep, err := Verify(context.Background(), e.dir, nil, testLogger(t))

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/internal/plan"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -280,12 +281,12 @@ func TestAtMostOnceSurvivesCrash(t *testing.T) {
 	t.Parallel()
 	fs := vfs.NewCrashableMem()
 	clock := clocktest.NewFakeClock(t0)
-	opts := broker.Options{Clock: clock, Logger: testLogger(t)}
+	opts := storage.Options{Clock: clock, Logger: testLogger(t)}
 	b, err := Open(Config{Dir: "/data", FS: fs, Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := front(t, b, opts)
+	f := front(t, b, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	ctx := context.Background()
 	if _, err := f.CreateQueue(ctx, "q", map[string]string{model.AttrDeliveryMode: model.DeliveryAtMostOnce}, nil); err != nil {
 		t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // freeSpaceFS is an in-memory file system whose free space the test sets.
@@ -93,7 +93,7 @@ func TestDiskReserveValues(t *testing.T) {
 	fs := &freeSpaceFS{FS: vfs.NewMem()}
 	fs.total.Store(1 << 30)
 	fs.free.Store(900 << 20)
-	opts := broker.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}
+	opts := storage.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}
 	for _, c := range []struct {
 		reserve int64
 		refused bool

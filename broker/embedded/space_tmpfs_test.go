@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -57,13 +58,13 @@ func within(t *testing.T, d time.Duration, what string, fn func() error) error {
 // restart, and every acknowledged message is delivered.
 func TestFullDiskOnTmpfs(t *testing.T) {
 	dir := tmpfs(t, "48m")
-	opts := broker.Options{Logger: testLogger(t)}
+	opts := storage.Options{Logger: testLogger(t)}
 	b, err := Open(Config{Dir: dir + "/data", Options: opts}) // reserve auto: 12 MiB here
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	f := front(t, b, opts)
+	f := front(t, b, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	ctx := context.Background()
 	if _, err := f.CreateQueue(ctx, "q", nil, nil); err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // crashImage sends n messages one by one to a store at a new directory and
@@ -96,7 +96,7 @@ func TestStartDamagedManifest(t *testing.T) {
 			} else if err := os.Truncate(ms[0], 20); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Open(Config{Dir: e.dir, Options: broker.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}})
+			_, err = Open(Config{Dir: e.dir, Options: storage.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}})
 			t.Logf("%s of %s (%d bytes): open: %v", damage, filepath.Base(ms[0]), st.Size(), err)
 			if err == nil || !strings.Contains(err.Error(), "MANIFEST") {
 				t.Fatalf("open with a damaged manifest: %v, want an error naming the MANIFEST", err)
@@ -129,7 +129,7 @@ func TestStartDamagedMetadata(t *testing.T) {
 	tbl := largestTable(t, dir)
 	flipByte(t, tbl, 20000) // well inside the metadata blocks
 	name := strings.TrimSuffix(filepath.Base(tbl), ".sst")
-	_, err := Open(Config{Dir: dir, Options: broker.Options{Logger: testLogger(t)}})
+	_, err := Open(Config{Dir: dir, Options: storage.Options{Logger: testLogger(t)}})
 	t.Logf("open: %v", err)
 	if err == nil || !strings.Contains(err.Error(), name) {
 		t.Fatalf("open with damaged metadata: %v, want an error naming %s", err, name)

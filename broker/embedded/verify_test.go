@@ -12,19 +12,20 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // drain receives every message of queue "q" of the store at dir, and
 // returns their bodies.
 func drain(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	opts := broker.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}
+	opts := storage.Options{Clock: clocktest.NewFakeClock(t0), Logger: testLogger(t)}
 	b, err := Open(Config{Dir: dir, Options: opts})
 	if err != nil {
 		t.Fatalf("open %s: %v", dir, err)
 	}
 	defer b.Close()
-	f := front(t, b, opts)
+	f := front(t, b, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	got := map[string]bool{}
 	vis, zero := time.Hour, time.Duration(0)
 	for {
@@ -115,7 +116,7 @@ func TestVerifyTruncatedTable(t *testing.T) {
 	if _, err := Verify(context.Background(), dir, nil, testLogger(t)); err == nil || !strings.Contains(err.Error(), name) {
 		t.Fatalf("verify of a truncated table: %v, want an error naming %s", err, name)
 	}
-	_, err := Open(Config{Dir: dir, Options: broker.Options{Logger: testLogger(t)}})
+	_, err := Open(Config{Dir: dir, Options: storage.Options{Logger: testLogger(t)}})
 	if err == nil || !strings.Contains(err.Error(), name) {
 		t.Fatalf("open with a truncated table: %v, want an error naming %s", err, name)
 	}

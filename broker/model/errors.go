@@ -138,3 +138,9 @@ func UnavailableError(cause error) error {
 func InvalidParameterError(value any, param, reason string) error {
 	return Errorf(ErrInvalidParameterValue, "Value %v for parameter %s is invalid. Reason: %s", value, param, reason)
 }
+
+// BackupsUnsupportedError: an online backup asked of a store that is backed
+// up with tools of its own.
+func BackupsUnsupportedError() error {
+	return Errorf(ErrUnsupportedOperation, "This broker's store cannot take backups (the PostgreSQL store is backed up with PostgreSQL's own tools).")
+}

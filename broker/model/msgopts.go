@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -39,50 +40,64 @@ const (
 const MaxCorrelationIDBytes = 128
 
 // MessageOptions are the Sluice options of one message, read from its
-// attributes.
+// Sluice.* attributes once, by the front (ParseMessageOptions), before the
+// send reaches a backend; the rules that depend on the queue (a FIFO queue
+// takes no priority, Sluice.MaxAttempts needs a RedrivePolicy) are the
+// planner's (plan.CheckOptions), inside the backend's atomic step.
 type MessageOptions struct {
+	// Priority (MinPriority..MaxPriority) and MaxAttempts (1..1000; 0: the
+	// queue's maxReceiveCount) are the values given, 0 when not given or
+	// refused.
 	Priority    int
 	MaxAttempts int
+	// PriorityGiven and MaxAttemptsGiven report that the message has the
+	// attribute, whether or not its value is valid.
+	PriorityGiven, MaxAttemptsGiven bool
+	// Err is why the attributes are refused (an unknown Sluice.* name, a
+	// wrong type, a value out of range), nil when they are not. It fails
+	// the message's entry, after the queue's own rules.
+	Err error
 }
 
-// ParseMessageOptions reads the Sluice.* attributes of a message bound for a
-// queue with settings c.
-func ParseMessageOptions(c QueueConfig, attrs map[string]MessageAttribute) (MessageOptions, error) {
+// ParseMessageOptions reads the Sluice.* attributes of a message: their
+// names, types and ranges (the first refusal, by attribute name, is Err).
+func ParseMessageOptions(attrs map[string]MessageAttribute) MessageOptions {
 	var o MessageOptions
-	for name, a := range attrs {
-		if len(name) < 7 || !strings.EqualFold(name[:7], "Sluice.") {
-			continue
+	names := make([]string, 0, 2)
+	for name := range attrs {
+		if len(name) >= 7 && strings.EqualFold(name[:7], "Sluice.") {
+			names = append(names, name)
 		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		a := attrs[name]
 		var err error
 		switch name {
 		case MsgAttrPriority:
-			if c.Fifo {
-				return o, InvalidParameterError(a.StringValue, MsgAttrPriority, "FIFO queues keep their group order and take no priority.")
-			}
+			o.PriorityGiven = true
 			o.Priority, err = OptInt(name, a, MinPriority, MaxPriority)
 		case MsgAttrMaxAttempts:
-			if c.Redrive == nil {
-				return o, InvalidParameterError(a.StringValue, MsgAttrMaxAttempts, "the queue has no RedrivePolicy (no dead-letter queue to move the message to).")
-			}
+			o.MaxAttemptsGiven = true
 			o.MaxAttempts, err = OptInt(name, a, 1, 1000)
 		case MsgAttrCorrelationID:
 			if BaseType(a.DataType) != "String" {
-				return o, InvalidParameterError(a.DataType, MsgAttrCorrelationID+" DataType", "must be String.")
-			}
-			if len(a.StringValue) > MaxCorrelationIDBytes {
-				return o, InvalidParameterError(len(a.StringValue), MsgAttrCorrelationID+" length", fmt.Sprintf("must be at most %d bytes.", MaxCorrelationIDBytes))
+				err = InvalidParameterError(a.DataType, MsgAttrCorrelationID+" DataType", "must be String.")
+			} else if len(a.StringValue) > MaxCorrelationIDBytes {
+				err = InvalidParameterError(len(a.StringValue), MsgAttrCorrelationID+" length", fmt.Sprintf("must be at most %d bytes.", MaxCorrelationIDBytes))
 			}
 		default:
-			return o, Errorf(ErrInvalidParameterValue, "Message attribute name '%s' is reserved: the Sluice.* attributes are %s, %s and %s.",
+			err = Errorf(ErrInvalidParameterValue, "Message attribute name '%s' is reserved: the Sluice.* attributes are %s, %s and %s.",
 				name, MsgAttrPriority, MsgAttrMaxAttempts, MsgAttrCorrelationID)
 		}
-		if err != nil {
-			return o, err
+		if err != nil && o.Err == nil {
+			o.Err = err
 		}
 	}
-	return o, nil
+	return o
 }
 
+// OptInt reads a Number attribute named name as an integer in lo..hi.
 func OptInt(name string, a MessageAttribute, lo, hi int) (int, error) {
 	if BaseType(a.DataType) != "Number" {
 		return 0, InvalidParameterError(a.DataType, name+" DataType", "must be Number.")

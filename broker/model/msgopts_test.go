@@ -1,68 +1,10 @@
 package model
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
-
-func TestParseMessageOptions(t *testing.T) {
-	t.Parallel()
-	std := QueueConfig{}
-	redriven := QueueConfig{Redrive: &RedrivePolicy{DeadLetterQueue: "dlq", MaxReceiveCount: 3}}
-	fifo := QueueConfig{Fifo: true, Redrive: redriven.Redrive}
-	num := func(v string) MessageAttribute { return MessageAttribute{DataType: "Number", StringValue: v} }
-	str := func(v string) MessageAttribute { return MessageAttribute{DataType: "String", StringValue: v} }
-	for _, c := range []struct {
-		name  string
-		c     QueueConfig
-		attrs map[string]MessageAttribute
-		want  MessageOptions
-	}{
-		{"none", std, nil, MessageOptions{}},
-		{"other attributes only", std, map[string]MessageAttribute{"x": str("1"), "Sluice": str("not a Sluice.* name"), "SluiceX": str("nor this")}, MessageOptions{}},
-		{"priority", std, map[string]MessageAttribute{MsgAttrPriority: num("42")}, MessageOptions{Priority: 42}},
-		{"priority bounds", std, map[string]MessageAttribute{MsgAttrPriority: num("-100")}, MessageOptions{Priority: -100}},
-		{"priority spelt freely", std, map[string]MessageAttribute{MsgAttrPriority: {DataType: "Number.level", StringValue: "+07"}}, MessageOptions{Priority: 7}},
-		{"max attempts", redriven, map[string]MessageAttribute{MsgAttrMaxAttempts: num("1000")}, MessageOptions{MaxAttempts: 1000}},
-		{"both", redriven, map[string]MessageAttribute{MsgAttrMaxAttempts: num("1"), MsgAttrPriority: num("100")}, MessageOptions{Priority: 100, MaxAttempts: 1}},
-		{"correlation id", std, map[string]MessageAttribute{MsgAttrCorrelationID: {DataType: "String.x", StringValue: strings.Repeat("c", MaxCorrelationIDBytes)}}, MessageOptions{}},
-		{"FIFO max attempts", fifo, map[string]MessageAttribute{MsgAttrMaxAttempts: num("2")}, MessageOptions{MaxAttempts: 2}},
-		{"traceparent is not a Sluice option", std, map[string]MessageAttribute{MsgAttrTraceParent: str("00-x-y-01")}, MessageOptions{}},
-	} {
-		got, err := ParseMessageOptions(c.c, c.attrs)
-		if err != nil || got != c.want {
-			t.Errorf("%s: ParseMessageOptions = %+v, %v; want %+v", c.name, got, err, c.want)
-		}
-	}
-	for _, c := range []struct {
-		name  string
-		c     QueueConfig
-		attrs map[string]MessageAttribute
-	}{
-		{"unknown Sluice name", std, map[string]MessageAttribute{"Sluice.Unknown": str("x")}},
-		{"Sluice name in another case", std, map[string]MessageAttribute{"sluice.priority": num("1")}},
-		{"SLUICE prefix", std, map[string]MessageAttribute{"SLUICE.Priority": num("1")}},
-		{"priority as a String", std, map[string]MessageAttribute{MsgAttrPriority: str("1")}},
-		{"priority as Binary", std, map[string]MessageAttribute{MsgAttrPriority: {DataType: "Binary", BinaryValue: []byte{1}}}},
-		{"priority too high", std, map[string]MessageAttribute{MsgAttrPriority: num("101")}},
-		{"priority too low", std, map[string]MessageAttribute{MsgAttrPriority: num("-101")}},
-		{"priority not an integer", std, map[string]MessageAttribute{MsgAttrPriority: num("1.5")}},
-		{"priority in exponent form", std, map[string]MessageAttribute{MsgAttrPriority: num("1e1")}},
-		{"priority on FIFO", fifo, map[string]MessageAttribute{MsgAttrPriority: num("0")}},
-		{"max attempts without a RedrivePolicy", std, map[string]MessageAttribute{MsgAttrMaxAttempts: num("3")}},
-		{"max attempts 0", redriven, map[string]MessageAttribute{MsgAttrMaxAttempts: num("0")}},
-		{"max attempts 1001", redriven, map[string]MessageAttribute{MsgAttrMaxAttempts: num("1001")}},
-		{"max attempts as a String", redriven, map[string]MessageAttribute{MsgAttrMaxAttempts: str("3")}},
-		{"correlation id as a Number", std, map[string]MessageAttribute{MsgAttrCorrelationID: num("3")}},
-		{"correlation id too long", std, map[string]MessageAttribute{MsgAttrCorrelationID: str(strings.Repeat("c", MaxCorrelationIDBytes+1))}},
-	} {
-		if _, err := ParseMessageOptions(c.c, c.attrs); !errors.Is(err, ErrInvalidParameterValue) {
-			t.Errorf("%s: ParseMessageOptions = %v, want ErrInvalidParameterValue", c.name, err)
-		}
-	}
-}
 
 func TestDepthErrorText(t *testing.T) {
 	t.Parallel()

@@ -55,6 +55,9 @@ type SendEntry struct {
 	// LongDelay lets Delay run past 15 minutes, up to the queue's retention
 	// period (the native API; standard queues only).
 	LongDelay bool
+	// Options are the message's Sluice options, parsed from Attributes by
+	// the front (ParseMessageOptions) before the send reaches a backend.
+	Options MessageOptions
 }
 
 // SendResult is the outcome of one SendEntry. Err is set when this entry failed;

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // BenchmarkFairQuietTenant measures a quiet tenant's wait with and without a
@@ -27,7 +27,7 @@ func BenchmarkFairQuietTenant(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { pb.Close() })
-	be := front(b, pb, broker.Options{})
+	be := front(b, pb, storage.Options{})
 	ctx := context.Background()
 	fill := func(queue string, n int) {
 		for n > 0 {

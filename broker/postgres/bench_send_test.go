@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // BenchmarkSend measures one Send to a standard queue that keeps what it is
@@ -29,7 +29,7 @@ func BenchmarkSend(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { pb.Close() })
-	be := front(b, pb, broker.Options{})
+	be := front(b, pb, storage.Options{})
 	ctx := context.Background()
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 	run := func(b *testing.B, name string, entries func(i int) []model.SendEntry) {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // churnMessages is how many messages BenchmarkReceive/churned sends, receives
@@ -49,7 +50,7 @@ func BenchmarkReceive(b *testing.B) {
 	if benchErr != nil {
 		b.Fatal(benchErr)
 	}
-	be := front(b, benchBackend, broker.Options{})
+	be := front(b, benchBackend, storage.Options{})
 	ctx := context.Background()
 	run := func(b *testing.B, queue string) {
 		if _, err := be.CreateQueue(ctx, queue, nil, nil); err != nil {

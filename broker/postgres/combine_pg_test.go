@@ -11,9 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -72,7 +72,7 @@ func TestConcurrentDeletesCombine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = be.Close() })
-	f := front(t, be, broker.Options{})
+	f := front(t, be, storage.Options{})
 	ctx := context.Background()
 	if _, err := f.CreateQueue(ctx, "q", nil, nil); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/brokertest"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/broker/storage"
@@ -20,7 +19,7 @@ func TestConformance(t *testing.T) {
 		mu      sync.Mutex
 		schemas = map[storage.Backend]string{}
 	)
-	open := func(t *testing.T, schema string, opts broker.Options) storage.Backend {
+	open := func(t *testing.T, schema string, opts storage.Options) storage.Backend {
 		t.Helper()
 		cfg := testConfig(url, schema)
 		cfg.Options = opts
@@ -42,10 +41,10 @@ func TestConformance(t *testing.T) {
 		return b
 	}
 	brokertest.Run(t, brokertest.Harness{
-		Open: func(t *testing.T, opts broker.Options) storage.Backend {
+		Open: func(t *testing.T, opts storage.Options) storage.Backend {
 			return open(t, schemaFor(t), opts)
 		},
-		Reopen: func(t *testing.T, b storage.Backend, opts broker.Options) storage.Backend {
+		Reopen: func(t *testing.T, b storage.Backend, opts storage.Options) storage.Backend {
 			t.Helper()
 			mu.Lock()
 			schema, ok := schemas[b]

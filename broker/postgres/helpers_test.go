@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // testURL is the database the tests use: SLUICE_TEST_POSTGRES, or the local
@@ -89,14 +90,22 @@ func testConfig(url, schema string) postgres.Config {
 }
 
 // front returns the front over be (the broker every API drives).
-func front(t testing.TB, be *postgres.Backend, opts broker.Options) *broker.Broker {
+func front(t testing.TB, be *postgres.Backend, opts storage.Options) *broker.Broker {
 	t.Helper()
-	f, err := broker.New(be, opts)
+	f, err := broker.New(be, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	if err != nil {
 		t.Fatalf("broker.New: %v", err)
 	}
+	backends.Store(f, be)
 	return f
 }
 
+// backends maps each front that front made to its backend (the front does
+// not hand its backend out).
+var backends sync.Map // *broker.Broker -> *postgres.Backend
+
 // raw returns the PostgreSQL backend under the front f.
-func raw(f *broker.Broker) *postgres.Backend { return f.Backend().(*postgres.Backend) }
+func raw(f *broker.Broker) *postgres.Backend {
+	be, _ := backends.Load(f)
+	return be.(*postgres.Backend)
+}

@@ -270,10 +270,10 @@ type leaseResult struct {
 	groups   bool // a FIFO message left in flight (its group may be free)
 }
 
-// ChangeVisibility implements broker.Backend: one transaction that locks
+// ChangeVisibility implements storage.Backend: one transaction that locks
 // each receipt's message (in row order), classifies the receipt (a message
 // gone or backing off: stale; a lease that ended: ended), plans the change
-// with broker.PlanLeaseChange and applies the plans (leaseApply).
+// with plan.LeaseChange and applies the plans (leaseApply).
 func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef, changes []model.VisibilityChange) (_ []model.LeaseOutcome, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
@@ -298,7 +298,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 		}
 	}
 	if len(todo) == 0 {
-		return out, nil
+		return visibilityOutcomes(q.cfg, out), nil
 	}
 	// Row locks in id order: two batches touching the same messages never
 	// wait on each other in a cycle.
@@ -413,7 +413,16 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 		return nil, txErr("change visibility", err)
 	}
 	b.afterLeases(ctx, q, res)
-	return out, nil
+	return visibilityOutcomes(q.cfg, out), nil
+}
+
+// visibilityOutcomes applies plan.VisibilityOutcome to every outcome of a
+// visibility change on a queue with settings c.
+func visibilityOutcomes(c model.QueueConfig, out []model.LeaseOutcome) []model.LeaseOutcome {
+	for i, o := range out {
+		out[i] = plan.VisibilityOutcome(c, o)
+	}
+	return out
 }
 
 // afterLeases is the work after a committed lease transaction of queue q:

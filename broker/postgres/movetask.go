@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sluicemq/sluice/broker/model"
-	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Message move tasks (broker.MoveTasker).
@@ -116,11 +115,6 @@ func scanMoveTask(row pgx.Row, extra ...any) (model.MoveTask, error) {
 	t.Status = model.MoveTaskStatus(status)
 	return t, err
 }
-
-var _ storage.SelectiveMover = (*Backend)(nil)
-
-// SelectiveMoves implements broker.SelectiveMover.
-func (*Backend) SelectiveMoves() {}
 
 // txErr passes broker errors and context errors through and wraps the rest.
 func txErr(op string, err error) error {

@@ -55,7 +55,8 @@ func TestPoolMaxConnsInURL(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open(%s): %v", c.url, err)
 		}
-		got := be.PoolStats().Max
+		stats, _ := be.PoolStats()
+		got := stats.Max
 		if err := be.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}

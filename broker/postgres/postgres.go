@@ -68,7 +68,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/internal/deadletter"
 	"github.com/sluicemq/sluice/broker/internal/lifecycle"
 	"github.com/sluicemq/sluice/broker/model"
@@ -83,9 +82,9 @@ type Config struct {
 	// Schema holds Sluice's tables; it is created and migrated at Open.
 	// Default "sluice"; letters, digits and underscores, at most 63 bytes.
 	Schema string
-	// Options are the settings every backend shares; the backend uses Clock
-	// and Logger, and Observer for dead-letter moves (MaxInFlight and StrictPurge are the front's).
-	broker.Options
+	// Options are the settings every backend shares (clock, logger, and
+	// the observer of dead-letter moves).
+	storage.Options
 	// MaxConns is the connection pool size, besides the two dedicated
 	// connections (listener, notifier). Default 16; 1..1000. A
 	// pool_max_conns parameter in URL (pgxpool's own) overrides it, so
@@ -168,7 +167,7 @@ func (c Config) Validate() error {
 	case c.NotifyInterval < 0 || c.NotifyInterval > time.Second:
 		return fmt.Errorf("postgres: Config.NotifyInterval %v: must be 0..1s", c.NotifyInterval)
 	}
-	return c.Options.Validate()
+	return nil
 }
 
 // setsPoolMaxConns reports whether a connection string sets pgxpool's
@@ -376,7 +375,7 @@ func retry(f func() error) error {
 	return err
 }
 
-// Ping implements broker.Pinger: a round trip on the pool.
+// Ping implements storage.Diagnostics: a round trip on the pool.
 func (b *Backend) Ping(ctx context.Context) (err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
@@ -389,12 +388,34 @@ func (b *Backend) Ping(ctx context.Context) (err error) {
 	return nil
 }
 
-// PoolStats implements broker.PoolReporter: the pool's figures (the
+// PoolStats implements storage.Diagnostics: the pool's figures (the
 // listener's and notifier's dedicated connections are not in it).
-func (b *Backend) PoolStats() model.PoolStats {
+func (b *Backend) PoolStats() (model.PoolStats, bool) {
 	s := b.pool.Stat()
 	return model.PoolStats{
 		Max: int(s.MaxConns()), Total: int(s.TotalConns()), Acquired: int(s.AcquiredConns()), Idle: int(s.IdleConns()),
 		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(), AcquireWait: s.AcquireDuration(),
-	}
+	}, true
 }
+
+// never is a channel that is never closed: Failed's answer.
+var never = make(chan struct{})
+
+// Failed implements storage.Diagnostics: the PostgreSQL backend never
+// fail-stops (a database that cannot be reached makes calls fail with
+// ErrUnavailable until it can again).
+func (b *Backend) Failed() <-chan struct{} { return never }
+
+// Syncs implements storage.Diagnostics: PostgreSQL's log is the server's,
+// not the broker's.
+func (b *Backend) Syncs() (uint64, bool) { return 0, false }
+
+// Backups implements storage.Diagnostics: the database is backed up with
+// PostgreSQL's own tools (docs/postgres.md).
+func (b *Backend) Backups() bool { return false }
+
+// Backup implements storage.Diagnostics: never (Backups).
+func (b *Backend) Backup(context.Context, string) error { return model.BackupsUnsupportedError() }
+
+// Clock implements storage.Backend.
+func (b *Backend) Clock() model.Clock { return b.clock }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluicemq/sluice/broker/internal/plan"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
 )
@@ -200,11 +201,11 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 	return out, nil
 }
 
-// UpdateQueue implements broker.Backend: the queue row is locked (FOR
+// UpdateQueue implements storage.Backend: the queue row is locked (FOR
 // UPDATE), edited and written back (config, tags, and modified_at = now when
 // u.Modified) in one transaction, so concurrent updates never lose one
 // another's change.
-func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, edit func(u *storage.QueueUpdate) error) (err error) {
+func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, change model.QueueChange) (err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return err
@@ -219,8 +220,8 @@ func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, edit fun
 		if err != nil {
 			return err
 		}
-		u := storage.QueueUpdate{Queue: name, Config: q.cfg, Tags: q.tags}
-		if err := edit(&u); err != nil {
+		u := plan.QueueUpdate{Queue: name, Config: q.cfg, Tags: q.tags}
+		if err := u.Apply(change); err != nil {
 			return err
 		}
 		retentionChanged, qid = u.Config.Retention != q.cfg.Retention, q.id
@@ -285,20 +286,20 @@ func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) (err err
 // its message, and adds its counters, under the old mid: purged as a whole,
 // never half. A purge runs under the queue row's lock (FOR UPDATE), which
 // also orders it with move-task steps (FOR SHARE).
-func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, allow func(last, now time.Time) error) (err error) {
+func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, minInterval time.Duration) (err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
 	defer b.life.Done()
-	if err := retry(func() error { return b.purgeTx(ctx, name, allow) }); err != nil {
+	if err := retry(func() error { return b.purgeTx(ctx, name, minInterval) }); err != nil {
 		return err
 	}
 	b.sweeper.Kick()
 	return nil
 }
 
-func (b *Backend) purgeTx(ctx context.Context, name model.QueueRef, allow func(last, now time.Time) error) error {
+func (b *Backend) purgeTx(ctx context.Context, name model.QueueRef, minInterval time.Duration) error {
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueCols+" FROM queues WHERE "+byRef+" AND NOT deleted FOR UPDATE", name.Account, name.Name))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -307,7 +308,7 @@ func (b *Backend) purgeTx(ctx context.Context, name model.QueueRef, allow func(l
 		if err != nil {
 			return dbErr("read queue", err)
 		}
-		if allow != nil {
+		if minInterval > 0 {
 			var last, now time.Time
 			if q.lastPurge != nil {
 				last = *q.lastPurge
@@ -315,7 +316,7 @@ func (b *Backend) purgeTx(ctx context.Context, name model.QueueRef, allow func(l
 			if err := tx.QueryRow(ctx, `SELECT `+nowSQL, b.tnow()).Scan(&now); err != nil {
 				return dbErr("purge queue", err)
 			}
-			if err := allow(last, now); err != nil {
+			if err := plan.AllowPurge(name.Name, minInterval, last, now); err != nil {
 				return err
 			}
 		}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // roundTrips counts what the pool's connections send: each statement, each
@@ -147,7 +147,7 @@ func TestReceiveRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = be.Close() })
-	f := front(t, be, broker.Options{})
+	f := front(t, be, storage.Options{})
 	ctx := context.WithValue(context.Background(), counted{}, true)
 	for _, q := range []struct {
 		name  string

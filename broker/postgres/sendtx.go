@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -102,6 +103,12 @@ func SendTx(ctx context.Context, tx pgx.Tx, cfg TxConfig, queue string, entries 
 	}
 	if err := model.ValidateSendBatch(entries); err != nil {
 		return nil, err
+	}
+	// The Sluice options are parsed here, as the front parses them for
+	// every other send; the planner checks them against the queue.
+	entries = slices.Clone(entries)
+	for i := range entries {
+		entries[i].Options = model.ParseMessageOptions(entries[i].Attributes)
 	}
 	sp, err := tx.Begin(ctx) // a savepoint
 	if err != nil {

@@ -1,31 +1,45 @@
+// Package storage is the seam between the front (package broker) and the
+// stores: the Backend interface every store implements, its Diagnostics,
+// and the Options every backend takes. It holds no rule: the values and
+// value rules are package model's, the rules a backend runs inside its
+// atomic step are the planners' (broker/internal/plan), and the rest is the
+// front's. Only the wiring (cmd/sluice, server, the test brokers) and the
+// backends themselves name a Backend; every API reaches the store through
+// the front.
 package storage
 
 import (
 	"context"
-	"github.com/sluicemq/sluice/broker/model"
+	"log/slog"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Backend is the storage seam under the front (Broker): the embedded (Pebble)
-// and PostgreSQL backends implement it, and broker/brokertest holds the
-// conformance suite that every implementation passes through the front.
+// Backend is the storage seam under the front (broker.Broker): the embedded
+// (Pebble) and PostgreSQL backends implement it, and broker/brokertest holds
+// the conformance suite that every implementation passes through the front.
 //
 // A backend stores and makes the atomic transitions; it never decides queue
-// semantics that the front or a pure rule of this package holds. Its input is
-// already validated and normalized by the front: queue names are valid,
-// configurations are typed and checked, batches have 1..MaxBatchEntries
-// entries with distinct ids (or are a single unnamed entry), receipts are
-// decoded. Where a rule needs the backend's own state inside its atomic step,
-// the backend calls the pure function that holds it (PlanSend, PlanReceive,
-// ClaimRoom, MoveWalk, the FIFO rules of fifo.go) or the edit function the
-// front passes in (UpdateQueue, PurgeQueue).
+// semantics that the front, a value rule of package model or a planner
+// holds. Its input is already validated and normalized by the front: queue
+// names are valid, configurations are typed and checked, batches have
+// 1..MaxBatchEntries entries with distinct ids (or are a single unnamed
+// entry), receipts are decoded, each send entry's Sluice options are parsed
+// (SendEntry.Options). Where a rule needs the queue's settings or state as
+// the backend reads them inside its atomic step, the backend calls the
+// planner that holds it (plan.Send, plan.Receive, plan.ClaimRoom,
+// plan.LeaseChange, plan.QueueUpdate.Apply, plan.AllowPurge, plan.MoveWalk,
+// the FIFO and fair-queue rules): one pattern for every such rule.
 //
 // Every method that changes state returns only after the change is durable;
 // an answer that changes nothing (an existing queue, a duplicate FIFO send)
-// waits until the earlier change it reports is durable. Errors are *Error
-// values wrapping the sentinels of errors.go; the texts come from this
-// package's constructors (QueueNotFoundError, ClosedError, …).
+// waits until the earlier change it reports is durable. Errors are
+// *model.Error values wrapping model's sentinels; the texts come from
+// model's constructors (QueueNotFoundError, ClosedError, …).
 type Backend interface {
+	Diagnostics
+
 	// CreateQueue stores a new queue, or returns the live queue of that
 	// name unchanged with created == false (the front compares its
 	// attributes).
@@ -37,40 +51,42 @@ type Backend interface {
 	// and sort after `after` (bytewise), in name order, at most limit of them
 	// (limit <= 0: all).
 	ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]model.Queue, error)
-	// UpdateQueue applies edit to a copy of the queue's settings and tags
-	// and stores the result, atomically with respect to every other update
-	// of the queue (a read-modify-write under the backend's lock or in one
-	// transaction). edit is pure and may run more than once (a retried
-	// transaction); when it returns an error nothing is written and the
-	// error is returned as it is.
-	UpdateQueue(ctx context.Context, q model.QueueRef, edit func(u *QueueUpdate) error) error
+	// ListQueueStats reads every queue of account with its counts in one go
+	// (metrics and the dashboard read them on every scrape or tick), in name
+	// order.
+	ListQueueStats(ctx context.Context, account string) ([]model.QueueInfo, error)
+	// UpdateQueue changes the queue's settings or tags as change says
+	// (plan.QueueUpdate.Apply: the rule and its errors), atomically with
+	// respect to every other update of the queue (a read-modify-write under
+	// the backend's lock or in one transaction). A refused change writes
+	// nothing and its error is returned as it is.
+	UpdateQueue(ctx context.Context, q model.QueueRef, change model.QueueChange) error
 	// DeleteQueue deletes a queue: waiting receives end with ErrQueueDoesNotExist,
 	// its receipts stop working, its move tasks are forgotten, and its
 	// messages are reclaimed in the background.
 	DeleteQueue(ctx context.Context, q model.QueueRef) error
 	// PurgeQueue deletes every message of the queue (ready, delayed and in
 	// flight) and forgets its FIFO dedup window and receive attempts. When
-	// allow is not nil it is called first, atomically with the purge, with
-	// the time of the queue's last purge (zero if none) and the backend's
-	// now; an error from it is returned and nothing is purged.
-	PurgeQueue(ctx context.Context, q model.QueueRef, allow func(lastPurge, now time.Time) error) error
+	// minInterval > 0, plan.AllowPurge refuses a purge within minInterval of
+	// the queue's last one, atomically with the purge.
+	PurgeQueue(ctx context.Context, q model.QueueRef, minInterval time.Duration) error
 
 	// Send stores messages. The backend reads the queue's settings and
-	// depth (QueueStats.Depth) and plans the send with PlanSend: per-entry
+	// depth (QueueStats.Depth) and plans the send with plan.Send: per-entry
 	// failures are in the results; a send past MaxDepth is refused whole
-	// (*DepthError). Each message is stored with its plan's Priority and
-	// MaxAttempts.
+	// (*model.DepthError). Each message is stored with its plan's Priority
+	// and MaxAttempts.
 	Send(ctx context.Context, q model.QueueRef, entries []model.SendEntry) ([]model.SendResult, error)
-	// Receive leases up to the planned number of messages (PlanReceive,
-	// ClaimRoom). It waits up to the wait time for a first message and
+	// Receive leases up to the planned number of messages (plan.Receive,
+	// plan.ClaimRoom). It waits up to the wait time for a first message and
 	// returns as soon as one is available. A cancelled ctx ends the wait
 	// with ctx.Err() and claims nothing. Each delivery adds one to the
 	// message's ReceiveCount and Attempts and sets LastReceiveAt. A message
 	// whose receive would start an attempt past its limit
-	// (ShouldDeadLetterOnReceive) moves to the dead-letter queue instead of
-	// being returned. A lease that ended unsettled is planned with
-	// PlanLeaseExpiry when the backend finds it (it may dead-letter the
-	// message or make it back off). A paused queue (QueueConfig.Paused)
+	// (plan.ShouldDeadLetterOnReceive) moves to the dead-letter queue
+	// instead of being returned. A lease that ended unsettled is planned
+	// with plan.LeaseExpiry when the backend finds it (it may dead-letter
+	// the message or make it back off). A paused queue (QueueConfig.Paused)
 	// delivers nothing: the receive waits as on an empty queue, and an
 	// UpdateQueue that resumes it wakes the waiting receives on every
 	// broker. On an at-most-once queue the claimed messages are deleted in
@@ -82,12 +98,14 @@ type Backend interface {
 	// unless the message is backing off or snoozed (delayed after a
 	// failure): that receipt is LeaseStale.
 	Delete(ctx context.Context, q model.QueueRef, receipts []model.Receipt) ([]model.LeaseOutcome, error)
-	// ChangeVisibility changes leases as PlanLeaseChange plans each one
+	// ChangeVisibility changes leases as plan.LeaseChange plans each one
 	// (extend, nack with backoff, snooze, dead-letter now), counted from
 	// now. A lease that ended is LeaseEnded; a receipt of a message that is
-	// backing off or snoozed is LeaseStale. A FateDeadLetter moves the
-	// message as a receive past its limit does (PlanDeadLetter), keeping
-	// the plan's reason.
+	// backing off or snoozed is LeaseStale, except on an at-most-once queue
+	// (plan.VisibilityOutcome), where every received message is gone and a
+	// stale receipt is LeaseEnded. A FateDeadLetter moves the message as a
+	// receive past its limit does (plan.DeadLetter), keeping the plan's
+	// reason.
 	ChangeVisibility(ctx context.Context, q model.QueueRef, changes []model.VisibilityChange) ([]model.LeaseOutcome, error)
 
 	// Browse returns a page of the queue's messages (visible, in flight and
@@ -100,6 +118,72 @@ type Backend interface {
 	// it was there.
 	DeleteMessages(ctx context.Context, q model.QueueRef, ids []string) ([]bool, error)
 
+	// Message move tasks (SQS's StartMessageMoveTask, ListMessageMoveTasks,
+	// CancelMessageMoveTask; the native API's replays). What an
+	// implementation must do (broker/brokertest/movetask.go and replay.go
+	// test it):
+	//   - A task moves the messages its source held when it started, oldest
+	//     (SentAt) first; messages that arrive later are not part of it.
+	//     Messages in flight when the task reaches them stay in the source.
+	//   - On a FIFO source, once the task passes over a message of a group
+	//     because it is in flight, it moves no later message of that group
+	//     (even if the lease ends, or the backend restarts, meanwhile): they
+	//     stay in the source behind it, in order, so that no group's order
+	//     breaks in the destination. The other groups move whole. ToMove
+	//     still counts every message the source held at the start, so a
+	//     task that completes may have Moved < ToMove.
+	//   - A moved message is a new message on its destination: a new message
+	//     id, SentAt = the move time (retention starts again), receive count
+	//     0, the destination's DelaySeconds applied, body, attributes, system
+	//     attributes and sender kept, DeadLetterSource cleared. The copy to
+	//     the destination, the delete from the source and the task's progress
+	//     count are one durable write: a message is never lost, nor moved
+	//     twice.
+	//   - MoveTaskRequest.MessageIDs, when given, limits the task to those
+	//     messages (in move order; ids not in the source when the task starts
+	//     are skipped, and ToMove counts the others), and Edit changes each
+	//     moved message (plan.ApplyEdit); the selection and the edit are kept
+	//     with the task, durably, so a restart resumes the same selection. An
+	//     edited message that does not fit its destination stays in the
+	//     source and is counted in Skipped.
+	//   - The rate is MaxPerSecond (DefaultMoveRate if 0) on the backend's
+	//     Clock, so a fake clock drives it; progress (Moved) is visible while
+	//     it runs.
+	//   - A move into a full queue waits (plan.MoveWalk.Depth): a step moves
+	//     what its destination's MaxDepth (or LowPriorityMaxDepth) admits,
+	//     possibly nothing, and the task, still RUNNING, tries again
+	//     plan.MoveWaitRetry later. Dead-lettering never waits.
+	//   - When a queue the task writes to (or its source) no longer exists,
+	//     the task ends FAILED with FailureReason MoveTaskFailureNoQueue; a
+	//     message without DeadLetterSource, with no Destination given, fails
+	//     it the same way.
+	//   - Tasks are durable backend state: they survive a restart (a RUNNING
+	//     task resumes, a CANCELLING one becomes CANCELLED) and are shared by
+	//     every broker of a shared backend. They run in goroutines the
+	//     backend owns and Close stops.
+	//
+	// The front checks a start before it reaches the backend: the rate,
+	// that the source exists and is some queue's dead-letter queue, that the
+	// destination exists, differs from the source and has its type. The
+	// backend makes the atomic part of the decision.
+
+	// StartMoveTask starts a task and returns it (RUNNING). Errors: the
+	// source is gone or is another queue than req.SourceID
+	// (MoveSourceNotFoundError), likewise the destination
+	// (MoveDestinationNotFoundError); the source already has a RUNNING task
+	// (MoveTaskRunningError).
+	StartMoveTask(ctx context.Context, req model.MoveTaskRequest) (model.MoveTask, error)
+	// ListMoveTasks returns the most recent tasks of source, newest first, at
+	// most limit (1..MaxListMoveTasks, checked by the front). A missing
+	// source gives ErrQueueDoesNotExist.
+	ListMoveTasks(ctx context.Context, source model.QueueRef, limit int) ([]model.MoveTask, error)
+	// CancelMoveTask cancels the RUNNING task id of source and returns it
+	// (CANCELLING, or already CANCELLED) with its moved count; messages moved
+	// so far stay moved. A missing source gives ErrQueueDoesNotExist, an
+	// unknown task MoveTaskNotFoundError, a task that is not RUNNING
+	// MoveTaskNotRunningError.
+	CancelMoveTask(ctx context.Context, source model.QueueRef, id string) (model.MoveTask, error)
+
 	// Receipts returns the codec of the receipt key kept in the store
 	// (ReceiptCodec): the key is made once when the store is created and
 	// read when it is opened, so handles survive restarts and every broker
@@ -107,9 +191,43 @@ type Backend interface {
 	// handles of its deliveries with it, and the front decodes with it.
 	// Never nil once the backend is open.
 	Receipts() *model.ReceiptCodec
+	// Clock is the backend's clock (Options.Clock), which the front it
+	// serves uses too: one clock for leases, delays, retention and the
+	// front's instants.
+	Clock() model.Clock
 
 	// Close stops background work, syncs and releases the store. Idempotent.
 	Close() error
+}
+
+// Diagnostics is what a backend tells about its store, for /readyz,
+// metrics, backups and the process's exit (the front passes it on; see
+// broker.Broker). A figure a store does not have is reported as such, not
+// as a zero.
+type Diagnostics interface {
+	// Failed is closed when the store fail-stops after a write or sync
+	// error: every call is refused from then on, and the process should
+	// restart to recover (sluice serve exits with status 1). A store that
+	// never fail-stops returns a channel that is never closed.
+	Failed() <-chan struct{}
+	// Syncs counts the store's log syncs since it opened (group commit
+	// shows as several changes per sync); ok is false for a store without
+	// a log of its own (PostgreSQL).
+	Syncs() (n uint64, ok bool)
+	// Ping checks that the store answers (a round trip to a server, a read
+	// of a local store).
+	Ping(ctx context.Context) error
+	// PoolStats are the store's connection pool figures; ok is false for a
+	// store without a pool (the embedded store).
+	PoolStats() (s model.PoolStats, ok bool)
+	// Backups reports whether the store takes online backups (Backup); a
+	// store backed up with tools of its own (PostgreSQL) does not.
+	Backups() bool
+	// Backup writes a consistent copy of the store, holding every change
+	// acknowledged before the call, into the new directory dir (an
+	// fs.ErrExist error when it exists). A store without Backups answers
+	// model.BackupsUnsupportedError.
+	Backup(ctx context.Context, dir string) error
 }
 
 // QueueSpec is a queue to create: its account and valid name, its typed
@@ -120,49 +238,30 @@ type QueueSpec struct {
 	Tags   map[string]string
 }
 
-// QueueUpdate is what UpdateQueue's edit function sees and may change.
-type QueueUpdate struct {
-	// Queue is the queue edited (read only).
-	Queue model.QueueRef
-	// Config and Tags are copies the edit may change.
-	Config model.QueueConfig
-	Tags   map[string]string
-	// Modified moves LastModifiedTimestamp to now: attribute changes do,
-	// tag changes do not.
-	Modified bool
+// Options are the settings every backend takes (each backend's Config
+// embeds them).
+type Options struct {
+	// Clock drives leases, delays, retention and move-task pacing, for the
+	// backend and the front that serves it (Backend.Clock). Default
+	// model.RealClock; tests pass a *clocktest.FakeClock.
+	Clock model.Clock
+	// Logger receives structured logs. Default: discard (slog.Default() is
+	// never used).
+	Logger *slog.Logger
+	// Observer, when not nil, is told what the backend did (counts of
+	// received, dead-lettered and damaged messages, store syncs), for
+	// metrics. Default nil. The front takes the same observer in its own
+	// Config.
+	Observer model.Observer
 }
 
-// The optional capabilities of a backend, each its own interface so that the
-// core one never breaks.
-
-// FailureNotifier is a backend that can fail-stop after a store write or sync
-// error: Failed is closed then, every call is refused, and the process should
-// restart to recover (sluice serve exits with status 1).
-type FailureNotifier interface {
-	Failed() <-chan struct{}
-}
-
-// SyncCounter is a backend that counts its store syncs (group commit shows
-// as several changes per sync).
-type SyncCounter interface {
-	Syncs() uint64
-}
-
-// StatsLister is a backend that reads every queue of an account with its
-// counts in one go (metrics and the dashboard read them on every scrape or
-// tick). Broker.AllStats falls back to ListQueues and one GetQueue per queue.
-type StatsLister interface {
-	ListQueueStats(ctx context.Context, account string) ([]model.QueueInfo, error)
-}
-
-// Pinger is a backend whose store is a server: Ping checks that it answers
-// (Broker.Ready calls it).
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
-// PoolReporter is a backend with a connection pool (PostgreSQL), for
-// metrics.
-type PoolReporter interface {
-	PoolStats() model.PoolStats
+// WithDefaults returns o with zero fields set to their defaults.
+func (o Options) WithDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = model.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/client/pgtx"
 	"github.com/sluicemq/sluice/internal/pgtest"
@@ -47,14 +48,14 @@ func setup(t testing.TB) *env {
 	url := pgtest.Database(t)
 	ctx := context.Background()
 	clock := clocktest.NewFakeClock(time.Now())
-	opts := broker.Options{Clock: clock, Logger: testutil.Logger(t)}
+	opts := storage.Options{Clock: clock, Logger: testutil.Logger(t)}
 	cfg := postgres.DefaultConfig()
 	cfg.URL, cfg.Options, cfg.MaxConns = url, opts, 4
 	be, err := postgres.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := broker.New(be, opts)
+	front, err := broker.New(be, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	if err != nil {
 		be.Close()
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -22,13 +23,13 @@ func TestCLIStoreVerifyDamagedLog(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	ctx := context.Background()
-	opts := broker.Options{Logger: testutil.Logger(t)}
+	opts := storage.Options{Logger: testutil.Logger(t)}
 	b, err := embedded.Open(embedded.Config{Dir: dir, Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	f, err := broker.New(b, opts)
+	f, err := broker.New(b, broker.Config{Logger: opts.Logger, Observer: opts.Observer})
 	if err != nil {
 		t.Fatal(err)
 	}

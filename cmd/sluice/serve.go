@@ -91,7 +91,7 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	str(&f.addr, "addr", "SLUICE_ADDR", def.Addr, "address to listen on; port 0 picks a free port")
 	str(&f.data, "data", "SLUICE_DATA", "./sluice-data", "data directory")
 	secret(&f.store, "store", "SLUICE_STORE", "where queues live: empty for the embedded store at --data, or a postgres:// URL (several brokers may share one PostgreSQL)")
-	str(&f.account, "account-id", "SLUICE_ACCOUNT_ID", def.AccountID, "account id in queue URLs and ARNs")
+	str(&f.account, "account-id", "SLUICE_ACCOUNT_ID", broker.DefaultAccountID, "account id in queue URLs and ARNs")
 	str(&f.region, "region", "SLUICE_REGION", def.Region, "region in queue ARNs")
 	str(&f.logLevel, "log-level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	str(&f.logFormat, "log-format", "SLUICE_LOG_FORMAT", "text", "log format: text (key=value) or json (one object per line)")
@@ -240,7 +240,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	storeKey, storeValue := storeName(f)
 	log.Info("sluice starting", "version", version(), storeKey, storeValue, "addr", f.addr, "account_id", f.account, "region", f.region)
 	cfg := server.DefaultConfig()
-	cfg.Addr, cfg.AccountID, cfg.Region, cfg.Logger = f.addr, f.account, f.region, log
+	cfg.Addr, cfg.Region, cfg.Logger = f.addr, f.region, log
 	cfg.ShutdownTimeout = f.shutdownTimeout
 	if cfg.Keys, err = f.auth.load(); err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
@@ -248,7 +248,12 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	}
 	cfg.InsecureNoAuth = f.auth.insecureNoAuth
 	f.applySecurity(&cfg)
+	bcfg := broker.Config{Logger: log, AccountID: f.account, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge, BackupDir: f.backupDir}
 	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
+	}
+	if err := bcfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
 	}
@@ -269,12 +274,13 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		return 2
 	}
 	cfg.Live, cfg.Dashboard = lv, f.dashboard
-	opts := broker.Options{Logger: log, AccountID: f.account, MaxInFlight: f.maxInFlight, StrictPurge: f.strictPurge, Observer: model.Observers(m, lv), BackupDir: f.backupDir}
+	bcfg.Observer = model.Observers(m, lv)
+	opts := storage.Options{Logger: log, Observer: bcfg.Observer}
 	if wc := f.webhooks(); wc != nil {
 		// The front refuses a DeadLetterWebhook of another host; the
 		// dispatcher (started by the server) calls only these.
 		hosts, _ := webhook.ParseHosts(wc.AllowedHosts...) // parseServeFlags validated them
-		opts.WebhookHosts = hosts
+		bcfg.WebhookHosts = hosts
 		wc.Logger = log
 		cfg.Webhooks = wc
 		if hosts.Len() == 0 {
@@ -304,7 +310,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		}
 		return 1
 	}
-	front, err := broker.New(backend, opts)
+	front, err := broker.New(backend, bcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		closeBackend(backend, log)
@@ -333,10 +339,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	code := 0
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Wait() }()
-	var storeFailed <-chan struct{} // nil (never ready) for backends without it
-	if f, ok := backend.(storage.FailureNotifier); ok {
-		storeFailed = f.Failed()
-	}
+	storeFailed := front.Failed()
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "reason", "signal")
@@ -355,9 +358,9 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	if !closeBackend(backend, log) {
 		code = 1
 	}
-	if s, ok := backend.(storage.SyncCounter); ok {
+	if n, ok := front.Syncs(); ok {
 		// Durability evidence for benchmarks: store syncs over this lifetime.
-		log.Info("stopped", "syncs", s.Syncs())
+		log.Info("stopped", "syncs", n)
 	} else {
 		log.Info("stopped")
 	}

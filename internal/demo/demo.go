@@ -39,6 +39,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/metrics"
@@ -192,12 +193,12 @@ func (d *Demo) startBroker(ctx context.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	m := metrics.New()
-	opts := broker.Options{Logger: d.log, Observer: model.Observers(m, lv)}
-	backend, err := embedded.Open(embedded.Config{Dir: d.dir, Options: opts})
+	obs := model.Observers(m, lv)
+	backend, err := embedded.Open(embedded.Config{Dir: d.dir, Options: storage.Options{Logger: d.log, Observer: obs}})
 	if err != nil {
 		return fmt.Errorf("demo: open the store in %s: %w", d.dir, err)
 	}
-	front, err := broker.New(backend, opts)
+	front, err := broker.New(backend, broker.Config{Logger: d.log, Observer: obs})
 	if err != nil {
 		_ = backend.Close()
 		return fmt.Errorf("demo: %w", err)

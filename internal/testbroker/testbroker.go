@@ -14,6 +14,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/server"
 )
@@ -21,7 +22,7 @@ import (
 // Config changes the broker a test starts; the zero Config is the defaults
 // with the wall clock and warnings logged to the test's log.
 type Config struct {
-	// Clock is the broker's clock (a *broker.FakeClock makes leases and
+	// Clock is the broker's clock (a *clocktest.FakeClock makes leases and
 	// delays exact and instant). Default: the wall clock.
 	Clock model.Clock
 	// Logger receives the broker's and server's logs. Default: warnings
@@ -29,7 +30,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Server, when set, changes the server's config before it starts.
 	Server func(*server.Config)
-	// Observer is the broker's Options.Observer (metrics). Default nil.
+	// Observer is the broker's observer (metrics), given to the front and
+	// the store. Default nil.
 	Observer model.Observer
 }
 
@@ -49,12 +51,12 @@ func Start(t testing.TB, cfg Config) *Broker {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(testutil.Writer(t, ""), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	opts := broker.Options{Logger: log, Clock: cfg.Clock, Observer: cfg.Observer}
-	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(), Options: opts})
+	backend, err := embedded.Open(embedded.Config{Dir: t.TempDir(),
+		Options: storage.Options{Logger: log, Clock: cfg.Clock, Observer: cfg.Observer}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := broker.New(backend, opts)
+	front, err := broker.New(backend, broker.Config{Logger: log, Observer: cfg.Observer})
 	if err != nil {
 		_ = backend.Close()
 		t.Fatal(err)

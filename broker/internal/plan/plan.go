@@ -25,7 +25,7 @@ type SendPlan struct {
 	// DedupID is the resolved FIFO dedup id (explicit or content-based).
 	DedupID string
 	// Priority and MaxAttempts are the message's Sluice options
-	// (ParseMessageOptions), stored with it.
+	// (SendEntry.Options, checked by CheckOptions), stored with it.
 	Priority, MaxAttempts int
 }
 
@@ -47,11 +47,11 @@ func Send(c model.QueueConfig, queue string, depth int64, entries []model.SendEn
 			plans[i].Err = err
 			continue
 		}
-		opts, err := model.ParseMessageOptions(c, e.Attributes)
-		if err != nil {
+		if err := CheckOptions(c, e.Attributes, e.Options); err != nil {
 			plans[i].Err = err
 			continue
 		}
+		opts := e.Options
 		p := &plans[i]
 		p.MessageID = model.NewMessageID()
 		p.Delay = model.MessageDelay(c, e)
@@ -158,4 +158,20 @@ func DeadLetter(messageID string, sentAt time.Time, dlqFifo bool, now time.Time)
 		return DeadLetterPlan{SentAt: sentAt}
 	}
 	return DeadLetterPlan{DedupID: messageID, NewSequence: true, SentAt: now}
+}
+
+// CheckOptions is the part of a message's Sluice options' rules that
+// depends on the queue it is sent to (settings c): a FIFO queue keeps its
+// group order and takes no Sluice.Priority, and Sluice.MaxAttempts needs a
+// RedrivePolicy (a dead-letter queue to move the message to). Then the
+// options' own refusal (o.Err, from model.ParseMessageOptions) applies.
+// attrs are the message's attributes, for the errors' texts.
+func CheckOptions(c model.QueueConfig, attrs map[string]model.MessageAttribute, o model.MessageOptions) error {
+	if c.Fifo && o.PriorityGiven {
+		return model.InvalidParameterError(attrs[model.MsgAttrPriority].StringValue, model.MsgAttrPriority, "FIFO queues keep their group order and take no priority.")
+	}
+	if c.Redrive == nil && o.MaxAttemptsGiven {
+		return model.InvalidParameterError(attrs[model.MsgAttrMaxAttempts].StringValue, model.MsgAttrMaxAttempts, "the queue has no RedrivePolicy (no dead-letter queue to move the message to).")
+	}
+	return o.Err
 }

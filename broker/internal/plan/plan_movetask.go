@@ -152,8 +152,8 @@ func ApplyEdit(e *model.MessageEdit, c model.QueueConfig, body string, attrs map
 			attrs = maps.Clone(attrs)
 			attrs[model.MsgAttrCorrelationID] = cid
 		}
-		var err error
-		if opts, err = model.ParseMessageOptions(c, attrs); err != nil {
+		opts = model.ParseMessageOptions(attrs)
+		if err := CheckOptions(c, attrs, opts); err != nil {
 			return "", nil, model.MessageOptions{}, err
 		}
 	}

@@ -57,7 +57,7 @@ func TestPlanSendDepth(t *testing.T) {
 		return model.SendEntry{ID: body, Body: body, Attributes: map[string]model.MessageAttribute{model.MsgAttrPriority: {DataType: "Number", StringValue: p}}}
 	}
 	// One valid entry, one refused: depth 2 + 1 stored fits MaxDepth 3.
-	plans, err := Send(c, "q", 2, []model.SendEntry{prio("ok", "0"), prio("bad", "500")})
+	plans, err := sendParsed(c, "q", 2, []model.SendEntry{prio("ok", "0"), prio("bad", "500")})
 	if err != nil || plans[0].Err != nil || plans[1].Err == nil {
 		t.Fatalf("PlanSend = %+v, %v; want the valid entry planned, the other refused", plans, err)
 	}
@@ -65,16 +65,16 @@ func TestPlanSendDepth(t *testing.T) {
 		t.Errorf("planned priority %d", plans[0].Priority)
 	}
 	// A low-priority entry past LowPriorityMaxDepth refuses the whole send.
-	_, err = Send(c, "q", 2, []model.SendEntry{prio("low", "-1")})
+	_, err = sendParsed(c, "q", 2, []model.SendEntry{prio("low", "-1")})
 	var de *model.DepthError
 	if !errors.As(err, &de) || !de.LowPriority {
 		t.Fatalf("a low-priority send at LowPriorityMaxDepth: %v", err)
 	}
 	// A refused low-priority entry does not count as low.
-	if _, err := Send(c, "q", 2, []model.SendEntry{prio("ok", "1"), prio("low", "-1000")}); err != nil {
+	if _, err := sendParsed(c, "q", 2, []model.SendEntry{prio("ok", "1"), prio("low", "-1000")}); err != nil {
 		t.Fatalf("a send whose only low-priority entry is refused on its own: %v", err)
 	}
-	plans, err = Send(model.QueueConfig{MaxMessageSize: model.MaxMessageBytes, Retention: model.MaxRetention}, "q", 0, []model.SendEntry{prio("p", "-7")})
+	plans, err = sendParsed(model.QueueConfig{MaxMessageSize: model.MaxMessageBytes, Retention: model.MaxRetention}, "q", 0, []model.SendEntry{prio("p", "-7")})
 	if err != nil || plans[0].Priority != -7 {
 		t.Fatalf("PlanSend priority: %+v, %v", plans, err)
 	}

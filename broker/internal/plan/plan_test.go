@@ -29,7 +29,7 @@ func TestPlanSendWholeCallErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			plans, err := Send(tc.c, "q", 0, tc.entries)
+			plans, err := sendParsed(tc.c, "q", 0, tc.entries)
 			if !errors.Is(err, tc.want) || plans != nil {
 				t.Errorf("PlanSend = %v, %v; want nil, an error matching %v", plans, err, tc.want)
 			}
@@ -131,7 +131,7 @@ func TestPlanSend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			plans, err := Send(tc.c, "q", 0, tc.entries)
+			plans, err := sendParsed(tc.c, "q", 0, tc.entries)
 			if err != nil {
 				t.Fatalf("PlanSend: %v", err)
 			}
@@ -177,7 +177,7 @@ func TestPlanSendMessageIDs(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for round := 0; round < 2; round++ {
-			plans, err := Send(c, "q", 0, entries)
+			plans, err := sendParsed(c, "q", 0, entries)
 			if err != nil {
 				t.Fatalf("fifo=%v: PlanSend: %v", c.Fifo, err)
 			}
@@ -314,4 +314,13 @@ func TestDeadLetterRule(t *testing.T) {
 	if ShouldDeadLetterOnReceive(nil, 100, 2) {
 		t.Error("a queue without a RedrivePolicy dead-letters")
 	}
+}
+
+// sendParsed is Send after the front's parse of the entries' Sluice options
+// (SendEntry.Options).
+func sendParsed(c model.QueueConfig, queue string, depth int64, entries []model.SendEntry) ([]SendPlan, error) {
+	for i := range entries {
+		entries[i].Options = model.ParseMessageOptions(entries[i].Attributes)
+	}
+	return Send(c, queue, depth, entries)
 }
