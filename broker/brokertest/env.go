@@ -161,6 +161,9 @@ func (e *env) advanceUntil(step, limit time.Duration, what string, cond func() b
 			e.t.Fatalf("%s: still not true after %v real time (clock advanced %v)", what, 3*realTimeout, e.clock.Now().Sub(start))
 		}
 		e.advance(step)
+		// Wait until what the step woke has acted (a duty's step, a
+		// receive's return), however slow the machine is.
+		e.clock.Settle(realTimeout)
 	}
 }
 

@@ -73,8 +73,8 @@ func testFifoDedupScopeQueue(t *testing.T, s suite) {
 func testFifoDedupScopeGroup(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.fifoQueue("q.fifo", map[string]string{
-		model.AttrDeduplicationScope:  model.DedupScopeMessageGroup,
-		model.AttrFifoThroughputLimit: "perMessageGroupId",
+		model.AttrDeduplicationScope:  string(model.DedupScopeMessageGroup),
+		model.AttrFifoThroughputLimit: string(model.ThroughputPerMessageGroupID),
 	})
 	a := e.fsend("q.fifo", "g1", "d", "a")
 	b := e.fsend("q.fifo", "g2", "d", "b")

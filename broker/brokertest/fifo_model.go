@@ -109,7 +109,7 @@ type modelHistory struct {
 	b       *broker.Broker
 	ctx     context.Context
 	queue   string
-	scope   string
+	scope   model.DedupScope
 	content bool
 
 	groups   map[string][]*mMsg // each group's remaining messages, in send order
@@ -131,10 +131,10 @@ func newModelHistory(t *testing.T, rt *rapid.T, s suite) *modelHistory {
 	h.be = s.h.Open(t, h.opts)
 	rt.Cleanup(func() { _ = h.be.Close() })
 	h.b = front(t, h.be, broker.Config{})
-	h.scope = rapid.SampledFrom([]string{model.DedupScopeQueue, model.DedupScopeMessageGroup}).Draw(rt, "scope")
+	h.scope = rapid.SampledFrom([]model.DedupScope{model.DedupScopeQueue, model.DedupScopeMessageGroup}).Draw(rt, "scope")
 	h.content = rapid.Bool().Draw(rt, "contentBased")
 	attrs := map[string]string{
-		model.AttrFifoQueue: "true", model.AttrDeduplicationScope: h.scope,
+		model.AttrFifoQueue: "true", model.AttrDeduplicationScope: string(h.scope),
 		model.AttrContentBasedDeduplication: fmt.Sprint(h.content),
 	}
 	if _, err := h.b.CreateQueue(h.ctx, h.queue, attrs, nil); err != nil {

@@ -13,11 +13,36 @@ type FakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers map[*fakeTimer]struct{}
+	// fired are the timers that fired and whose owner has not yet acted on
+	// it (a Reset or a Stop): Settle waits for them.
+	fired map[*fakeTimer]struct{}
 }
 
 // NewFakeClock returns a fake clock reading start.
 func NewFakeClock(start time.Time) *FakeClock {
-	return &FakeClock{now: start, timers: map[*fakeTimer]struct{}{}}
+	return &FakeClock{now: start, timers: map[*fakeTimer]struct{}{}, fired: map[*fakeTimer]struct{}{}}
+}
+
+// Settle waits until every timer that has fired was acted on by its owner
+// (Reset again, as a duty does after its step, or Stopped, as a waiting
+// receive does when it returns), or until timeout of real time passes; it
+// reports whether they were. A test that advances the clock and then checks
+// what the woken goroutines did calls it between the two, instead of
+// waiting a fixed real time that a loaded machine can outlast.
+func (c *FakeClock) Settle(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		c.mu.Lock()
+		n := len(c.fired)
+		c.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Now returns the fake time.
@@ -76,6 +101,7 @@ func (c *FakeClock) fireLocked() {
 	for t := range c.timers {
 		if !t.deadline.After(c.now) {
 			delete(c.timers, t)
+			c.fired[t] = struct{}{}
 			select {
 			case t.ch <- c.now:
 			default:
@@ -117,6 +143,7 @@ func (t *fakeTimer) Stop() bool {
 	defer t.c.mu.Unlock()
 	_, ok := t.c.timers[t]
 	delete(t.c.timers, t)
+	delete(t.c.fired, t)
 	if t.drainLocked() {
 		ok = true // a fire never received counts as stopped, as with time.Timer
 	}
@@ -127,6 +154,7 @@ func (t *fakeTimer) Reset(d time.Duration) {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
 	t.drainLocked()
+	delete(t.c.fired, t)
 	t.deadline = t.c.now.Add(d)
 	t.c.timers[t] = struct{}{}
 	t.c.fireLocked()

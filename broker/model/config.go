@@ -29,11 +29,11 @@ type QueueConfig struct {
 	RedriveAllow string
 	// Fifo marks a FIFO queue (name ends in ".fifo"); set at creation only.
 	Fifo bool
-	// ContentBasedDedup, DedupScope ("queue" or "messageGroup") and
-	// ThroughputLimit ("perQueue" or "perMessageGroupId") are FIFO settings.
+	// ContentBasedDedup, DedupScope and ThroughputLimit are FIFO settings
+	// (empty on a standard queue).
 	ContentBasedDedup bool
-	DedupScope        string
-	ThroughputLimit   string
+	DedupScope        DedupScope
+	ThroughputLimit   ThroughputLimit
 	// Policy is the raw IAM policy document (stored and returned, not enforced).
 	Policy string
 	// Extra holds other accepted attributes that Sluice stores and returns
@@ -81,8 +81,8 @@ func DefaultQueueConfig(fifo bool) QueueConfig {
 		Extra:             map[string]string{"SqsManagedSseEnabled": "true"},
 	}
 	if fifo {
-		c.DedupScope = "queue"
-		c.ThroughputLimit = "perQueue"
+		c.DedupScope = DedupScopeQueue
+		c.ThroughputLimit = ThroughputPerQueue
 	}
 	return c
 }
@@ -226,15 +226,15 @@ func (c *QueueConfig) apply(attrs map[string]string, create bool) error {
 		case name == AttrContentBasedDeduplication:
 			c.ContentBasedDedup, err = parseBool(name, v)
 		case name == AttrDeduplicationScope:
-			if v != "queue" && v != "messageGroup" {
+			if s := DedupScope(v); s != DedupScopeQueue && s != DedupScopeMessageGroup {
 				err = Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter DeduplicationScope.")
 			}
-			c.DedupScope = v
+			c.DedupScope = DedupScope(v)
 		case name == AttrFifoThroughputLimit:
-			if v != "perQueue" && v != "perMessageGroupId" {
+			if l := ThroughputLimit(v); l != ThroughputPerQueue && l != ThroughputPerMessageGroupID {
 				err = Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter FifoThroughputLimit.")
 			}
-			c.ThroughputLimit = v
+			c.ThroughputLimit = ThroughputLimit(v)
 		case extraAttrs[name]:
 			err = c.applyExtra(name, v) // sse.go
 		case sluiceAttrs[name]:
@@ -246,7 +246,7 @@ func (c *QueueConfig) apply(attrs map[string]string, create bool) error {
 			return err
 		}
 	}
-	if c.Fifo && c.ThroughputLimit == "perMessageGroupId" && c.DedupScope != "messageGroup" {
+	if c.Fifo && c.ThroughputLimit == ThroughputPerMessageGroupID && c.DedupScope != DedupScopeMessageGroup {
 		return Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter FifoThroughputLimit. Reason: perMessageGroupId is allowed only when DeduplicationScope is messageGroup.")
 	}
 	return c.checkSluice()
@@ -408,8 +408,8 @@ func (c QueueConfig) Attributes() map[string]string {
 	if c.Fifo {
 		m[AttrFifoQueue] = "true"
 		m[AttrContentBasedDeduplication] = strconv.FormatBool(c.ContentBasedDedup)
-		m[AttrDeduplicationScope] = c.DedupScope
-		m[AttrFifoThroughputLimit] = c.ThroughputLimit
+		m[AttrDeduplicationScope] = string(c.DedupScope)
+		m[AttrFifoThroughputLimit] = string(c.ThroughputLimit)
 	}
 	for k, v := range c.Extra {
 		m[k] = v

@@ -35,10 +35,27 @@ const (
 	SequenceNumberDigits = 20
 )
 
-// Dedup scopes (the DeduplicationScope attribute).
+// DedupScope is a FIFO queue's DeduplicationScope: which sends a dedup id
+// is remembered for (plan.DedupKey).
+type DedupScope string
+
+// The dedup scopes.
 const (
-	DedupScopeQueue        = "queue"
-	DedupScopeMessageGroup = "messageGroup"
+	// DedupScopeQueue: a dedup id is a duplicate in any group (the default).
+	DedupScopeQueue DedupScope = "queue"
+	// DedupScopeMessageGroup: a dedup id is a duplicate within its group.
+	DedupScopeMessageGroup DedupScope = "messageGroup"
+)
+
+// ThroughputLimit is a FIFO queue's FifoThroughputLimit. Sluice applies no
+// per-API throughput limit, so both behave alike; perMessageGroupId (AWS's
+// high-throughput mode) needs DedupScopeMessageGroup.
+type ThroughputLimit string
+
+// The throughput limits.
+const (
+	ThroughputPerQueue          ThroughputLimit = "perQueue"
+	ThroughputPerMessageGroupID ThroughputLimit = "perMessageGroupId"
 )
 
 // ValidFifoID reports whether s is a valid MessageGroupId,
