@@ -4,10 +4,11 @@ import (
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
-	"github.com/sluicemq/sluice/broker/model"
 	"hash"
 	"sort"
 	"sync"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // md5State is an MD5 hash with the buffers MD5OfBody hands it.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/sluicemq/sluice/broker/storage"
 )
 

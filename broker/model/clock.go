@@ -39,3 +39,11 @@ type realTimer struct{ t *time.Timer }
 func (r realTimer) C() <-chan time.Time   { return r.t.C }
 func (r realTimer) Stop() bool            { return r.t.Stop() }
 func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
+
+// OffsetClock is a Clock that is a fixed offset from the wall clock (a
+// *FakeClock): a backend whose store keeps time of its own (PostgreSQL's
+// now()) then computes with the clock's reading instead of the store's.
+type OffsetClock interface {
+	Clock
+	Offset() time.Duration
+}

@@ -2,10 +2,11 @@ package lifecycle
 
 import (
 	"context"
-	"github.com/sluicemq/sluice/broker/model"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Duty is the one skeleton of every background duty of a backend (the

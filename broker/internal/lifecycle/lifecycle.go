@@ -2,8 +2,9 @@ package lifecycle
 
 import (
 	"context"
-	"github.com/sluicemq/sluice/broker/model"
 	"sync"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Lifecycle is the one admission and shutdown protocol of a backend: it

@@ -3,10 +3,11 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"github.com/sluicemq/sluice/broker/model"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func TestLifecycle(t *testing.T) {

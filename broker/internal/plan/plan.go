@@ -1,8 +1,9 @@
 package plan
 
 import (
-	"github.com/sluicemq/sluice/broker/model"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The planners: pure functions a backend calls inside its own atomic step,

@@ -2,11 +2,12 @@ package plan
 
 import (
 	"errors"
-	"github.com/sluicemq/sluice/broker/model"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func dur(d time.Duration) *time.Duration { return &d }

@@ -1,10 +1,11 @@
 package plan
 
 import (
-	"github.com/sluicemq/sluice/broker/model"
 	"hash/fnv"
 	"math/bits"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // Attempts, retries and the dead-letter rule, as pure planners that each

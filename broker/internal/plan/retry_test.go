@@ -2,9 +2,10 @@ package plan
 
 import (
 	"fmt"
-	"github.com/sluicemq/sluice/broker/model"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func TestBackoffNone(t *testing.T) {

@@ -1,9 +1,10 @@
 package plan
 
 import (
-	"github.com/sluicemq/sluice/broker/model"
 	"maps"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // MovePace is how long a move task waits after moving n messages at rate

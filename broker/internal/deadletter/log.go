@@ -1,10 +1,11 @@
 package deadletter
 
 import (
-	"github.com/sluicemq/sluice/broker/model"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // DeadLetterLog logs moves to dead-letter queues at warn level, at most

@@ -1,10 +1,11 @@
 package clocktest
 
 import (
-	"github.com/sluicemq/sluice/broker/model"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // FakeClock is a manual clock for tests: time moves only when Advance or Set is

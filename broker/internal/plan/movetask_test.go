@@ -1,10 +1,12 @@
 package plan
 
 import (
-	"github.com/sluicemq/sluice/broker/model"
 	"maps"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func TestMoveWalkNext(t *testing.T) {
@@ -235,5 +237,21 @@ func TestApplyEdit(t *testing.T) {
 	ma := map[string]model.MessageAttribute{model.MsgAttrMaxAttempts: {DataType: "Number", StringValue: "2"}}
 	if _, _, _, err := ApplyEdit(&model.MessageEdit{Attributes: ma}, c, "body", nil, opts); err == nil {
 		t.Fatal("Sluice.MaxAttempts on a queue without RedrivePolicy was accepted")
+	}
+}
+
+func TestMovePace(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		rate, chunk int
+		pace        time.Duration
+	}{{1, 1, time.Second}, {10, 1, 100 * time.Millisecond}, {500, 50, 100 * time.Millisecond}, {0, 50, 100 * time.Millisecond}} {
+		n := MoveChunk(c.rate)
+		if n != c.chunk || MovePace(n, c.rate) != c.pace {
+			t.Errorf("rate %d: chunk %d pace %v, want %d %v", c.rate, n, MovePace(n, c.rate), c.chunk, c.pace)
+		}
+	}
+	if model.ValidateMoveRate(501) == nil || model.ValidateMoveRate(-1) == nil || model.ValidateMoveRate(0) != nil || model.ValidateMoveRate(500) != nil {
+		t.Error("ValidateMoveRate bounds")
 	}
 }

@@ -3,12 +3,13 @@ package deadletter
 import (
 	"context"
 	"fmt"
-	"github.com/sluicemq/sluice/broker/clocktest"
-	"github.com/sluicemq/sluice/broker/model"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func TestDeadLetterLog(t *testing.T) {

@@ -2,8 +2,9 @@ package plan
 
 import (
 	"errors"
-	"github.com/sluicemq/sluice/broker/model"
 	"testing"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 func TestAdmitSend(t *testing.T) {

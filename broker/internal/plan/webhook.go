@@ -1,8 +1,9 @@
 package plan
 
 import (
-	"github.com/sluicemq/sluice/broker/model"
 	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
 )
 
 // WebhookOutbox is the outbox queue of the dead-letter events. Its account
