@@ -87,7 +87,7 @@ func (v *Verifier) Keys() *Keys { return v.keys }
 // cap) and passes as body: the payload hash is computed here from body,
 // never taken from the request. bearer allows the native API's
 // "Authorization: Bearer ID:SECRET" besides SigV4. The error is a
-// *broker.Error of one of the authentication sentinels.
+// *model.Error of one of the authentication sentinels.
 //
 // What is checked (docs/security.md): the algorithm, the credential's scope
 // (date of X-Amz-Date, any region, service sqs or sts, aws4_request), that

@@ -1,6 +1,6 @@
 // Package live samples the broker for the dashboard: every Interval it
 // reads every queue's counts once (broker.AllStats) and this broker's event
-// counters (it is a broker.Observer), and from them builds one snapshot
+// counters (it is a model.Observer), and from them builds one snapshot
 // that every reader shares: GET /v1/stats answers the latest snapshot, GET
 // /v1/events streams each new one as a server-sent event, and GET
 // /v1/queues/{queue}/history answers a queue's recent series. The cost of a
@@ -16,7 +16,7 @@
 // Wiring (cmd/sluice does this):
 //
 //	l, _ := live.New(live.DefaultConfig())
-//	opts := broker.Options{Observer: broker.Observers(metricsObserver, l), ...}
+//	opts := broker.Config{Observer: model.Observers(metricsObserver, l), ...}
 //	front, _ := broker.New(backend, opts)
 //	cfg.Live = l // server: Attach(front), Start, the routes, Stop
 package live
@@ -263,7 +263,7 @@ func (l *Live) Config() Config { return l.cfg }
 // queues.
 func (l *Live) Attach(b *broker.Broker) { l.front.Store(b) }
 
-// Count implements broker.Observer.
+// Count implements model.Observer.
 func (l *Live) Count(queue string, c model.Counter, n int) {
 	if c >= model.NumCounters || n <= 0 {
 		return
@@ -278,10 +278,10 @@ func (l *Live) Count(queue string, c model.Counter, n int) {
 	q[c].Add(uint64(n))
 }
 
-// Refused implements broker.Observer (refusals are metrics' concern).
+// Refused implements model.Observer (refusals are metrics' concern).
 func (l *Live) Refused(string, string) {}
 
-// Synced implements broker.Observer.
+// Synced implements model.Observer.
 func (l *Live) Synced(time.Duration, int) {}
 
 // Start takes a first sample, then samples every Interval in a goroutine

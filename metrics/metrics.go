@@ -1,4 +1,4 @@
-// Package metrics is Sluice's Prometheus metrics: a broker.Observer (what
+// Package metrics is Sluice's Prometheus metrics: a model.Observer (what
 // the front and the store did), an apicommon.RequestObserver (every
 // request's action, status and duration), and a collector that reads every
 // queue's counts from the front at each scrape. It decides nothing about
@@ -8,7 +8,7 @@
 // Wiring (cmd/sluice does this):
 //
 //	m := metrics.New()
-//	opts := broker.Options{Observer: m, ...}
+//	opts := broker.Config{Observer: m, ...}
 //	front, _ := broker.New(backend, opts)
 //	m.Attach(front)
 //	cfg.Metrics = m // server: GET /metrics, and m as the request observer
@@ -116,7 +116,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
 }
 
-// Count implements broker.Observer.
+// Count implements model.Observer.
 func (m *Metrics) Count(queue string, c model.Counter, n int) {
 	if c >= model.NumCounters || n <= 0 {
 		return
@@ -180,7 +180,7 @@ func (m *Metrics) prune() {
 	m.pruneAt = max(pruneMin, 2*len(m.counts))
 }
 
-// Refused implements broker.Observer.
+// Refused implements model.Observer.
 func (m *Metrics) Refused(queue, reason string) {
 	m.mu.Lock()
 	r := m.refused[queue]
@@ -197,7 +197,7 @@ func (m *Metrics) Refused(queue, reason string) {
 	n.Add(1)
 }
 
-// Synced implements broker.Observer.
+// Synced implements model.Observer.
 func (m *Metrics) Synced(d time.Duration, commits int) {
 	m.syncs.Observe(d.Seconds())
 	m.commits.Observe(float64(commits))

@@ -104,7 +104,7 @@ type Config struct {
 	// and GET /v1/queues/{queue}/history from it, starts it in Start and
 	// stops it in Stop (step 2, with the waiting receives, so that open
 	// event streams end before the server waits for requests). It should
-	// also be the broker's Options.Observer (broker.Observers), or its
+	// also be the broker's Options.Observer (model.Observers), or its
 	// rates stay 0. Default nil: those routes answer no_such_route.
 	Live *live.Live
 	// AllowedHosts are the host names, besides localhost, IP addresses and

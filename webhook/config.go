@@ -47,7 +47,7 @@ type Config struct {
 	// means the default); at most 10 s.
 	Window time.Duration
 	// Clock drives the gathering window, the signature's timestamp and the
-	// pause after an error. Default broker.RealClock; use the broker's own.
+	// pause after an error. Default model.RealClock; use the broker's own.
 	Clock model.Clock
 	// Logger receives the dispatcher's logs. Default: discard.
 	Logger *slog.Logger

@@ -31,7 +31,7 @@
 //
 // Only hosts the operator allows are ever called (Config.AllowedHosts, the
 // --webhook-allow-host flag): the front refuses a URL of another host when
-// it is set (broker.Options.WebhookHosts, which a *HostList implements), and
+// it is set (broker.Config.WebhookHosts, which a *HostList implements), and
 // the dispatcher checks again before each call.
 package webhook
 
@@ -103,7 +103,7 @@ func New(cfg Config, b *broker.Broker) (*Dispatcher, error) {
 		secret: []byte(cfg.Secret), log: cfg.Logger, done: make(chan struct{})}, nil
 }
 
-// Hosts is the dispatcher's allowed-host list (for broker.Options.WebhookHosts).
+// Hosts is the dispatcher's allowed-host list (for broker.Config.WebhookHosts).
 func (d *Dispatcher) Hosts() *HostList { return d.hosts }
 
 // Start creates the outbox queue if it does not exist and starts the

@@ -17,7 +17,7 @@ const MaxJSONArray = 1000
 const maxScanDepth = 10000
 
 // CheckJSONArrays refuses a body holding a JSON array of more than
-// MaxJSONArray elements (broker.ErrInvalidRequest, which both APIs answer
+// MaxJSONArray elements (model.ErrInvalidRequest, which both APIs answer
 // with a 400 in their own shape). It reads body once and allocates at most a
 // counter per level of nesting; it is no validator: a body it passes may
 // still be malformed, and the decoder says so.

@@ -124,7 +124,7 @@ type batchEntry struct {
 
 // toSendEntry converts an envelope; field names it in errors ("" for a
 // single send, "messages[2]" in a batch). The attributes' wire form is this
-// package's (base64 for Binary); the rest is broker.EnvelopeEntry's rule.
+// package's (base64 for Binary); the rest is model.EnvelopeEntry's rule.
 func toSendEntry(field string, e *envelope, now time.Time) (model.SendEntry, error) {
 	if e.Body == nil {
 		return model.SendEntry{}, errorf(model.ErrMissingParameter, "Field %s is required.", fieldName(field, "body"))

@@ -22,7 +22,7 @@ var (
 	errUnknownField = errors.New("unknown field")
 	// errBadRequest: a member of the wrong JSON type, a value that does not
 	// parse (a time, base64), or fields that exclude each other.
-	// It is the broker's sentinel, as the envelope rule (broker.EnvelopeEntry)
+	// It is the broker's sentinel, as the envelope rule (model.EnvelopeEntry)
 	// lives there.
 	errBadRequest = model.ErrInvalidRequest
 	// errTooLarge: a body past Config.MaxBodyBytes.
@@ -67,7 +67,7 @@ var errorTable = []struct {
 	// Another account's queue (the native API names only the caller's own
 	// queues, so it answers this only if that ever changes).
 	{model.ErrAccessDenied, errorKind{"access_denied", http.StatusForbidden}},
-	// Backpressure: a full queue (a *broker.DepthError, answered
+	// Backpressure: a full queue (a *model.DepthError, answered
 	// queue_full), too many waiting receives, the in-flight cap. Each is
 	// 429 with Retry-After.
 	{model.ErrThrottled, errorKind{"throttled", http.StatusTooManyRequests}},
@@ -149,7 +149,7 @@ func normalize(err error) error {
 	return err
 }
 
-// errorf is broker.Errorf: an error of kind with a message for the user.
+// errorf is model.Errorf: an error of kind with a message for the user.
 func errorf(kind error, format string, args ...any) error {
 	return model.Errorf(kind, format, args...)
 }
@@ -180,7 +180,7 @@ func (h *Handler) writeError(c *call, err error) {
 
 // WriteError answers err as the native API does, with the code and status
 // of the one error table; a 401 carries WWW-Authenticate: Bearer. The
-// server uses it for the authentication errors (broker.ErrMissingAuthenticationToken,
+// server uses it for the authentication errors (model.ErrMissingAuthenticationToken,
 // …), raised before the request reaches a Handler, and for GET /metrics.
 func WriteError(w http.ResponseWriter, err error) {
 	body, k := errorOf(err)

@@ -12,7 +12,7 @@ import (
 // resume, stats.
 
 // sluiceAttributes are the Sluice queue attributes, answered with their
-// defaults when unset (broker.SluiceAttributeDefault).
+// defaults when unset (model.SluiceAttributeDefault).
 var sluiceAttributes = []string{
 	model.AttrRetryPolicy, model.AttrMaxDepth, model.AttrLowPriorityMaxDepth,
 	model.AttrPaused, model.AttrDeliveryMode, model.AttrDeadLetterWebhook,

@@ -31,7 +31,7 @@ func batchParam(entry string, i int, param string) string {
 }
 
 // toSendEntry converts SendMessage's input (entry "") or entry i of a
-// SendMessageBatch (entry broker.SendBatchEntry).
+// SendMessageBatch (entry model.SendBatchEntry).
 func (c *call) toSendEntry(e *sendEntry, entry string, i int) (model.SendEntry, error) {
 	if e.MessageBody == nil {
 		return model.SendEntry{}, missing(batchParam(entry, i, "MessageBody"))

@@ -14,7 +14,7 @@ import (
 
 // WriteError answers err in r's protocol (AWS JSON or query XML), with the
 // code and status of the one error table. The server uses it for the
-// authentication errors (broker.ErrMissingAuthenticationToken, …), which
+// authentication errors (model.ErrMissingAuthenticationToken, …), which
 // it raises before the request reaches a Handler.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	c := &call{ctx: r.Context(), r: r, requestID: model.NewMessageID(), proto: protoQuery}

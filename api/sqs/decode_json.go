@@ -22,7 +22,7 @@ import (
 // surrogate escapes (a lone \ud800 or \udc00) into U+FFFD, storing a message
 // the client never sent (and answering the MD5 of it). Instead such input is
 // kept in a form no valid text has, so that the broker's character rule
-// (broker.ValidBodyChars) refuses that entry, as the query protocol refuses
+// (model.ValidBodyChars) refuses that entry, as the query protocol refuses
 // the same input: a batch's other entries are stored. A valid surrogate pair
 // (\ud83d\ude00) is the character it encodes.
 type text string

@@ -42,7 +42,7 @@ func optionAttrs() map[string]types.MessageAttributeValue {
 	}
 }
 
-// toBrokerAttrs converts SDK attributes for broker.MD5OfAttributes.
+// toBrokerAttrs converts SDK attributes for sqs.MD5OfAttributes.
 func toBrokerAttrs(in map[string]types.MessageAttributeValue) map[string]model.MessageAttribute {
 	out := map[string]model.MessageAttribute{}
 	for k, v := range in {

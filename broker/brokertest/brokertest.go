@@ -1,4 +1,4 @@
-// Package brokertest is the conformance suite that every broker.Backend
+// Package brokertest is the conformance suite that every storage.Backend
 // passes (the embedded Pebble backend and the PostgreSQL one). It drives the
 // front, broker.Broker, over the backend under test, as every API does, and
 // the seam directly where a behaviour is the backend's alone (accounts). A
@@ -14,7 +14,7 @@
 //		})
 //	}
 //
-// Time is a *broker.FakeClock that the suite owns and advances, so leases,
+// Time is a *clocktest.FakeClock that the suite owns and advances, so leases,
 // delays, long-poll waits and retention are exact and the suite finishes in
 // seconds. The suite never sleeps to wait for a condition: it polls with a
 // real-time deadline (realTimeout), and watches for a short real time (quiet)

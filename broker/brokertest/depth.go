@@ -9,7 +9,7 @@ import (
 )
 
 // The backpressure tests: MaxDepth and LowPriorityMaxDepth refuse a send
-// that would pass them, whole, as throttling (*broker.DepthError); every
+// that would pass them, whole, as throttling (*model.DepthError); every
 // state counts in the depth; refusals are counted per reason.
 var depthTests = []testCase{
 	{"RefusesWholeSend", testDepthRefusesWhole},
@@ -27,7 +27,7 @@ func wantDepthError(t testing.TB, what string, err error, queue string, depth, l
 	}
 	var de *model.DepthError
 	if !errors.As(err, &de) {
-		t.Fatalf("%s: error %v (%T) is not a *broker.DepthError", what, err, err)
+		t.Fatalf("%s: error %v (%T) is not a *model.DepthError", what, err, err)
 	}
 	if de.Queue != queue || de.Depth != depth || de.Limit != limit || de.LowPriority != low {
 		t.Fatalf("%s: DepthError %+v, want queue %s depth %d limit %d low priority %v", what, *de, queue, depth, limit, low)

@@ -190,7 +190,7 @@ func (e *env) getQueue(name string) model.QueueInfo {
 func (e *env) stats(name string) model.QueueStats { return e.getQueue(name).Stats }
 
 // counts is s without OldestSentAt: the three counts the count checks
-// compare (OldestSentAt has its own cases, in stats.go).
+// compare (OldestSentAt has its own cases, in longdelay.go).
 func counts(s model.QueueStats) model.QueueStats {
 	s.OldestSentAt = time.Time{}
 	return s

@@ -10,7 +10,7 @@ import (
 )
 
 // The FIFO semantics (ordering, dedup, receive attempts), written against
-// broker.Backend only. Queues are named "*.fifo" with FifoQueue=true.
+// storage.Backend only. Queues are named "*.fifo" with FifoQueue=true.
 // The tests are split by concern: this file has the helpers and the
 // ordering and group-lock tests; fifo_dedup.go the dedup window and sequence
 // numbers; fifo_attempt.go receive attempts, restarts, dead letters, the

@@ -11,7 +11,7 @@ import (
 )
 
 // The receipt tests check that receipt handles are signed with the store's
-// key (broker.ReceiptCodec): a handle can be neither forged, nor altered,
+// key (model.ReceiptCodec): a handle can be neither forged, nor altered,
 // nor used on another queue, and the key survives a restart.
 var receiptTests = []testCase{
 	{"ForgedHandle", testReceiptForged},

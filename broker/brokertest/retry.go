@@ -165,7 +165,7 @@ func testBackoffFromExpiry(t *testing.T, s suite) {
 
 // testJitterBounds: with jitter full (in [0, d]) or equal (in [d/2, d]),
 // many messages nacked at the same instant come back spread over the
-// bounds, each at the instant broker.Backoff computes from its JitterSeed.
+// bounds, each at the instant plan.Backoff computes from its JitterSeed.
 func testJitterBounds(t *testing.T, s suite, jitter string) {
 	e := s.setup(t)
 	const n = 20
@@ -208,7 +208,7 @@ func testJitterBounds(t *testing.T, s suite, jitter string) {
 	}
 	for _, at := range due {
 		if at.Before(lo) || at.After(nackAt.Add(d)) {
-			t.Fatalf("broker.Backoff put a message at %v, outside [%v, %v]", at.Sub(nackAt), lo.Sub(nackAt), d)
+			t.Fatalf("plan.Backoff put a message at %v, outside [%v, %v]", at.Sub(nackAt), lo.Sub(nackAt), d)
 		}
 	}
 	if due[0].Equal(due[n-1]) {

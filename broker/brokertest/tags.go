@@ -10,8 +10,9 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Tags (broker.Tagger) and policy statements (broker.PolicyEditor). A backend
-// without a capability skips its tests.
+// Tags (TagQueue, UntagQueue) and policy statements (AddPermission,
+// RemovePermission): changes of a queue that every backend applies with
+// plan.QueueUpdate.Apply inside its UpdateQueue.
 var tagTests = []testCase{
 	{"TagUntag", testTagUntag},
 	{"TagLimits", testTagLimits},

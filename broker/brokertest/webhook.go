@@ -110,7 +110,7 @@ func (e *env) events() []model.DeadLetterEvent {
 	return out
 }
 
-// eventAt is the form of an event's "at" (broker.EventTimeFormat).
+// eventAt is the form of an event's "at" (model.EventTimeFormat).
 var eventAt = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)
 
 // wantEventForm checks an outbox body's wire form, which every backend

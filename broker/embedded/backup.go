@@ -8,7 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// Backup implements broker.Backuper: an online, consistent copy of the
+// Backup implements storage.Diagnostics: an online, consistent copy of the
 // store (a Pebble checkpoint) in the new directory dir, while the broker
 // serves. The copy holds every change acknowledged before Backup began (the
 // log is synced first) and is a data directory a broker opens as it is;

@@ -88,7 +88,7 @@ func u64Bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 // queueRecord is the stored form of a queue.
 type queueRecord struct {
 	ID uint64 `json:"id"`
-	// Account owns the queue ("" = the broker's own, see broker.QueueRef).
+	// Account owns the queue ("" = the broker's own, see model.QueueRef).
 	Account    string            `json:"account,omitempty"`
 	Name       string            `json:"name"`
 	Config     model.QueueConfig `json:"config"`

@@ -1,4 +1,4 @@
-// Package embedded is Sluice's default backend: broker.Backend on an embedded
+// Package embedded is Sluice's default backend: storage.Backend on an embedded
 // Pebble store in one data directory, with the schedule of every queue
 // (ready order, leases, delays, retention order) indexed in memory.
 //
@@ -55,7 +55,7 @@ type Config struct {
 	// receive: the bound on the memory bodies take. Default 64 MiB; 1 MiB..64 GiB.
 	CacheBytes int64
 	// DiskReserve is the free space, in bytes, below which sends are
-	// refused with broker.ErrStoreFull (space.go): DiskReserveAuto (0, the
+	// refused with model.ErrStoreFull (space.go): DiskReserveAuto (0, the
 	// default) is max(64 MiB, 2 % of the file system) capped at a quarter
 	// of it; DiskReserveOff (-1) never refuses. See ParseDiskReserve.
 	DiskReserve int64
@@ -95,7 +95,7 @@ func (c Config) Validate() error {
 // key ceiling.
 const keyBlock = 1 << 16
 
-// Backend is the embedded broker.Backend. Create it with Open.
+// Backend is the embedded storage.Backend. Create it with Open.
 type Backend struct {
 	opts  storage.Options
 	clock model.Clock
@@ -255,8 +255,8 @@ func dirNotWritable(err error) bool {
 	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOTDIR)
 }
 
-// Close ends waiting receives with broker.ErrClosed, waits for the calls in
-// progress, stops the background work (broker.Lifecycle's order) and closes
+// Close ends waiting receives with model.ErrClosed, waits for the calls in
+// progress, stops the background work (lifecycle.Lifecycle's order) and closes
 // the store (every change is already synced). It is idempotent.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {

@@ -14,7 +14,7 @@ import (
 //     dead letter arriving in its DLQ, a message moved by a move task; it
 //     keeps it for life (a redelivery, a backoff or a snooze only unplace
 //     and place it again);
-//   - a claim (claimLocked) moves its level's cursor (broker.AdvanceCursor);
+//   - a claim (claimLocked) moves its level's cursor (plan.AdvanceCursor);
 //   - recover adds each queue's messages in key order, which is each
 //     tenant's send order, on empty fair state: the turns start again from
 //     1, so each tenant's messages keep their relative order and a tenant's

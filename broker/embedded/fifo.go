@@ -381,7 +381,7 @@ func (b *Backend) gcFifoLocked(q *queue, batch *pebble.Batch, now int64) {
 // ---- dead-letter move ----
 
 // deadLetter adjusts nm, a copy of a message moving into the dead-letter
-// queue dlq under key nm.key, by broker.PlanDeadLetter (a new sequence
+// queue dlq under key nm.key, by plan.DeadLetter (a new sequence
 // number is the new key).
 func deadLetter(nm *msg, body []byte, dlqFifo bool, now int64) {
 	var m model.Message

@@ -11,7 +11,7 @@ import (
 // msgState is where a message sits in its queue's schedule. It is also stored
 // in the metadata record (except stateDoomed): on restart a delayed or
 // backing-off message whose visibleAt has passed is ready, and an in-flight
-// one whose lease ended is planned as an expiry (broker.PlanLeaseExpiry).
+// one whose lease ended is planned as an expiry (plan.LeaseExpiry).
 type msgState uint8
 
 const (
@@ -26,7 +26,7 @@ const (
 	//
 	// A backoff after an expired lease is not written: the record keeps
 	// saying stateInflight with the lease's end, and recover plans the
-	// expiry again (broker.ExpiryVisibleAt computes the same instant).
+	// expiry again (plan.ExpiryVisibleAt computes the same instant).
 	stateBackoff msgState = 4
 	// stateDoomed (memory only): the lease ended on the message's last
 	// attempt; it waits in queue.doomed for its move to the dead-letter
@@ -226,7 +226,7 @@ func (q *queue) countTimed(m *msg) {
 // place puts a message that is in no schedule heap into ready or timed. An
 // in-flight message whose lease already ended (a receive with a visibility
 // timeout of 0) goes to timed all the same: its end is an expiry, which
-// promote plans (broker.PlanLeaseExpiry: a backoff, a dead letter, the
+// promote plans (plan.LeaseExpiry: a backoff, a dead letter, the
 // reason), not a plain return to ready.
 func (q *queue) place(m *msg, now int64) {
 	if m.state == stateReady || (m.visibleAt <= now && m.state != stateInflight) {
@@ -287,7 +287,7 @@ func (q *queue) forget(m *msg) {
 
 // promote applies what the clock says to the timed messages whose visibleAt
 // has passed: an ended delay or backoff makes its message ready; an expired
-// lease is planned with broker.PlanLeaseExpiry (from the lease's end, however
+// lease is planned with plan.LeaseExpiry (from the lease's end, however
 // late this runs): ready, backing off (stateBackoff, holding its FIFO group),
 // or doomed (queue.doomed, for flushDoomedLocked). It reports whether any
 // message became ready.

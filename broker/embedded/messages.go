@@ -9,7 +9,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Send implements broker.Backend.
+// Send implements storage.Backend.
 func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []model.SendEntry) ([]model.SendResult, error) {
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func lookupLease(q *queue, r model.Receipt) (*msg, model.LeaseOutcome) {
 	return m, model.LeaseApplied
 }
 
-// Delete implements broker.Backend. A receipt whose lease version matches
+// Delete implements storage.Backend. A receipt whose lease version matches
 // deletes the message even if the lease expired (and it was not received
 // again), except on a FIFO queue (LeaseEnded).
 func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts []model.Receipt) ([]model.LeaseOutcome, error) {

@@ -17,7 +17,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Message move tasks (broker.MoveTasker).
+// Message move tasks (storage.Backend).
 //
 // # State
 //
@@ -39,10 +39,10 @@ import (
 // the remainder. A key whose message is gone (deleted, expired) or in flight
 // is passed over: a message that a consumer holds stays where it is.
 //
-// A replay of chosen messages (broker.SelectiveMover) stores their keys in
+// A replay of chosen messages (storage.Backend) stores their keys in
 // the record (Selective, Keys: at most broker.MaxDeleteByID of them, found
 // by message id when the task starts), and the list is made of those keys
-// only; an edit-and-replay stores its broker.MessageEdit there too. So a
+// only; an edit-and-replay stores its model.MessageEdit there too. So a
 // restart resumes the same selection with the same edit.
 //
 // On a FIFO source, passing over a message in flight blocks its group for
@@ -52,7 +52,7 @@ import (
 //
 // # One step, one write
 //
-// A step moves up to broker.MoveChunk(rate) messages under Backend.mu in one
+// A step moves up to plan.MoveChunk(rate) messages under Backend.mu in one
 // Pebble batch: for each, the new message on the destination (new key, new
 // message id, SentAt now), the delete of the old one from the source, and the
 // task record with the new Moved count. The batch is synced before the next
@@ -61,14 +61,14 @@ import (
 //
 // # The runner
 //
-// b.mover is a broker.Duty (started by Open, stopped by Close) whose step
+// b.mover is a lifecycle.Duty (started by Open, stopped by Close) whose step
 // (moveTick) steps every due task and returns the earliest due time; a start
 // or a cancel kicks it. After a step that moved n messages, the task is due again
-// broker.MovePace(n, rate) later on the injected clock, so a FakeClock drives
+// plan.MovePace(n, rate) later on the injected clock, so a FakeClock drives
 // it. A step that stops before a message whose destination is full
-// (broker.MoveWait: the destination's depth, which counts the messages the
+// (plan.MoveWait: the destination's depth, which counts the messages the
 // step already moved there, is at its MaxDepth) leaves the cursor on it, and
-// the task is due again broker.MoveWaitRetry later. All task state is
+// the task is due again plan.MoveWaitRetry later. All task state is
 // guarded by Backend.mu; the loop holds no state of its own but its timer.
 
 // pfxMoveTask prefixes the move task records (see codec.go for the others).
@@ -181,7 +181,7 @@ func (b *Backend) recoverMoveTasks() error {
 	return b.db.Apply(batch, pebble.Sync)
 }
 
-// StartMoveTask implements broker.MoveTasker.
+// StartMoveTask implements storage.Backend.
 func (b *Backend) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) (model.MoveTask, error) {
 	if err := b.enter(ctx); err != nil {
 		return model.MoveTask{}, err
@@ -279,7 +279,7 @@ func (b *Backend) liveTasksLocked(src *queue) []*moveTask {
 	return out
 }
 
-// ListMoveTasks implements broker.MoveTasker.
+// ListMoveTasks implements storage.Backend.
 func (b *Backend) ListMoveTasks(ctx context.Context, source model.QueueRef, limit int) ([]model.MoveTask, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -301,7 +301,7 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source model.QueueRef, limi
 	return out, nil
 }
 
-// CancelMoveTask implements broker.MoveTasker: the task becomes CANCELLING
+// CancelMoveTask implements storage.Backend: the task becomes CANCELLING
 // at once (durably) and CANCELLED at the runner's next step, which the
 // cancel triggers.
 func (b *Backend) CancelMoveTask(ctx context.Context, source model.QueueRef, id string) (model.MoveTask, error) {
@@ -521,7 +521,7 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 }
 
 // editSkip is moveOutLocked's answer for a message whose edited form does
-// not fit its destination (broker.ApplyEdit).
+// not fit its destination (plan.ApplyEdit).
 type editSkip struct{ error }
 
 // moveCandidates returns the keys of src's messages below watermark, oldest
@@ -550,7 +550,7 @@ func moveCandidates(src *queue, watermark uint64) []uint64 {
 // message: new key and message id, SentAt now, receive and attempt counts 0,
 // dst's DelaySeconds; body, attributes, system attributes, sender, priority,
 // Sluice.MaxAttempts and group kept, the body and attributes (and with them
-// the options) as edit changes them (broker.ApplyEdit; an *editSkip error
+// the options) as edit changes them (plan.ApplyEdit; an *editSkip error
 // when the result does not fit dst: nothing is written). On a FIFO
 // destination its sequence number is its new key and its dedup id its new
 // message id (it is not deduplicated).

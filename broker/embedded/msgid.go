@@ -5,7 +5,7 @@ import (
 )
 
 // msgID is a message id as the index keeps it: the 16 bytes of a canonical
-// lowercase UUID (the form broker.NewMessageID makes, 8-4-4-4-12 hex digits),
+// lowercase UUID (the form model.NewMessageID makes, 8-4-4-4-12 hex digits),
 // which saves the index 48 bytes per message over a string. An id of another
 // form (none is made today) is kept whole in the message's msgExtra.
 type msgID [16]byte

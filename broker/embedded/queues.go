@@ -13,7 +13,7 @@ import (
 	"github.com/sluicemq/sluice/broker/storage"
 )
 
-// CreateQueue implements broker.Backend.
+// CreateQueue implements storage.Backend.
 func (b *Backend) CreateQueue(ctx context.Context, spec storage.QueueSpec) (model.Queue, bool, error) {
 	if err := b.enter(ctx); err != nil {
 		return model.Queue{}, false, err
@@ -49,7 +49,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec storage.QueueSpec) (mode
 	return info, true, nil
 }
 
-// GetQueue implements broker.Backend. The counts are the maintained
+// GetQueue implements storage.Backend. The counts are the maintained
 // counters, brought up to the clock (ended delays and expired leases are
 // promoted first: amortised, never a scan).
 func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (model.QueueInfo, error) {
@@ -69,7 +69,7 @@ func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (model.Queu
 	return q.info(), nil
 }
 
-// ListQueues implements broker.Backend.
+// ListQueues implements storage.Backend.
 func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]model.Queue, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, change m
 	return err
 }
 
-// DeleteQueue implements broker.Backend: the queue record goes at once (in
+// DeleteQueue implements storage.Backend: the queue record goes at once (in
 // the same batch as a range delete of its data); the space is reclaimed by a
 // background compaction.
 func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) error {
@@ -161,7 +161,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) error {
 	return nil
 }
 
-// PurgeQueue implements broker.Backend: a range delete of the queue's
+// PurgeQueue implements storage.Backend: a range delete of the queue's
 // metadata and bodies, and an emptied index.
 func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, minInterval time.Duration) error {
 	var n int
@@ -208,7 +208,7 @@ func copyTags(tags map[string]string) map[string]string {
 	return out
 }
 
-// ListQueueStats implements broker.StatsLister: every queue of account with
+// ListQueueStats implements storage.Backend: every queue of account with
 // its counts, in name order, under one hold of the lock.
 func (b *Backend) ListQueueStats(ctx context.Context, account string) ([]model.QueueInfo, error) {
 	if err := ctx.Err(); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// keyReceiptKey holds the store's receipt key (broker.ReceiptKeySize
+// keyReceiptKey holds the store's receipt key (model.ReceiptKeySize
 // random bytes), written once when the store is first opened.
 var keyReceiptKey = []byte{pfxCounter, 'r', 'k', 'e', 'y'}
 

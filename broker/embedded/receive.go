@@ -10,7 +10,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Receive implements broker.Backend.
+// Receive implements storage.Backend.
 //
 // Waiting: a receive that finds nothing registers on its queue's wake
 // channel and arms one clock timer for the earlier of its wait deadline and
@@ -183,7 +183,7 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 
 // leaseLocked takes m (ready, unplaced) for a receive (b.mu held): a message
 // past retention is deleted; one whose receive would start an attempt past
-// its limit (broker.ShouldDeadLetterOnReceive) moves to the dead-letter queue
+// its limit (plan.ShouldDeadLetterOnReceive) moves to the dead-letter queue
 // (when that exists); any other gets a new lease version, one more receive
 // and attempt, and is in flight until now+vis. The caller places a leased m
 // in the index once its claim is complete. It reports whether m was leased.
@@ -227,7 +227,7 @@ func (b *Backend) dlqLocked(q *queue) *queue {
 }
 
 // moveLocked moves m (unplaced) from q to its dead-letter queue dlq in batch
-// (broker.PlanDeadLetter): same message id, body, attributes, SentAt, counts,
+// (plan.DeadLetter): same message id, body, attributes, SentAt, counts,
 // first and last receive time, the failure reason reason, a new key in dlq,
 // DeadLetterSource set; the move is logged (b.dlLog), and its webhook event
 // written in batch when q has a DeadLetterWebhook. It never asks dlq's

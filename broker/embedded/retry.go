@@ -12,15 +12,15 @@ import (
 //
 //   - A receive adds one to a message's receive count and attempts
 //     (leaseLocked); a receive that would start an attempt past the limit
-//     moves the message instead (broker.ShouldDeadLetterOnReceive).
+//     moves the message instead (plan.ShouldDeadLetterOnReceive).
 //   - A lease that ends unsettled is planned by promote with
-//     broker.PlanLeaseExpiry when the clock passes its end: visible,
+//     plan.LeaseExpiry when the clock passes its end: visible,
 //     backing off (stateBackoff; not written, see stateBackoff), or doomed
 //     (stateDoomed): moved to the dead-letter queue by the next holder of a
 //     write batch for the queue (promoteLocked: a receive, a delete, a
 //     visibility change, a move-task step) or by the sweeper, which wakes
 //     for the lease ends of messages on their last attempt (noteLeaseLocked).
-//   - ChangeVisibility plans each change with broker.PlanLeaseChange
+//   - ChangeVisibility plans each change with plan.LeaseChange
 //     (changeLeaseLocked).
 
 // promoteLocked brings q up to now (promote) and, with batch, moves the

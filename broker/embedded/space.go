@@ -16,7 +16,7 @@ import (
 // waits in the commit pipeline, while the writer holds Backend.mu, so every
 // request hangs, receives included. So the backend never lets the disk fill:
 // each send first asks the file system for the data directory's free space
-// (one statfs through the vfs) and is refused with broker.ErrStoreFull when
+// (one statfs through the vfs) and is refused with model.ErrStoreFull when
 // it is below the reserve. Only sends are refused: receives, deletes and
 // visibility changes write little and free space (a body's single delete lets a
 // flush or compaction drop it), so they go on. Sends resume by themselves as
@@ -83,7 +83,7 @@ type spaceGuard struct {
 	full atomic.Bool
 }
 
-// check returns broker.ErrStoreFull (StoreFullError) when a send must be
+// check returns model.ErrStoreFull (StoreFullError) when a send must be
 // refused for want of space, nil otherwise. A file system that cannot tell
 // its free space (an in-memory one) never refuses.
 func (g *spaceGuard) check() error {

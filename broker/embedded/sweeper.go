@@ -22,7 +22,7 @@ func (b *Backend) noteExpiryLocked(q *queue, m *msg) {
 	}
 }
 
-// sweepStep is the retention sweeper's step (b.sweeper, a broker.Duty): it
+// sweepStep is the retention sweeper's step (b.sweeper, a lifecycle.Duty): it
 // moves the messages whose lease ended on their last attempt to their
 // dead-letter queue (retry.go), deletes messages whose SentAt + the queue's
 // Retention has passed, whatever their state (ready, in flight, delayed,

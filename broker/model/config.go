@@ -40,7 +40,7 @@ type QueueConfig struct {
 	// without acting on them (the KMS and SSE settings).
 	Extra map[string]string
 
-	// The Sluice settings (sluice_attrs.go): beyond SQS, all off by default,
+	// The Sluice settings (config_beyond_sqs.go): beyond SQS, all off by default,
 	// so a queue without them behaves as an SQS queue.
 
 	// Retry, when set, delays a message after a failure (a nack without a
@@ -238,7 +238,7 @@ func (c *QueueConfig) apply(attrs map[string]string, create bool) error {
 		case extraAttrs[name]:
 			err = c.applyExtra(name, v) // sse.go
 		case sluiceAttrs[name]:
-			err = c.applySluice(name, v) // sluice_attrs.go
+			err = c.applySluice(name, v) // config_beyond_sqs.go
 		default:
 			return Errorf(ErrInvalidAttributeName, "Unknown Attribute %s.", name)
 		}

@@ -21,11 +21,11 @@ import (
 //     p in table cursors, one row per counter shard (cursorSQL). A claim
 //     raises, in the same statement, the row of its shard for each level it
 //     leased to the highest turn it leased there (claimSQL's cur): that is
-//     broker.AdvanceCursor, as the max over the shards of their maxima is
+//     plan.AdvanceCursor, as the max over the shards of their maxima is
 //     the max of every claimed turn. At most 201 levels × countShards rows
 //     per queue; the sweeper deletes them with the counters.
 //
-// A new message takes broker.NextTurn(last[p][T], cursor[p]) = max(last,
+// A new message takes plan.NextTurn(last[p][T], cursor[p]) = max(last,
 // cursor) + 1, computed in the statement that inserts it (sendTurns for
 // Send, turnsSQL elsewhere); the n-th message of one tenant and level in one statement takes max(last,
 // cursor) + n, which is NextTurn applied n times. Every place that adds a
@@ -93,7 +93,7 @@ func turnJoinSQL(r string) string {
 
 // advanceCursorsSQL is the CTE body that raises queue @queue's cursors
 // (shard @shard) to the highest turn leased at each level among the rows of
-// claimed (a relation with columns priority and turn): broker.AdvanceCursor.
+// claimed (a relation with columns priority and turn): plan.AdvanceCursor.
 // Only claims write cursors rows, all with this statement, in priority
 // order; a row that would not rise is locked but not rewritten.
 func advanceCursorsSQL(claimed string) string {

@@ -58,7 +58,7 @@ func prioEntry(body, tenant string, p int) model.SendEntry {
 }
 
 // TestFairTurnsFollowTheRule: the turns the SQL computes (on send and
-// claim) are broker.NextTurn's and the cursor broker.AdvanceCursor's, per
+// claim) are plan.NextTurn's and the cursor plan.AdvanceCursor's, per
 // tenant (no MessageGroupId: one tenant) and per priority level.
 func TestFairTurnsFollowTheRule(t *testing.T) {
 	t.Parallel()

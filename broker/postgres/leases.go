@@ -39,9 +39,9 @@ import (
 // expireBatch bounds the ended leases one expireLeases transaction plans.
 const expireBatch = 500
 
-// hasPolicy reports whether an ended lease of a queue with settings c is
+// hasRetryOrRedrive reports whether an ended lease of a queue with settings c is
 // planned in Go (expireLeases) rather than promoted in SQL.
-func hasPolicy(c model.QueueConfig) bool { return c.Retry != nil || c.Redrive != nil }
+func hasRetryOrRedrive(c model.QueueConfig) bool { return c.Retry != nil || c.Redrive != nil }
 
 // noteDeadline makes the sweeper run by at, when that is sooner than its
 // current deadline: a lease of a queue with a policy ends then, and its
@@ -193,7 +193,7 @@ func compareInt64(x, y int64) int {
 
 // moveToDLQ moves in-flight messages of queue src (locked by the caller) to
 // its dead-letter queue dlq, ready there at now, as the claim's dead-letter
-// move does (claimSQL's red), with broker.PlanDeadLetter's fields: on a FIFO
+// move does (claimSQL's red), with plan.DeadLetter's fields: on a FIFO
 // dead-letter queue a new sequence number (taken under the group rows'
 // locks, in the source's order), its message id as dedup id and SentAt now.
 // Each keeps its body, attributes, counts, receive times and max attempts;
@@ -374,7 +374,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 				case r.state == "d":
 					out[c.i] = model.LeaseStale // backing off or snoozed: not this lease's any more
 					continue
-				case !r.live && r.state == "i" && hasPolicy(q.cfg):
+				case !r.live && r.state == "i" && hasRetryOrRedrive(q.cfg):
 					// The lease ended and nobody planned it yet: plan it
 					// now, as a receive would. Backing off or moved: the
 					// receipt is stale; visible again: the lease ended.
@@ -436,13 +436,13 @@ func (b *Backend) afterLeases(ctx context.Context, q queueRow, res leaseResult) 
 	case !res.earliest.IsZero():
 		b.changed(q.id, res.earliest, false)
 	}
-	if hasPolicy(q.cfg) && !res.earliest.IsZero() {
+	if hasRetryOrRedrive(q.cfg) && !res.earliest.IsZero() {
 		b.noteDeadline(res.earliest)
 	}
 }
 
 // expireLeases plans the ended leases of queue q (a queue with a policy)
-// with broker.PlanLeaseExpiry, at most expireBatch of them, skipping rows
+// with plan.LeaseExpiry, at most expireBatch of them, skipping rows
 // other transactions hold, and applies the plans in one transaction. It
 // returns the messages moved to the dead-letter queue and whether more
 // leases may have ended (a full batch).

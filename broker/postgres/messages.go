@@ -31,7 +31,7 @@ func encodeAttrs(e *model.SendEntry) []byte {
 	return b
 }
 
-// Send implements broker.Backend: one INSERT of the valid entries whose CTE
+// Send implements storage.Backend: one INSERT of the valid entries whose CTE
 // also adds them to a counter shard, in one autocommit statement (FIFO: one
 // transaction, sendFifo).
 func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []model.SendEntry) (_ []model.SendResult, err error) {
@@ -295,7 +295,7 @@ func leaseOf(qid int64, r model.Receipt) (key, lease int64, o model.LeaseOutcome
 // group lock. A message backing off or snoozed ('d') is not under the
 // receipt's lease any more: stale. On a standard queue with a policy an
 // ended lease is not deleted by this statement: it is planned first
-// (broker.PlanLeaseExpiry; see Delete), since its message may be backing
+// (plan.LeaseExpiry; see Delete), since its message may be backing
 // off or dead-lettered by now. Deleting a leased message invalidates the
 // receive attempt that returned it. d returns the deleted rows' ids.
 func deleteSQL(mid, fifo, policy, shard string) string {
@@ -329,7 +329,7 @@ var deleteByRefSQL = `WITH q AS (
 		SELECT ` + queueCols + `, (SELECT coalesce(array_agg(id ORDER BY id, lease), '{}') FROM d),
 			(SELECT coalesce(array_agg(lease ORDER BY id, lease), '{}') FROM d) FROM q`
 
-// Delete implements broker.Backend: one DELETE of the rows whose lease
+// Delete implements storage.Backend: one DELETE of the rows whose lease
 // version matches the receipts (a stale receipt matches nothing),
 // subtracting them from the counters, in the statement that reads the queue
 // row (deleteByRefSQL).
@@ -382,7 +382,7 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 	if len(keys) == 0 {
 		return out, nil
 	}
-	policy := hasPolicy(q.cfg)
+	policy := hasRetryOrRedrive(q.cfg)
 	del := func(keys, leases []int64) ([]int64, error) {
 		var gone []int64
 		err := retry(func() error {
@@ -510,7 +510,7 @@ func (b *Backend) deleteByRef(ctx context.Context, jobs []*deleteJob) error {
 	return nil
 }
 
-// readDepth is queue mid's depth (broker.QueueStats.Depth): the sum of its
+// readDepth is queue mid's depth (model.QueueStats.Depth): the sum of its
 // counters, every stored message whatever its state.
 func readDepth(ctx context.Context, db querier, mid int64) (int64, error) {
 	var d int64
@@ -536,9 +536,9 @@ const promoteLimit = 10000
 
 // promoteSQL is the promotion of one queue's due messages, as CTEs (due, up,
 // ins) of a statement whose $1 is the instant (nowSQL), $3 the counter
-// shard, $4 promoteLimit and $5 broker.ReasonLeaseExpired: its delayed and
+// shard, $4 promoteLimit and $5 model.ReasonLeaseExpired: its delayed and
 // in-flight messages whose visible_at has passed become ready (an in-flight
-// one so promoted failed by its lease's end: broker.PlanLeaseExpiry's
+// one so promoted failed by its lease's end: plan.LeaseExpiry's
 // FateVisible), and the counters move with them. mid is the SQL of the
 // queue's mid; policy the SQL of whether it has a RetryPolicy or
 // RedrivePolicy, whose ended leases are not promoted here but planned one by
@@ -574,7 +574,7 @@ func inflightAfterSQL(mid string) string {
 // in-flight cap; -1 when expireLeases ran after it (the count may have
 // changed since).
 func (b *Backend) promote(ctx context.Context, q queueRow) ([]movedLetter, int64, error) {
-	policy := hasPolicy(q.cfg)
+	policy := hasRetryOrRedrive(q.cfg)
 	var inflight int64
 	err := retry(func() error {
 		return b.pool.QueryRow(ctx, `WITH `+promoteSQL("$2", "$6")+`
@@ -604,8 +604,8 @@ type looked struct {
 	dlq, hook *queueRow
 }
 
-// storedPolicySQL is hasPolicy spelled on the config column of a queues
-// row: broker.QueueConfig's Retry and Redrive are JSON objects when set,
+// storedPolicySQL is hasRetryOrRedrive spelled on the config column of a queues
+// row: model.QueueConfig's Retry and Redrive are JSON objects when set,
 // null or absent when not.
 const storedPolicySQL = "(coalesce(jsonb_typeof(config->'Retry'), '') = 'object' OR coalesce(jsonb_typeof(config->'Redrive'), '') = 'object')"
 

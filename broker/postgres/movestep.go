@@ -36,7 +36,7 @@ type stepOutcome struct {
 	at      time.Time
 	task    stepTask
 	moved   int64
-	skipped int64                // edited messages that did not fit (broker.ApplyEdit)
+	skipped int64                // edited messages that did not fit (plan.ApplyEdit)
 	ended   model.MoveTaskStatus // "" while the task still runs
 	failure string
 	targets []queueRow // the queues that received messages
@@ -215,7 +215,7 @@ func stepItems(ctx context.Context, tx pgx.Tx, task int64, n int) (items []int64
 	return items, sentAt, err
 }
 
-// targetDepths reads the depth (broker.QueueStats.Depth, from the counters)
+// targetDepths reads the depth (model.QueueStats.Depth, from the counters)
 // of the step's targets that have a MaxDepth or LowPriorityMaxDepth, by
 // mid: the others admit any move. Like a send's, the read is of the
 // committed counters, so brokers moving and sending at once may overshoot
@@ -304,13 +304,13 @@ type stepPlan struct {
 	skipped []skippedMsg // edited messages that do not fit their target
 }
 
-// skippedMsg is an edited message a step left in the source (broker.ApplyEdit).
+// skippedMsg is an edited message a step left in the source (plan.ApplyEdit).
 type skippedMsg struct {
 	id, target string
 	err        error
 }
 
-// planStep walks the items in move order (broker.MoveWalk): a message
+// planStep walks the items in move order (plan.MoveWalk): a message
 // without a live destination fails the task after the ones before it moved;
 // a message held by a consumer blocks its FIFO group (in this chunk, and in
 // later ones: advanceTask drops their items); a message whose destination is
@@ -405,7 +405,7 @@ type movedContent struct {
 }
 
 // newContent applies the task's edit to m bound for a queue with settings
-// c (broker.ApplyEdit); without an edit the message keeps its content and
+// c (plan.ApplyEdit); without an edit the message keeps its content and
 // options.
 func newContent(edit *model.MessageEdit, c model.QueueConfig, m stepMsg) (movedContent, error) {
 	opts := model.MessageOptions{Priority: m.priority, MaxAttempts: m.maxAttempts}
@@ -458,7 +458,7 @@ func (b *Backend) applyStep(ctx context.Context, tx pgx.Tx, o *stepOutcome, p st
 // one handled: every one read unless a full target stopped the walk), the
 // later items of a blocked group are dropped (they stay in the source,
 // behind the message that stayed), and the task ends or is paced (waiting
-// for room: broker.MoveWaitRetry at least).
+// for room: plan.MoveWaitRetry at least).
 func (b *Backend) advanceTask(ctx context.Context, tx pgx.Tx, o *stepOutcome, src queueRow, p stepPlan, items []int64, sentAt []time.Time, rate int) error {
 	t := &o.task
 	if h := p.handled; h > 0 {

@@ -13,7 +13,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Message move tasks (broker.MoveTasker).
+// Message move tasks (storage.Backend).
 //
 // # State (migration 3)
 //
@@ -22,7 +22,7 @@ import (
 // counts, rate and due_at, the instant from which a runner may take its next
 // step. At most one task per source queue is active (RUNNING or CANCELLING):
 // the partial unique index move_tasks_active enforces it across brokers. At
-// most broker.MaxListMoveTasks tasks are kept per source; StartMoveTask
+// most model.MaxListMoveTasks tasks are kept per source; StartMoveTask
 // deletes the oldest ended ones, and the tasks of an earlier queue of the
 // same name. The sweeper's reclaim deletes the tasks of a reclaimed queue.
 //
@@ -35,9 +35,9 @@ import (
 // The items are the task's remaining work, in move order (sent_at, id).
 // A step deletes the items it handled in the same transaction that moves
 // their messages, so after a crash or a restart the items are still exactly
-// the remainder. A replay of chosen messages (broker.SelectiveMover) copies
+// the remainder. A replay of chosen messages (storage.Backend) copies
 // only theirs (matched by message id); an edit-and-replay keeps its
-// broker.MessageEdit in move_tasks.edit (migration 8). So a restart, or
+// model.MessageEdit in move_tasks.edit (migration 8). So a restart, or
 // another broker, resumes the same selection with the same edit. An item whose message is gone (deleted, expired, moved on
 // by its own RedrivePolicy) or in flight (a live lease) is dropped without
 // moving it: a message a consumer holds stays where it is. On a FIFO source
@@ -54,7 +54,7 @@ import (
 //  1. the source and destination queue rows are locked FOR SHARE (a
 //     concurrent DeleteQueue waits for the step, or the step sees the queue
 //     deleted and fails the task with MoveTaskFailureNoQueue);
-//  2. the next broker.MoveChunk(rate) items are read and their messages
+//  2. the next plan.MoveChunk(rate) items are read and their messages
 //     locked FOR UPDATE (waiting for a receive that holds one: the lock
 //     re-checks the row, so a message leased meanwhile is seen in flight);
 //  3. each movable message is inserted into its destination as a new message
@@ -62,14 +62,14 @@ import (
 //     DelaySeconds; body, attributes, sender, priority and group kept; on a
 //     FIFO destination a new sequence number, taken under the group rows'
 //     locks as sends take theirs, and its message id as dedup id; the
-//     task's edit applied, broker.ApplyEdit, and a message whose edited form
+//     task's edit applied, plan.ApplyEdit, and a message whose edited form
 //     does not fit its destination left in the source and counted as
 //     skipped) and deleted from the source. A message whose destination is
-//     full (broker.MoveWait: the depth read in the step plus what the step
+//     full (plan.MoveWait: the depth read in the step plus what the step
 //     already moved there is at its MaxDepth) ends the walk: it and the
-//     items after it stay for a step broker.MoveWaitRetry later;
+//     items after it stay for a step plan.MoveWaitRetry later;
 //  4. the handled items are deleted, the task's moved count and due_at
-//     (now + broker.MovePace(moved, rate)) or final status are written;
+//     (now + plan.MovePace(moved, rate)) or final status are written;
 //  5. the counters of the source and destinations are updated, last, in
 //     queue id order (the package's deadlock-freedom rule).
 //
@@ -93,7 +93,7 @@ import (
 // start tasks (they run them themselves, but a broker may die).
 const moveIdle = 10 * time.Second
 
-// activeSQL matches the active task statuses (broker.ActiveMoveTaskStatuses)
+// activeSQL matches the active task statuses (model.ActiveMoveTaskStatuses)
 // in SQL. (The partial index move_tasks_active of migration 3 spells the same
 // list: a change to it needs a migration.)
 var activeSQL = func() string {
@@ -125,7 +125,7 @@ func txErr(op string, err error) error {
 	return dbErr(op, err)
 }
 
-// StartMoveTask implements broker.MoveTasker: one transaction, holding the
+// StartMoveTask implements storage.Backend: one transaction, holding the
 // source queue row FOR UPDATE so that starts on one source are serialized.
 func (b *Backend) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) (_ model.MoveTask, err error) {
 	defer unavailable(&err)
@@ -217,7 +217,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) 
 	return out, nil
 }
 
-// ListMoveTasks implements broker.MoveTasker.
+// ListMoveTasks implements storage.Backend.
 func (b *Backend) ListMoveTasks(ctx context.Context, source model.QueueRef, limit int) (_ []model.MoveTask, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
@@ -240,7 +240,7 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source model.QueueRef, limi
 	return out, nil
 }
 
-// CancelMoveTask implements broker.MoveTasker: the task becomes CANCELLING
+// CancelMoveTask implements storage.Backend: the task becomes CANCELLING
 // at once (due now), and CANCELLED at the next step of any broker's runner;
 // this broker's runner is woken for it. The UPDATE waits for a step in
 // progress, so the moved count it returns is final.
@@ -275,7 +275,7 @@ func (b *Backend) CancelMoveTask(ctx context.Context, source model.QueueRef, id 
 	return out, nil
 }
 
-// moveTick is the move-task runner's step (b.mover, a broker.Duty; see the
+// moveTick is the move-task runner's step (b.mover, a lifecycle.Duty; see the
 // top of this file): one step of one due task, at once again while a task
 // was found, else the wake-up moveNextDue names.
 func (b *Backend) moveTick(ctx context.Context) (time.Time, error) {

@@ -1,4 +1,4 @@
-// Package postgres is the broker.Backend for several stateless brokers that
+// Package postgres is the storage.Backend for several stateless brokers that
 // share one PostgreSQL database. Every queue, message, lease and counter
 // lives in PostgreSQL; a broker holds only connections, its local waiters
 // and its background duties.
@@ -18,7 +18,7 @@
 // skewed wall clocks agree on every deadline. The instant "now" of a
 // statement is coalesce($1, now()): $1 is NULL with the real clock (so the
 // database's now() rules) and the test clock's reading with a test clock (a
-// broker.Clock with an Offset method, such as *broker.FakeClock). Passing the
+// model.Clock with an Offset method, such as *clocktest.FakeClock). Passing the
 // reading itself is now() plus the clock's offset computed at the database's
 // own instant, which keeps boundary tests exact: an offset measured in Go
 // and added to a later now() would be off by the round-trip time.
@@ -48,7 +48,7 @@
 // dedicated connection sending coalesced NOTIFYs after commits), the
 // sweeper (retention and the reclaiming of deleted queues' and purged
 // messages, on the injected clock) and the move-task runner (movetask.go);
-// the last two are broker.Duty loops.
+// the last two are lifecycle.Duty loops.
 package postgres
 
 import (
@@ -182,7 +182,7 @@ func setsPoolMaxConns(conn string) bool {
 	return ok
 }
 
-// Backend is the PostgreSQL broker.Backend. Create it with Open.
+// Backend is the PostgreSQL storage.Backend. Create it with Open.
 type Backend struct {
 	cfg   Config
 	clock model.Clock
@@ -292,8 +292,8 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// Close ends waiting receives with broker.ErrClosed, waits for the calls in
-// progress, stops the background work (broker.Lifecycle's order) and closes
+// Close ends waiting receives with model.ErrClosed, waits for the calls in
+// progress, stops the background work (lifecycle.Lifecycle's order) and closes
 // the connections. Idempotent.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {

@@ -99,7 +99,7 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// CreateQueue implements broker.Backend. Two brokers creating the same name at
+// CreateQueue implements storage.Backend. Two brokers creating the same name at
 // once: the unique index on live names lets one insert win; the other reads
 // the winner and returns it (created == false).
 func (b *Backend) CreateQueue(ctx context.Context, spec storage.QueueSpec) (_ model.Queue, _ bool, err error) {
@@ -140,7 +140,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec storage.QueueSpec) (_ mo
 	return model.Queue{}, false, errors.New("postgres: create queue: the name kept being created and deleted concurrently")
 }
 
-// GetQueue implements broker.Backend: the counters' sums, after promoting the
+// GetQueue implements storage.Backend: the counters' sums, after promoting the
 // queue's due delayed and in-flight messages (amortised: each message is
 // promoted once; nothing is scanned when nothing is due).
 func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (_ model.QueueInfo, err error) {
@@ -170,7 +170,7 @@ func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (_ model.Qu
 	return info, nil
 }
 
-// ListQueues implements broker.Backend. Names sort bytewise (COLLATE "C").
+// ListQueues implements storage.Backend. Names sort bytewise (COLLATE "C").
 func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) (_ []model.Queue, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
@@ -250,7 +250,7 @@ func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, change m
 	return nil
 }
 
-// DeleteQueue implements broker.Backend: the queue row becomes a tombstone at
+// DeleteQueue implements storage.Backend: the queue row becomes a tombstone at
 // once (its id is never reused, so its receipts stop working); the sweeper of
 // any broker deletes its messages and counters in bounded batches.
 func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) (err error) {
@@ -273,7 +273,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) (err err
 	return nil
 }
 
-// PurgeQueue implements broker.Backend: one short transaction gives the
+// PurgeQueue implements storage.Backend: one short transaction gives the
 // queue a new mid (message space id) and records the old one in purged.
 // Every statement on the queue's content names its mid, so the messages
 // sent before the purge (their counters, FIFO groups, dedup window and
@@ -345,7 +345,7 @@ func countsFromStates(cte, qid, shardParam string) string {
 			inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed`
 }
 
-// ListQueueStats implements broker.StatsLister: every live queue of account
+// ListQueueStats implements storage.Backend: every live queue of account
 // with its counts, in name order, in two queries: the queues with the sums
 // of their counts' shards, then each one's oldest live message (by
 // messages_age). Unlike GetQueue it promotes no delayed message: a delay

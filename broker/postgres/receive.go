@@ -27,7 +27,7 @@ const contendedRetry = 2 * time.Millisecond
 // maxContendedRetry bounds contendedRetry's doubling.
 const maxContendedRetry = 64 * time.Millisecond
 
-// Receive implements broker.Backend.
+// Receive implements storage.Backend.
 //
 // One attempt is two statements, each its own short transaction (two round
 // trips, TestReceiveRoundTrips): look reads the queue row, promotes its due
@@ -120,8 +120,8 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) (_ []mo
 		if len(ds) > 0 {
 			due := b.clock.Now().Add(vis)
 			b.changed(q.id, due, false)
-			if hasPolicy(q.cfg) {
-				b.noteDeadline(due) // the sweeper applies the lease's expiry (expire.go)
+			if hasRetryOrRedrive(q.cfg) {
+				b.noteDeadline(due) // the sweeper applies the lease's expiry (expireLeases, leases.go)
 			}
 			return ds, nil
 		}
@@ -297,9 +297,9 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //   - exp deletes those past retention (@retention µs after sent_at);
 //   - dl picks, and red moves to the dead-letter queue @dlq (NULL: none), those whose
 //     receive would start an attempt past their limit: toDLQ below is
-//     broker.ShouldDeadLetterOnReceive spelled in SQL (the message's own
+//     plan.ShouldDeadLetterOnReceive spelled in SQL (the message's own
 //     max_attempts when > 0, else the queue's maxReceiveCount @max_receives,
-//     against its attempts), with the fields of broker.PlanDeadLetter: ready
+//     against its attempts), with the fields of plan.DeadLetter: ready
 //     there, named after @source, with the reason @reason_max; into a FIFO
 //     dead-letter queue (@dlq_fifo) with a new sequence number, its message
 //     id as dedup id and a new SentAt (as SQS resets a FIFO dead letter's
@@ -316,8 +316,8 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     claim;
 //   - hook writes one dead-letter event per moved message into the webhook
 //     outbox @hook (NULL: the source has no DeadLetterWebhook, or there is
-//     no outbox): broker.WebhookEvent's body spelled in SQL (its fields,
-//     "at" in broker.EventTimeFormat), so the event commits with the move
+//     no outbox): plan.WebhookEvent's body spelled in SQL (its fields,
+//     "at" in model.EventTimeFormat), so the event commits with the move
 //     (turn 0: the outbox is one tenant, served in ready order);
 //   - cur (standard queues) raises the queue's fair-queue cursors of shard
 //     @shard to the highest turn leased at each level (fair.go);

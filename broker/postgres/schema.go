@@ -20,7 +20,7 @@ import (
 //     delay or lease ends. A delayed or in-flight message whose visible_at
 //     has passed is promoted to ready by the next receive or GetQueue of its
 //     queue; on a queue with a RetryPolicy or RedrivePolicy an ended lease
-//     is planned instead (broker.PlanLeaseExpiry, see expire.go).
+//     is planned instead (plan.LeaseExpiry, see expireLeases in leases.go).
 //   - messages_ready_fair (messages_ready before migration 7) is partial
 //     (state = 'r') and in receive order (priority, fair-queue turn, ready
 //     order), so a receive reads the first live entries of one index range;
@@ -117,7 +117,7 @@ CREATE TABLE groups (
 );
 CREATE TABLE dedup (
 	queue_id   bigint NOT NULL,
-	key        bytea NOT NULL, -- broker.DedupKey (may hold a NUL)
+	key        bytea NOT NULL, -- plan.DedupKey (may hold a NUL)
 	message_id uuid NOT NULL,
 	seq        bigint NOT NULL,
 	expires_at timestamptz NOT NULL,
@@ -194,7 +194,7 @@ CREATE TABLE purged (
 `,
 	// 5: accounts. A queue is named by (account, name); '' is the broker's
 	// own account, which every queue created before belongs to (see
-	// broker.QueueRef). A move task names its source the same way.
+	// model.QueueRef). A move task names its source the same way.
 	`
 ALTER TABLE queues ADD COLUMN account text COLLATE "C" NOT NULL DEFAULT '';
 DROP INDEX queues_live_name;
@@ -255,16 +255,16 @@ CREATE TABLE cursors (
 	autovacuum_vacuum_cost_delay = 0
 );
 `,
-	// 8: replays (issue 8, broker.SelectiveMover). A replay of chosen dead
+	// 8: replays (issue 8, storage.Backend). A replay of chosen dead
 	// letters needs no column: its move_task_items are those messages only.
-	// edit is an edit-and-replay's broker.MessageEdit as JSON (NULL: none);
+	// edit is an edit-and-replay's model.MessageEdit as JSON (NULL: none);
 	// skipped counts the edited messages that did not fit their destination
-	// (broker.MoveTask.Skipped).
+	// (model.MoveTask.Skipped).
 	`
 ALTER TABLE move_tasks ADD COLUMN edit jsonb;
 ALTER TABLE move_tasks ADD COLUMN skipped bigint NOT NULL DEFAULT 0;
 `,
-	// 9: the receipt key (issue 12, broker.ReceiptCodec): one row, inserted
+	// 9: the receipt key (issue 12, model.ReceiptCodec): one row, inserted
 	// by the first broker that opens the schema (receiptkey.go).
 	`
 CREATE TABLE receipt_keys (

@@ -20,9 +20,9 @@ type TxConfig struct {
 	Schema string
 	// Account owns the queue. "" (the default) is the brokers' own account,
 	// the one every queue created through the SQS or native API belongs to
-	// (broker.QueueRef).
+	// (model.QueueRef).
 	Account string
-	// Clock, when it has an Offset method (a broker.FakeClock, in tests),
+	// Clock, when it has an Offset method (a clocktest.FakeClock, in tests),
 	// gives the send's instant, as it does for brokers opened with it. nil
 	// or any other clock: the database's clock (clock_timestamp()).
 	Clock model.Clock
@@ -44,8 +44,8 @@ const txSender = "tx"
 // SendTx stores entries into queue in the caller's transaction tx, so that
 // the messages exist if and only if tx commits, and wakes the brokers'
 // waiting receives when it does. It applies the rules of a send through a
-// broker (broker.ValidateSendBatch, then the backend's own send:
-// broker.PlanSend's validation, options and MaxDepth, the fair-queue turns,
+// broker (model.ValidateSendBatch, then the backend's own send:
+// plan.Send's validation, options and MaxDepth, the fair-queue turns,
 // FIFO deduplication and sequence numbers), on the same code as
 // Backend.Send. The schema must have been created by a broker of this
 // version (Open migrates it).

@@ -31,7 +31,7 @@ func (b *Backend) noteExpiry(q queueRow) {
 	}
 }
 
-// sweepStep is the sweeper's step (b.sweeper, a broker.Duty): it deletes
+// sweepStep is the sweeper's step (b.sweeper, a lifecycle.Duty): it deletes
 // messages past their queue's retention, whatever their state, and the
 // messages of deleted queues, and applies the ended leases of queues with a
 // retry or redrive policy (sweepLeases), in bounded statements, at once
@@ -146,7 +146,7 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 }
 
 // policySQL selects the queues (alias q) whose ended leases are planned in
-// Go (hasPolicy): a RetryPolicy or a RedrivePolicy in their settings.
+// Go (hasRetryOrRedrive): a RetryPolicy or a RedrivePolicy in their settings.
 const policySQL = `(jsonb_typeof(q.config->'Retry') = 'object' OR jsonb_typeof(q.config->'Redrive') = 'object')`
 
 // sweepLeasesQueues bounds the queues one sweep plans ended leases of.

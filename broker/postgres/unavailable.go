@@ -40,7 +40,7 @@ func unreachable(err error) bool {
 	return strings.Contains(err.Error(), "conn closed")
 }
 
-// unavailable turns *err into broker.UnavailableError when the database was
+// unavailable turns *err into model.UnavailableError when the database was
 // unreachable: the one place where this backend's connection failures
 // become the broker's retryable "unavailable" (503) instead of an internal
 // failure. Every method of the Backend seam defers it.

@@ -12,7 +12,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Connection failures become broker.ErrUnavailable (a 503 on the wire);
+// Connection failures become model.ErrUnavailable (a 503 on the wire);
 // statement errors and a client that went away do not.
 func TestUnavailableMapsConnectionErrors(t *testing.T) {
 	for _, tc := range []struct {

@@ -17,12 +17,12 @@ import (
 // outbox queue (broker.WebhookOutbox) when it exists: claimSQL's hook CTE
 // for the moves of a claim, insertWebhookEvents for the moves planned in Go
 // (leaseApply). Both build the body with webhookEventJSON, the one SQL
-// spelling of broker.WebhookEvent's body (the conformance suite compares
+// spelling of plan.WebhookEvent's body (the conformance suite compares
 // the two backends' events).
 
 // webhookEventJSON is the SQL expression of an event's body, from the SQL
 // expressions of its fields (at is a timestamptz, written in
-// broker.EventTimeFormat).
+// model.EventTimeFormat).
 func webhookEventJSON(source, dlq, messageID, reason, attempts, receiveCount, at string) string {
 	return `json_build_object('queue', ` + source + `, 'deadLetterQueue', ` + dlq + `, 'messageId', ` + messageID + `,
 		'reason', ` + reason + `, 'attempts', ` + attempts + `, 'receiveCount', ` + receiveCount + `,

@@ -54,7 +54,7 @@ type Config struct {
 	// account, the one the SQS and native APIs create queues in.
 	Account string
 	// Clock turns a Message's DeliverAt into a delay. Default
-	// broker.RealClock.
+	// model.RealClock.
 	Clock model.Clock
 }
 
@@ -90,10 +90,10 @@ func New(cfg Config) *Sender {
 // they never existed.
 //
 // The messages are checked as the native API checks them (its envelope
-// rule, broker.EnvelopeEntry, then the queue's rules), with the same errors
-// (errors.Is against the broker's sentinels: broker.ErrQueueDoesNotExist,
-// broker.ErrThrottled for a full queue (*broker.DepthError),
-// broker.ErrInvalidParameterValue ...). It is all or nothing: one invalid
+// rule, model.EnvelopeEntry, then the queue's rules), with the same errors
+// (errors.Is against the broker's sentinels: model.ErrQueueDoesNotExist,
+// model.ErrThrottled for a full queue (*model.DepthError),
+// model.ErrInvalidParameterValue ...). It is all or nothing: one invalid
 // message fails the call (its error names it as messages[i] when there are
 // several) and none is stored. A failed Send leaves tx usable, with nothing
 // written.

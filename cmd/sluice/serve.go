@@ -47,7 +47,7 @@ type serveFlags struct {
 	tlsCert, tlsKey string
 	// diskReserve is embedded.Config.DiskReserve (--disk-reserve).
 	diskReserve int64
-	// backupDir is broker.Options.BackupDir (--backup-dir).
+	// backupDir is broker.Config.BackupDir (--backup-dir).
 	backupDir string
 }
 

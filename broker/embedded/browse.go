@@ -14,12 +14,12 @@ import (
 // the index (each look holds Backend.mu briefly).
 const browseChunk = 256
 
-// Browse implements broker.Backend. It walks the queue's body records in key
+// Browse implements storage.Backend. It walks the queue's body records in key
 // order (send order; backwards for Newest) from the cursor, which is the last
 // key examined, and takes each message's state and counts from the index:
 // a body whose message is no longer indexed (deleted, moved, not yet
 // committed) is passed over, as is an expired one. At most
-// broker.BrowseScanLimit records are examined per page; nothing is changed
+// model.BrowseScanLimit records are examined per page; nothing is changed
 // (no lease, no count).
 func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.BrowseRequest) (model.BrowsePage, error) {
 	if err := b.enter(ctx); err != nil {
@@ -140,7 +140,7 @@ func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.Bro
 	return page, nil
 }
 
-// DeleteMessages implements broker.Backend: one look through the queue's
+// DeleteMessages implements storage.Backend: one look through the queue's
 // index for the ids, and the deletes in one synced batch. A message in
 // flight loses its lease (its FIFO group is free), a doomed or backing-off
 // one is gone too.

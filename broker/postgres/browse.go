@@ -13,14 +13,14 @@ import (
 )
 
 // browseChunk is how many rows one Browse statement reads while a filter
-// keeps the page short (at most broker.BrowseScanLimit per page in all).
+// keeps the page short (at most model.BrowseScanLimit per page in all).
 const browseChunk = 500
 
-// Browse implements broker.Backend: the queue's live messages in row id
+// Browse implements storage.Backend: the queue's live messages in row id
 // order (send order; newest first when asked), read in chunks without
-// locking or changing them, filtered with broker.BrowseFilter.Match after
+// locking or changing them, filtered with model.BrowseFilter.Match after
 // reading. The cursor is the last examined row id, as a decimal string. A
-// page examines at most broker.BrowseScanLimit rows: a filter that matches
+// page examines at most model.BrowseScanLimit rows: a filter that matches
 // little returns a short page and a cursor to go on from.
 func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.BrowseRequest) (_ model.BrowsePage, err error) {
 	defer unavailable(&err)
@@ -101,11 +101,11 @@ func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.Bro
 	return page, nil
 }
 
-// messageIDRe matches a message id (broker.NewMessageID's form, a UUID as
+// messageIDRe matches a message id (model.NewMessageID's form, a UUID as
 // the messages table stores it); any other id names no message.
 var messageIDRe = regexp.MustCompile(`^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$`)
 
-// DeleteMessages implements broker.Backend: one DELETE by message id,
+// DeleteMessages implements storage.Backend: one DELETE by message id,
 // whatever the messages' states, subtracting them from the counters and
 // invalidating the FIFO receive attempts that returned them (a FIFO group
 // an in-flight one held is free: the lock is derived from the rows). An id
