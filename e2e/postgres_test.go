@@ -16,54 +16,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/jackc/pgx/v5"
 
+	"github.com/sluicemq/sluice/internal/pgtest"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
-// pgAdminURL is the PostgreSQL the multi-broker tests use to create their
-// own database: SLUICE_TEST_POSTGRES's server, or the local one .ci/run starts.
-func pgAdminURL() string {
-	if u := os.Getenv("SLUICE_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
-// pgDatabase creates a fresh database for one test and returns its URL; it
-// skips the test when PostgreSQL is unreachable, unless SLUICE_REQUIRE
-// contains "postgres".
-func pgDatabase(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgAdminURL())
-	if err != nil {
-		msg := "PostgreSQL is not reachable at " + pgAdminURL() + ": " + err.Error()
-		if strings.Contains(os.Getenv("SLUICE_REQUIRE"), "postgres") {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	defer conn.Close(ctx)
-	db := fmt.Sprintf("sluice_e2e_%d", time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, pgAdminURL()); err == nil {
-			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-			c.Close(ctx)
-		}
-	})
-	cfg, err := pgx.ParseConfig(pgAdminURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, db)
-}
+// pgDatabase creates a fresh database for one test and returns its URL
+// (pgtest.Database: skipped with the reason when PostgreSQL is unreachable,
+// unless SLUICE_REQUIRE contains "postgres").
+func pgDatabase(t *testing.T) string { return pgtest.Database(t) }
 
 // envInt reads a positive count from the environment.
 func envInt(t *testing.T, name string, def int) int {

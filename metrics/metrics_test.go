@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/internal/testbroker"
+	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/server"
 )
@@ -26,31 +26,13 @@ type env struct {
 	t   *testing.T
 	b   *testbroker.Broker
 	c   *client.Client
-	log *syncBuffer
-}
-
-// syncBuffer is a log sink tests read.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log *testutil.Buffer
 }
 
 func setup(t *testing.T) *env {
 	t.Helper()
 	m := metrics.New()
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b := testbroker.Start(t, testbroker.Config{Observer: m, Logger: log, Server: func(c *server.Config) { c.Metrics = m }})
 	m.Attach(b.Front)

@@ -2,29 +2,15 @@ package metrics_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
-	"github.com/sluicemq/sluice/internal/testutil"
+	"github.com/sluicemq/sluice/internal/pgtest"
 	"github.com/sluicemq/sluice/metrics"
 )
-
-// pgURL is the test database: SLUICE_TEST_POSTGRES, or the local one .ci/run
-// starts.
-func pgURL() string {
-	if u := os.Getenv("SLUICE_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
 
 // TestPostgresBrokersShareGauges: two brokers on one PostgreSQL schema
 // report the same per-queue gauges (the alert rules' max() relies on it),
@@ -32,22 +18,9 @@ func pgURL() string {
 // reports its pool.
 func TestPostgresBrokersShareGauges(t *testing.T) {
 	t.Parallel()
-	url := pgURL()
+	url, schema := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		testutil.Missing(t, "postgres", "PostgreSQL is not reachable at "+url+" (set SLUICE_TEST_POSTGRES): "+err.Error())
-		return
-	}
-	sum := sha256.Sum256([]byte(t.Name()))
-	schema := "t_" + hex.EncodeToString(sum[:10])
-	drop := func() {
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	}
-	drop()
-	t.Cleanup(func() { drop(); conn.Close(context.Background()) })
-
 	open := func() (*broker.Broker, *metrics.Metrics) {
 		m := metrics.New()
 		cfg := postgres.DefaultConfig()

@@ -1,15 +1,14 @@
 package server_test
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sluicemq/sluice/internal/testbroker"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // get GETs url and returns the status and body.
@@ -56,28 +55,11 @@ func TestHealthz(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestAuditLog: a purge and a queue deletion write an audit line naming
 // the queue and the caller (address, signed access key, User-Agent).
 func TestAuditLog(t *testing.T) {
 	t.Parallel()
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	b := testbroker.Start(t, testbroker.Config{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	post := func(op, body string) {
 		t.Helper()

@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // nameObserver records the queue names each counter is reported under.
@@ -48,28 +48,10 @@ func (o *nameObserver) of(c model.Counter) map[string]int {
 	return out
 }
 
-// lockedBuffer is a log sink safe for the backend's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // receiveDamaged writes 1000 messages into queue q of the caller of ctx,
 // damages a table of the closed store, reopens it with obs and a JSON log
 // into logs, and receives until the queue is empty.
-func receiveDamaged(t *testing.T, ctx context.Context, obs model.Observer, logs *lockedBuffer) {
+func receiveDamaged(t *testing.T, ctx context.Context, obs model.Observer, logs *testutil.Buffer) {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: dir}
@@ -120,7 +102,7 @@ func receiveDamaged(t *testing.T, ctx context.Context, obs model.Observer, logs 
 // names its message id (a UUID), so that an operator can find it.
 func TestDamagedLogNamesTheMessageID(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs testutil.Buffer
 	receiveDamaged(t, context.Background(), &nameObserver{}, &logs)
 	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	n := 0
@@ -148,7 +130,7 @@ func TestDamagedCountNamesTheAccountsQueue(t *testing.T) {
 	const account = "222222222222"
 	ctx := broker.WithCaller(context.Background(), broker.Caller{Authenticated: true, Account: account})
 	obs := &nameObserver{}
-	var logs lockedBuffer
+	var logs testutil.Buffer
 	receiveDamaged(t, ctx, obs, &logs)
 	damaged := obs.of(model.CountDamaged)
 	if len(damaged) == 0 {

@@ -42,7 +42,7 @@ func TestConformance(t *testing.T) {
 	}
 	brokertest.Run(t, brokertest.Harness{
 		Open: func(t *testing.T, opts storage.Options) storage.Backend {
-			return open(t, schemaFor(t), opts)
+			return open(t, pooledSchema(t), opts)
 		},
 		Reopen: func(t *testing.T, b storage.Backend, opts storage.Options) storage.Backend {
 			t.Helper()

@@ -2,83 +2,37 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/broker/storage"
+	"github.com/sluicemq/sluice/internal/pgtest"
 )
 
-// testURL is the database the tests use: SLUICE_TEST_POSTGRES, or the local
-// PostgreSQL that .ci/run starts (trust auth, database test).
-func testURL() string {
-	if u := os.Getenv("SLUICE_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
+// requirePostgres returns the database the tests use (pgtest.URL: the
+// local PostgreSQL that .ci/run starts, or SLUICE_TEST_POSTGRES), skipping
+// the test with the reason when it is not reachable (failing it when
+// SLUICE_REQUIRE names postgres).
+func requirePostgres(t testing.TB) string { return pgtest.Require(t, pgtest.URL()) }
 
-var (
-	reachOnce sync.Once
-	reachErr  error
-)
+// testURL is the database the tests use, unchecked (pgtest.URL).
+func testURL() string { return pgtest.URL() }
 
-// requirePostgres skips the test (with the reason) when PostgreSQL is not
-// reachable, unless SLUICE_REQUIRE contains "postgres": then it fails.
-func requirePostgres(t testing.TB) string {
-	t.Helper()
-	reachOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, testURL())
-		if err != nil {
-			reachErr = err
-			return
-		}
-		reachErr = conn.Ping(ctx)
-		conn.Close(ctx)
-	})
-	if reachErr != nil {
-		msg := "PostgreSQL is not reachable at " + testURL() + " (set SLUICE_TEST_POSTGRES, or start it: see docs/postgres.md): " + reachErr.Error()
-		if strings.Contains(os.Getenv("SLUICE_REQUIRE"), "postgres") {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return testURL()
-}
-
-// schemaFor returns a schema name unique to the test (a hash of its name)
-// and drops it at the end of the test (after the backends are closed: the
-// cleanup is registered first, so it runs last).
+// schemaFor returns a schema name unique to the test, which does not exist
+// yet and is dropped at the end of the test (pgtest.Schema).
 func schemaFor(t testing.TB) string {
 	t.Helper()
-	url := requirePostgres(t)
-	sum := sha256.Sum256([]byte(t.Name()))
-	schema := "t_" + hex.EncodeToString(sum[:10])
-	drop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-		}
-	}
-	drop() // a previous run may have left it
-	t.Cleanup(drop)
+	_, schema := pgtest.Schema(t)
 	return schema
 }
 
@@ -108,4 +62,153 @@ var backends sync.Map // *broker.Broker -> *postgres.Backend
 func raw(f *broker.Broker) *postgres.Backend {
 	be, _ := backends.Load(f)
 	return be.(*postgres.Backend)
+}
+
+// The schema pool. Creating a schema runs every migration (about 30 tables,
+// indexes and functions: a fifth of a second here), and the conformance
+// suite alone opens hundreds of backends. A finished test's schema is
+// emptied instead (every table but migrations truncated, its sequences
+// restarted: what a new schema holds; deleting the few rows a test leaves
+// is four times faster than a TRUNCATE, which makes new files for every
+// table and index, and than making a schema) and handed to the next test that asks
+// for a pooled one; the pool's schemas are dropped when the test binary
+// ends (TestMain).
+var schemaPool struct {
+	mu   sync.Mutex
+	free []string // migrated and empty
+	all  []string // every pooled schema made, to drop at the end
+	n    int
+}
+
+// pooledSchema returns a migrated, empty schema for the test alone, from
+// the pool, or a new one (migrated by the Open that first uses it). It goes
+// back to the pool, emptied, when the test ends (after the backends the
+// test opens later are closed: cleanups run last-registered first).
+func pooledSchema(t testing.TB) string {
+	t.Helper()
+	url := requirePostgres(t)
+	dropDeadPools.Do(func() { dropDeadPooledSchemas(url) })
+	schemaPool.mu.Lock()
+	var schema string
+	if n := len(schemaPool.free); n > 0 {
+		schema, schemaPool.free = schemaPool.free[n-1], schemaPool.free[:n-1]
+	} else {
+		schemaPool.n++
+		schema = fmt.Sprintf("tp_%d_%d", os.Getpid(), schemaPool.n)
+		schemaPool.all = append(schemaPool.all, schema)
+	}
+	schemaPool.mu.Unlock()
+	t.Cleanup(func() {
+		if err := emptySchema(url, schema); err != nil {
+			t.Logf("pooled schema %s not emptied, so not reused: %v", schema, err)
+			return
+		}
+		schemaPool.mu.Lock()
+		schemaPool.free = append(schemaPool.free, schema)
+		schemaPool.mu.Unlock()
+	})
+	return schema
+}
+
+// emptySchema deletes the rows of every table of schema but migrations and
+// restarts its sequences. A schema that does not exist (no Open used it) is left
+// alone.
+func emptySchema(url, schema string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var tables, seqs []string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(quote_ident(tablename)), '{}') FROM pg_tables
+		WHERE schemaname = $1 AND tablename <> 'migrations'`, schema).Scan(&tables); err != nil {
+		return err
+	}
+	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(quote_ident(sequencename)), '{}') FROM pg_sequences
+		WHERE schemaname = $1`, schema).Scan(&seqs); err != nil {
+		return err
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	ident := pgx.Identifier{schema}.Sanitize()
+	// The tables that others reference last (queues), with the foreign
+	// keys checked once at commit.
+	stmt := "SET LOCAL search_path TO " + ident + "; SET CONSTRAINTS ALL DEFERRED;"
+	slices.SortFunc(tables, func(a, b string) int { return strings.Compare(queuesLast(a), queuesLast(b)) })
+	for _, tb := range tables {
+		stmt += " DELETE FROM " + tb + ";"
+	}
+	for _, s := range seqs {
+		stmt += " ALTER SEQUENCE " + s + " RESTART;"
+	}
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, stmt, pgx.QueryExecModeSimpleProtocol)
+		return err
+	})
+}
+
+// queuesLast sorts table names with queues and move_tasks last.
+func queuesLast(name string) string {
+	if name == "queues" || name == "move_tasks" {
+		return "~" + name
+	}
+	return name
+}
+
+// dropPooledSchemas drops every schema the pool made (TestMain, after the
+// tests).
+func dropPooledSchemas() {
+	schemaPool.mu.Lock()
+	all := schemaPool.all
+	schemaPool.mu.Unlock()
+	if len(all) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, testURL())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drop the pooled schemas: %v\n", err)
+		return
+	}
+	defer conn.Close(ctx)
+	for _, s := range all {
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE"); err != nil {
+			fmt.Fprintf(os.Stderr, "drop the pooled schema %s: %v\n", s, err)
+		}
+	}
+}
+
+var dropDeadPools sync.Once
+
+// dropDeadPooledSchemas drops the pooled schemas of test binaries that are
+// no longer running (killed before their TestMain could drop them).
+func dropDeadPooledSchemas(url string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'tp\_%'`)
+	if err != nil {
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		var pid, k int
+		if _, err := fmt.Sscanf(n, "tp_%d_%d", &pid, &k); err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{n}.Sanitize()+" CASCADE")
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/internal/pgtest"
 )
 
 // TestReceiptKeySharedByBrokers: brokers opened at once on one schema agree
@@ -46,8 +47,8 @@ func TestReceiptKeySharedByBrokers(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	dropSchema(t, url, other)
-	t.Cleanup(func() { dropSchema(t, url, other) })
+	pgtest.DropSchema(t, url, other)
+	t.Cleanup(func() { pgtest.DropSchema(t, url, other) })
 	c := open(other)
 	if c == nil {
 		t.FailNow()
@@ -135,20 +136,5 @@ func TestReceiptKeyMigration(t *testing.T) {
 	var n int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, "receipt_keys"}.Sanitize()).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("receipt_keys holds %d rows (%v), want 1", n, err)
-	}
-}
-
-// dropSchema drops schema if it exists.
-func dropSchema(t *testing.T, url, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Logf("drop schema %s: %v", schema, err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-		t.Logf("drop schema %s: %v", schema, err)
 	}
 }

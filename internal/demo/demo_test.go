@@ -1,36 +1,16 @@
 package demo_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicemq/sluice/internal/demo"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
-
-// syncBuffer is a Buffer safe for the demo's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDemoScenarios runs the demo until each scenario has happened: a
 // redelivery of the slow report, a payment retried after the retry
@@ -39,7 +19,7 @@ func (s *syncBuffer) String() string {
 // dead letter.
 func TestDemoScenarios(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out testutil.Buffer
 	d, err := demo.Start(context.Background(), demo.Config{Addr: "127.0.0.1:0", Out: &out, Logger: testutil.Logger(t), Interval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

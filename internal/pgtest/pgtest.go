@@ -1,22 +1,26 @@
-// Package pgtest gives tests a PostgreSQL database of their own. A test that
-// needs PostgreSQL calls Database: it skips, with the reason, when the server
-// is unreachable, unless SLUICE_REQUIRE contains "postgres", and then it
-// fails. The server is SLUICE_TEST_POSTGRES's, by default the local one
-// (postgres://postgres@127.0.0.1:5432/postgres, trust auth; docs/postgres.md
-// says how to start one).
+// Package pgtest gives tests a PostgreSQL database or schema of their own,
+// and is the one place that knows where the test server is. A test that
+// needs PostgreSQL calls Database or Schema: it skips, with the reason, when
+// the server is unreachable, unless SLUICE_REQUIRE contains "postgres", and
+// then it fails. The server is SLUICE_TEST_POSTGRES's, by default the local
+// one (127.0.0.1:5432, user postgres, trust auth; docs/postgres.md says how
+// to start one).
 package pgtest
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
 	"os"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // AdminURL is the URL of the server's maintenance database, where Database
@@ -29,24 +33,58 @@ func AdminURL() string {
 	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 }
 
+// URL is the database in which Schema makes the tests' schemas:
+// SLUICE_TEST_POSTGRES, else the local server's "test" database (which
+// .ci/run creates).
+func URL() string {
+	if u := os.Getenv("SLUICE_TEST_POSTGRES"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+var (
+	reachMu sync.Mutex
+	reached = map[string]error{} // by URL: nil once a connection worked
+)
+
+// Require returns url after checking, once per test process, that it
+// answers; a test whose server does not skips with the reason (or fails,
+// when SLUICE_REQUIRE names postgres).
+func Require(t testing.TB, url string) string {
+	t.Helper()
+	reachMu.Lock()
+	err, done := reached[url]
+	if !done {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var conn *pgx.Conn
+		conn, err = pgx.Connect(ctx, url)
+		if err == nil {
+			err = conn.Ping(ctx)
+			conn.Close(ctx)
+		}
+		cancel()
+		reached[url] = err
+	}
+	reachMu.Unlock()
+	if err != nil {
+		testutil.Missing(t, "postgres", "PostgreSQL is not reachable at "+url+
+			" (set SLUICE_TEST_POSTGRES, or start it: see docs/postgres.md): "+err.Error())
+	}
+	return url
+}
+
 // Database creates a database for this test alone and returns its URL; it is
 // dropped (with its connections) when the test ends. The test skips when
 // PostgreSQL is unreachable, unless SLUICE_REQUIRE contains "postgres".
 func Database(t testing.TB) string {
 	t.Helper()
+	admin := Require(t, AdminURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	admin := AdminURL()
 	conn, err := pgx.Connect(ctx, admin)
-	if err == nil {
-		err = conn.Ping(ctx)
-	}
 	if err != nil {
-		msg := "PostgreSQL is not reachable at " + admin + " (set SLUICE_TEST_POSTGRES, or start it: see docs/postgres.md): " + err.Error()
-		if strings.Contains(os.Getenv("SLUICE_REQUIRE"), "postgres") {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		t.Fatalf("connect to %s: %v", admin, err)
 	}
 	defer conn.Close(ctx)
 	var b [6]byte
@@ -74,4 +112,35 @@ func Database(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// Schema returns URL and the name of a schema unique to the test (a hash of
+// its name), which does not exist yet: one a previous run left is dropped
+// first, and the schema is dropped again when the test ends (after what the
+// test registered later, such as the backends it opens, is closed).
+func Schema(t testing.TB) (dbURL, schema string) {
+	t.Helper()
+	dbURL = Require(t, URL())
+	sum := sha256.Sum256([]byte(t.Name()))
+	schema = "t_" + hex.EncodeToString(sum[:10])
+	drop := func() { DropSchema(t, dbURL, schema) }
+	drop()
+	t.Cleanup(drop)
+	return dbURL, schema
+}
+
+// DropSchema drops schema (and everything in it) from the database at
+// dbURL, logging a failure.
+func DropSchema(t testing.TB, dbURL, schema string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Logf("drop schema %s: %v", schema, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		t.Logf("drop schema %s: %v", schema, err)
+	}
 }
