@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicemq/sluice/api/native/wire"
 	"github.com/sluicemq/sluice/broker/model"
 )
 
@@ -12,27 +13,6 @@ import (
 // nack, extend, snooze, release and dead-letter now (Broker.ChangeLeases).
 // A single control answers 204, or the entry's error; a batch answers each
 // entry's result in order.
-
-// controlFields are the fields a control may take; each control takes the
-// receipt and the ones its control lists.
-type controlFields struct {
-	Receipt           string  `json:"receipt"`
-	Reason            *string `json:"reason"`
-	DelaySeconds      *int64  `json:"delaySeconds"`
-	VisibilitySeconds *int64  `json:"visibilitySeconds"`
-}
-
-// controlEntry is one entry of a batch control.
-type controlEntry struct {
-	ID string `json:"id"`
-	controlFields
-}
-
-// controlRequest is the body of a control: a single one's fields, or entries.
-type controlRequest struct {
-	controlFields
-	Entries []controlEntry `json:"entries"`
-}
 
 // control is one consumer control: its name and what it does.
 type control struct {
@@ -63,7 +43,7 @@ func (h *Handler) deadLetterNow(c *call) (any, error) { return h.control(c, dead
 
 // check refuses the fields the control does not take, and requires the ones
 // it needs; at names the entry in errors.
-func (ct control) check(at string, f *controlFields) error {
+func (ct control) check(at string, f *wire.ControlFields) error {
 	if f.Receipt == "" {
 		return errorf(model.ErrMissingParameter, "Field %sreceipt is required.", at)
 	}
@@ -90,7 +70,7 @@ func (ct control) fieldsText() string {
 }
 
 // leaseEntry converts one control's fields.
-func (ct control) leaseEntry(at, id string, f *controlFields) (model.LeaseEntry, error) {
+func (ct control) leaseEntry(at, id string, f *wire.ControlFields) (model.LeaseEntry, error) {
 	e := model.LeaseEntry{ID: id, Receipt: f.Receipt, Kind: ct.kind}
 	if f.Reason != nil {
 		e.Reason = *f.Reason
@@ -123,14 +103,18 @@ func (h *Handler) control(c *call, ct control) (any, error) {
 	if _, err := queryOf(c.r); err != nil {
 		return nil, err
 	}
-	var in controlRequest
+	var in wire.ControlRequest
 	if err := h.decode(c, &in, false); err != nil {
 		return nil, err
 	}
+	var fields wire.ControlFields // a single control's fields (zero when none are given)
+	if in.ControlFields != nil {
+		fields = *in.ControlFields
+	}
 	single := in.Entries == nil
 	if single {
-		in.Entries = []controlEntry{{controlFields: in.controlFields}}
-	} else if in.controlFields != (controlFields{}) {
+		in.Entries = []wire.ControlEntry{{ControlFields: fields}}
+	} else if fields != (wire.ControlFields{}) {
 		return nil, errorf(errBadRequest, "Give either one control's fields (receipt, ...) or entries, not both.")
 	}
 	if len(in.Entries) == 0 {
@@ -157,7 +141,7 @@ func (h *Handler) control(c *call, ct control) (any, error) {
 		return fmt.Sprintf("entries[%d].", i)
 	}
 	for i := range in.Entries {
-		if err := ct.check(at(i), &in.Entries[i].controlFields); err != nil {
+		if err := ct.check(at(i), &in.Entries[i].ControlFields); err != nil {
 			return nil, err
 		}
 	}
@@ -171,7 +155,7 @@ func (h *Handler) control(c *call, ct control) (any, error) {
 	} else {
 		entries := make([]model.LeaseEntry, len(in.Entries))
 		for i := range in.Entries {
-			if entries[i], err = ct.leaseEntry(at(i), ids[i], &in.Entries[i].controlFields); err != nil {
+			if entries[i], err = ct.leaseEntry(at(i), ids[i], &in.Entries[i].ControlFields); err != nil {
 				return nil, err
 			}
 		}
@@ -186,7 +170,7 @@ func (h *Handler) control(c *call, ct control) (any, error) {
 	if single {
 		return nil, errs[0]
 	}
-	out := &batchResults{Results: make([]batchResult, len(errs))}
+	out := &wire.BatchResults{Results: make([]wire.BatchResult, len(errs))}
 	for i, e := range errs {
 		out.Results[i] = entryResult(ids[i], echo, e)
 	}

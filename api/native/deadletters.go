@@ -2,8 +2,8 @@ package native
 
 import (
 	"net/http"
-	"time"
 
+	"github.com/sluicemq/sluice/api/native/wire"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
 )
@@ -33,38 +33,9 @@ func (h *Handler) browseDeadLetters(c *call) (any, error) {
 	})
 }
 
-// replayRequest is the body of POST .../dead-letters/replay.
-type replayRequest struct {
-	// IDs, when given, are the dead letters to replay (1..100); none replays
-	// every dead letter of the queue.
-	IDs []string `json:"ids"`
-	// Body and Attributes, when given, replace each replayed message's
-	// (an edit-and-replay; needs ids).
-	Body       *string              `json:"body"`
-	Attributes map[string]attribute `json:"attributes"`
-	// MaxPerSecond caps the replay's rate (1..500; default 500).
-	MaxPerSecond int `json:"maxPerSecond"`
-}
-
-// task is a replay (a message move task).
-type task struct {
-	ID string `json:"id"`
-	// Source is the dead-letter queue; Destination the queue replayed into.
-	Source      string `json:"source"`
-	Destination string `json:"destination"`
-	Status      string `json:"status"`
-	Moved       int64  `json:"moved"`
-	ToMove      int64  `json:"toMove"`
-	// Skipped counts the dead letters an edit-and-replay left in the
-	// dead-letter queue: their edited form does not fit the destination.
-	Skipped       int64     `json:"skipped"`
-	MaxPerSecond  int       `json:"maxPerSecond"`
-	FailureReason string    `json:"failureReason,omitempty"`
-	StartedAt     time.Time `json:"startedAt"`
-}
-
-func toTask(t model.MoveTask) task {
-	return task{ID: t.ID, Source: t.Source, Destination: t.Destination, Status: string(t.Status),
+// toTask converts a move task.
+func toTask(t model.MoveTask) wire.Task {
+	return wire.Task{ID: t.ID, Source: t.Source, Destination: t.Destination, Status: string(t.Status),
 		Moved: t.Moved, ToMove: t.ToMove, Skipped: t.Skipped, MaxPerSecond: t.MoveRate(), FailureReason: t.FailureReason, StartedAt: t.StartedAt.UTC()}
 }
 
@@ -72,7 +43,7 @@ func (h *Handler) replayDeadLetters(c *call) (any, error) {
 	if _, err := queryOf(c.r); err != nil {
 		return nil, err
 	}
-	var in replayRequest
+	var in wire.ReplayRequest
 	if err := h.decode(c, &in, true); err != nil {
 		return nil, err
 	}
@@ -135,11 +106,6 @@ func (h *Handler) deleteDeadLetters(c *call) (any, error) {
 	return h.deleteByID(c, dlq)
 }
 
-// replays is the answer of GET .../dead-letters/replays.
-type replays struct {
-	Replays []task `json:"replays"`
-}
-
 func (h *Handler) listReplays(c *call) (any, error) {
 	q, err := queryOf(c.r, "limit")
 	if err != nil {
@@ -157,7 +123,7 @@ func (h *Handler) listReplays(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &replays{Replays: []task{}}
+	out := &wire.Replays{Replays: []wire.Task{}}
 	for _, t := range ts {
 		// The dead-letter queue's tasks that may move messages into this
 		// queue: replays here, and SQS move tasks back to each source.

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/api/apicommon"
+	"github.com/sluicemq/sluice/api/native/wire"
 	"github.com/sluicemq/sluice/broker/model"
 )
 
@@ -65,10 +66,10 @@ func decodeJSON(body []byte, v any) error {
 func jsonError(err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	var fieldErr *fieldError
+	var valueErr *wire.AttributeValueError
 	switch {
-	case errors.As(err, &fieldErr):
-		return fieldErr.err
+	case errors.As(err, &valueErr):
+		return errorf(errBadRequest, "An attribute's value must be a string (or a number, for a Number attribute), not %s.", valueErr.Value)
 	case errors.As(err, &syn):
 		return errorf(errMalformed, "The request body is not valid JSON at byte %d: %s.", syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))
 	case errors.As(err, &typ):
@@ -76,7 +77,7 @@ func jsonError(err error) error {
 		if field == "" {
 			return errorf(errBadRequest, "The request body must be a JSON object.")
 		}
-		return errorf(errBadRequest, "Field %s must be %s, not a JSON %s.", field, jsonType(typ.Type.Kind().String()), typ.Value)
+		return errorf(errBadRequest, "Field %s must be %s, not a JSON %s.", fieldPath(field), jsonType(typ.Type.Kind().String()), typ.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return errorf(errMalformed, "The request body ends before its JSON value does.")
 	}
@@ -84,6 +85,24 @@ func jsonError(err error) error {
 		return errorf(errUnknownField, "Unknown field %s: see GET /v1/openapi.json for the fields this route takes.", name)
 	}
 	return errorf(errBadRequest, "The request body does not decode: %s.", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// fieldPath is a type error's path to the member at fault. encoding/json
+// puts the Go name of an embedded struct in it (entries.ControlFields.receipt
+// for the receipt of a batch control's entry); the answers have named the
+// embedded structs by the names they had before they moved to package wire
+// (envelope, controlFields), and still do.
+func fieldPath(path string) string {
+	parts := strings.Split(path, ".")
+	for i, p := range parts {
+		switch p {
+		case "Envelope":
+			parts[i] = "envelope"
+		case "ControlFields":
+			parts[i] = "controlFields"
+		}
+	}
+	return strings.Join(parts, ".")
 }
 
 // jsonType names a Go kind as the JSON type a member must have.
@@ -104,12 +123,6 @@ func jsonType(kind string) string {
 	}
 	return "of another type"
 }
-
-// fieldError is an error an UnmarshalJSON method raises with this API's own
-// text (jsonError passes it through).
-type fieldError struct{ err error }
-
-func (e *fieldError) Error() string { return e.err.Error() }
 
 // unpairedSurrogate returns the offset of the first \uD800-\uDFFF escape
 // that is not a high surrogate followed by a low one, or -1. A backslash

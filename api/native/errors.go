@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sluicemq/sluice/api/apicommon"
+	"github.com/sluicemq/sluice/api/native/wire"
 	"github.com/sluicemq/sluice/broker/model"
 )
 
@@ -155,10 +156,7 @@ func errorf(kind error, format string, args ...any) error {
 }
 
 // errorBody is the JSON of an error answer, and of a failed batch entry.
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+type errorBody = wire.ErrorBody
 
 // errorOf is the wire form of err.
 func errorOf(err error) (errorBody, errorKind) {

@@ -7,23 +7,18 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicemq/sluice/api/native/wire"
 	"github.com/sluicemq/sluice/broker/model"
 )
 
 // The message routes: send (single and batch), receive, browse, delete by
 // id.
 
-// sent is the answer to a send, and a batch entry's result.
-type sent struct {
-	ID             string `json:"id"`
-	SequenceNumber string `json:"sequenceNumber,omitempty"`
-}
-
 func (h *Handler) sendMessage(c *call) (any, error) {
 	if _, err := queryOf(c.r); err != nil {
 		return nil, err
 	}
-	var in envelope
+	var in wire.Envelope
 	if err := h.decode(c, &in, false); err != nil {
 		return nil, err
 	}
@@ -42,30 +37,7 @@ func (h *Handler) sendMessage(c *call) (any, error) {
 		return nil, rs[0].Err
 	}
 	c.status = http.StatusCreated
-	return &sent{ID: rs[0].MessageID, SequenceNumber: rs[0].SequenceNumber}, nil
-}
-
-// sendBatchRequest is the body of POST /v1/queues/{queue}/messages/batch.
-type sendBatchRequest struct {
-	Messages []batchEntry `json:"messages"`
-}
-
-// batchResult is one entry's outcome in a batch answer, in request order:
-// ok, or its error. Id echoes the entry's id when it had one.
-type batchResult struct {
-	ID string `json:"id,omitempty"`
-	OK bool   `json:"ok"`
-	// MessageID and SequenceNumber are a sent message's.
-	MessageID      string `json:"messageId,omitempty"`
-	SequenceNumber string `json:"sequenceNumber,omitempty"`
-	// Deleted is a delete by id's: whether the message was there.
-	Deleted *bool      `json:"deleted,omitempty"`
-	Error   *errorBody `json:"error,omitempty"`
-}
-
-// batchResults is a batch answer.
-type batchResults struct {
-	Results []batchResult `json:"results"`
+	return &wire.Sent{ID: rs[0].MessageID, SequenceNumber: rs[0].SequenceNumber}, nil
 }
 
 // entryIDs checks a batch's ids: all given, or none (the entries are then
@@ -91,8 +63,8 @@ func entryIDs(field string, ids []string) ([]string, bool, error) {
 }
 
 // entryResult is the result of entry i with error err (nil: ok).
-func entryResult(id string, echo bool, err error) batchResult {
-	r := batchResult{OK: err == nil}
+func entryResult(id string, echo bool, err error) wire.BatchResult {
+	r := wire.BatchResult{OK: err == nil}
 	if echo {
 		r.ID = id
 	}
@@ -107,7 +79,7 @@ func (h *Handler) sendBatch(c *call) (any, error) {
 	if _, err := queryOf(c.r); err != nil {
 		return nil, err
 	}
-	var in sendBatchRequest
+	var in wire.SendBatchRequest
 	if err := h.decode(c, &in, false); err != nil {
 		return nil, err
 	}
@@ -125,7 +97,7 @@ func (h *Handler) sendBatch(c *call) (any, error) {
 	now := h.broker.Clock().Now()
 	entries := make([]model.SendEntry, len(in.Messages))
 	for i := range in.Messages {
-		if entries[i], err = toSendEntry(fmt.Sprintf("messages[%d]", i), &in.Messages[i].envelope, now); err != nil {
+		if entries[i], err = toSendEntry(fmt.Sprintf("messages[%d]", i), &in.Messages[i].Envelope, now); err != nil {
 			return nil, err
 		}
 		entries[i].ID = ids[i]
@@ -137,7 +109,7 @@ func (h *Handler) sendBatch(c *call) (any, error) {
 	if len(rs) != len(entries) {
 		return nil, fmt.Errorf("the broker answered %d results for %d sends", len(rs), len(entries))
 	}
-	out := &batchResults{Results: make([]batchResult, len(rs))}
+	out := &wire.BatchResults{Results: make([]wire.BatchResult, len(rs))}
 	for i, r := range rs {
 		out.Results[i] = entryResult(ids[i], echo, r.Err)
 		if r.Err == nil {
@@ -145,21 +117,6 @@ func (h *Handler) sendBatch(c *call) (any, error) {
 		}
 	}
 	return out, nil
-}
-
-// receiveRequest is the body of POST /v1/queues/{queue}/receive.
-type receiveRequest struct {
-	// Max is 1..10 (default 1).
-	Max *int `json:"max"`
-	// WaitSeconds is 0..20 (default: the queue's ReceiveMessageWaitTimeSeconds).
-	WaitSeconds *int64 `json:"waitSeconds"`
-	// VisibilitySeconds is 0..43200 (default: the queue's VisibilityTimeout).
-	VisibilitySeconds *int64 `json:"visibilitySeconds"`
-}
-
-// messages is a receive's answer.
-type messages struct {
-	Messages []message `json:"messages"`
 }
 
 // seconds checks an optional duration field in whole seconds, lo..hi.
@@ -178,7 +135,7 @@ func (h *Handler) receive(c *call) (any, error) {
 	if _, err := queryOf(c.r); err != nil {
 		return nil, err
 	}
-	var in receiveRequest
+	var in wire.ReceiveRequest
 	if err := h.decode(c, &in, true); err != nil {
 		return nil, err
 	}
@@ -196,7 +153,7 @@ func (h *Handler) receive(c *call) (any, error) {
 	if req.Visibility, err = seconds("visibilitySeconds", in.VisibilitySeconds, 0, model.MaxVisibilityTimeout); err != nil {
 		return nil, err
 	}
-	out := &messages{Messages: []message{}}
+	out := &wire.Messages{Messages: []wire.Message{}}
 	ds, err := h.cfg.Gate.Receive(c.ctx, h.broker, req, func(n int) error {
 		return errorf(model.ErrThrottled, "Too many receives are waiting (%d); retry later, or receive with waitSeconds 0.", n)
 	})
@@ -216,15 +173,6 @@ func (h *Handler) receive(c *call) (any, error) {
 		out.Messages = append(out.Messages, m)
 	}
 	return out, nil
-}
-
-// browsed is a page of browsed messages; Next, when set, is the cursor= of
-// the next page.
-type browsed struct {
-	// Queue is the queue browsed (the dead-letter queue, for dead letters).
-	Queue    string    `json:"queue"`
-	Messages []message `json:"messages"`
-	Next     string    `json:"next,omitempty"`
 }
 
 // browseQuery reads a browse's query parameters.
@@ -256,7 +204,7 @@ func browseQuery(c *call) (model.BrowseRequest, error) {
 // browse answers a page of queue name's messages; keep, when not nil,
 // drops the messages it refuses (the page may then be short, and still
 // have a next page, as a filtered Browse's may).
-func (h *Handler) browse(c *call, name string, req model.BrowseRequest, keep func(*model.Message) bool) (*browsed, error) {
+func (h *Handler) browse(c *call, name string, req model.BrowseRequest, keep func(*model.Message) bool) (*wire.BrowsePage, error) {
 	page, err := h.broker.Browse(c.ctx, name, req)
 	if err != nil {
 		return nil, err
@@ -265,7 +213,7 @@ func (h *Handler) browse(c *call, name string, req model.BrowseRequest, keep fun
 	if err != nil {
 		return nil, err
 	}
-	out := &browsed{Queue: name, Messages: []message{}, Next: page.Next}
+	out := &wire.BrowsePage{Queue: name, Messages: []wire.Message{}, Next: page.Next}
 	for i := range page.Messages {
 		bm := &page.Messages[i]
 		if keep != nil && !keep(&bm.Message) {
@@ -308,11 +256,6 @@ func (h *Handler) deleteMessage(c *call) (any, error) {
 	return nil, nil
 }
 
-// idsRequest is the body of a delete by ids.
-type idsRequest struct {
-	IDs []string `json:"ids"`
-}
-
 func (h *Handler) deleteMessages(c *call) (any, error) {
 	return h.deleteByID(c, c.queue)
 }
@@ -322,7 +265,7 @@ func (h *Handler) deleteByID(c *call, name string) (any, error) {
 	if _, err := queryOf(c.r); err != nil {
 		return nil, err
 	}
-	var in idsRequest
+	var in wire.IDs
 	if err := h.decode(c, &in, false); err != nil {
 		return nil, err
 	}
@@ -333,9 +276,9 @@ func (h *Handler) deleteByID(c *call, name string) (any, error) {
 	if len(found) != len(in.IDs) {
 		return nil, fmt.Errorf("the broker answered %d results for %d deletes", len(found), len(in.IDs))
 	}
-	out := &batchResults{Results: make([]batchResult, len(found))}
+	out := &wire.BatchResults{Results: make([]wire.BatchResult, len(found))}
 	for i, f := range found {
-		out.Results[i] = batchResult{ID: in.IDs[i], OK: true, Deleted: &f}
+		out.Results[i] = wire.BatchResult{ID: in.IDs[i], OK: true, Deleted: &f}
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sluicemq/sluice/api/native/wire"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
 )
@@ -18,52 +19,11 @@ var sluiceAttributes = []string{
 	model.AttrPaused, model.AttrDeliveryMode, model.AttrDeadLetterWebhook,
 }
 
-// queueView is a queue with its settings and stats.
-type queueView struct {
-	Name string `json:"name"`
-	ARN  string `json:"arn"`
-	Fifo bool   `json:"fifo"`
-	// DeadLetterQueue is the RedrivePolicy's target ("" when none).
-	DeadLetterQueue string    `json:"deadLetterQueue,omitempty"`
-	CreatedAt       time.Time `json:"createdAt"`
-	ModifiedAt      time.Time `json:"modifiedAt"`
-	// Attributes are every settable attribute as SQS strings, the Sluice
-	// ones with their defaults when unset.
-	Attributes map[string]string `json:"attributes"`
-	Tags       map[string]string `json:"tags"`
-	Stats      stats             `json:"stats"`
-}
-
-// queueSummary is a queue in a list.
-type queueSummary struct {
-	Name   string `json:"name"`
-	Fifo   bool   `json:"fifo"`
-	Paused bool   `json:"paused"`
-	Stats  stats  `json:"stats"`
-}
-
-// stats is a queue's live view.
-type stats struct {
-	Visible  int64 `json:"visible"`
-	InFlight int64 `json:"inFlight"`
-	Delayed  int64 `json:"delayed"`
-	// Depth is what MaxDepth limits: visible + in flight + delayed.
-	Depth int64 `json:"depth"`
-	// OldestAgeSeconds is the age of the oldest message (0 when empty).
-	OldestAgeSeconds int64 `json:"oldestAgeSeconds"`
-	// DeadLetters counts the messages of the queue's dead-letter queue
-	// (null when it has none).
-	DeadLetters *int64 `json:"deadLetters"`
-	// Refused counts the sends this broker refused since it started, by
-	// reason (max_depth, low_priority_max_depth).
-	Refused map[string]int64 `json:"refused"`
-}
-
 // arn is the ARN of queue name of account.
 func (h *Handler) arn(account, name string) string { return model.ARN(h.cfg.Region, account, name) }
 
-func (h *Handler) toStats(s broker.Stats) stats {
-	out := stats{
+func (h *Handler) toStats(s broker.Stats) wire.Stats {
+	out := wire.Stats{
 		Visible: s.Visible, InFlight: s.InFlight, Delayed: s.Delayed, Depth: s.Depth(),
 		Refused: map[string]int64{"max_depth": 0, "low_priority_max_depth": 0},
 	}
@@ -81,7 +41,7 @@ func (h *Handler) toStats(s broker.Stats) stats {
 }
 
 // view reads a queue and its stats.
-func (h *Handler) view(c *call, name string) (*queueView, error) {
+func (h *Handler) view(c *call, name string) (*wire.Queue, error) {
 	q, s, err := h.broker.Stats(c.ctx, name)
 	if err != nil {
 		return nil, err
@@ -92,7 +52,7 @@ func (h *Handler) view(c *call, name string) (*queueView, error) {
 			attrs[a] = model.SluiceAttributeDefault(a)
 		}
 	}
-	v := &queueView{
+	v := &wire.Queue{
 		Name: q.Name, ARN: h.arn(h.broker.OwnerAccount(q.Queue), q.Name), Fifo: q.Config.Fifo,
 		CreatedAt: q.CreatedAt.UTC(), ModifiedAt: q.ModifiedAt.UTC(),
 		Attributes: attrs, Tags: q.Tags, Stats: h.toStats(s),
@@ -112,13 +72,6 @@ const (
 	maxListQueues     = 1000
 )
 
-// queueList is a page of queues; Next, when set, is the after= of the next
-// page.
-type queueList struct {
-	Queues []queueSummary `json:"queues"`
-	Next   string         `json:"next,omitempty"`
-}
-
 func (h *Handler) listQueues(c *call) (any, error) {
 	q, err := queryOf(c.r, "prefix", "limit", "after")
 	if err != nil {
@@ -133,7 +86,7 @@ func (h *Handler) listQueues(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &queueList{Queues: []queueSummary{}}
+	out := &wire.QueueList{Queues: []wire.QueueSummary{}}
 	if len(queues) > limit {
 		queues = queues[:limit]
 		out.Next = queues[limit-1].Name
@@ -146,23 +99,16 @@ func (h *Handler) listQueues(c *call) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out.Queues = append(out.Queues, queueSummary{Name: info.Name, Fifo: info.Config.Fifo, Paused: info.Config.Paused, Stats: h.toStats(s)})
+		out.Queues = append(out.Queues, wire.QueueSummary{Name: info.Name, Fifo: info.Config.Fifo, Paused: info.Config.Paused, Stats: h.toStats(s)})
 	}
 	return out, nil
-}
-
-// createQueueRequest is the body of POST /v1/queues.
-type createQueueRequest struct {
-	Name       string            `json:"name"`
-	Attributes map[string]string `json:"attributes"`
-	Tags       map[string]string `json:"tags"`
 }
 
 func (h *Handler) createQueue(c *call) (any, error) {
 	if _, err := queryOf(c.r); err != nil {
 		return nil, err
 	}
-	var in createQueueRequest
+	var in wire.CreateQueueRequest
 	if err := h.decode(c, &in, false); err != nil {
 		return nil, err
 	}
@@ -183,16 +129,11 @@ func (h *Handler) getQueue(c *call) (any, error) {
 	return h.view(c, c.queue)
 }
 
-// updateQueueRequest is the body of PATCH /v1/queues/{queue}.
-type updateQueueRequest struct {
-	Attributes map[string]string `json:"attributes"`
-}
-
 func (h *Handler) updateQueue(c *call) (any, error) {
 	if _, err := queryOf(c.r); err != nil {
 		return nil, err
 	}
-	var in updateQueueRequest
+	var in wire.UpdateQueueRequest
 	if err := h.decode(c, &in, false); err != nil {
 		return nil, err
 	}
