@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicemq/sluice/api/native/wire"
 )
 
 // Defaults of a Client (New's options change them).
@@ -345,10 +347,7 @@ func (c *Client) once(ctx context.Context, r request, body []byte, out any) erro
 func errorFromResponse(resp *http.Response) *Error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	e := &Error{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
-	var body struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}
+	var body wire.ErrorBody
 	if json.Unmarshal(raw, &body) == nil && body.Code != "" {
 		e.Code, e.Message = body.Code, body.Message
 		return e

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/sluicemq/sluice/api/native/wire"
 )
 
 // The consumer controls on a leased message, each by its receipt: single
@@ -16,40 +18,36 @@ import (
 // received again since) ErrInvalidParameter, as in SQS. An ack of a stale
 // receipt succeeds without effect.
 
-// controlFields is one control's entry on the wire.
-type controlFields struct {
-	Receipt           string  `json:"receipt"`
-	Reason            *string `json:"reason,omitempty"`
-	DelaySeconds      *int64  `json:"delaySeconds,omitempty"`
-	VisibilitySeconds *int64  `json:"visibilitySeconds,omitempty"`
-}
-
+// ptr is a pointer to a copy of v: an optional field given.
 func ptr[T any](v T) *T { return &v }
 
-// control sends one control: single when len(entries) == 1 and !batch.
-func (c *Client) control(ctx context.Context, queue, name string, idempotent bool, entries []controlFields) ([]error, error) {
-	var out batchResults
+// control sends a batch control: one entry per message (without entry ids:
+// the results come in request order).
+func (c *Client) control(ctx context.Context, queue, name string, idempotent bool, fields []wire.ControlFields) ([]error, error) {
+	entries := make([]wire.ControlEntry, len(fields))
+	for i, f := range fields {
+		entries[i].ControlFields = f
+	}
+	var out wire.BatchResults
 	r := request{method: http.MethodPost, path: queuePath(queue, name), idempotent: idempotent,
-		body: struct {
-			Entries []controlFields `json:"entries"`
-		}{entries}}
+		body: wire.ControlRequest{Entries: entries}}
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
-	if err := out.check(len(entries)); err != nil {
+	if err := checkResults(&out, len(entries)); err != nil {
 		return nil, err
 	}
-	return out.errs(), nil
+	return resultErrs(&out), nil
 }
 
 // single sends one control's fields.
-func (c *Client) single(ctx context.Context, queue, name string, idempotent bool, f controlFields) error {
+func (c *Client) single(ctx context.Context, queue, name string, idempotent bool, f wire.ControlFields) error {
 	return c.do(ctx, request{method: http.MethodPost, path: queuePath(queue, name), body: f, idempotent: idempotent}, nil)
 }
 
 // Ack acknowledges a message: the work is done, it is deleted.
 func (c *Client) Ack(ctx context.Context, queue, receipt string) error {
-	return c.single(ctx, queue, "ack", true, controlFields{Receipt: receipt})
+	return c.single(ctx, queue, "ack", true, wire.ControlFields{Receipt: receipt})
 }
 
 // AckBatch acknowledges up to 10 messages.
@@ -57,10 +55,10 @@ func (c *Client) AckBatch(ctx context.Context, queue string, receipts []string) 
 	return c.control(ctx, queue, "ack", true, receiptsOnly(receipts))
 }
 
-func receiptsOnly(receipts []string) []controlFields {
-	out := make([]controlFields, len(receipts))
+func receiptsOnly(receipts []string) []wire.ControlFields {
+	out := make([]wire.ControlFields, len(receipts))
 	for i, r := range receipts {
-		out[i] = controlFields{Receipt: r}
+		out[i] = wire.ControlFields{Receipt: r}
 	}
 	return out
 }
@@ -69,8 +67,8 @@ func receiptsOnly(receipts []string) []controlFields {
 // reason ("" sends none); delay 0 follows the queue's RetryPolicy (visible
 // at once without one), a positive delay (whole seconds rounded up, up to
 // 12 h) retries after exactly that long.
-func nackFields(receipt, reason string, delay time.Duration) controlFields {
-	f := controlFields{Receipt: receipt}
+func nackFields(receipt, reason string, delay time.Duration) wire.ControlFields {
+	f := wire.ControlFields{Receipt: receipt}
 	if reason != "" {
 		f.Reason = &reason
 	}
@@ -97,7 +95,7 @@ type NackEntry struct {
 
 // NackBatch nacks up to 10 messages.
 func (c *Client) NackBatch(ctx context.Context, queue string, entries []NackEntry) ([]error, error) {
-	fs := make([]controlFields, len(entries))
+	fs := make([]wire.ControlFields, len(entries))
 	for i, e := range entries {
 		fs[i] = nackFields(e.Receipt, e.Reason, e.Delay)
 	}
@@ -107,7 +105,7 @@ func (c *Client) NackBatch(ctx context.Context, queue string, entries []NackEntr
 // Extend sets the lease to end d from now (1 s..12 h, whole seconds rounded
 // up): a heartbeat while the work goes on.
 func (c *Client) Extend(ctx context.Context, queue, receipt string, d time.Duration) error {
-	return c.single(ctx, queue, "extend", true, controlFields{Receipt: receipt, VisibilitySeconds: ptr(seconds(d))})
+	return c.single(ctx, queue, "extend", true, wire.ControlFields{Receipt: receipt, VisibilitySeconds: ptr(seconds(d))})
 }
 
 // ExtendEntry is one lease of an ExtendBatch: see Extend.
@@ -118,9 +116,9 @@ type ExtendEntry struct {
 
 // ExtendBatch extends up to 10 leases.
 func (c *Client) ExtendBatch(ctx context.Context, queue string, entries []ExtendEntry) ([]error, error) {
-	fs := make([]controlFields, len(entries))
+	fs := make([]wire.ControlFields, len(entries))
 	for i, e := range entries {
-		fs[i] = controlFields{Receipt: e.Receipt, VisibilitySeconds: ptr(seconds(e.Visibility))}
+		fs[i] = wire.ControlFields{Receipt: e.Receipt, VisibilitySeconds: ptr(seconds(e.Visibility))}
 	}
 	return c.control(ctx, queue, "extend", true, fs)
 }
@@ -128,7 +126,7 @@ func (c *Client) ExtendBatch(ctx context.Context, queue string, entries []Extend
 // Snooze makes the message visible again after d (0..12 h, whole seconds
 // rounded up), without counting the attempt.
 func (c *Client) Snooze(ctx context.Context, queue, receipt string, d time.Duration) error {
-	return c.single(ctx, queue, "snooze", false, controlFields{Receipt: receipt, DelaySeconds: ptr(seconds(d))})
+	return c.single(ctx, queue, "snooze", false, wire.ControlFields{Receipt: receipt, DelaySeconds: ptr(seconds(d))})
 }
 
 // SnoozeEntry is one message of a SnoozeBatch: see Snooze.
@@ -139,9 +137,9 @@ type SnoozeEntry struct {
 
 // SnoozeBatch snoozes up to 10 messages.
 func (c *Client) SnoozeBatch(ctx context.Context, queue string, entries []SnoozeEntry) ([]error, error) {
-	fs := make([]controlFields, len(entries))
+	fs := make([]wire.ControlFields, len(entries))
 	for i, e := range entries {
-		fs[i] = controlFields{Receipt: e.Receipt, DelaySeconds: ptr(seconds(e.Delay))}
+		fs[i] = wire.ControlFields{Receipt: e.Receipt, DelaySeconds: ptr(seconds(e.Delay))}
 	}
 	return c.control(ctx, queue, "snooze", false, fs)
 }
@@ -149,7 +147,7 @@ func (c *Client) SnoozeBatch(ctx context.Context, queue string, entries []Snooze
 // Release hands the message back at once without counting the attempt (a
 // snooze of 0): for a message received but never worked on.
 func (c *Client) Release(ctx context.Context, queue, receipt string) error {
-	return c.single(ctx, queue, "release", false, controlFields{Receipt: receipt})
+	return c.single(ctx, queue, "release", false, wire.ControlFields{Receipt: receipt})
 }
 
 // ReleaseBatch releases up to 10 messages.
@@ -162,7 +160,7 @@ func (c *Client) ReleaseBatch(ctx context.Context, queue string, receipts []stri
 // that can never succeed. A queue without a RedrivePolicy answers
 // ErrConflict.
 func (c *Client) DeadLetter(ctx context.Context, queue, receipt, reason string) error {
-	f := controlFields{Receipt: receipt}
+	f := wire.ControlFields{Receipt: receipt}
 	if reason != "" {
 		f.Reason = &reason
 	}
@@ -177,9 +175,9 @@ type DeadLetterEntry struct {
 
 // DeadLetterBatch dead-letters up to 10 messages.
 func (c *Client) DeadLetterBatch(ctx context.Context, queue string, entries []DeadLetterEntry) ([]error, error) {
-	fs := make([]controlFields, len(entries))
+	fs := make([]wire.ControlFields, len(entries))
 	for i, e := range entries {
-		fs[i] = controlFields{Receipt: e.Receipt}
+		fs[i] = wire.ControlFields{Receipt: e.Receipt}
 		if e.Reason != "" {
 			fs[i].Reason = ptr(e.Reason)
 		}

@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
+
+	"github.com/sluicemq/sluice/api/native/wire"
 )
 
 // The dead letters of a source queue: the messages its RedrivePolicy moved
@@ -26,62 +27,44 @@ func (c *Client) DeleteDeadLetters(ctx context.Context, queue string, ids []stri
 }
 
 // ReplayTask is a replay: a move task from the dead-letter queue back to
-// the queue. Its JSON form is the native API's.
-type ReplayTask struct {
-	ID string `json:"id"`
-	// Source is the dead-letter queue; Destination the queue replayed into.
-	Source      string `json:"source"`
-	Destination string `json:"destination"`
-	// Status is "RUNNING", "COMPLETED", "CANCELLING", "CANCELLED" or
-	// "FAILED".
-	Status string `json:"status"`
-	Moved  int64  `json:"moved"`
-	ToMove int64  `json:"toMove"`
-	// Skipped counts the dead letters an edit-and-replay left in the
-	// dead-letter queue: their edited form does not fit the queue.
-	Skipped       int64     `json:"skipped"`
-	MaxPerSecond  int       `json:"maxPerSecond"`
-	FailureReason string    `json:"failureReason,omitempty"`
-	StartedAt     time.Time `json:"startedAt"`
-}
+// the queue. Its fields, and its JSON form, are the native API's
+// (wire.Task): ID, Source (the dead-letter queue), Destination (the queue
+// replayed into), Status ("RUNNING", "COMPLETED", "CANCELLING",
+// "CANCELLED" or "FAILED"), Moved, ToMove, Skipped (the dead letters an
+// edit-and-replay left in the dead-letter queue: their edited form does not
+// fit the queue), MaxPerSecond, FailureReason and StartedAt.
+type ReplayTask wire.Task
 
 // Done reports whether the task has ended (COMPLETED, CANCELLED or FAILED).
 func (t ReplayTask) Done() bool { return t.Status != "RUNNING" && t.Status != "CANCELLING" }
 
 // ReplayOption is an option of Replay.
-type ReplayOption func(*replayRequest)
-
-type replayRequest struct {
-	IDs          []string                 `json:"ids,omitempty"`
-	Body         *string                  `json:"body,omitempty"`
-	Attributes   map[string]wireAttribute `json:"attributes,omitempty"`
-	MaxPerSecond int                      `json:"maxPerSecond,omitempty"`
-}
+type ReplayOption func(*wire.ReplayRequest)
 
 // ReplayIDs replays only these dead letters (up to 100), oldest first; an
 // id the dead-letter queue does not hold is passed over. Without it every
 // dead letter of the queue is replayed.
 func ReplayIDs(ids ...string) ReplayOption {
-	return func(r *replayRequest) { r.IDs = append(r.IDs, ids...) }
+	return func(r *wire.ReplayRequest) { r.IDs = append(r.IDs, ids...) }
 }
 
 // EditBody replaces the body of each replayed message (with ReplayIDs).
-func EditBody(body string) ReplayOption { return func(r *replayRequest) { r.Body = &body } }
+func EditBody(body string) ReplayOption { return func(r *wire.ReplayRequest) { r.Body = &body } }
 
 // EditAttributes replaces the user attributes of each replayed message
 // (with ReplayIDs); the correlation id is kept unless attrs name their own
 // Sluice.CorrelationId.
 func EditAttributes(attrs map[string]Attribute) ReplayOption {
-	return func(r *replayRequest) {
+	return func(r *wire.ReplayRequest) {
 		r.Attributes = toWireAttrs(attrs)
 		if r.Attributes == nil {
-			r.Attributes = map[string]wireAttribute{}
+			r.Attributes = map[string]wire.Attribute{}
 		}
 	}
 }
 
 // MaxPerSecond caps the replay's rate: 1..500 (default 500).
-func MaxPerSecond(n int) ReplayOption { return func(r *replayRequest) { r.MaxPerSecond = n } }
+func MaxPerSecond(n int) ReplayOption { return func(r *wire.ReplayRequest) { r.MaxPerSecond = n } }
 
 // Replay starts moving the queue's dead letters back into it, as a
 // rate-limited task, and answers the task (poll Replays for its progress).
@@ -91,15 +74,15 @@ func MaxPerSecond(n int) ReplayOption { return func(r *replayRequest) { r.MaxPer
 // dead-letter queue that serves other queues too is ErrConflict (replay
 // chosen ids then). Not retried after an ambiguous failure.
 func (c *Client) Replay(ctx context.Context, queue string, opts ...ReplayOption) (ReplayTask, error) {
-	var in replayRequest
+	var in wire.ReplayRequest
 	for _, o := range opts {
 		o(&in)
 	}
-	var out ReplayTask
+	var out wire.Task
 	if err := c.do(ctx, request{method: http.MethodPost, path: queuePath(queue, "dead-letters", "replay"), body: in}, &out); err != nil {
 		return ReplayTask{}, err
 	}
-	return out, nil
+	return ReplayTask(out), nil
 }
 
 // Replays answers the replays into the queue (and SQS move tasks back to
@@ -109,11 +92,16 @@ func (c *Client) Replays(ctx context.Context, queue string, limit int) ([]Replay
 	if limit != 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out struct {
-		Replays []ReplayTask `json:"replays"`
-	}
+	var out wire.Replays
 	if err := c.do(ctx, request{method: http.MethodGet, path: queuePath(queue, "dead-letters", "replays"), query: q, idempotent: true}, &out); err != nil {
 		return nil, err
 	}
-	return out.Replays, nil
+	if out.Replays == nil {
+		return nil, nil
+	}
+	ts := make([]ReplayTask, len(out.Replays))
+	for i, t := range out.Replays {
+		ts[i] = ReplayTask(t)
+	}
+	return ts, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sluicemq/sluice/api/native/wire"
 )
 
 // Error is an error the broker answered: the HTTP status, the API's error
@@ -193,7 +195,7 @@ func statusSentinel(status int) error {
 
 // entryError is a failed batch entry's error: its code and message, with
 // the status the code has as a whole request's answer.
-func entryError(b *errorBody) error {
+func entryError(b *wire.ErrorBody) error {
 	if b == nil {
 		return &Error{Code: "internal", Message: "the broker answered a failed entry without its error"}
 	}
@@ -213,10 +215,4 @@ var codeStatus = map[string]int{
 	"invalid_batch_entry_id": 400, "batch_too_long": 400,
 	"unauthenticated": 401, "invalid_key": 401, "signature_mismatch": 401, "request_expired": 401,
 	"incomplete_signature": 401, "access_denied": 403,
-}
-
-// errorBody is the JSON of a failed batch entry's error.
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
 }

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/sluicemq/sluice/api/native/wire"
 )
 
 // SendResult is a sent message's id, and a FIFO message's sequence number.
@@ -25,10 +27,7 @@ type BatchResult struct {
 // the retries). A send retried after a lost answer may store the message
 // twice on a standard queue: see Client.
 func (c *Client) Send(ctx context.Context, queue string, m Message) (SendResult, error) {
-	var out struct {
-		ID             string `json:"id"`
-		SequenceNumber string `json:"sequenceNumber"`
-	}
+	var out wire.Sent
 	r := request{method: http.MethodPost, path: queuePath(queue, "messages"), body: toEnvelope(&m), idempotent: true,
 		duplicates: m.DedupID == ""}
 	if err := c.do(ctx, r, &out); err != nil {
@@ -43,13 +42,11 @@ func (c *Client) Send(ctx context.Context, queue string, m Message) (SendResult,
 // or fails on its own (its BatchResult.Err). The same duplicate caveat as
 // Send's applies to a retried batch.
 func (c *Client) SendBatch(ctx context.Context, queue string, msgs []Message) ([]BatchResult, error) {
-	in := struct {
-		Messages []envelope `json:"messages"`
-	}{make([]envelope, len(msgs))}
+	in := wire.SendBatchRequest{Messages: make([]wire.BatchEntry, len(msgs))}
 	for i := range msgs {
-		in.Messages[i] = toEnvelope(&msgs[i])
+		in.Messages[i].Envelope = toEnvelope(&msgs[i])
 	}
-	var out batchResults
+	var out wire.BatchResults
 	r := request{method: http.MethodPost, path: queuePath(queue, "messages", "batch"), body: in, idempotent: true}
 	for i := range msgs {
 		if msgs[i].DedupID == "" {
@@ -59,51 +56,43 @@ func (c *Client) SendBatch(ctx context.Context, queue string, msgs []Message) ([
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
-	if err := out.check(len(msgs)); err != nil {
+	if err := checkResults(&out, len(msgs)); err != nil {
 		return nil, err
 	}
 	res := make([]BatchResult, len(msgs))
-	for i, e := range out.errs() {
+	for i, e := range resultErrs(&out) {
 		res[i] = BatchResult{SendResult: SendResult{ID: out.Results[i].MessageID, SequenceNumber: out.Results[i].SequenceNumber}, Err: e}
 	}
 	return res, nil
 }
 
 // ReceiveOption is an option of Receive.
-type ReceiveOption func(*receiveRequest)
-
-type receiveRequest struct {
-	Max               *int   `json:"max,omitempty"`
-	WaitSeconds       *int64 `json:"waitSeconds,omitempty"`
-	VisibilitySeconds *int64 `json:"visibilitySeconds,omitempty"`
-}
+type ReceiveOption func(*wire.ReceiveRequest)
 
 // MaxMessages receives up to n messages: 1..10 (default 1).
-func MaxMessages(n int) ReceiveOption { return func(r *receiveRequest) { r.Max = &n } }
+func MaxMessages(n int) ReceiveOption { return func(r *wire.ReceiveRequest) { r.Max = &n } }
 
 // WaitTime waits up to d (0..20 s, whole seconds rounded up) for a first
 // message: a long poll. Default: the queue's ReceiveMessageWaitTimeSeconds.
 func WaitTime(d time.Duration) ReceiveOption {
-	return func(r *receiveRequest) { s := seconds(d); r.WaitSeconds = &s }
+	return func(r *wire.ReceiveRequest) { r.WaitSeconds = ptr(seconds(d)) }
 }
 
 // VisibilityTimeout leases the messages for d (0..12 h, whole seconds
 // rounded up). Default: the queue's VisibilityTimeout.
 func VisibilityTimeout(d time.Duration) ReceiveOption {
-	return func(r *receiveRequest) { s := seconds(d); r.VisibilitySeconds = &s }
+	return func(r *wire.ReceiveRequest) { r.VisibilitySeconds = ptr(seconds(d)) }
 }
 
 // Receive leases messages of the queue: none when there are none by the end
 // of the wait (not an error). Each Delivery's Receipt is what the controls
 // (Ack, Nack, Extend, ...) take. Cancelling ctx ends a long poll at once.
 func (c *Client) Receive(ctx context.Context, queue string, opts ...ReceiveOption) ([]Delivery, error) {
-	var in receiveRequest
+	var in wire.ReceiveRequest
 	for _, o := range opts {
 		o(&in)
 	}
-	var out struct {
-		Messages []wireMessage `json:"messages"`
-	}
+	var out wire.Messages
 	if err := c.do(ctx, request{method: http.MethodPost, path: queuePath(queue, "receive"), body: in, idempotent: true}, &out); err != nil {
 		return nil, err
 	}
@@ -161,11 +150,7 @@ func (c *Client) browse(ctx context.Context, path string, opts []BrowseOption) (
 	for _, o := range opts {
 		o(q)
 	}
-	var out struct {
-		Queue    string        `json:"queue"`
-		Messages []wireMessage `json:"messages"`
-		Next     string        `json:"next"`
-	}
+	var out wire.BrowsePage
 	if err := c.do(ctx, request{method: http.MethodGet, path: path, query: q, idempotent: true}, &out); err != nil {
 		return Page{}, err
 	}
@@ -196,14 +181,11 @@ func (c *Client) DeleteMessages(ctx context.Context, queue string, ids []string)
 }
 
 func (c *Client) deleteIDs(ctx context.Context, path string, ids []string) ([]bool, error) {
-	in := struct {
-		IDs []string `json:"ids"`
-	}{ids}
-	var out batchResults
-	if err := c.do(ctx, request{method: http.MethodPost, path: path, body: in}, &out); err != nil {
+	var out wire.BatchResults
+	if err := c.do(ctx, request{method: http.MethodPost, path: path, body: wire.IDs{IDs: ids}}, &out); err != nil {
 		return nil, err
 	}
-	if err := out.check(len(ids)); err != nil {
+	if err := checkResults(&out, len(ids)); err != nil {
 		return nil, err
 	}
 	found := make([]bool, len(ids))

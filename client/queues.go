@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/sluicemq/sluice/api/native/wire"
 )
 
 // Queue is a queue with its settings and stats.
@@ -60,51 +62,25 @@ type Stats struct {
 	Refused map[string]int64
 }
 
-type wireStats struct {
-	Visible          int64            `json:"visible"`
-	InFlight         int64            `json:"inFlight"`
-	Delayed          int64            `json:"delayed"`
-	Depth            int64            `json:"depth"`
-	OldestAgeSeconds int64            `json:"oldestAgeSeconds"`
-	DeadLetters      *int64           `json:"deadLetters"`
-	Refused          map[string]int64 `json:"refused"`
-}
-
-func (s wireStats) stats() Stats {
+// statsOf converts a queue's stats.
+func statsOf(s wire.Stats) Stats {
 	return Stats{Visible: s.Visible, InFlight: s.InFlight, Delayed: s.Delayed, Depth: s.Depth,
 		OldestAge: time.Duration(s.OldestAgeSeconds) * time.Second, DeadLetters: s.DeadLetters, Refused: s.Refused}
 }
 
-type wireQueue struct {
-	Name            string            `json:"name"`
-	ARN             string            `json:"arn"`
-	Fifo            bool              `json:"fifo"`
-	DeadLetterQueue string            `json:"deadLetterQueue"`
-	CreatedAt       time.Time         `json:"createdAt"`
-	ModifiedAt      time.Time         `json:"modifiedAt"`
-	Attributes      map[string]string `json:"attributes"`
-	Tags            map[string]string `json:"tags"`
-	Stats           wireStats         `json:"stats"`
-}
-
-func (q *wireQueue) queue() Queue {
+// queueOf converts a queue.
+func queueOf(q *wire.Queue) Queue {
 	return Queue{Name: q.Name, ARN: q.ARN, Fifo: q.Fifo, DeadLetterQueue: q.DeadLetterQueue,
-		CreatedAt: q.CreatedAt, ModifiedAt: q.ModifiedAt, Attributes: q.Attributes, Tags: q.Tags, Stats: q.Stats.stats()}
+		CreatedAt: q.CreatedAt, ModifiedAt: q.ModifiedAt, Attributes: q.Attributes, Tags: q.Tags, Stats: statsOf(q.Stats)}
 }
 
 // QueueOption is an option of CreateQueue.
-type QueueOption func(*createQueueRequest)
-
-type createQueueRequest struct {
-	Name       string            `json:"name"`
-	Attributes map[string]string `json:"attributes,omitempty"`
-	Tags       map[string]string `json:"tags,omitempty"`
-}
+type QueueOption func(*wire.CreateQueueRequest)
 
 // Tags tags the queue created (the tags are set at creation only; SQS's
 // TagQueue changes them later).
 func Tags(tags map[string]string) QueueOption {
-	return func(r *createQueueRequest) { r.Tags = tags }
+	return func(r *wire.CreateQueueRequest) { r.Tags = tags }
 }
 
 // CreateQueue creates queue name with attrs (SQS attribute strings and the
@@ -113,24 +89,24 @@ func Tags(tags map[string]string) QueueOption {
 // attribute has its value, else ErrQueueExists. A name ending in ".fifo"
 // with FifoQueue "true" makes a FIFO queue.
 func (c *Client) CreateQueue(ctx context.Context, name string, attrs map[string]string, opts ...QueueOption) (Queue, error) {
-	in := createQueueRequest{Name: name, Attributes: attrs}
+	in := wire.CreateQueueRequest{Name: name, Attributes: attrs}
 	for _, o := range opts {
 		o(&in)
 	}
-	var out wireQueue
+	var out wire.Queue
 	if err := c.do(ctx, request{method: http.MethodPost, path: "/queues", body: in, idempotent: true}, &out); err != nil {
 		return Queue{}, err
 	}
-	return out.queue(), nil
+	return queueOf(&out), nil
 }
 
 // GetQueue answers a queue: its settings and stats.
 func (c *Client) GetQueue(ctx context.Context, queue string) (Queue, error) {
-	var out wireQueue
+	var out wire.Queue
 	if err := c.do(ctx, request{method: http.MethodGet, path: queuePath(queue), idempotent: true}, &out); err != nil {
 		return Queue{}, err
 	}
-	return out.queue(), nil
+	return queueOf(&out), nil
 }
 
 // ListOption is an option of ListQueues.
@@ -151,21 +127,13 @@ func (c *Client) ListQueues(ctx context.Context, opts ...ListOption) (QueuePage,
 	for _, o := range opts {
 		o(q)
 	}
-	var out struct {
-		Queues []struct {
-			Name   string    `json:"name"`
-			Fifo   bool      `json:"fifo"`
-			Paused bool      `json:"paused"`
-			Stats  wireStats `json:"stats"`
-		} `json:"queues"`
-		Next string `json:"next"`
-	}
+	var out wire.QueueList
 	if err := c.do(ctx, request{method: http.MethodGet, path: "/queues", query: q, idempotent: true}, &out); err != nil {
 		return QueuePage{}, err
 	}
 	page := QueuePage{Queues: make([]QueueSummary, len(out.Queues)), Next: out.Next}
 	for i, s := range out.Queues {
-		page.Queues[i] = QueueSummary{Name: s.Name, Fifo: s.Fifo, Paused: s.Paused, Stats: s.Stats.stats()}
+		page.Queues[i] = QueueSummary{Name: s.Name, Fifo: s.Fifo, Paused: s.Paused, Stats: statsOf(s.Stats)}
 	}
 	return page, nil
 }
@@ -173,14 +141,12 @@ func (c *Client) ListQueues(ctx context.Context, opts ...ListOption) (QueuePage,
 // UpdateQueue changes the queue's attributes (only the ones given) and
 // answers the queue.
 func (c *Client) UpdateQueue(ctx context.Context, queue string, attrs map[string]string) (Queue, error) {
-	var out wireQueue
-	body := struct {
-		Attributes map[string]string `json:"attributes"`
-	}{attrs}
+	var out wire.Queue
+	body := wire.UpdateQueueRequest{Attributes: attrs}
 	if err := c.do(ctx, request{method: http.MethodPatch, path: queuePath(queue), body: body, idempotent: true}, &out); err != nil {
 		return Queue{}, err
 	}
-	return out.queue(), nil
+	return queueOf(&out), nil
 }
 
 // DeleteQueue deletes the queue and its messages. Not retried after an
@@ -199,28 +165,28 @@ func (c *Client) PurgeQueue(ctx context.Context, queue string) error {
 // keeps waiting) while sends, acks, browsing and replays go on; it answers
 // the queue.
 func (c *Client) Pause(ctx context.Context, queue string) (Queue, error) {
-	var out wireQueue
+	var out wire.Queue
 	if err := c.do(ctx, request{method: http.MethodPost, path: queuePath(queue, "pause"), idempotent: true}, &out); err != nil {
 		return Queue{}, err
 	}
-	return out.queue(), nil
+	return queueOf(&out), nil
 }
 
 // Resume resumes a paused queue's deliveries, waking waiting receives; it
 // answers the queue.
 func (c *Client) Resume(ctx context.Context, queue string) (Queue, error) {
-	var out wireQueue
+	var out wire.Queue
 	if err := c.do(ctx, request{method: http.MethodPost, path: queuePath(queue, "resume"), idempotent: true}, &out); err != nil {
 		return Queue{}, err
 	}
-	return out.queue(), nil
+	return queueOf(&out), nil
 }
 
 // Stats answers the queue's stats.
 func (c *Client) Stats(ctx context.Context, queue string) (Stats, error) {
-	var out wireStats
+	var out wire.Stats
 	if err := c.do(ctx, request{method: http.MethodGet, path: queuePath(queue, "stats"), idempotent: true}, &out); err != nil {
 		return Stats{}, err
 	}
-	return out.stats(), nil
+	return statsOf(out), nil
 }
