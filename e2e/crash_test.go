@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,12 +50,10 @@ type crashLedger struct {
 // client, kill -9s the broker at a random moment, restarts it on the same data
 // directory, and repeats. At the end every message whose send succeeded must be
 // delivered (uncorrupted), and no message whose delete succeeded may come back.
-// SLUICE_CRASH_CYCLES sets the number of kills (default 4).
+// SLUICE_CRASH_CYCLES sets the number of kills (default 4; 20 under
+// SLUICE_SCALE=full).
 func TestCrashKill9(t *testing.T) {
-	cycles := 4
-	if v, err := strconv.Atoi(os.Getenv("SLUICE_CRASH_CYCLES")); err == nil && v > 0 {
-		cycles = v
-	}
+	cycles := testutil.Scale(t, "SLUICE_CRASH_CYCLES", 4, 20, 1)
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	seed := time.Now().UnixNano()

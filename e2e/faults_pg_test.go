@@ -248,7 +248,7 @@ func TestSerialPostgresFaults(t *testing.T) {
 	serialOnly(t)
 	pg := startPrivatePG(t)
 	proxy := newPGProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.port))
-	outage := time.Duration(envInt(t, "SLUICE_PG_OUTAGE_SECONDS", 10)) * time.Second
+	outage := time.Duration(testutil.Scale(t, "SLUICE_PG_OUTAGE_SECONDS", 10, 10, 1)) * time.Second
 	ctx := ctxT(t)
 	live := &liveBrokers{}
 	ps := startPGBrokers(t, 3, pg.URL(proxy.Port()), live)
@@ -321,12 +321,12 @@ func TestSerialPostgresFaults(t *testing.T) {
 // one private PostgreSQL, kill -9s them in turn at random moments (each
 // restarted at once), and crashes and restarts PostgreSQL itself once,
 // halfway; then drains and checks the history. SLUICE_CRASH_CYCLES sets the
-// broker kills (default 5; 20 for the full run).
+// broker kills (default 3; 20 under SLUICE_SCALE=full).
 func TestSerialCrashLoopPostgres(t *testing.T) {
 	serialOnly(t)
 	pg := startPrivatePG(t)
 	url := pg.URL(pg.port)
-	cycles := envInt(t, "SLUICE_CRASH_CYCLES", 5)
+	cycles := testutil.Scale(t, "SLUICE_CRASH_CYCLES", 3, 20, 1)
 	ctx := ctxT(t)
 	live := &liveBrokers{}
 	ps := startPGBrokers(t, 3, url, live)

@@ -26,18 +26,6 @@ import (
 // unless SLUICE_REQUIRE contains "postgres").
 func pgDatabase(t *testing.T) string { return pgtest.Database(t) }
 
-// envInt reads a positive count from the environment.
-func envInt(t *testing.T, name string, def int) int {
-	if v := os.Getenv(name); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive count", name, v)
-		}
-		return n
-	}
-	return def
-}
-
 // delivery is one receive of one message, seen by a consumer. start is when
 // the receive request began: the lease, taken after it, ends no earlier than
 // start + the visibility timeout.
@@ -64,10 +52,12 @@ func (s *brokerSet) client(i int) *sqs.Client {
 // consumers spread across them, kills one with SIGKILL halfway and restarts
 // it, and checks: every acknowledged message is received; no message is
 // received twice while a lease on it is live; FIFO groups keep their order.
-// SLUICE_E2E_PG_MESSAGES sets the standard-queue message count (default 100,000).
+// SLUICE_E2E_PG_MESSAGES sets the standard-queue message count (default
+// 20,000; 100,000 under SLUICE_SCALE=full), SLUICE_E2E_PG_FIFO_PER_GROUP
+// the FIFO messages per group (100; 200).
 func TestPostgresMultiBroker(t *testing.T) {
 	url := pgDatabase(t)
-	total := envInt(t, "SLUICE_E2E_PG_MESSAGES", 100_000)
+	total := testutil.Scale(t, "SLUICE_E2E_PG_MESSAGES", 20_000, 100_000, 1)
 	const vis = 30 // seconds: a live lease is recognisable
 	set := &brokerSet{}
 	for i := 0; i < 3; i++ {
@@ -94,7 +84,7 @@ func TestPostgresMultiBroker(t *testing.T) {
 		sendErrs   atomic.Int64
 		killAt     = int64(total / 2)
 		fifoGroups = 6
-		fifoPer    = envInt(t, "SLUICE_E2E_PG_FIFO_PER_GROUP", 200)
+		fifoPer    = testutil.Scale(t, "SLUICE_E2E_PG_FIFO_PER_GROUP", 100, 200, 1)
 	)
 	start := time.Now()
 	// Producers: one per broker on the standard queue, one per FIFO group.

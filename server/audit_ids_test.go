@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/internal/testbroker"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // TestAuditDeleteMessagesNamesIDs: the audit line of a delete by id says
@@ -14,7 +15,7 @@ import (
 // when.
 func TestAuditDeleteMessagesNamesIDs(t *testing.T) {
 	t.Parallel()
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	b := testbroker.Start(t, testbroker.Config{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	ctx := t.Context()
 	if _, err := b.Front.CreateQueue(ctx, "jobs", nil, nil); err != nil {

@@ -55,6 +55,11 @@ type Harness struct {
 	// returning the new backend. Backends that cannot restart set Reopen nil;
 	// the restart tests then skip with a printed reason.
 	Reopen func(t *testing.T, b storage.Backend, opts storage.Options) storage.Backend
+	// ModelChecks is how many random histories the FIFO model test runs at
+	// CI scale (0: 15; a slower store may ask for fewer). SLUICE_MODEL_CHECKS,
+	// -rapid.checks or RAPID_CHECKS override it; SLUICE_SCALE=full makes it
+	// 200.
+	ModelChecks int
 }
 
 // testCase is one conformance test. It calls s.setup to get its backend.

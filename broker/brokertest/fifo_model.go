@@ -17,6 +17,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // The model-based FIFO test: random histories of sends (single and batch),
@@ -41,18 +42,25 @@ import (
 //   - the approximate counts equal the model's after every step.
 //
 // It runs with the suite (every backend; restarts use Harness.Reopen and are
-// left out when it is nil). Scale: SLUICE_MODEL_CHECKS histories (default
-// defaultModelChecks, a few seconds), or -rapid.checks / RAPID_CHECKS when
-// given; -rapid.steps sets the average history length (30).
+// left out when it is nil). Scale: SLUICE_MODEL_CHECKS histories, or
+// -rapid.checks / RAPID_CHECKS when given; else fullModelChecks under
+// SLUICE_SCALE=full, else Harness.ModelChecks (default
+// defaultModelChecks, a few seconds); -rapid.steps sets the average history
+// length (30).
 
-const defaultModelChecks = 15
+// The FIFO model test's histories: at CI scale, and at full scale.
+const (
+	defaultModelChecks = 15
+	fullModelChecks    = 200
+)
 
 var modelChecksOnce sync.Once
 
 // setModelChecks sets rapid's number of checks, once per process: from
-// SLUICE_MODEL_CHECKS if set, else defaultModelChecks unless the user chose
-// one with -rapid.checks or RAPID_CHECKS.
-func setModelChecks(t *testing.T) {
+// SLUICE_MODEL_CHECKS if set, else (unless the user chose one with
+// -rapid.checks or RAPID_CHECKS) fullModelChecks under SLUICE_SCALE=full,
+// else ci (0: defaultModelChecks).
+func setModelChecks(t *testing.T, ci int) {
 	modelChecksOnce.Do(func() {
 		n := os.Getenv("SLUICE_MODEL_CHECKS")
 		if n == "" {
@@ -61,7 +69,13 @@ func setModelChecks(t *testing.T) {
 			if explicit {
 				return
 			}
-			n = fmt.Sprint(defaultModelChecks)
+			switch {
+			case testutil.FullScale():
+				ci = fullModelChecks
+			case ci <= 0:
+				ci = defaultModelChecks
+			}
+			n = fmt.Sprint(ci)
 		}
 		if err := flag.Set("rapid.checks", n); err != nil {
 			t.Logf("SLUICE_MODEL_CHECKS=%s: %v", n, err)
@@ -70,7 +84,7 @@ func setModelChecks(t *testing.T) {
 }
 
 func testFifoModel(t *testing.T, s suite) {
-	setModelChecks(t)
+	setModelChecks(t, s.h.ModelChecks)
 	rapid.Check(t, func(rt *rapid.T) {
 		h := newModelHistory(t, rt, s)
 		rt.Repeat(h.actions())

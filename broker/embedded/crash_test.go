@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // history records what the backend acknowledged. A change is recorded only
@@ -86,10 +85,7 @@ func checkCrashBody(body string) (id string, ok bool) {
 // or SLUICE_CRASH_ROUNDS (the full scale in docs/durability.md).
 func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 	t.Parallel()
-	rounds := 4
-	if n, err := strconv.Atoi(os.Getenv("SLUICE_CRASH_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
+	rounds := testutil.Scale(t, "SLUICE_CRASH_ROUNDS", 4, 40, 1)
 	for round := range rounds {
 		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
 			t.Parallel()

@@ -3,10 +3,8 @@ package embedded
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,24 +12,18 @@ import (
 	"unsafe"
 
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // depthMessages is how many messages TestDepth queues: SLUICE_DEPTH_MESSAGES,
-// default 100,000, 10,000 under the race detector (scripts/depth.sh runs 10
-// million).
+// else 100,000 under SLUICE_SCALE=full, else 50,000 (10,000 under the race
+// detector); scripts/depth.sh runs 10 million.
 func depthMessages(t testing.TB) int {
-	n := 100_000
+	ci := 50_000
 	if raceEnabled {
-		n = 10_000
+		ci = 10_000
 	}
-	if s := os.Getenv("SLUICE_DEPTH_MESSAGES"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1000 {
-			t.Fatalf("SLUICE_DEPTH_MESSAGES=%q: want an integer >= 1000", s)
-		}
-		n = v
-	}
-	return n
+	return testutil.Scale(t, "SLUICE_DEPTH_MESSAGES", ci, 100_000, 1000)
 }
 
 // processCPU is the process's user and system CPU time so far.

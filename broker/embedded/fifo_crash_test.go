@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // checkFifoIndex checks the FIFO part of every queue's index against its
@@ -105,10 +104,7 @@ func checkFifoIndexes(b *Backend) error {
 // lost. 3 rounds, or SLUICE_FIFO_CRASH_ROUNDS.
 func TestFifoCrashLoad(t *testing.T) {
 	t.Parallel()
-	rounds := 3
-	if n, err := strconv.Atoi(os.Getenv("SLUICE_FIFO_CRASH_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
+	rounds := testutil.Scale(t, "SLUICE_FIFO_CRASH_ROUNDS", 3, 100, 1)
 	for round := range rounds {
 		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
 			t.Parallel()

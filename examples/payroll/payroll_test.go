@@ -36,20 +36,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// payments is the run's size: 20,000 by default (the CI scale), 200,000 with
-// -payroll.full or SLUICE_PAYROLL_FULL=1, or SLUICE_PAYROLL_PAYMENTS.
+// payments is the run's size: 5,000 by default (the CI scale), the seed's
+// 200,000 with SLUICE_SCALE=full (or -payroll.full, or
+// SLUICE_PAYROLL_FULL=1), or SLUICE_PAYROLL_PAYMENTS.
 func payments(t *testing.T) int {
-	if s := os.Getenv("SLUICE_PAYROLL_PAYMENTS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 100 {
-			t.Fatalf("SLUICE_PAYROLL_PAYMENTS=%q: want a number of payments, at least 100", s)
-		}
-		return n
+	if os.Getenv("SLUICE_PAYROLL_PAYMENTS") == "" && (*full || os.Getenv("SLUICE_PAYROLL_FULL") == "1") {
+		return 200_000
 	}
-	if *full || os.Getenv("SLUICE_PAYROLL_FULL") == "1" {
-		return 200000
-	}
-	return 20000
+	return testutil.Scale(t, "SLUICE_PAYROLL_PAYMENTS", 5_000, 200_000, 100)
 }
 
 // proc is a child process whose output goes to the test's log and to out.

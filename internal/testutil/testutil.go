@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +167,28 @@ func Missing(t testing.TB, part, why string) {
 		t.Fatalf("%s (SLUICE_REQUIRE names %s)", why, part)
 	}
 	t.Skip(why)
+}
+
+// FullScale reports whether SLUICE_SCALE=full asks the load, crash and
+// scale tests for their full-scale figures (the ones docs/durability.md and
+// docs/benchmarks.md report); the default is CI scale, sized for a 2-core
+// machine running `go test ./...` in minutes.
+func FullScale() bool { return os.Getenv("SLUICE_SCALE") == "full" }
+
+// Scale returns the size a scale test runs with: the integer in the
+// variable name when it is set (at least min; a bad value fails the test),
+// else full under SLUICE_SCALE=full, else ci.
+func Scale(t testing.TB, name string, ci, full, min int) int {
+	t.Helper()
+	if s := os.Getenv(name); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < min {
+			t.Fatalf("%s=%q: want an integer of at least %d", name, s, min)
+		}
+		return n
+	}
+	if FullScale() {
+		return full
+	}
+	return ci
 }
