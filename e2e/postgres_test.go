@@ -53,11 +53,11 @@ func (s *brokerSet) client(i int) *sqs.Client {
 // it, and checks: every acknowledged message is received; no message is
 // received twice while a lease on it is live; FIFO groups keep their order.
 // SLUICE_E2E_PG_MESSAGES sets the standard-queue message count (default
-// 20,000; 100,000 under SLUICE_SCALE=full), SLUICE_E2E_PG_FIFO_PER_GROUP
+// 10,000; 100,000 under SLUICE_SCALE=full), SLUICE_E2E_PG_FIFO_PER_GROUP
 // the FIFO messages per group (100; 200).
 func TestPostgresMultiBroker(t *testing.T) {
 	url := pgDatabase(t)
-	total := testutil.Scale(t, "SLUICE_E2E_PG_MESSAGES", 20_000, 100_000, 1)
+	total := testutil.Scale(t, "SLUICE_E2E_PG_MESSAGES", 10_000, 100_000, 1)
 	const vis = 30 // seconds: a live lease is recognisable
 	set := &brokerSet{}
 	for i := 0; i < 3; i++ {
