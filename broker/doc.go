@@ -1,6 +1,14 @@
-// Package broker is the seam between Sluice's protocols and its storage
-// backends: the types (QueueConfig, Message, ReceiveRequest, Receipt), the
-// typed errors, the Backend interface, the clock, and the pure rules every
-// backend shares (attribute parsing and ranges, message validation, MD5s,
-// receipt encoding). It knows nothing of HTTP or of any store.
+// Package broker is the front: the one type every API and service talks to
+// (Broker). It validates and normalizes every request, applies every rule
+// that needs no store atomicity (the access rule, the checks of a redrive
+// policy or a move task, batch shapes, the answers to lease outcomes), owns
+// the error texts of those rules, and hands the storage seam
+// (broker/storage.Backend) typed, validated input. It knows nothing of HTTP
+// and of no particular store.
+//
+// The values and value rules are package broker/model's; the rules a backend
+// runs inside its atomic step are the planners of broker/internal/plan; the
+// backends are broker/embedded and broker/postgres, and broker/brokertest is
+// the conformance suite they all pass. docs/architecture.md draws the
+// layers, and broker/layers_test.go keeps them.
 package broker

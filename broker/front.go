@@ -13,15 +13,16 @@ import (
 	"github.com/sluicemq/sluice/broker/storage"
 )
 
-// Broker is the front every API talks to (the SQS protocols today; the native
-// HTTP API, and through it the CLI, the dashboard and the worker library,
-// next). It validates and normalizes requests, applies every rule that does
-// not need the store's atomicity, owns the error texts, and hands a Backend
+// Broker is the front every API and service talks to (the SQS protocols,
+// the native HTTP API and through it the CLI, the dashboard and the worker
+// library; the webhook dispatcher, metrics, the live sampler). It validates
+// and normalizes requests, applies every rule that does not need the
+// store's atomicity, owns the error texts, and hands its storage.Backend
 // typed, validated input. Safe for concurrent use.
 //
 // The methods take queue attributes as the SQS attribute strings
-// (QueueConfig's parsers are the one home of their names and ranges) and
-// answer *Error values wrapping the sentinels of errors.go.
+// (model.QueueConfig's parsers are the one home of their names and ranges)
+// and answer *model.Error values wrapping model's sentinels.
 type Broker struct {
 	backend  storage.Backend
 	cfg      Config
@@ -387,7 +388,7 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []model.Delet
 // ChangeVisibility sets leases' remaining time, counted from now (0..12 h; 0
 // is a nack: the message is visible at once, or after its queue's retry
 // policy's backoff, or dead-lettered when it used its last attempt; see
-// PlanLeaseChange), and answers one error (or nil) per entry: a stale
+// plan.LeaseChange), and answers one error (or nil) per entry: a stale
 // receipt fails with ErrInvalidParameterValue, a lease that ended (or any
 // receipt of an at-most-once queue) with ErrMessageNotInflight.
 func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []model.VisibilityEntry) ([]error, error) {

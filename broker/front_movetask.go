@@ -9,7 +9,8 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// The front of message move tasks (MoveTasker): the checks that need no
+// The front of message move tasks (storage.Backend.StartMoveTask and the
+// others): the checks that need no
 // atomicity, then the backend's capability.
 
 // sourceErr maps a missing source queue to the move tasks' own error.
@@ -21,7 +22,7 @@ func sourceErr(err error) error {
 }
 
 // StartMoveTask starts a task moving the messages of a dead-letter queue
-// (MoveTasker). Errors: the source does not exist (ErrResourceNotFound,
+// (storage.Backend.StartMoveTask). Errors: the source does not exist (ErrResourceNotFound,
 // MoveSourceNotFoundError); it is no queue's dead-letter queue, it already
 // has a RUNNING task, or the rate is out of range (ErrInvalidParameterValue);
 // the destination does not exist (ErrResourceNotFound,

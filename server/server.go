@@ -93,7 +93,7 @@ type Config struct {
 
 	// Webhooks, when not nil, runs a dead-letter webhook dispatcher over the
 	// broker (package webhook): Start starts it, Stop stops it. Default nil
-	// (webhooks off). The broker's Options.WebhookHosts should hold the same
+	// (webhooks off). The broker's Config.WebhookHosts should hold the same
 	// hosts (webhook.ParseHosts(Webhooks.AllowedHosts...)), so that the front
 	// refuses the URLs the dispatcher would not call. A nil Logger logs with
 	// the server's Logger; a nil Clock is the broker's clock.
@@ -104,7 +104,7 @@ type Config struct {
 	// and GET /v1/queues/{queue}/history from it, starts it in Start and
 	// stops it in Stop (step 2, with the waiting receives, so that open
 	// event streams end before the server waits for requests). It should
-	// also be the broker's Options.Observer (model.Observers), or its
+	// also be the broker's Config.Observer (and the store's storage.Options.Observer) (model.Observers), or its
 	// rates stay 0. Default nil: those routes answer no_such_route.
 	Live *live.Live
 	// AllowedHosts are the host names, besides localhost, IP addresses and

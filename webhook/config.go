@@ -110,7 +110,7 @@ func (c Config) Validate() error {
 }
 
 // HostList is an operator's list of the hosts webhooks may call. It
-// implements broker.WebhookHosts (Options.WebhookHosts), so the front
+// implements broker.WebhookHosts (broker.Config.WebhookHosts), so the front
 // refuses a URL of another host when it is set, and the dispatcher drops
 // the events of a URL whose host was removed from the list since.
 //

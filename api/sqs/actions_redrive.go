@@ -8,8 +8,8 @@ import (
 
 // The redrive actions: ListDeadLetterSourceQueues, and the message move
 // tasks StartMessageMoveTask, ListMessageMoveTasks, CancelMessageMoveTask
-// (the front answers UnsupportedOperation for a backend without them). The backend knows queues by name; ARNs and task handles are
-// made and read here.
+// (every backend runs them). The backend knows queues by name; ARNs and
+// task handles are made and read here.
 
 type listDeadLetterSourceQueuesInput struct {
 	queueRef

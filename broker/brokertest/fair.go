@@ -10,7 +10,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// The fair-queue tests (broker/fair.go): on a standard queue MessageGroupId
+// The fair-queue tests (broker/internal/plan/fair.go): on a standard queue MessageGroupId
 // names a tenant; priority levels are strict, within a level tenants with
 // ready messages take turns, within a tenant send order holds. The turn
 // rule's exact order is checked where it is fixed (every message sent before

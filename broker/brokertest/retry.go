@@ -12,7 +12,7 @@ import (
 )
 
 // The retry tests: attempts against ReceiveCount, and the RetryPolicy's
-// backoff after a nack or an expired lease (broker/retry.go), at exact
+// backoff after a nack or an expired lease (broker/internal/plan/retry.go), at exact
 // instants of the fake clock.
 var retryTests = []testCase{
 	{"AttemptsVsReceiveCount", testAttemptsVsReceiveCount},

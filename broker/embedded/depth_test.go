@@ -97,7 +97,7 @@ func (e *env) receiveLatency(queue string, rounds int) time.Duration {
 	return lat[len(lat)/2]
 }
 
-// TestDepth queues SLUICE_DEPTH_MESSAGES messages (default 100,000) and
+// TestDepth queues SLUICE_DEPTH_MESSAGES messages (depthMessages: 50,000 by default) and
 // reports what depth costs: the Go heap per queued message (the in-memory
 // index; bodies stay in the store), receive latency deep against a queue
 // holding only the messages being received, and the time from a restart to
@@ -157,7 +157,7 @@ func TestIndexEntrySize(t *testing.T) {
 }
 
 // BenchmarkRestart measures the restart alone: a queue of
-// SLUICE_DEPTH_MESSAGES messages (default 100,000) is filled once, then each
+// SLUICE_DEPTH_MESSAGES messages (depthMessages: 50,000 by default) is filled once, then each
 // op closes the backend, opens it again (which rebuilds the index) and
 // receives one message. It reports the process CPU per restart (cpu-ms/op).
 func BenchmarkRestart(b *testing.B) {

@@ -5,7 +5,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Fair queues (the rule: broker/fair.go).
+// Fair queues (the rule: broker/internal/plan/fair.go).
 //
 // On a standard queue every message has a turn (msg.turn), and the ready
 // heap serves (priority desc, turn asc, key). Turns live in memory only:

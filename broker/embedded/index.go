@@ -56,7 +56,7 @@ type msg struct {
 	receiveCount int32
 	priority     int32
 	size         int32 // body + attribute bytes (MessageSize)
-	// attempts is Sluice's attempts count (broker/retry.go); maxAttempts the
+	// attempts is Sluice's attempts count (broker/internal/plan/retry.go); maxAttempts the
 	// message's own Sluice.MaxAttempts (0: the queue's maxReceiveCount).
 	attempts, maxAttempts int32
 

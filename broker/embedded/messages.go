@@ -50,7 +50,7 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 		_ = batch.Close()
 		return nil, model.QueueNotFoundError()
 	}
-	// b.mu was dropped since PlanSend read the depth: admit the send again
+	// b.mu was dropped since plan.Send read the depth: admit the send again
 	// against the depth and limits of now, so that MaxDepth is exact.
 	n, low := 0, 0
 	for i := range plans {

@@ -116,7 +116,7 @@ func (b *Backend) upgradeMeta(q *queue, m *msg, batch *pebble.Batch) error {
 // turns and the FIFO groups are built from (fair.go, fifo.go). Messages
 // are indexed as stored (every timed message in timed); the caller promotes
 // them: a lease that ended while the broker was down is planned as any expiry
-// (PlanLeaseExpiry from its end), so a backoff ends at the instant it would
+// (plan.LeaseExpiry from its end), so a backoff ends at the instant it would
 // have without the restart.
 func (b *Backend) loadQueue(q *queue, upgrade *pebble.Batch) (n int, last uint64, err error) {
 	parts, err := b.scanMeta(q)

@@ -8,7 +8,7 @@ import (
 )
 
 // Failures, backoff and dead-lettering of the embedded backend: where the
-// pure planners of broker/retry.go are applied.
+// pure planners of broker/internal/plan/retry.go are applied.
 //
 //   - A receive adds one to a message's receive count and attempts
 //     (leaseLocked); a receive that would start an attempt past the limit
@@ -52,7 +52,7 @@ func (b *Backend) flushDoomedLocked(q *queue, batch *pebble.Batch, now int64, li
 		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, m.failureReason()) {
 			continue
 		}
-		// Visible from its lease's end (m.visibleAt), as PlanLeaseExpiry
+		// Visible from its lease's end (m.visibleAt), as plan.LeaseExpiry
 		// would have made it without a dead-letter queue.
 		m.state = stateReady
 		q.place(m, now)

@@ -18,7 +18,7 @@ type Envelope struct {
 	// Priority becomes Sluice.Priority, MaxAttempts Sluice.MaxAttempts,
 	// CorrelationID Sluice.CorrelationId, TraceContext traceparent: each is
 	// given as a field or as that attribute, not both. Their ranges are
-	// PlanSend's (ParseMessageOptions) to check, as for any message.
+	// plan.Send's (ParseMessageOptions) to check, as for any message.
 	Priority, MaxAttempts       *int
 	CorrelationID, TraceContext *string
 	// DelaySeconds (0 up to MaxRetention in seconds) and DeliverAt (a time

@@ -24,7 +24,7 @@ const (
 )
 
 // VisibilityChange is one ChangeVisibility entry: a decoded receipt and what
-// to do with its lease. The backend plans it with PlanLeaseChange against
+// to do with its lease. The backend plans it with plan.LeaseChange against
 // the message as it finds it, inside its atomic step.
 type VisibilityChange struct {
 	Receipt Receipt
@@ -44,7 +44,7 @@ type VisibilityChange struct {
 // LeaseChangeKind is the kind of a VisibilityChange.
 type LeaseChangeKind uint8
 
-// The lease change kinds (PlanLeaseChange says what each does).
+// The lease change kinds (plan.LeaseChange says what each does).
 const (
 	// ChangeTimeout is SQS's ChangeMessageVisibility and the native extend.
 	ChangeTimeout LeaseChangeKind = iota

@@ -63,11 +63,11 @@ type MoveTaskRequest struct {
 	// live queue of that name is another one by then (deleted and re-created).
 	SourceID, DestinationID uint64
 	// MessageIDs, when not empty, limits the task to these messages of the
-	// source (a replay of chosen dead letters; Broker.Replay). Only a
-	// backend that is a SelectiveMover is given it.
+	// source (a replay of chosen dead letters; Broker.Replay). Every
+	// backend honours it (storage.Backend).
 	MessageIDs []string
 	// Edit, when not nil, changes each moved message (an edit-and-replay).
-	// Only a backend that is a SelectiveMover is given it.
+	// Every backend honours it (storage.Backend).
 	Edit *MessageEdit
 }
 

@@ -9,7 +9,7 @@ import (
 
 // The Sluice message options: message attributes named "Sluice.*". On the
 // wire they are ordinary attributes (stored and returned byte for byte,
-// counted in the 10, included in the MD5); PlanSend reads them. An unknown
+// counted in the 10, included in the MD5); plan.Send reads them. An unknown
 // Sluice.* name, a wrong type or an out-of-range value fails its entry with
 // ErrInvalidParameterValue.
 const (

@@ -5,7 +5,7 @@ import "time"
 // Observer learns what the broker did, for metrics (package metrics
 // implements it over Prometheus). The front and the backends call it after a
 // change is durable, from many goroutines at once: an Observer must be safe
-// for concurrent use, cheap, and must never block. Options.Observer nil
+// for concurrent use, cheap, and must never block. broker.Config.Observer nil
 // observes nothing.
 //
 // Queue names are the broker's own account's; the broker's internal queues

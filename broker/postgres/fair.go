@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Fair queues (broker/fair.go) in SQL.
+// Fair queues (broker/internal/plan/fair.go) in SQL.
 //
 // On a standard queue a message's tenant is its group_id (NULL: the tenant
 // ""), and its turn within its priority level is stored in messages.turn for

@@ -12,11 +12,11 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Lease changes and lease ends planned in Go (broker/retry.go).
+// Lease changes and lease ends planned in Go (broker/internal/plan/retry.go).
 //
 // A visibility change (extend, nack, snooze, dead-letter now) and, on a
 // queue with a RetryPolicy or RedrivePolicy, the end of a lease, are planned
-// by the pure planners of package broker (PlanLeaseChange, PlanLeaseExpiry)
+// by the pure planners of package broker (plan.LeaseChange, plan.LeaseExpiry)
 // on the message row as it is found under its row lock (FOR UPDATE, or FOR
 // UPDATE SKIP LOCKED for the expiries a receive, GetQueue or the sweeper
 // look for), and applied in the same transaction:
@@ -33,7 +33,7 @@ import (
 //     (or it is gone) the message is made visible instead.
 //
 // Queues without either policy keep the fast path: an ended lease is
-// promoted to ready in SQL (promote), which is PlanLeaseExpiry's answer for
+// promoted to ready in SQL (promote), which is plan.LeaseExpiry's answer for
 // them (FateVisible at the lease's end).
 
 // expireBatch bounds the ended leases one expireLeases transaction plans.

@@ -205,7 +205,7 @@ ALTER TABLE move_tasks ADD COLUMN account text COLLATE "C" NOT NULL DEFAULT '';
 DROP INDEX move_tasks_by_name;
 CREATE INDEX move_tasks_by_name ON move_tasks (account, source);
 `,
-	// 6: attempts and failures (issue 8, broker/retry.go). attempts is
+	// 6: attempts and failures (issue 8, broker/internal/plan/retry.go). attempts is
 	// Sluice's attempts count (a receive adds one, a snooze takes it back);
 	// NULL, as on every row stored before this migration, reads as
 	// receive_count (the two are equal without snoozes), so no row is
@@ -220,7 +220,7 @@ ALTER TABLE messages ADD COLUMN max_attempts integer NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN last_receive_at timestamptz;
 ALTER TABLE messages ADD COLUMN reason text;
 `,
-	// 7: fair queues (issue 8, broker/fair.go). turn is a standard-queue
+	// 7: fair queues (issue 8, broker/internal/plan/fair.go). turn is a standard-queue
 	// message's fair-queue turn within its priority level (0 on FIFO
 	// queues, and on every row stored before this migration: a constant
 	// default changes only the catalog, no row is rewritten). The ready

@@ -8,7 +8,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// DeadLetterLog logs moves to dead-letter queues at warn level, at most
+// Log logs moves to dead-letter queues at warn level, at most
 // Burst lines per Interval (the rest are counted and reported with the next
 // line that is written), so that a poison-pill storm cannot flood the log.
 // Backends share one per store. Safe for concurrent use.

@@ -10,7 +10,7 @@ import (
 // Lifecycle is the one admission and shutdown protocol of a backend: it
 // admits calls until Close begins, owns the backend's background goroutines
 // and Duties, and closes in a fixed order. The zero value is not ready: use
-// NewLifecycle. Safe for concurrent use.
+// New. Safe for concurrent use.
 //
 // Close order: (1) refuse new calls and close Closing, so that waiting calls
 // (long polls) return at once; (2) wait for the calls in progress; (3)
@@ -29,7 +29,7 @@ type Lifecycle struct {
 	done   chan struct{} // closed when the first Close has finished
 }
 
-// NewLifecycle returns a Lifecycle admitting calls.
+// New returns a Lifecycle admitting calls.
 func New() *Lifecycle {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Lifecycle{closing: make(chan struct{}), ctx: ctx, cancel: cancel, done: make(chan struct{})}

@@ -30,7 +30,7 @@ type SendPlan struct {
 	Priority, MaxAttempts int
 }
 
-// PlanSend validates the entries of one send to queue (its name, for the
+// Send validates the entries of one send to queue (its name, for the
 // refusal's text) against the queue's settings and its depth (QueueStats.Depth)
 // and resolves each one's delay, message id, Sluice options and FIFO dedup id
 // and key. An error concerns the whole call (a missing FIFO parameter, or
@@ -83,7 +83,7 @@ type ReceivePlan struct {
 	AttemptID string
 }
 
-// PlanReceive applies the queue's defaults to req (MaxMessages 0 means 1)
+// Receive applies the queue's defaults to req (MaxMessages 0 means 1)
 // and checks its ranges and the format of its ReceiveRequestAttemptId (FIFO
 // queues only).
 func Receive(c model.QueueConfig, req model.ReceiveRequest) (ReceivePlan, error) {
@@ -149,7 +149,7 @@ type DeadLetterPlan struct {
 	SentAt time.Time
 }
 
-// PlanDeadLetter applies the dead-letter rule to a message (its id and
+// DeadLetter applies the dead-letter rule to a message (its id and
 // SentAt) moving into a FIFO (dlqFifo) or standard dead-letter queue at now.
 // The message keeps its id, body, attributes, receive count, attempts, first
 // and last receive time and failure reason, and records its source queue

@@ -117,7 +117,7 @@ type LeasePlan struct {
 	SetReason bool
 }
 
-// PlanLeaseChange plans one ChangeVisibility entry for a message whose lease
+// LeaseChange plans one ChangeVisibility entry for a message whose lease
 // the receipt names and which is still in flight, on a queue with settings c,
 // at now. Kinds (VisibilityChange.Kind):
 //   - ChangeTimeout with Timeout > 0 (SQS's ChangeMessageVisibility, the
@@ -160,7 +160,7 @@ func LeaseChange(c model.QueueConfig, m LeaseFacts, ch model.VisibilityChange, n
 	return p
 }
 
-// PlanLeaseExpiry plans what happens to a message whose lease ended at
+// LeaseExpiry plans what happens to a message whose lease ended at
 // expiredAt without a delete or a nack: it is dead-lettered ("lease
 // expired") if that was its last attempt, else it backs off from expiredAt
 // under the retry policy, else it is visible from expiredAt. A backend may
@@ -181,7 +181,7 @@ func LeaseExpiry(c model.QueueConfig, m LeaseFacts, expiredAt time.Time) LeasePl
 
 // ExpiryVisibleAt is when a message whose lease ended at expiredAt without
 // a delete is visible again, for a backend that computes it without storing
-// it (PlanLeaseExpiry's instant when its fate is not a dead letter).
+// it (LeaseExpiry's instant when its fate is not a dead letter).
 func ExpiryVisibleAt(c model.QueueConfig, messageID string, attempts int, expiredAt time.Time) time.Time {
 	if c.Retry == nil {
 		return expiredAt
@@ -209,7 +209,7 @@ func reasonOr(reason, dflt string) string {
 // ShouldDeadLetterOnReceive reports whether a receive that finds a ready
 // message with attempts attempts so far moves it to the dead-letter queue
 // instead of delivering it (the receive would start an attempt past its
-// limit). The failure path (PlanLeaseChange, PlanLeaseExpiry) normally moves
+// limit). The failure path (LeaseChange, LeaseExpiry) normally moves
 // it first; this catches a limit lowered since, and messages stored before
 // attempts were kept.
 func ShouldDeadLetterOnReceive(r *model.RedrivePolicy, attempts, ownMax int) bool {
