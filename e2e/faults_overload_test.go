@@ -63,7 +63,7 @@ func timed(t *testing.T, what string, bound time.Duration, f func() error) time.
 // TestSerialOverload runs the broker in its own process under overload:
 // 10,000 concurrent long polls (the server's cap on waiting receives), one
 // more refused with 403 RequestThrottled, a send that wakes exactly one of
-// them, all of them disconnecting mid-request, then a backlog of 20,000
+// them, all of them disconnecting mid-request, then a backlog of 10,000
 // messages (SLUICE_OVERLOAD_BACKLOG; SLUICE_SCALE=full, or the older
 // SLUICE_OVERLOAD_SCALE=full: 1,000,000). Throughout, health,
 // sends and receives are answered within a bound, and the broker's RSS
@@ -71,7 +71,7 @@ func timed(t *testing.T, what string, bound time.Duration, f func() error) time.
 func TestSerialOverload(t *testing.T) {
 	serialOnly(t)
 	const polls = 10_000 // apicommon.DefaultMaxWaitingReceives
-	backlog := testutil.Scale(t, "SLUICE_OVERLOAD_BACKLOG", 20_000, 1_000_000, 1000)
+	backlog := testutil.Scale(t, "SLUICE_OVERLOAD_BACKLOG", 10_000, 1_000_000, 1000)
 	if os.Getenv("SLUICE_OVERLOAD_SCALE") == "full" { // the older spelling of SLUICE_SCALE=full
 		backlog = 1_000_000
 	}

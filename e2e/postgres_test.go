@@ -58,7 +58,10 @@ func (s *brokerSet) client(i int) *sqs.Client {
 func TestPostgresMultiBroker(t *testing.T) {
 	url := pgDatabase(t)
 	total := testutil.Scale(t, "SLUICE_E2E_PG_MESSAGES", 10_000, 100_000, 1)
-	const vis = 30 // seconds: a live lease is recognisable
+	// A lease of 10 s is long enough to recognise (a receive is deleted at
+	// once) and short enough that the leases the killed broker held come
+	// back soon.
+	const vis = 10 // seconds
 	set := &brokerSet{}
 	for i := 0; i < 3; i++ {
 		p := startBroker(t, t.TempDir(), "--store", url)
