@@ -2,13 +2,11 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,7 +85,7 @@ var schemaPool struct {
 func pooledSchema(t testing.TB) string {
 	t.Helper()
 	url := requirePostgres(t)
-	dropDeadPools.Do(func() { dropDeadPooledSchemas(url) })
+	pgtest.SweepSchemas(url) // the pools of test processes that were killed
 	schemaPool.mu.Lock()
 	var schema string
 	if n := len(schemaPool.free); n > 0 {
@@ -178,37 +176,6 @@ func dropPooledSchemas() {
 	for _, s := range all {
 		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE"); err != nil {
 			fmt.Fprintf(os.Stderr, "drop the pooled schema %s: %v\n", s, err)
-		}
-	}
-}
-
-var dropDeadPools sync.Once
-
-// dropDeadPooledSchemas drops the pooled schemas of test binaries that are
-// no longer running (killed before their TestMain could drop them).
-func dropDeadPooledSchemas(url string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'tp\_%'`)
-	if err != nil {
-		return
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return
-	}
-	for _, n := range names {
-		var pid, k int
-		if _, err := fmt.Sscanf(n, "tp_%d_%d", &pid, &k); err != nil || pid == os.Getpid() {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{n}.Sanitize()+" CASCADE")
 		}
 	}
 }

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/internal/pgtest"
 )
 
 // openPair opens two brokers on one schema and one fake clock.
@@ -42,15 +44,11 @@ func openPair(t *testing.T, schema string, tune func(*postgres.Config)) (a, b *b
 // poll on one broker wakes on a send through another without polling.
 func TestLongSchemaNameWakesOtherBroker(t *testing.T) {
 	url := requirePostgres(t)
-	schema := "t_long_" + strings.Repeat("x", 63-len("t_long_"))
-	drop := func() {
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	}
+	// The test process's id in the name: two test runs at once never share
+	// the schema (pgtest.SweepSchemas drops a killed run's).
+	prefix := fmt.Sprintf("t_%d_long_", os.Getpid())
+	schema := prefix + strings.Repeat("x", 63-len(prefix))
+	drop := func() { pgtest.DropSchema(t, url, schema) }
 	drop()
 	t.Cleanup(drop)
 	a, b, _ := openPair(t, schema, func(c *postgres.Config) { c.PollInterval = model.MaxWaitTime })

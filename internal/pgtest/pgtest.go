@@ -12,9 +12,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,19 +119,60 @@ func Database(t testing.TB) string {
 	return u.String()
 }
 
-// Schema returns URL and the name of a schema unique to the test (a hash of
-// its name), which does not exist yet: one a previous run left is dropped
-// first, and the schema is dropped again when the test ends (after what the
-// test registered later, such as the backends it opens, is closed).
+// Schema returns URL and the name of a schema unique to the test and to
+// this test process ("t_<pid>_<hash of the test's name>": two test runs at
+// once, as scripts/under-load.sh makes, never share one), which does not
+// exist yet; it is dropped when the test ends (after what the test
+// registered later, such as the backends it opens, is closed). The schemas
+// that test processes which no longer run left behind are dropped first
+// (SweepSchemas).
 func Schema(t testing.TB) (dbURL, schema string) {
 	t.Helper()
 	dbURL = Require(t, URL())
+	SweepSchemas(dbURL)
 	sum := sha256.Sum256([]byte(t.Name()))
-	schema = "t_" + hex.EncodeToString(sum[:10])
+	schema = fmt.Sprintf("t_%d_%s", os.Getpid(), hex.EncodeToString(sum[:10]))
 	drop := func() { DropSchema(t, dbURL, schema) }
 	drop()
 	t.Cleanup(drop)
 	return dbURL, schema
+}
+
+var sweepOnce sync.Once
+
+// SweepSchemas drops, once per test process, the schemas of the database at
+// dbURL that test processes which no longer run left behind: those named
+// "t_<pid>_…" (Schema) or "tp_<pid>_…" (a package's pool of schemas) whose
+// process is gone (killed before its cleanups ran).
+func SweepSchemas(dbURL string) {
+	sweepOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname ~ '^tp?_[0-9]+_'`)
+		if err != nil {
+			return
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return
+		}
+		for _, n := range names {
+			_, rest, _ := strings.Cut(n, "_")
+			pidText, _, _ := strings.Cut(rest, "_")
+			pid, err := strconv.Atoi(pidText)
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+				_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{n}.Sanitize()+" CASCADE")
+			}
+		}
+	})
 }
 
 // DropSchema drops schema (and everything in it) from the database at
