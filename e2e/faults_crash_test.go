@@ -56,11 +56,11 @@ func (b *liveBrokers) client(w int, proto string) wireClient {
 // and repeats; then drains every queue and checks the history
 // (internal/faultcheck): nothing acknowledged lost, no delivery during a
 // live lease, no acknowledged delete undone, nothing unexpected, FIFO groups
-// in order. SLUICE_CRASH_CYCLES sets the kills (default 3; 20 under
+// in order. SLUICE_CRASH_CYCLES sets the kills (default 2; 20 under
 // SLUICE_SCALE=full).
 func TestSerialCrashLoopEmbedded(t *testing.T) {
 	serialOnly(t)
-	cycles := testutil.Scale(t, "SLUICE_CRASH_CYCLES", 3, 20, 1)
+	cycles := testutil.Scale(t, "SLUICE_CRASH_CYCLES", 2, 20, 1)
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	seed := uint64(time.Now().UnixNano())

@@ -321,12 +321,12 @@ func TestSerialPostgresFaults(t *testing.T) {
 // one private PostgreSQL, kill -9s them in turn at random moments (each
 // restarted at once), and crashes and restarts PostgreSQL itself once,
 // halfway; then drains and checks the history. SLUICE_CRASH_CYCLES sets the
-// broker kills (default 3; 20 under SLUICE_SCALE=full).
+// broker kills (default 2; 20 under SLUICE_SCALE=full).
 func TestSerialCrashLoopPostgres(t *testing.T) {
 	serialOnly(t)
 	pg := startPrivatePG(t)
 	url := pg.URL(pg.port)
-	cycles := testutil.Scale(t, "SLUICE_CRASH_CYCLES", 3, 20, 1)
+	cycles := testutil.Scale(t, "SLUICE_CRASH_CYCLES", 2, 20, 1)
 	ctx := ctxT(t)
 	live := &liveBrokers{}
 	ps := startPGBrokers(t, 3, url, live)

@@ -177,7 +177,9 @@ func FullScale() bool { return os.Getenv("SLUICE_SCALE") == "full" }
 
 // Scale returns the size a scale test runs with: the integer in the
 // variable name when it is set (at least min; a bad value fails the test),
-// else full under SLUICE_SCALE=full, else ci.
+// else full under SLUICE_SCALE=full, else ci, halved (but at least min) under
+// -short: the race detector's tier (.ci/run) runs the same tests to find
+// data races, which their scale does not help find.
 func Scale(t testing.TB, name string, ci, full, min int) int {
 	t.Helper()
 	if s := os.Getenv(name); s != "" {
@@ -189,6 +191,9 @@ func Scale(t testing.TB, name string, ci, full, min int) int {
 	}
 	if FullScale() {
 		return full
+	}
+	if testing.Short() {
+		return max(min, (ci+1)/2)
 	}
 	return ci
 }
