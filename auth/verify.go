@@ -80,9 +80,6 @@ func NewVerifier(keys *Keys, clock model.Clock) *Verifier {
 	return &Verifier{keys: keys, clock: clock, services: map[string]bool{"sqs": true, "sts": true}}
 }
 
-// Keys returns the verifier's keys.
-func (v *Verifier) Keys() *Keys { return v.keys }
-
 // Authenticate verifies r, whose body the caller has read (with its body
 // cap) and passes as body: the payload hash is computed here from body,
 // never taken from the request. bearer allows the native API's

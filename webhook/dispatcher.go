@@ -103,9 +103,6 @@ func New(cfg Config, b *broker.Broker) (*Dispatcher, error) {
 		secret: []byte(cfg.Secret), log: cfg.Logger, done: make(chan struct{})}, nil
 }
 
-// Hosts is the dispatcher's allowed-host list (for broker.Config.WebhookHosts).
-func (d *Dispatcher) Hosts() *HostList { return d.hosts }
-
 // Start creates the outbox queue if it does not exist and starts the
 // dispatcher's goroutine. Starting a started dispatcher does nothing;
 // starting a stopped one is an error.

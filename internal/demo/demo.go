@@ -449,13 +449,6 @@ func (d *Demo) Report() Report {
 	}
 }
 
-// Say writes a line to Config.Out, in turn with the narration.
-func (d *Demo) Say(line string) {
-	d.outMu.Lock()
-	defer d.outMu.Unlock()
-	fmt.Fprintln(d.out, line)
-}
-
 // Client is a native API client of the demo's broker.
 func (d *Demo) Client() *client.Client { return d.client }
 
