@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"unicode"
 
 	"github.com/sluicemq/sluice/broker/model"
 )
@@ -21,8 +22,8 @@ type Config struct {
 	// set: the account in its queue URLs and ARNs (the APIs and the server
 	// read it with Broker.AccountID), the one unauthenticated requests act
 	// as, and whose queues are stored under QueueRef.Account "". Default
-	// DefaultAccountID; 1..64 characters without '/', ':', '?', '#' or
-	// white space (an AWS account id is 12 digits).
+	// DefaultAccountID; 1..64 characters without '/', ':', '?', '#', white
+	// space or control characters (an AWS account id is 12 digits).
 	AccountID string
 	// MaxInFlight caps leased messages per queue: a standard-queue receive
 	// past it gets ErrOverLimit, a FIFO receive gets no messages
@@ -81,10 +82,16 @@ func (c Config) Validate() error {
 	if c.MaxInFlight < 0 {
 		return fmt.Errorf("broker: Config.MaxInFlight %d: must be 0 (the default, %d) or more", c.MaxInFlight, model.DefaultMaxInFlight)
 	}
-	if c.AccountID != "" && (len(c.AccountID) > 64 || strings.ContainsAny(c.AccountID, "/:?# \t\n")) {
-		return fmt.Errorf("broker: Config.AccountID %q: must be 1..64 characters without '/', ':', '?', '#' or white space", c.AccountID)
+	if c.AccountID != "" && (len(c.AccountID) > 64 || strings.IndexFunc(c.AccountID, badAccountRune) >= 0) {
+		return fmt.Errorf("broker: Config.AccountID %q: must be 1..64 characters without '/', ':', '?', '#', white space or control characters", c.AccountID)
 	}
 	return nil
+}
+
+// badAccountRune reports whether r may not appear in an account id: a
+// separator of queue URLs and ARNs, white space, or a control character.
+func badAccountRune(r rune) bool {
+	return strings.ContainsRune("/:?#", r) || r <= ' ' || r == 0x7f || unicode.IsSpace(r) || unicode.IsControl(r)
 }
 
 // errNilBackend is New's error for a nil backend.

@@ -96,7 +96,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("Validate(MaxInFlight %d) = %q: does not name the field", tc.n, err)
 		}
 	}
-	for _, id := range []string{strings.Repeat("1", 65), "a/b", "a:b", "a?b", "a#b", "a b"} {
+	for _, id := range []string{strings.Repeat("1", 65), "a/b", "a:b", "a?b", "a#b", "a b", "a\rb", "a\x7fb", "a\u00a0b"} {
 		if err := (Config{AccountID: id}).Validate(); err == nil || !strings.Contains(err.Error(), "AccountID") {
 			t.Errorf("Validate(AccountID %q) = %v, want an AccountID error", id, err)
 		}

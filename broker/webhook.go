@@ -121,6 +121,14 @@ func (o WebhookOutbox) Nack(ctx context.Context, handles []string, reason string
 	return bad
 }
 
+// CheckReceipt reports whether handle, a delivered event's receipt handle,
+// decodes (an error when it does not: the event can be neither deleted nor
+// nacked, and comes back when its lease ends).
+func (o WebhookOutbox) CheckReceipt(handle string) error {
+	_, err := o.b.receipts.Decode(handle)
+	return err
+}
+
 // decode decodes handles, leaving out (and returning the error of) those
 // that do not decode.
 func (o WebhookOutbox) decode(handles []string) ([]model.Receipt, error) {

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -238,6 +239,21 @@ func startPGBrokers(t *testing.T, n int, url string, live *liveBrokers) []*broke
 	return ps
 }
 
+// pgOutageSeconds is how long TestSerialPostgresFaults cuts PostgreSQL off:
+// SLUICE_PG_OUTAGE_SECONDS (at least 3: the probes run through all but its
+// last 2 s), default 10. A duration, not a scale: SLUICE_SCALE leaves it.
+func pgOutageSeconds(t *testing.T) int {
+	s := os.Getenv("SLUICE_PG_OUTAGE_SECONDS")
+	if s == "" {
+		return 10
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 3 {
+		t.Fatalf("SLUICE_PG_OUTAGE_SECONDS=%q: want a number of seconds, at least 3", s)
+	}
+	return n
+}
+
 // TestSerialPostgresFaults runs the mixed load through three brokers on a
 // private PostgreSQL behind a TCP proxy, cuts the proxy for 10 s, then
 // crashes and restarts PostgreSQL itself: during each outage every probe
@@ -248,7 +264,7 @@ func TestSerialPostgresFaults(t *testing.T) {
 	serialOnly(t)
 	pg := startPrivatePG(t)
 	proxy := newPGProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.port))
-	outage := time.Duration(testutil.Scale(t, "SLUICE_PG_OUTAGE_SECONDS", 10, 10, 1)) * time.Second
+	outage := time.Duration(pgOutageSeconds(t)) * time.Second
 	ctx := ctxT(t)
 	live := &liveBrokers{}
 	ps := startPGBrokers(t, 3, pg.URL(proxy.Port()), live)

@@ -16,8 +16,9 @@
 // Wiring (cmd/sluice does this):
 //
 //	l, _ := live.New(live.DefaultConfig())
-//	opts := broker.Config{Observer: model.Observers(metricsObserver, l), ...}
-//	front, _ := broker.New(backend, opts)
+//	obs := model.Observers(metricsObserver, l)
+//	backend, _ := embedded.Open(embedded.Config{Options: storage.Options{Observer: obs}, ...})
+//	front, _ := broker.New(backend, broker.Config{Observer: obs, ...})
 //	cfg.Live = l // server: Attach(front), Start, the routes, Stop
 package live
 

@@ -8,8 +8,8 @@
 // Wiring (cmd/sluice does this):
 //
 //	m := metrics.New()
-//	opts := broker.Config{Observer: m, ...}
-//	front, _ := broker.New(backend, opts)
+//	backend, _ := embedded.Open(embedded.Config{Options: storage.Options{Observer: m}, ...}) // what the store sees
+//	front, _ := broker.New(backend, broker.Config{Observer: m, ...})                        // what the front sees
 //	m.Attach(front)
 //	cfg.Metrics = m // server: GET /metrics, and m as the request observer
 package metrics

@@ -241,6 +241,20 @@ type Server struct {
 	stopDone chan struct{}
 }
 
+// CheckAccount refuses a broker account id (broker.Config.AccountID) whose
+// queue URLs, /<account>/<queue>, would lie under a path the server serves
+// itself: "v1" (the native API), and "ui" while the dashboard is on. New
+// checks it; sluice serve checks it before it opens the store.
+func CheckAccount(account string, dashboard bool) error {
+	switch {
+	case account == "v1":
+		return errors.New(`server: the broker's AccountID must not be "v1": queue URLs would lie under /v1/, where the native API is served`)
+	case dashboard && account == "ui":
+		return errors.New(`server: the broker's AccountID must not be "ui" while Dashboard is on: queue URLs would lie under /ui/, where the dashboard is served`)
+	}
+	return nil
+}
+
 // New returns a Server for b. It validates cfg; it does not listen yet.
 func New(cfg Config, b *broker.Broker) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
@@ -256,11 +270,8 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 	// The broker's own account (broker.Config.AccountID) is the one in
 	// this server's queue URLs: /<account>/<queue> must not fall under the
 	// native API's or the dashboard's paths.
-	switch account := b.AccountID(); {
-	case account == "v1":
-		return nil, errors.New(`server: the broker's AccountID must not be "v1": queue URLs would lie under /v1/, where the native API is served`)
-	case cfg.Dashboard && account == "ui":
-		return nil, errors.New(`server: the broker's AccountID must not be "ui" while Dashboard is on: queue URLs would lie under /ui/, where the dashboard is served`)
+	if err := CheckAccount(b.AccountID(), cfg.Dashboard); err != nil {
+		return nil, err
 	}
 	s := &Server{cfg: cfg, broker: b, log: log, stopDone: make(chan struct{})}
 	if cfg.Webhooks != nil {

@@ -2,9 +2,10 @@
 // whose DeadLetterWebhook attribute is set moves to its dead-letter queue,
 // the URL is called with the event, signed, at least once.
 //
-// The events wait in a durable outbox: the internal queue
-// broker.WebhookOutbox, which no client can name. The backends write an
-// event into it in the same atomic step as the move (broker/webhook.go), so
+// The events wait in a durable outbox: an internal queue that no client can
+// name, which the front hands the dispatcher a handle on
+// (broker.Broker.WebhookOutbox). The backends write an event into it in the
+// same atomic step as the move (the rule: broker/internal/plan/webhook.go), so
 // an event exists if and only if its move happened, and survives restarts.
 // A Dispatcher drains the outbox:
 //
@@ -231,6 +232,10 @@ func (d *Dispatcher) deliver(ctx context.Context, batch []model.Delivery) {
 	urls := map[string]string{} // source queue -> its webhook ("" = none)
 	for _, m := range batch {
 		r := m.Receipt
+		if err := d.outbox.CheckReceipt(r); err != nil {
+			d.log.Error("dead-letter webhooks: an outbox receipt does not decode", "message_id", m.ID, "err", err)
+			continue
+		}
 		ev, err := model.ParseDeadLetterEvent(m.Body)
 		if err != nil {
 			d.log.Error("dead-letter webhooks: dropped an event that does not decode", "message_id", m.ID, "err", err)

@@ -14,7 +14,7 @@
 //
 // The message envelope's fields that SQS has no place for (priority,
 // maxAttempts, correlationId, traceContext) are stored as the message
-// attributes broker/msgopts.go names (Sluice.Priority, Sluice.MaxAttempts,
+// attributes broker/model/msgopts.go names (Sluice.Priority, Sluice.MaxAttempts,
 // Sluice.CorrelationId, traceparent), so that SQS clients see them too; on
 // the way out they are lifted from the attributes back into the fields.
 package native

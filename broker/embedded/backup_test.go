@@ -75,7 +75,7 @@ func TestBackupWhileSending(t *testing.T) {
 	t.Logf("backup holds %d messages; %d were acknowledged before it began, %d in all", len(got), len(before), n.Load())
 }
 
-// TestBackupNeedsBackupDir: without Options.BackupDir the front refuses a
+// TestBackupNeedsBackupDir: without broker.Config.BackupDir the front refuses a
 // backup (ErrUnsupportedOperation), and checks the name when it is set.
 func TestBackupNeedsBackupDir(t *testing.T) {
 	t.Parallel()

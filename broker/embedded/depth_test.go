@@ -17,7 +17,8 @@ import (
 
 // depthMessages is how many messages TestDepth queues: SLUICE_DEPTH_MESSAGES,
 // else 100,000 under SLUICE_SCALE=full, else 50,000 (10,000 under the race
-// detector); scripts/depth.sh runs 10 million.
+// detector, halved again under -short: testutil.Scale); scripts/depth.sh runs
+// 10 million.
 func depthMessages(t testing.TB) int {
 	ci := 50_000
 	if raceEnabled {

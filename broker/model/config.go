@@ -163,6 +163,9 @@ func ApplyAttributes(c QueueConfig, attrs map[string]string) (QueueConfig, error
 	return c, c.apply(attrs, false)
 }
 
+// Clone returns a deep copy of c: its maps and policies are its own, so a
+// change of the copy never shows in c (a backend hands configurations out
+// and changes them under its lock).
 func (c QueueConfig) Clone() QueueConfig {
 	extra := make(map[string]string, len(c.Extra))
 	for k, v := range c.Extra {

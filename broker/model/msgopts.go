@@ -57,12 +57,15 @@ type MessageOptions struct {
 	// wrong type, a value out of range), nil when they are not. It fails
 	// the message's entry, after the queue's own rules.
 	Err error
+	// Parsed is set by ParseMessageOptions: options never parsed (a send
+	// that did not come through the front) are parsed by the planner.
+	Parsed bool
 }
 
 // ParseMessageOptions reads the Sluice.* attributes of a message: their
 // names, types and ranges (the first refusal, by attribute name, is Err).
 func ParseMessageOptions(attrs map[string]MessageAttribute) MessageOptions {
-	var o MessageOptions
+	o := MessageOptions{Parsed: true}
 	names := make([]string, 0, 2)
 	for name := range attrs {
 		if len(name) >= 7 && strings.EqualFold(name[:7], "Sluice.") {

@@ -120,8 +120,8 @@ type ReceiveRequest struct {
 	WaitTime *time.Duration
 	// AttemptID is FIFO's ReceiveRequestAttemptId (ignored on standard queues).
 	AttemptID string
-	// InFlightCap is the queue's in-flight cap (ClaimRoom), set by the front
-	// from Options.MaxInFlight; <= 0 means no cap.
+	// InFlightCap is the queue's in-flight cap (plan.ClaimRoom), set by the
+	// front from broker.Config.MaxInFlight; <= 0 means no cap.
 	InFlightCap int64
 	// Account owns Queue (see QueueRef), set by the front.
 	Account string

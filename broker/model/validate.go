@@ -207,6 +207,8 @@ func validateAttrName(name string) error {
 	return nil
 }
 
+// BaseType is a message attribute's data type without its ".label":
+// "String", "Number" or "Binary" for a valid one.
 func BaseType(t string) string {
 	if i := strings.IndexByte(t, '.'); i >= 0 {
 		return t[:i]

@@ -85,14 +85,14 @@ var schemaPool struct {
 func pooledSchema(t testing.TB) string {
 	t.Helper()
 	url := requirePostgres(t)
-	pgtest.SweepSchemas(url) // the pools of test processes that were killed
+	owner := pgtest.Owner(t, url) // in the name; the pools of killed test processes are swept
 	schemaPool.mu.Lock()
 	var schema string
 	if n := len(schemaPool.free); n > 0 {
 		schema, schemaPool.free = schemaPool.free[n-1], schemaPool.free[:n-1]
 	} else {
 		schemaPool.n++
-		schema = fmt.Sprintf("tp_%d_%d", os.Getpid(), schemaPool.n)
+		schema = fmt.Sprintf("tp_%s_%d", owner, schemaPool.n)
 		schemaPool.all = append(schemaPool.all, schema)
 	}
 	schemaPool.mu.Unlock()

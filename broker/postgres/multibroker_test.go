@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -44,9 +43,9 @@ func openPair(t *testing.T, schema string, tune func(*postgres.Config)) (a, b *b
 // poll on one broker wakes on a send through another without polling.
 func TestLongSchemaNameWakesOtherBroker(t *testing.T) {
 	url := requirePostgres(t)
-	// The test process's id in the name: two test runs at once never share
-	// the schema (pgtest.SweepSchemas drops a killed run's).
-	prefix := fmt.Sprintf("t_%d_long_", os.Getpid())
+	// The test process's token in the name: two test runs at once never
+	// share the schema (pgtest.SweepSchemas drops a killed run's).
+	prefix := "t_" + pgtest.Owner(t, url) + "_long_"
 	schema := prefix + strings.Repeat("x", 63-len(prefix))
 	drop := func() { pgtest.DropSchema(t, url, schema) }
 	drop()

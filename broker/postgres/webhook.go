@@ -11,10 +11,10 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Dead-letter webhook events (broker/webhook.go). A move to a dead-letter
+// Dead-letter webhook events (broker/internal/plan/webhook.go). A move to a dead-letter
 // queue of a message whose source queue has a DeadLetterWebhook inserts, in
 // the move's own statement or transaction, one event message into the
-// outbox queue (broker.WebhookOutbox) when it exists: claimSQL's hook CTE
+// outbox queue (plan.WebhookOutbox()) when it exists: claimSQL's hook CTE
 // for the moves of a claim, insertWebhookEvents for the moves planned in Go
 // (leaseApply). Both build the body with webhookEventJSON, the one SQL
 // spelling of plan.WebhookEvent's body (the conformance suite compares

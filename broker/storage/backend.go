@@ -248,10 +248,10 @@ type Options struct {
 	// Logger receives structured logs. Default: discard (slog.Default() is
 	// never used).
 	Logger *slog.Logger
-	// Observer, when not nil, is told what the backend did (counts of
-	// received, dead-lettered and damaged messages, store syncs), for
-	// metrics. Default nil. The front takes the same observer in its own
-	// Config.
+	// Observer, when not nil, is told what only the backend sees (messages
+	// dead-lettered and damaged, store syncs), for metrics. Default nil.
+	// Give the front the same observer in its own broker.Config: it counts
+	// the rest (sent, received, deleted, nacked, refused).
 	Observer model.Observer
 }
 

@@ -253,7 +253,16 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
 	}
+	if f.account == "" {
+		fmt.Fprintln(stderr, "sluice serve: --account-id (SLUICE_ACCOUNT_ID) must not be empty: give 1..64 characters, e.g. the default "+broker.DefaultAccountID)
+		return 2
+	}
 	if err := bcfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
+	}
+	// Before the store opens: a refused flag must not touch it.
+	if err := server.CheckAccount(f.account, f.dashboard); err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
 	}

@@ -95,3 +95,28 @@ func TestServeKeysReloadOnSIGHUP(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// TestServeRefusesAnAccountIDBeforeTheStore: an account id that no queue
+// URL can carry ("v1", "ui" with the dashboard on), an empty one, or one with
+// a control character is a usage error (exit 2) found before the store is
+// opened: the data directory is not even created.
+func TestServeRefusesAnAccountIDBeforeTheStore(t *testing.T) {
+	t.Parallel()
+	env := func(string) string { return "" }
+	for _, args := range [][]string{
+		{"--account-id", "v1"},
+		{"--account-id", "ui", "--dashboard"},
+		{"--account-id", ""},
+		{"--account-id", "a\rb"},
+	} {
+		data := filepath.Join(t.TempDir(), "data")
+		var stdout, stderr bytes.Buffer
+		code := serve(context.Background(), append([]string{"--addr", "127.0.0.1:0", "--data", data}, args...), env, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "ccount") {
+			t.Errorf("serve %q: exit %d, stderr %q; want 2 and an account-id error", args, code, stderr.String())
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("serve %q: the data directory exists (%v): the store was opened", args, err)
+		}
+	}
+}

@@ -12,14 +12,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,30 +116,71 @@ func Database(t testing.TB) string {
 }
 
 // Schema returns URL and the name of a schema unique to the test and to
-// this test process ("t_<pid>_<hash of the test's name>": two test runs at
-// once, as scripts/under-load.sh makes, never share one), which does not
-// exist yet; it is dropped when the test ends (after what the test
-// registered later, such as the backends it opens, is closed). The schemas
-// that test processes which no longer run left behind are dropped first
-// (SweepSchemas).
+// this test process ("t_<owner>_<hash of the test's name>", Owner: two test
+// runs at once, as scripts/under-load.sh makes, never share one, even on
+// two machines sharing the server), which does not exist yet; it is dropped
+// when the test ends (after what the test registered later, such as the
+// backends it opens, is closed). The schemas that test processes which no
+// longer run left behind are dropped first (SweepSchemas).
 func Schema(t testing.TB) (dbURL, schema string) {
 	t.Helper()
 	dbURL = Require(t, URL())
-	SweepSchemas(dbURL)
 	sum := sha256.Sum256([]byte(t.Name()))
-	schema = fmt.Sprintf("t_%d_%s", os.Getpid(), hex.EncodeToString(sum[:10]))
+	schema = "t_" + Owner(t, dbURL) + "_" + hex.EncodeToString(sum[:10])
 	drop := func() { DropSchema(t, dbURL, schema) }
 	drop()
 	t.Cleanup(drop)
 	return dbURL, schema
 }
 
+// owner is this test process's token: 8 random hex digits.
+var owner = func() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
+
+var (
+	ownerMu   sync.Mutex
+	ownerConn = map[string]*pgx.Conn{} // by database URL: the connection holding the owner's lock
+)
+
+// ownerLock is the SQL of the session advisory lock named by an owner token.
+const ownerLock = "hashtext('sluice-test:' || $1)"
+
+// Owner returns this test process's token, which the names of its schemas
+// carry ("t_<owner>_…" by Schema, "tp_<owner>_…" by a package's pool of
+// schemas), after making sure that the process holds, on a connection to
+// dbURL kept open for its whole life, the session advisory lock named by
+// it: SweepSchemas drops only the schemas of an owner whose lock is free,
+// that is whose process is gone, wherever it ran. It also sweeps, once.
+func Owner(t testing.TB, dbURL string) string {
+	t.Helper()
+	ownerMu.Lock()
+	if ownerConn[dbURL] == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err == nil {
+			_, err = conn.Exec(ctx, "SELECT pg_advisory_lock("+ownerLock+")", owner)
+		}
+		cancel()
+		if err != nil {
+			ownerMu.Unlock()
+			t.Fatalf("take the test process's lock on %s: %v", dbURL, err)
+		}
+		ownerConn[dbURL] = conn // closed when the process ends
+	}
+	ownerMu.Unlock()
+	SweepSchemas(dbURL)
+	return owner
+}
+
 var sweepOnce sync.Once
 
 // SweepSchemas drops, once per test process, the schemas of the database at
-// dbURL that test processes which no longer run left behind: those named
-// "t_<pid>_…" (Schema) or "tp_<pid>_…" (a package's pool of schemas) whose
-// process is gone (killed before its cleanups ran).
+// dbURL that test processes which no longer run left behind (killed before
+// their cleanups ran): those named "t_<owner>_…" or "tp_<owner>_…" whose
+// owner's advisory lock (Owner) nobody holds.
 func SweepSchemas(dbURL string) {
 	sweepOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -153,7 +190,7 @@ func SweepSchemas(dbURL string) {
 			return
 		}
 		defer conn.Close(ctx)
-		rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname ~ '^tp?_[0-9]+_'`)
+		rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname ~ '^tp?_[0-9a-f]{8}_'`)
 		if err != nil {
 			return
 		}
@@ -161,16 +198,23 @@ func SweepSchemas(dbURL string) {
 		if err != nil {
 			return
 		}
+		byOwner := map[string][]string{}
 		for _, n := range names {
 			_, rest, _ := strings.Cut(n, "_")
-			pidText, _, _ := strings.Cut(rest, "_")
-			pid, err := strconv.Atoi(pidText)
-			if err != nil || pid == os.Getpid() {
-				continue
+			o, _, _ := strings.Cut(rest, "_")
+			if o != owner {
+				byOwner[o] = append(byOwner[o], n)
 			}
-			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		}
+		for o, schemas := range byOwner {
+			var free bool
+			if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock("+ownerLock+")", o).Scan(&free); err != nil || !free {
+				continue // its process runs (or the server cannot say): keep them
+			}
+			for _, n := range schemas {
 				_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{n}.Sanitize()+" CASCADE")
 			}
+			_, _ = conn.Exec(ctx, "SELECT pg_advisory_unlock("+ownerLock+")", o)
 		}
 	})
 }

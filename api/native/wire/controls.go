@@ -32,7 +32,9 @@ type ControlEntry struct {
 // ControlRequest is the body of a control route as the broker reads it:
 // one control's fields, or Entries for a batch of up to 10, not both.
 // ControlFields is a pointer so that a batch encodes as {"entries": [...]}
-// alone (nil); a single control encodes as its ControlFields.
+// alone (nil). (The client sends a single control as a bare ControlFields;
+// a ControlRequest holding one encodes its fields and "entries": null,
+// which the broker reads as the same single control.)
 type ControlRequest struct {
 	*ControlFields
 	// Entries are a batch's entries; absent (nil) for a single control.

@@ -209,7 +209,7 @@ func TestApplyEdit(t *testing.T) {
 	}
 	na := map[string]model.MessageAttribute{model.MsgAttrPriority: {DataType: "Number", StringValue: "-7"}}
 	b, a, o, err = ApplyEdit(&model.MessageEdit{Attributes: na}, c, "body", attrs, opts)
-	if err != nil || b != "body" || !reflect.DeepEqual(a, na) || o != (model.MessageOptions{Priority: -7, PriorityGiven: true}) {
+	if err != nil || b != "body" || !reflect.DeepEqual(a, na) || o != (model.MessageOptions{Priority: -7, PriorityGiven: true, Parsed: true}) {
 		t.Fatalf("attribute edit = %q %v %+v %v", b, a, o, err)
 	}
 	// The correlation id travels unless the new attributes name one.

@@ -48,11 +48,17 @@ func Send(c model.QueueConfig, queue string, depth int64, entries []model.SendEn
 			plans[i].Err = err
 			continue
 		}
-		if err := CheckOptions(c, e.Attributes, e.Options); err != nil {
+		opts := e.Options
+		if !opts.Parsed {
+			// The front parses every send's options once (as does
+			// postgres.SendTx); a caller of a backend that bypassed both
+			// still gets the same rules.
+			opts = model.ParseMessageOptions(e.Attributes)
+		}
+		if err := CheckOptions(c, e.Attributes, opts); err != nil {
 			plans[i].Err = err
 			continue
 		}
-		opts := e.Options
 		p := &plans[i]
 		p.MessageID = model.NewMessageID()
 		p.Delay = model.MessageDelay(c, e)

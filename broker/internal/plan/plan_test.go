@@ -325,3 +325,17 @@ func sendParsed(c model.QueueConfig, queue string, depth int64, entries []model.
 	}
 	return Send(c, queue, depth, entries)
 }
+
+// TestSendParsesUnparsedOptions: a send whose options the front did not
+// parse (a direct caller of a backend) gets the same rules as one it did.
+func TestSendParsesUnparsedOptions(t *testing.T) {
+	t.Parallel()
+	c := model.QueueConfig{MaxMessageSize: model.MaxMessageBytes, Retention: model.MaxRetention}
+	plans, err := Send(c, "q", 0, []model.SendEntry{
+		{Body: "bad", Attributes: map[string]model.MessageAttribute{model.MsgAttrPriority: {DataType: "Number", StringValue: "999"}}},
+		{Body: "good", Attributes: map[string]model.MessageAttribute{model.MsgAttrPriority: {DataType: "Number", StringValue: "7"}}},
+	})
+	if err != nil || !errors.Is(plans[0].Err, model.ErrInvalidParameterValue) || plans[1].Err != nil || plans[1].Priority != 7 {
+		t.Fatalf("Send of unparsed options = %+v, %v; want the first refused, the second at priority 7", plans, err)
+	}
+}
