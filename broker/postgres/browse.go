@@ -62,7 +62,7 @@ func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.Bro
 		}
 		got, cut := 0, false
 		for rows.Next() {
-			var state string
+			var state rowState
 			var visibleAt, now time.Time
 			id, _, d, err := b.scanDelivery(rows.Scan, []any{&state, &visibleAt, &now}, q)
 			if err != nil {
@@ -80,9 +80,9 @@ func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.Bro
 				continue
 			}
 			bm := model.BrowsedMessage{Message: d.Message, State: model.StateVisible}
-			if state != "r" && visibleAt.After(now) {
+			if state != rowReady && visibleAt.After(now) {
 				bm.State, bm.VisibleAt = model.StateDelayed, visibleAt
-				if state == "i" {
+				if state == rowInFlight {
 					bm.State = model.StateInFlight
 				}
 			}

@@ -72,9 +72,9 @@ func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []model.SendEn
 	if len(groups) == 0 {
 		return nil
 	}
-	state := "r"
+	state := rowReady
 	if q.cfg.Delay > 0 {
-		state = "d"
+		state = rowDelayed
 	}
 	// In a caller's transaction (SendTx) BeginFunc makes a savepoint, which
 	// a failure rolls back: the caller's transaction stays usable.
@@ -126,7 +126,7 @@ func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []model.SendEn
 			if stored == 0 {
 				return nil
 			}
-			if state == "d" {
+			if state == rowDelayed {
 				return addCounts(ctx, tx, q.mid, 0, 0, stored)
 			}
 			return addCounts(ctx, tx, q.mid, stored, 0, 0)
@@ -191,13 +191,13 @@ func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, 
 	}
 	var id int64
 	var attempts, maxAttempts int
-	var state string
+	var state rowState
 	ended, locked := false, false
 	_, err = pgx.ForEachRow(rows, []any{&id, &state, &attempts, &maxAttempts}, func() error {
 		switch {
-		case state == "i":
+		case state == rowInFlight:
 			locked = true
-		case state != "r":
+		case state != rowReady:
 			ended = true
 		case !ended && len(run) < max:
 			run = append(run, id)

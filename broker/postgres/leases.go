@@ -62,7 +62,7 @@ func (b *Backend) noteDeadline(at time.Time) {
 // leaseRow is a message row as a lease plan needs it.
 type leaseRow struct {
 	id        int64
-	state     string
+	state     rowState
 	live      bool // in flight under a lease that has not ended
 	visibleAt time.Time
 	facts     plan.LeaseFacts
@@ -112,18 +112,18 @@ func (a *leaseApply) add(r leaseRow, p plan.LeasePlan) {
 		a.inflight--
 		return
 	}
-	state := "i"
+	state := rowInFlight
 	switch p.Fate {
 	case plan.FateVisible:
-		state = "r"
+		state = rowReady
 		a.inflight--
 		a.ready++
 	case plan.FateDelayed:
-		state = "d"
+		state = rowDelayed
 		a.inflight--
 		a.delayed++
 	}
-	a.ids, a.states, a.at = append(a.ids, r.id), append(a.states, state), append(a.at, p.At)
+	a.ids, a.states, a.at = append(a.ids, r.id), append(a.states, string(state)), append(a.at, p.At)
 	a.attempts, a.reasons = append(a.attempts, int32(p.Attempts)), append(a.reasons, reason)
 	if a.earliest.IsZero() || p.At.Before(a.earliest) {
 		a.earliest = p.At
@@ -371,10 +371,10 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 					continue
 				case err != nil:
 					return err
-				case r.state == "d":
+				case r.state == rowDelayed:
 					out[c.i] = model.LeaseStale // backing off or snoozed: not this lease's any more
 					continue
-				case !r.live && r.state == "i" && hasRetryOrRedrive(q.cfg):
+				case !r.live && r.state == rowInFlight && hasRetryOrRedrive(q.cfg):
 					// The lease ended and nobody planned it yet: plan it
 					// now, as a receive would. Backing off or moved: the
 					// receipt is stale; visible again: the lease ended.

@@ -58,7 +58,7 @@ type movePlan struct {
 
 // stepMsg is a locked source message as a step sees it.
 type stepMsg struct {
-	state       string
+	state       rowState
 	dlSource    string
 	group       *string
 	held        bool // in flight under a live lease
@@ -386,9 +386,9 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, depths 
 		mp.edited = append(mp.edited, edit != nil)
 		p.movedIDs = append(p.movedIDs, id)
 		switch m.state {
-		case "r":
+		case rowReady:
 			p.srcReady++
-		case "i":
+		case rowInFlight:
 			p.srcInflight++ // a lease that ended but was not promoted yet
 		default:
 			p.srcDelayed++
@@ -560,9 +560,9 @@ func (b *Backend) insertMoved(ctx context.Context, tx pgx.Tx, p *movePlan) error
 			return err
 		}
 	}
-	state := "r"
+	state := rowReady
 	if p.target.cfg.Delay > 0 {
-		state = "d"
+		state = rowDelayed
 	}
 	// Volatile expressions (nextval) in the select list are evaluated after
 	// the ORDER BY, so sequence numbers follow u.ord. On a standard target
