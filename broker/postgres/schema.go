@@ -36,6 +36,7 @@ import (
 //   - counts: the sharded per-queue counters (see the package comment); tiny,
 //     updated in place (HOT: no indexed column changes), low fillfactor.
 //     cursors, the fair queues' cursors (fair.go), are built the same way.
+//
 // rowState is the state column of a messages row (PostgreSQL's one-byte
 // "char"), as Go code compares and writes it; the SQL statements spell the
 // same letters as literals ('r', 'i', 'd').
