@@ -9,6 +9,18 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// rowState is the state column of a messages row (PostgreSQL's one-byte
+// "char"), as Go code compares and writes it; the SQL statements spell the
+// same letters as literals ('r', 'i', 'd').
+type rowState string
+
+// The row states (see the table design above).
+const (
+	rowReady    rowState = "r" // visible: in the ready index, in receive order
+	rowInFlight rowState = "i" // leased until visible_at
+	rowDelayed  rowState = "d" // a delay, a backoff after a failure, or a snooze, until visible_at
+)
+
 // migrations are applied in order, each once, in its own transaction, and
 // recorded in the migrations table; a new schema gets them all in one
 // transaction. Never edit a shipped migration: append.
@@ -36,18 +48,6 @@ import (
 //   - counts: the sharded per-queue counters (see the package comment); tiny,
 //     updated in place (HOT: no indexed column changes), low fillfactor.
 //     cursors, the fair queues' cursors (fair.go), are built the same way.
-//
-// rowState is the state column of a messages row (PostgreSQL's one-byte
-// "char"), as Go code compares and writes it; the SQL statements spell the
-// same letters as literals ('r', 'i', 'd').
-type rowState string
-
-// The row states (see the table design above).
-const (
-	rowReady    rowState = "r" // visible: in the ready index, in receive order
-	rowInFlight rowState = "i" // leased until visible_at
-	rowDelayed  rowState = "d" // a delay, a backoff after a failure, or a snooze, until visible_at
-)
 
 var migrations = []string{
 	// 1: queues, messages, counters.
