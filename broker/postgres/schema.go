@@ -14,7 +14,7 @@ import (
 // same letters as literals ('r', 'i', 'd').
 type rowState string
 
-// The row states (see the table design above).
+// The row states (see the table design of migrations, below).
 const (
 	rowReady    rowState = "r" // visible: in the ready index, in receive order
 	rowInFlight rowState = "i" // leased until visible_at
@@ -48,7 +48,6 @@ const (
 //   - counts: the sharded per-queue counters (see the package comment); tiny,
 //     updated in place (HOT: no indexed column changes), low fillfactor.
 //     cursors, the fair queues' cursors (fair.go), are built the same way.
-
 var migrations = []string{
 	// 1: queues, messages, counters.
 	`
