@@ -30,6 +30,7 @@ type Broker struct {
 	clock    model.Clock         // the backend's (Backend.Clock)
 	refusals refusals            // sends refused by backpressure, per queue and reason
 	receipts *model.ReceiptCodec // the backend's (Backend.Receipts)
+	streams  streams             // the open consumer streams (consumers.go)
 }
 
 // New returns the front over backend, which it owns from then on (Close
@@ -58,9 +59,13 @@ func New(backend storage.Backend, cfg Config) (*Broker, error) {
 // for an API that turns an instant into a delay or an age.
 func (b *Broker) Clock() model.Clock { return b.clock }
 
-// Close closes the backend: it stops the background duties, syncs and
-// releases the store. Idempotent.
-func (b *Broker) Close() error { return b.backend.Close() }
+// Close ends the consumer streams (releasing what they hold), then closes
+// the backend: it stops the background duties, syncs and releases the
+// store. Idempotent.
+func (b *Broker) Close() error {
+	b.streams.closeAll()
+	return b.backend.Close()
+}
 
 // CreateQueue creates a queue with the given SQS attributes and tags, or
 // returns the existing queue when every given attribute equals the existing
@@ -378,9 +383,14 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []model.Delet
 	if err != nil {
 		return nil, err
 	}
+	var ended []model.Receipt
 	for j, o := range outcomes {
 		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, false)
+		if o != model.LeaseOtherQueue {
+			ended = append(ended, receipts[j])
+		}
 	}
+	b.streams.settledElsewhere(ended, true)
 	b.count(ref.String(), model.CountDeleted, applied(outcomes, nil))
 	return errs, nil
 }
@@ -420,6 +430,7 @@ func (b *Broker) ChangeVisibility(ctx context.Context, queue string, entries []m
 		return nil, err
 	}
 	b.count(ref.String(), model.CountNacked, applied(outcomes, func(j int) bool { return changes[j].Timeout == 0 }))
+	b.streams.changed(changes, outcomes, b.clock.Now())
 	for j, o := range outcomes {
 		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, true)
 	}

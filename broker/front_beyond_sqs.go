@@ -69,6 +69,7 @@ func (b *Broker) ChangeLeases(ctx context.Context, queue string, entries []model
 		return nil, err
 	}
 	b.count(ref.String(), model.CountNacked, applied(outcomes, func(j int) bool { return changes[j].Kind == model.Nack }))
+	b.streams.changed(changes, outcomes, b.clock.Now())
 	for j, o := range outcomes {
 		errs[at[j]] = LeaseError(o, entries[at[j]].Receipt, true)
 	}

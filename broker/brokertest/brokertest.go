@@ -110,6 +110,7 @@ func groups() []group {
 		{"Webhooks", webhookTests},
 		{"Accounts", accountTests},
 		{"Receipts", receiptTests},
+		{"Streams", streamTests},
 	}
 }
 
