@@ -120,6 +120,19 @@ func (v *Verifier) Authenticate(r *http.Request, body []byte, bearer bool) (Iden
 	return Identity{}, incomplete("Authorization scheme %q is not supported: use %s (the native API also takes Bearer).", truncate(scheme, 32), algorithm)
 }
 
+// Bearer verifies the value of an authorization that must be a bearer
+// token, "Bearer ID:SECRET" (the stream API's "authorization" metadata).
+func (v *Verifier) Bearer(authorization string) (Identity, error) {
+	if authorization == "" {
+		return Identity{}, model.Errorf(model.ErrMissingAuthenticationToken, "Request is missing Authentication Token: this broker has access keys, so send authorization: Bearer ACCESS_KEY_ID:SECRET_ACCESS_KEY.")
+	}
+	scheme, rest, _ := strings.Cut(authorization, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return Identity{}, incomplete("Authorization scheme %q is not supported here: use Bearer ACCESS_KEY_ID:SECRET_ACCESS_KEY.", truncate(scheme, 32))
+	}
+	return v.bearer(strings.TrimSpace(rest))
+}
+
 // bearer verifies "ID:SECRET".
 func (v *Verifier) bearer(token string) (Identity, error) {
 	id, secret, ok := strings.Cut(token, ":")

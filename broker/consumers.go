@@ -322,7 +322,17 @@ func entryID(i int) string { return "s" + string(rune('0'+i/10)) + string(rune('
 // holds ends its lease at once as an expired lease does, with the reason
 // ReasonConsumerDisconnected. It returns once that is durable (or the store
 // refused it: the leases then end by themselves). Idempotent.
-func (c *Consumer) Close() {
+func (c *Consumer) Close() { c.end(true) }
+
+// Detach ends the stream without ending the leases of the messages it
+// holds: each lease runs to its end, and until then the consumer can still
+// settle the message through the other APIs with its receipt. The server
+// detaches its streams when it shuts down, so that work in progress is not
+// delivered again only because the broker restarted. Idempotent; after a
+// Close it does nothing.
+func (c *Consumer) Detach() { c.end(false) }
+
+func (c *Consumer) end(release bool) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -335,7 +345,9 @@ func (c *Consumer) Close() {
 	c.mu.Unlock()
 	c.cancel()
 	c.b.streams.remove(c)
-	c.release(held, ReasonConsumerDisconnected)
+	if release {
+		c.release(held, ReasonConsumerDisconnected)
+	}
 	close(c.done)
 }
 
@@ -635,7 +647,8 @@ func (s *streams) of(ref model.QueueRef) []*Consumer {
 	return d.consumers()
 }
 
-// closeAll ends every stream (the broker closes) and refuses new ones.
+// closeAll detaches every stream (the broker closes: the leases run to
+// their ends, as after a crash) and refuses new ones.
 func (s *streams) closeAll() {
 	s.mu.Lock()
 	s.closed = true
@@ -646,7 +659,7 @@ func (s *streams) closeAll() {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range all {
-		wg.Go(c.Close)
+		wg.Go(c.Detach)
 	}
 	wg.Wait()
 }

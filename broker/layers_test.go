@@ -57,7 +57,7 @@ func listAll(t *testing.T) map[string]listed {
 }
 
 // TestLayers checks the import rules:
-//   - no package under api/ (the stream API to come included), nor webhook,
+//   - no package under api/ (the stream API, api/stream, included), nor webhook,
 //     live, metrics or dashboard, imports the storage seam or a backend:
 //     they reach the store through the front;
 //   - the backends never depend on the front (package broker), even

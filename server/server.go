@@ -35,9 +35,12 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/sluicemq/sluice/api/apicommon"
 	"github.com/sluicemq/sluice/api/native"
 	"github.com/sluicemq/sluice/api/sqs"
+	"github.com/sluicemq/sluice/api/stream"
 	"github.com/sluicemq/sluice/auth"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
@@ -225,6 +228,9 @@ type Server struct {
 	// gate is both APIs' waiting-receive gate (the cap, the drain).
 	gate  *apicommon.Gate
 	http  *http.Server
+	// grpc serves the stream API (api/stream) on the same port
+	// (streams.go).
+	grpc  *grpc.Server
 	hooks *webhook.Dispatcher // nil: webhooks off
 	tls   *tlsCert            // nil: plain HTTP
 	// drain is cancelled by Stop to answer waiting receives at once.
@@ -348,12 +354,17 @@ func New(cfg Config, b *broker.Broker) (*Server, error) {
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	s.grpc, _ = stream.NewServer(b, stream.Config{Keys: cfg.Keys, Drain: s.drain, Logger: log})
 	if cfg.TLSCertFile != "" {
 		tc, tcfg, err := newTLSConfig(cfg.TLSCertFile, cfg.TLSKeyFile)
 		if err != nil {
 			return nil, err
 		}
 		s.tls, s.http.TLSConfig = tc, tcfg
+		// Over TLS the streams are HTTP/2 requests of this server
+		// (streams.go), kept alive by its pings.
+		s.http.Handler = s.withStreams(s.handler)
+		s.http.HTTP2 = &http.HTTP2Config{SendPingTimeout: stream.KeepaliveTime, PingTimeout: stream.KeepaliveTimeout}
 	}
 	return s, nil
 }
@@ -447,12 +458,22 @@ func (s *Server) Start(ctx context.Context) error {
 	s.started = true
 	s.serveErr = make(chan error, 1)
 	tlsOn := s.tls != nil
+	var httpLn net.Listener = ln
+	if !tlsOn {
+		split := newSplitListener(ln, s.cfg.ReadHeaderTimeout)
+		httpLn = split.httpLn
+		go func() {
+			if err := s.grpc.Serve(split.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				s.log.Error("the stream API stopped serving", "err", err)
+			}
+		}()
+	}
 	go func() {
 		var err error
 		if tlsOn {
-			err = s.http.ServeTLS(ln, "", "") // the certificate comes from TLSConfig.GetCertificate
+			err = s.http.ServeTLS(httpLn, "", "") // the certificate comes from TLSConfig.GetCertificate
 		} else {
-			err = s.http.Serve(ln)
+			err = s.http.Serve(httpLn)
 		}
 		s.serveErr <- err
 		close(s.serveErr)
@@ -513,7 +534,20 @@ func (s *Server) Stop(ctx context.Context) error {
 		s.cfg.Live.Stop()
 	}
 	// 3. Finish in-flight requests within the deadline, then cut the rest.
+	// The drain has ended the streams: each Publish stream ends once its
+	// sends are confirmed.
+	grpcDone := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(grpcDone)
+	}()
 	err := s.http.Shutdown(ctx)
+	select {
+	case <-grpcDone:
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-grpcDone
+	}
 	if errors.Is(err, net.ErrClosed) {
 		err = nil // Shutdown closes the listener again: step 1 already did
 	}

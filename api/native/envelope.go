@@ -42,7 +42,7 @@ func toBrokerAttrs(field string, in map[string]wire.Attribute) (map[string]model
 func fromBrokerAttrs(in map[string]model.MessageAttribute) map[string]wire.Attribute {
 	out := make(map[string]wire.Attribute, len(in))
 	for name, a := range in {
-		if lifted(name) {
+		if model.EnvelopeField(name) {
 			continue
 		}
 		v := a.StringValue
@@ -52,15 +52,6 @@ func fromBrokerAttrs(in map[string]model.MessageAttribute) map[string]wire.Attri
 		out[name] = wire.Attribute{Type: a.DataType, Value: wire.AttributeValue(v)}
 	}
 	return out
-}
-
-// lifted reports whether an attribute is answered as an envelope field.
-func lifted(name string) bool {
-	switch name {
-	case model.MsgAttrPriority, model.MsgAttrMaxAttempts, model.MsgAttrCorrelationID, model.MsgAttrTraceParent:
-		return true
-	}
-	return false
 }
 
 // toSendEntry converts an envelope; field names it in errors ("" for a

@@ -165,6 +165,13 @@ func errorOf(err error) (errorBody, errorKind) {
 	return errorBody{Code: k.code, Message: wireMessage(err, k)}, k
 }
 
+// ErrorOf is the native API's code and message for err, as its error
+// answers carry them: the stream API (api/stream) answers with the same.
+func ErrorOf(err error) wire.ErrorBody {
+	body, _ := errorOf(err)
+	return body
+}
+
 // writeError answers err. A 429, and a store_full 503, carry Retry-After: 1
 // (seconds).
 func (h *Handler) writeError(c *call, err error) {

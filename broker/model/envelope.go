@@ -30,6 +30,18 @@ type Envelope struct {
 	GroupID, DedupID string
 }
 
+// EnvelopeField reports whether a message attribute is one an envelope
+// gives as its own field (Priority, MaxAttempts, CorrelationID,
+// TraceContext): the native and stream APIs answer it there, not among the
+// attributes.
+func EnvelopeField(name string) bool {
+	switch name {
+	case MsgAttrPriority, MsgAttrMaxAttempts, MsgAttrCorrelationID, MsgAttrTraceParent:
+		return true
+	}
+	return false
+}
+
 // EnvelopeEntry converts e into a SendEntry (LongDelay set: the native
 // delays run up to the queue's retention period). field names the envelope
 // in errors: "" for a single send, "messages[2]" in a batch, so that an
