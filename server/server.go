@@ -226,8 +226,8 @@ type Server struct {
 	// mux routes every request; route.go asks it which route serves one.
 	mux *http.ServeMux
 	// gate is both APIs' waiting-receive gate (the cap, the drain).
-	gate  *apicommon.Gate
-	http  *http.Server
+	gate *apicommon.Gate
+	http *http.Server
 	// grpc serves the stream API (api/stream) on the same port
 	// (streams.go).
 	grpc  *grpc.Server

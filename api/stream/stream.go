@@ -403,8 +403,8 @@ func (s *Service) Consume(st streampb.Streams_ConsumeServer) error {
 	}
 	c, err := s.b.Consume(ctx, broker.ConsumerConfig{
 		Queue: open.GetQueue(), Credit: credit,
-		Lease:   time.Duration(open.GetLeaseSeconds()) * time.Second,
-		MaxHold: time.Duration(open.GetMaxHoldSeconds()) * time.Second,
+		Lease:      time.Duration(open.GetLeaseSeconds()) * time.Second,
+		MaxHold:    time.Duration(open.GetMaxHoldSeconds()) * time.Second,
 		ClientName: open.GetClientName(), RemoteAddr: broker.CallerFrom(ctx).Addr,
 	})
 	if err != nil {
