@@ -103,7 +103,15 @@ func TestCrashKill9(t *testing.T) {
 
 	// Final lifetime: drain everything and check the ledger.
 	p := startBroker(t, dir)
-	c := sqsClient(p.URL)
+	drainLedger(t, ctx, sqsClient(p.URL), queueURL, led, cycles)
+}
+
+// drainLedger receives and deletes every message of the queue on a broker
+// started after the last kill, and checks the ledger: every message whose
+// send succeeded is delivered (uncorrupted), none whose delete succeeded
+// comes back.
+func drainLedger(t *testing.T, ctx context.Context, c *sqs.Client, queueURL string, led *crashLedger, cycles int) {
+	t.Helper()
 	left := map[string]bool{}
 	led.mu.Lock()
 	for id := range led.acked {

@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicemq/sluice/api/stream/streampb"
@@ -212,12 +210,7 @@ func TestBadInput(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testbroker.Config{}, stream.Options{})
 	e.queue("jobs", map[string]string{"MaximumMessageSize": "1024"})
-	raw, err := grpc.NewClient(strings.TrimPrefix(e.b.URL, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	api := streampb.NewStreamsClient(raw)
+	api := rawClient(t, e.b.URL)
 	open := func(first *streampb.ConsumeRequest) error {
 		st, err := api.Consume(e.ctx)
 		if err != nil {
