@@ -73,8 +73,11 @@ type ConsumerInfo struct {
 	// Credit is the stream's credit; Held how many messages it holds.
 	Credit, Held int
 	// Acked counts the messages it settled with an ack (or that were
-	// deleted through another API while it held them).
-	Acked int64
+	// deleted through another API while it held them); AckedPerSecond is
+	// their rate over the last ten seconds (or since the stream opened,
+	// when that is sooner).
+	Acked          int64
+	AckedPerSecond float64
 	// Lease and MaxHold are the values in force.
 	Lease, MaxHold time.Duration
 	// ConnectedAt is when it opened; LastActive its latest delivery or
@@ -105,6 +108,7 @@ type Consumer struct {
 	held       map[model.Receipt]*heldMessage
 	pending    [][]model.Delivery // leased for the stream, not yet taken by Next
 	acked      int64
+	ackRate    ackRate
 	lastActive time.Time
 	closed     bool
 }
@@ -408,8 +412,48 @@ func (c *Consumer) settled(rs []model.Receipt, acked int) {
 		delete(c.held, r)
 	}
 	c.acked += int64(acked)
+	c.ackRate.add(c.b.clock.Now(), acked)
 	c.mu.Unlock()
 	c.d.kick()
+}
+
+// ackRateWindow is the window of ConsumerInfo.AckedPerSecond.
+const ackRateWindow = 10
+
+// ackRate counts acks in one-second buckets over the last ackRateWindow
+// seconds.
+type ackRate struct {
+	buckets [ackRateWindow]int64
+	sec     int64 // the Unix second of the newest bucket
+}
+
+// roll moves the window to now's second, emptying the buckets it passes.
+func (r *ackRate) roll(now time.Time) {
+	sec := now.Unix()
+	if sec <= r.sec {
+		return
+	}
+	for s := max(r.sec+1, sec-ackRateWindow+1); s <= sec; s++ {
+		r.buckets[s%ackRateWindow] = 0
+	}
+	r.sec = sec
+}
+
+func (r *ackRate) add(now time.Time, n int) {
+	r.roll(now)
+	r.buckets[now.Unix()%ackRateWindow] += int64(n)
+}
+
+// perSecond is the rate over the window, or over the time since since when
+// that is shorter (at least a second).
+func (r *ackRate) perSecond(now, since time.Time) float64 {
+	r.roll(now)
+	var sum int64
+	for _, n := range r.buckets {
+		sum += n
+	}
+	span := min(now.Sub(since).Seconds(), ackRateWindow)
+	return float64(sum) / max(span, 1)
 }
 
 // extended records that a held message's lease now ends at until (an
@@ -494,7 +538,7 @@ func (c *Consumer) Info() ConsumerInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ConsumerInfo{ID: c.id, Queue: c.queue, ClientName: c.client, RemoteAddr: c.addr, Credit: c.credit,
-		Held: len(c.held), Acked: c.acked, Lease: c.lease, MaxHold: c.maxHold, ConnectedAt: c.since, LastActive: c.lastActive}
+		Held: len(c.held), Acked: c.acked, AckedPerSecond: c.ackRate.perSecond(c.b.clock.Now(), c.since), Lease: c.lease, MaxHold: c.maxHold, ConnectedAt: c.since, LastActive: c.lastActive}
 }
 
 // Consumers lists the streams open on a queue of the caller's account, in
@@ -513,6 +557,20 @@ func (b *Broker) Consumers(ctx context.Context, queue string) ([]ConsumerInfo, e
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ConnectedAt.Before(out[j].ConnectedAt) })
 	return out, nil
+}
+
+// OpenStreams counts the streams open on this broker, by queue (for
+// /metrics: queues without one are absent).
+func (b *Broker) OpenStreams() map[model.QueueRef]int {
+	b.streams.mu.Lock()
+	defer b.streams.mu.Unlock()
+	out := make(map[model.QueueRef]int, len(b.streams.queues))
+	for ref, d := range b.streams.queues {
+		if n := len(d.consumers()); n > 0 {
+			out[ref] = n
+		}
+	}
+	return out
 }
 
 // streams is the front's registry of open streams: the dispatcher of each
