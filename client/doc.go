@@ -3,7 +3,8 @@
 // for the per-call knobs, covering the whole API.
 //
 //   - Queues: CreateQueue, GetQueue, ListQueues (paged), UpdateQueue,
-//     DeleteQueue, PurgeQueue, Pause, Resume, Stats.
+//     DeleteQueue, PurgeQueue, Pause, Resume, Stats, Consumers (the stream
+//     consumers open on a queue; package client/stream opens them).
 //   - Producing: Send and SendBatch (the envelope is Message).
 //   - Consuming: Receive (MaxMessages, WaitTime, VisibilityTimeout), then the
 //     consumer controls on each Delivery's receipt: Ack, Nack, Extend,

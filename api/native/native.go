@@ -1,6 +1,6 @@
 // Package native serves Sluice's own JSON API over HTTP under /v1/: queues
 // (create, list with stats, get, update settings, delete, purge, pause,
-// resume, stats), messages (send single and batch, receive with long
+// resume, stats, the consumer streams open on one), messages (send single and batch, receive with long
 // polling, the consumer controls ack, nack, extend, snooze, release and
 // dead-letter now, browse, delete by id) and dead letters (browse, replay,
 // edit-and-replay, delete). docs/api.md describes it for users, and
@@ -76,6 +76,7 @@ var routes = []route{
 	{http.MethodPost, "/v1/queues/{queue}/pause", (*Handler).pauseQueue},
 	{http.MethodPost, "/v1/queues/{queue}/resume", (*Handler).resumeQueue},
 	{http.MethodGet, "/v1/queues/{queue}/stats", (*Handler).queueStats},
+	{http.MethodGet, "/v1/queues/{queue}/consumers", (*Handler).listConsumers},
 
 	{http.MethodPost, "/v1/queues/{queue}/messages", (*Handler).sendMessage},
 	{http.MethodPost, "/v1/queues/{queue}/messages/batch", (*Handler).sendBatch},

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/broker"
 )
 
 // The OpenAPI document against the handlers: the same routes both ways,
@@ -355,6 +358,17 @@ func exercise(e *env) {
 	e.ok(200, "POST", "/v1/queues/q/pause", nil)
 	e.ok(200, "POST", "/v1/queues/q/resume", nil)
 	e.ok(200, "GET", "/v1/queues/q/stats", nil)
+	// A stream with no credit holds nothing: the list shows it, and the
+	// messages below stay for the receives.
+	con, err := e.b.Consume(context.Background(), broker.ConsumerConfig{Queue: "q", ClientName: "sample", RemoteAddr: "127.0.0.1:5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := objects(t, e.ok(200, "GET", "/v1/queues/q/consumers", nil)["consumers"]); len(cs) != 1 || cs[0]["clientName"] != "sample" {
+		t.Fatalf("consumers: %v", cs)
+	}
+	con.Close()
+	e.fails(404, "queue_not_found", "GET", "/v1/queues/nope/consumers", nil)
 	e.ok(201, "POST", "/v1/backups", map[string]any{"name": "nightly-1"})
 	e.fails(409, "conflict", "POST", "/v1/backups", map[string]any{"name": "nightly-1"})
 	e.fails(400, "invalid_parameter", "POST", "/v1/backups", map[string]any{"name": "../x"})

@@ -2,6 +2,7 @@ package native
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/sluicemq/sluice/api/native/wire"
@@ -10,7 +11,7 @@ import (
 )
 
 // The queue routes: list, create, get, update, delete, purge, pause,
-// resume, stats.
+// resume, stats, consumers.
 
 // sluiceAttributes are the Sluice queue attributes, answered with their
 // defaults when unset (model.SluiceAttributeDefault).
@@ -192,6 +193,30 @@ func (h *Handler) queueStats(c *call) (any, error) {
 		return nil, err
 	}
 	return h.toStats(s), nil
+}
+
+// listConsumers answers the consumer streams open on the queue on this
+// broker (the front checks the queue and the caller's access as for its
+// attributes).
+func (h *Handler) listConsumers(c *call) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
+	cs, err := h.broker.Consumers(c.ctx, c.queue)
+	if err != nil {
+		return nil, err
+	}
+	out := &wire.ConsumerList{Consumers: make([]wire.Consumer, 0, len(cs))}
+	for _, ci := range cs {
+		out.Consumers = append(out.Consumers, wire.Consumer{
+			ID: ci.ID, ClientName: ci.ClientName, RemoteAddress: ci.RemoteAddr,
+			Credit: ci.Credit, Held: ci.Held, Acked: ci.Acked,
+			AckedPerSecond: math.Round(ci.AckedPerSecond*100) / 100,
+			LeaseSeconds:   int64(ci.Lease / time.Second), MaxHoldSeconds: int64(ci.MaxHold / time.Second),
+			ConnectedAt: ci.ConnectedAt.UTC(), LastActiveAt: ci.LastActive.UTC(),
+		})
+	}
+	return out, nil
 }
 
 // redriveOf returns a queue's RedrivePolicy (nil when none), for the

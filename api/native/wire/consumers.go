@@ -1,0 +1,42 @@
+package wire
+
+import "time"
+
+// Consumer is one consumer stream open on a queue (the stream API's
+// Consume, docs/streams.md), as the broker that answers holds it: a stream
+// lives on the broker it was opened on, so with several brokers on one
+// PostgreSQL store each lists its own.
+type Consumer struct {
+	// ID names the stream (the id its Opened answer gave the consumer).
+	ID string `json:"id"`
+	// ClientName is the name the consumer gave when it opened the stream
+	// ("" when none); RemoteAddress is where it connects from
+	// ("host:port").
+	ClientName    string `json:"clientName"`
+	RemoteAddress string `json:"remoteAddress"`
+	// Credit is how many unsettled messages the stream may hold; Held how
+	// many it holds now.
+	Credit int `json:"credit"`
+	Held   int `json:"held"`
+	// Acked counts the messages it settled with an ack (or that another
+	// API deleted while it held them); AckedPerSecond is their rate over
+	// the last ten seconds (or since it opened, when that is sooner),
+	// rounded to hundredths.
+	Acked          int64   `json:"acked"`
+	AckedPerSecond float64 `json:"ackedPerSecond"`
+	// LeaseSeconds is each delivered message's lease; MaxHoldSeconds how
+	// long the broker keeps extending one message's lease for it.
+	LeaseSeconds   int64 `json:"leaseSeconds"`
+	MaxHoldSeconds int64 `json:"maxHoldSeconds"`
+	// ConnectedAt is when it opened; LastActiveAt its latest delivery or
+	// settlement (ConnectedAt until the first).
+	ConnectedAt  time.Time `json:"connectedAt"`
+	LastActiveAt time.Time `json:"lastActiveAt"`
+}
+
+// ConsumerList is the answer of GET /v1/queues/{queue}/consumers: the
+// streams open on the queue on this broker, in the order they opened.
+type ConsumerList struct {
+	// Consumers are the streams ([] when none).
+	Consumers []Consumer `json:"consumers"`
+}
