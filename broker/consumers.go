@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -232,6 +233,12 @@ func (c *Consumer) SetCredit(n int) error {
 	return nil
 }
 
+func (c *Consumer) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // free is the stream's free credit (credit - held), 0 once closed.
 func (c *Consumer) free() int {
 	c.mu.Lock()
@@ -359,6 +366,12 @@ func (c *Consumer) end(release bool) {
 // reason (chunks of 100: one store write each). Errors are logged: the
 // leases end by themselves anyway.
 func (c *Consumer) release(held map[model.Receipt]*heldMessage, reason string) {
+	c.d.release(held, reason, c.id)
+}
+
+// release ends the leases of held as failures with reason (each counts as
+// an attempt), for the stream named stream.
+func (d *dispatcher) release(held map[model.Receipt]*heldMessage, reason, stream string) {
 	changes := make([]model.VisibilityChange, 0, len(held))
 	for r := range held {
 		changes = append(changes, model.VisibilityChange{Receipt: r, Kind: model.Nack, Reason: reason})
@@ -367,9 +380,9 @@ func (c *Consumer) release(held map[model.Receipt]*heldMessage, reason string) {
 	defer cancel()
 	for len(changes) > 0 {
 		n := min(len(changes), 100)
-		if _, err := c.b.backend.ChangeVisibility(ctx, c.d.ref, changes[:n]); err != nil {
-			c.b.log.Warn("a closed stream's messages could not be released; their leases end by themselves",
-				"queue", c.d.ref.String(), "stream", c.id, "messages", len(changes), "err", err)
+		if _, err := d.b.backend.ChangeVisibility(ctx, d.ref, changes[:n]); err != nil {
+			d.b.log.Warn("a closed stream's messages could not be released; their leases end by themselves",
+				"queue", d.ref.String(), "stream", stream, "messages", len(changes), "err", err)
 			return
 		}
 		changes = changes[n:]
@@ -722,13 +735,19 @@ func (s *streams) closeAll() {
 	wg.Wait()
 }
 
-// dispatcher leases the messages of one queue for its streams: one backend
-// receive at a time, for the stream with the most free credit, of at most
-// that credit (and 10) messages, with that stream's lease. A receive long
-// polls, so a send (or a lease's end, a delay's end) wakes it at once.
+// dispatcher leases the messages of one queue for its streams, one backend
+// receive at a time. One receive (a claim) serves every stream that has
+// free credit and the lease of the stream with the most free credit: it asks
+// for their free credit added up (at most MaxDispatchMessages), and what it
+// gets goes message by message to the stream with the most credit left, so
+// that a slow consumer is not handed what a fast one could take now. On a
+// FIFO queue a claim serves that one stream, so that no message group is
+// split across streams. A receive long polls, so a send (or a lease's end,
+// a delay's end) wakes it at once.
 type dispatcher struct {
 	b      *Broker
 	ref    model.QueueRef
+	fifo   bool
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -740,7 +759,8 @@ type dispatcher struct {
 
 func newDispatcher(b *Broker, ref model.QueueRef) *dispatcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &dispatcher{b: b, ref: ref, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	d := &dispatcher{b: b, ref: ref, fifo: strings.HasSuffix(ref.Name, ".fifo"), wake: make(chan struct{}, 1),
+		cancel: cancel, done: make(chan struct{})}
 	go d.run(ctx)
 	return d
 }
@@ -755,14 +775,16 @@ func (d *dispatcher) add(c *Consumer) {
 // remove unregisters c and reports whether no stream is left.
 func (d *dispatcher) remove(c *Consumer) bool {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	for i, s := range d.subs {
 		if s == c {
 			d.subs = append(d.subs[:i], d.subs[i+1:]...)
 			break
 		}
 	}
-	return len(d.subs) == 0
+	last := len(d.subs) == 0
+	d.mu.Unlock()
+	d.kick() // a receive for it alone ends
+	return last
 }
 
 func (d *dispatcher) consumers() []*Consumer {
@@ -785,35 +807,73 @@ func (d *dispatcher) stop() {
 	<-d.done
 }
 
-// pick returns the stream with the most free credit (ties: the first one
-// after the stream served last), and its free credit; nil when none has any.
-// With serve it records the stream as the one served last.
-func (d *dispatcher) pick(serve bool) (*Consumer, int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var best *Consumer
-	bestFree, at := 0, 0
-	for k := range d.subs {
-		i := (d.next + k) % len(d.subs)
-		if f := d.subs[i].free(); f > bestFree {
-			best, bestFree, at = d.subs[i], f, i
-		}
-	}
-	if best != nil && serve {
-		d.next = at + 1
-	}
-	return best, bestFree
+// claim is what one receive serves: the lease it takes, the streams it is
+// for (the best first) and how many messages it asks for.
+type claim struct {
+	lease time.Duration
+	subs  []*Consumer
+	want  int
 }
 
-// watch cancels the receive that serves c when, after a kick, another
-// stream has more free credit than c; it returns when done is closed.
-func (d *dispatcher) watch(c *Consumer, cancel context.CancelFunc, done <-chan struct{}) {
+// plan returns the next claim: the stream with the most free credit (ties:
+// the first one after the stream served last) and, but on a FIFO queue,
+// every other stream with free credit and the same lease. want is 0 when no
+// stream has free credit. With serve it records the best stream as the one
+// served last.
+func (d *dispatcher) plan(serve bool) claim {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := len(d.subs)
+	free := make([]int, n)
+	best, bestFree := -1, 0
+	for k := range n {
+		i := (d.next + k) % n
+		if free[i] = d.subs[i].free(); free[i] > bestFree {
+			best, bestFree = i, free[i]
+		}
+	}
+	if best < 0 {
+		return claim{}
+	}
+	if serve {
+		d.next = best + 1
+	}
+	c := claim{lease: d.subs[best].lease, subs: []*Consumer{d.subs[best]}, want: bestFree}
+	if !d.fifo {
+		for k := range n {
+			i := (best + k) % n
+			if i != best && free[i] > 0 && d.subs[i].lease == c.lease {
+				c.subs = append(c.subs, d.subs[i])
+				c.want += free[i]
+			}
+		}
+	}
+	c.want = min(c.want, model.MaxDispatchMessages)
+	return c
+}
+
+// watch cancels the receive that serves cur when, after a kick, the claim
+// it would make now serves none of cur's streams (they ended, or a stream
+// with another lease has more free credit than cur's best), or asks for at
+// least twice as many messages or a full claim (credit freed, a stream
+// opened; not for every settlement, which would restart a long poll on
+// PostgreSQL each time while consumers keep up): a long poll
+// cancelled while it waits claims nothing, and the next claim is made at
+// once. It returns when done is closed.
+func (d *dispatcher) watch(cur claim, cancel context.CancelFunc, done <-chan struct{}) {
 	for {
 		select {
 		case <-d.wake:
-			if best, f := d.pick(false); best != nil && best != c && f > c.free() {
+			now := d.plan(false)
+			open := false
+			for _, c := range cur.subs {
+				open = open || !c.isClosed()
+			}
+			grew := now.want >= 2*cur.want || (now.want > cur.want && now.want == model.MaxDispatchMessages)
+			if !open || grew ||
+				(now.want > 0 && now.lease != cur.lease && now.subs[0].free() > cur.subs[0].free()) {
 				cancel()
-				d.kick() // the loop picks again at once
+				d.kick() // the loop plans again at once
 				return
 			}
 		case <-done:
@@ -822,44 +882,92 @@ func (d *dispatcher) watch(c *Consumer, cancel context.CancelFunc, done <-chan s
 	}
 }
 
+// share hands the messages one claim leased to the streams: on a FIFO
+// queue all to the stream it was for, else each to the stream (of the
+// claim's lease, open now: one may have opened, or ended, during the
+// receive) with the most credit left, ties to the first after the stream
+// served last. Messages no open stream can take (their credit was lowered
+// meanwhile) go to the first of those streams; when none is open they
+// return to the queue as a disconnected stream's would.
+func (d *dispatcher) share(cur claim, ds []model.Delivery) {
+	var subs []*Consumer
+	if d.fifo {
+		subs = cur.subs
+	} else {
+		d.mu.Lock()
+		for k := range len(d.subs) {
+			if c := d.subs[(d.next+k)%len(d.subs)]; c.lease == cur.lease {
+				subs = append(subs, c)
+			}
+		}
+		d.mu.Unlock()
+	}
+	left := make([]int, len(subs))
+	for i, c := range subs {
+		left[i] = c.free()
+	}
+	parts := make([][]model.Delivery, len(subs))
+	for _, m := range ds {
+		best := 0
+		for i := range left {
+			if left[i] > left[best] {
+				best = i
+			}
+		}
+		if len(subs) == 0 {
+			break
+		}
+		parts[best] = append(parts[best], m)
+		left[best]--
+	}
+	if len(subs) == 0 {
+		parts, subs = [][]model.Delivery{ds}, []*Consumer{nil}
+	}
+	for i, part := range parts {
+		if len(part) == 0 || (subs[i] != nil && subs[i].deliver(part)) {
+			continue
+		}
+		// The stream ended while its messages were leased: they go back
+		// as if it had held them.
+		held := map[model.Receipt]*heldMessage{}
+		for _, m := range part {
+			if r, err := d.b.receipts.Decode(m.Receipt); err == nil {
+				held[r] = nil
+			}
+		}
+		stream := ""
+		if subs[i] != nil {
+			stream = subs[i].id
+		}
+		d.release(held, ReasonConsumerDisconnected, stream)
+	}
+}
+
 func (d *dispatcher) run(ctx context.Context) {
 	defer close(d.done)
 	for ctx.Err() == nil {
-		c, free := d.pick(true)
-		if c == nil {
+		cur := d.plan(true)
+		if cur.want == 0 {
 			select {
 			case <-d.wake:
 			case <-ctx.Done():
 			}
 			continue
 		}
-		// The receive ends when the stream it serves ends, or the queue's
-		// last stream does, or another stream now has more free credit (a
-		// new stream, credit freed by settlements): a long poll that is
-		// cancelled while it waits claims nothing, and the next pick serves
-		// that stream.
+		// The receive ends when the streams it serves end, or the queue's
+		// last stream does, or the claim to make changed (watch).
 		rctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(c.ctx, cancel)
 		watching := make(chan struct{})
-		go d.watch(c, cancel, watching)
-		lease, wait := c.lease, dispatchWait
+		go d.watch(cur, cancel, watching)
+		lease, wait := cur.lease, dispatchWait
 		ds, err := d.b.backend.Receive(rctx, model.ReceiveRequest{Queue: d.ref.Name, Account: d.ref.Account,
-			MaxMessages: min(free, model.MaxReceiveMessages), Visibility: &lease, WaitTime: &wait,
+			MaxMessages: cur.want, Dispatch: true, Visibility: &lease, WaitTime: &wait,
 			InFlightCap: int64(d.b.cfg.MaxInFlight)})
 		close(watching)
-		stop()
 		cancel()
 		d.b.count(d.ref.String(), model.CountReceived, len(ds))
-		if len(ds) > 0 && !c.deliver(ds) {
-			// The stream ended while its messages were leased: they go
-			// back as if it had held them.
-			held := map[model.Receipt]*heldMessage{}
-			for _, m := range ds {
-				if r, err := d.b.receipts.Decode(m.Receipt); err == nil {
-					held[r] = nil
-				}
-			}
-			c.release(held, ReasonConsumerDisconnected)
+		if len(ds) > 0 {
+			d.share(cur, ds)
 		}
 		switch {
 		case err == nil, ctx.Err() != nil, errors.Is(err, context.Canceled):

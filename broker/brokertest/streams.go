@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // Consumer streams (broker.Broker.Consume): the front's dispatcher leases
@@ -31,6 +34,7 @@ var streamTests = []testCase{
 	{"SettledThroughAnotherAPI", testStreamSettledElsewhere},
 	{"ReceiptsOfOtherStreamsRefused", testStreamForeignReceipts},
 	{"Refusals", testStreamRefusals},
+	{"OneClaimServesManyStreams", testStreamOneClaim},
 }
 
 // consume opens a stream on queue and closes it when the test ends.
@@ -460,5 +464,66 @@ func testStreamRefusals(t *testing.T, s suite) {
 	}
 	if _, err := c.Next(context.Background()); !errors.Is(err, broker.ErrStreamClosed) {
 		t.Fatalf("Next on an ended stream: %v", err)
+	}
+}
+
+// countingBackend counts the receives that reach the backend: the one
+// waiting now (its MaxMessages) and those that delivered something.
+type countingBackend struct {
+	storage.Backend
+	waiting   atomic.Int64
+	mu        sync.Mutex
+	delivered []int // the size of each receive that delivered
+}
+
+func (c *countingBackend) Receive(ctx context.Context, req model.ReceiveRequest) ([]model.Delivery, error) {
+	c.waiting.Store(int64(req.MaxMessages))
+	ds, err := c.Backend.Receive(ctx, req)
+	c.waiting.Store(0)
+	if len(ds) > 0 {
+		c.mu.Lock()
+		c.delivered = append(c.delivered, len(ds))
+		c.mu.Unlock()
+	}
+	return ds, err
+}
+
+// testStreamOneClaim: streams with the same lease are served by one claim
+// of their free credit added up (more than a receive's 10), shared by free
+// credit.
+func testStreamOneClaim(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.setPaused("q", true)
+	const full = model.MaxDispatchMessages
+	for i := range full {
+		e.sendBody("q", fmt.Sprint("m", i))
+	}
+	be := &countingBackend{Backend: e.be}
+	b := front(t, be, e.cfg)
+	var cs []*broker.Consumer
+	for range 4 {
+		c, err := b.Consume(e.ctx, broker.ConsumerConfig{Queue: "q", Credit: full / 4, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		cs = append(cs, c)
+	}
+	eventually(t, "a claim for the four streams' credits waits", func() bool { return be.waiting.Load() == full })
+	e.setPaused("q", false)
+	seen := map[string]bool{}
+	for _, c := range cs {
+		for _, d := range e.nextN(c, full/4) {
+			if seen[d.Body] {
+				t.Fatalf("%s delivered twice", d.Body)
+			}
+			seen[d.Body] = true
+		}
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if len(seen) != full || len(be.delivered) != 1 || be.delivered[0] != full {
+		t.Fatalf("%d messages in claims of %v; want one claim of %d", len(seen), be.delivered, full)
 	}
 }

@@ -12,6 +12,7 @@ const (
 	MaxMessageBytes      = 1 << 20          // the largest MaximumMessageSize
 	MinMessageBytes      = 1024             // the smallest MaximumMessageSize
 	MaxReceiveMessages   = 10               // MaxNumberOfMessages upper bound
+	MaxDispatchMessages  = 100              // a stream dispatcher's claim (ReceiveRequest.Dispatch)
 	MaxWaitTime          = 20 * time.Second // WaitTimeSeconds upper bound
 	MaxVisibilityTimeout = 12 * time.Hour   // VisibilityTimeout upper bound
 	MaxDelay             = 15 * time.Minute // DelaySeconds upper bound
@@ -112,8 +113,13 @@ type Delivery struct {
 // ReceiveRequest asks for up to MaxMessages messages.
 type ReceiveRequest struct {
 	Queue string
-	// MaxMessages is 1..10; 0 means 1.
+	// MaxMessages is 1..10 (1..MaxDispatchMessages with Dispatch); 0
+	// means 1.
 	MaxMessages int
+	// Dispatch marks the front's stream dispatcher's receive: one claim
+	// serves the free credit of several streams, so it may take up to
+	// MaxDispatchMessages.
+	Dispatch bool
 	// Visibility overrides the queue's VisibilityTimeout for these messages (0..12 h).
 	Visibility *time.Duration
 	// WaitTime overrides the queue's ReceiveMessageWaitTimeSeconds (0..20 s).

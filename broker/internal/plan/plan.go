@@ -94,7 +94,11 @@ type ReceivePlan struct {
 // queues only).
 func Receive(c model.QueueConfig, req model.ReceiveRequest) (ReceivePlan, error) {
 	p := ReceivePlan{Max: max(req.MaxMessages, 1), Visibility: c.VisibilityTimeout, Wait: c.ReceiveWaitTime}
-	if req.MaxMessages < 0 || req.MaxMessages > model.MaxReceiveMessages {
+	limit := model.MaxReceiveMessages
+	if req.Dispatch {
+		limit = model.MaxDispatchMessages
+	}
+	if req.MaxMessages < 0 || req.MaxMessages > limit {
 		return ReceivePlan{}, model.InvalidParameterError(req.MaxMessages, "MaxNumberOfMessages", "Must be between 1 and 10, if provided.")
 	}
 	if req.Visibility != nil {
