@@ -402,8 +402,12 @@ func (p *progress) finish(what string) {
 func group(ctx context.Context, name string, subs map[string]command, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintf(stderr, "usage: sluice %s <command> [flags] [arguments]\n\ncommands:\n", name)
+		width := 8
+		for n := range subs {
+			width = max(width, len(n))
+		}
 		for _, n := range sortedKeys(subs) {
-			fmt.Fprintf(stderr, "  %-8s %s\n", n, subs[n].summary)
+			fmt.Fprintf(stderr, "  %-*s %s\n", width, n, subs[n].summary)
 		}
 		fmt.Fprintf(stderr, "\nRun 'sluice %s <command> --help' for its flags and examples.\n", name)
 		if len(args) == 0 {

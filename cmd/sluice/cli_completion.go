@@ -22,7 +22,7 @@ func init() {
 // queueArgCommands take a queue name as their first argument.
 var queueArgCommands = map[string]bool{
 	"queue show": true, "queue delete": true, "queue purge": true, "queue pause": true, "queue resume": true,
-	"queue set": true, "send": true, "recv": true, "peek": true,
+	"queue set": true, "queue consumers": true, "send": true, "recv": true, "peek": true,
 	"dlq list": true, "dlq show": true, "dlq replay": true, "dlq delete": true, "dlq export": true,
 }
 

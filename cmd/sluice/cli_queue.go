@@ -1,6 +1,6 @@
 package main
 
-// sluice queue create|list|show|delete|purge|pause|resume|set.
+// sluice queue create|list|show|delete|purge|pause|resume|set|consumers.
 
 import (
 	"context"
@@ -15,18 +15,19 @@ import (
 )
 
 var queueCommands = map[string]command{
-	"create": {"create a queue (attributes as NAME=VALUE)", queueCreate},
-	"list":   {"list the queues with their counts", queueList},
-	"show":   {"show a queue's settings and counts", queueShow},
-	"delete": {"delete a queue and its messages", queueDelete},
-	"purge":  {"delete every message of a queue", queuePurge},
-	"pause":  {"stop a queue's deliveries (sends go on)", queuePause},
-	"resume": {"resume a paused queue's deliveries", queueResume},
-	"set":    {"change a queue's attributes (NAME=VALUE)", queueSet},
+	"create":    {"create a queue (attributes as NAME=VALUE)", queueCreate},
+	"list":      {"list the queues with their counts", queueList},
+	"show":      {"show a queue's settings and counts", queueShow},
+	"delete":    {"delete a queue and its messages", queueDelete},
+	"purge":     {"delete every message of a queue", queuePurge},
+	"pause":     {"stop a queue's deliveries (sends go on)", queuePause},
+	"resume":    {"resume a paused queue's deliveries", queueResume},
+	"set":       {"change a queue's attributes (NAME=VALUE)", queueSet},
+	"consumers": {"list the consumer streams open on a queue", queueConsumers},
 }
 
 func init() {
-	register("queue", command{"create, list, show, change and delete queues", func(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	register("queue", command{"create, list, show, change and delete queues; list their consumers", func(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 		return group(ctx, "queue", queueCommands, args, env, stdout, stderr)
 	}})
 }
@@ -375,5 +376,78 @@ func queueSet(ctx context.Context, args []string, env func(string) string, stdou
 	for _, k := range sortedKeys(attrs) {
 		fmt.Fprintf(stdout, "%s: %s = %s\n", q.Name, k, q.Attributes[k])
 	}
+	return 0
+}
+
+// consumerJSON is a consumer stream as queue consumers --json prints it
+// (the native API's names).
+type consumerJSON struct {
+	ID             string    `json:"id"`
+	ClientName     string    `json:"clientName"`
+	RemoteAddress  string    `json:"remoteAddress"`
+	Credit         int       `json:"credit"`
+	Held           int       `json:"held"`
+	Acked          int64     `json:"acked"`
+	AckedPerSecond float64   `json:"ackedPerSecond"`
+	LeaseSeconds   int64     `json:"leaseSeconds"`
+	MaxHoldSeconds int64     `json:"maxHoldSeconds"`
+	ConnectedAt    time.Time `json:"connectedAt"`
+	LastActiveAt   time.Time `json:"lastActiveAt"`
+}
+
+// noConsumers is what queue consumers prints for a queue without one.
+func noConsumers(queue string) string {
+	return "no consumer is connected to " + queue + ": consumers are listed while they hold a stream open on it " +
+		"(the stream API on the broker's port: a Go program opens one with package worker, or with client/stream's Dial and Consume); " +
+		"receives over HTTP or SQS hold none"
+}
+
+func queueConsumers(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	c := newCLI(ctx, cmdSpec{name: "queue consumers", args: "NAME",
+		summary: "List the consumer streams open on a queue on this broker, in the order they opened: the\n" +
+			"client's name and address, its credit (how many unsettled messages it may hold), the\n" +
+			"messages it holds, its acks per second over the last ten seconds and in all, when it\n" +
+			"connected and how long ago it last got or settled a message. Consumers that receive over\n" +
+			"HTTP or SQS hold no stream and are not listed; with several brokers on one PostgreSQL\n" +
+			"store, each lists the streams opened on it.",
+		examples: []string{
+			"sluice queue consumers orders",
+			"sluice queue consumers orders --json | jq '[.[].held] | add'",
+		}}, env, stdout, stderr)
+	pos, code, ok := c.parse(args, 1, 1)
+	if !ok {
+		return code
+	}
+	cs, err := c.c.Consumers(ctx, pos[0])
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		out := make([]consumerJSON, len(cs))
+		for i, x := range cs {
+			out[i] = consumerJSON{ID: x.ID, ClientName: x.ClientName, RemoteAddress: x.RemoteAddress,
+				Credit: x.Credit, Held: x.Held, Acked: x.Acked, AckedPerSecond: x.AckedPerSecond,
+				LeaseSeconds: int64(x.Lease / time.Second), MaxHoldSeconds: int64(x.MaxHold / time.Second),
+				ConnectedAt: x.ConnectedAt.UTC(), LastActiveAt: x.LastActiveAt.UTC()}
+		}
+		c.printJSON(out)
+		return 0
+	}
+	if len(cs) == 0 {
+		fmt.Fprintln(stderr, noConsumers(pos[0]))
+		return 0
+	}
+	now := time.Now()
+	rows := make([][]string, len(cs))
+	for i, x := range cs {
+		name := x.ClientName
+		if name == "" {
+			name = "-"
+		}
+		rows[i] = []string{x.ID, cell(name), x.RemoteAddress, strconv.Itoa(x.Credit), strconv.Itoa(x.Held),
+			strconv.FormatFloat(x.AckedPerSecond, 'f', 1, 64), itoa(x.Acked),
+			x.ConnectedAt.UTC().Format(time.RFC3339), age(now.Sub(x.LastActiveAt)) + " ago"}
+	}
+	table(stdout, []string{"ID", "CLIENT", "ADDRESS", "CREDIT", "HELD", "ACKS/S", "ACKED", "CONNECTED", "LAST-ACTIVE"}, rows)
 	return 0
 }

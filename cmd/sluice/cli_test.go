@@ -635,6 +635,8 @@ func TestCLICompletion(t *testing.T) {
 				{[]string{"sluice", "queue", "create", "x", "--max-r"}, []string{"--max-receives"}},
 				{[]string{"sluice", "send", "o"}, []string{"orders", "other"}},
 				{[]string{"sluice", "dlq", "list", "or"}, []string{"orders"}},
+				{[]string{"sluice", "queue", "cons"}, []string{"consumers"}},
+				{[]string{"sluice", "queue", "consumers", "or"}, []string{"orders"}},
 				{[]string{"sluice", "completion", "f"}, []string{"fish"}},
 			} {
 				got := complete(c.words...)
