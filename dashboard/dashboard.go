@@ -6,7 +6,8 @@
 // The pages are a client of the native API and nothing else: the queue list
 // reads GET /v1/stats and follows GET /v1/events (server-sent events), the
 // queue page reads the queue (GET /v1/queues/{queue}), its history
-// (GET /v1/queues/{queue}/history), its messages and dead letters (browse:
+// (GET /v1/queues/{queue}/history), its consumer streams (GET
+// /v1/queues/{queue}/consumers, again with each live update), its messages and dead letters (browse:
 // nothing is received), and its buttons call the same routes a program would
 // (pause, resume, purge, delete, send, replay). When the event stream is not
 // available the pages poll once every 2 s instead.

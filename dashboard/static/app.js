@@ -544,6 +544,7 @@ class QueuePage {
     this.build();
     this.loadInfo();
     if (tab === "overview") this.loadHistory();
+    this.loadConsumers();
     this.live = new Live(name, (doc) => this.update(doc));
   }
   build() {
@@ -569,7 +570,8 @@ class QueuePage {
       h("div", { class: "cards" },
         card("stat-visible", "Visible"), card("stat-inflight", "In flight"), card("stat-delayed", "Delayed"),
         card("stat-deadletters", "Dead letters"), card("stat-oldest", "Oldest message"),
-        card("stat-sent", "Sent/s (last min)"), card("stat-received", "Received/s (last min)")),
+        card("stat-sent", "Sent/s (last min)"), card("stat-received", "Received/s (last min)"),
+        card("stat-consumers", "Consumer streams")),
       h("nav", { class: "tabs", "aria-label": "Queue sections" }, tab("overview", "Overview"), tab("messages", "Messages"), tab("dead-letters", "Dead letters")),
     );
     this.section = h("section", { id: "section-" + this.tab });
@@ -584,6 +586,8 @@ class QueuePage {
     const q = (doc.queues || []).find((x) => x.name === this.name);
     if (!q) return;
     this.stats = q;
+    this.brokerTime = Date.parse(doc.time) || null;
+    this.loadConsumers();
     setText(document.getElementById("stat-visible"), fmtInt(q.visible));
     setText(document.getElementById("stat-inflight"), fmtInt(q.inFlight));
     setText(document.getElementById("stat-delayed"), fmtInt(q.delayed));
@@ -643,6 +647,7 @@ class QueuePage {
           h("div", { class: "legend" }, h("span", { class: "l1" }, "visible"), h("span", { class: "l2" }, "in flight"), h("span", { class: "l3" }, "delayed"), h("span", { class: "l4" }, "dead letters"))),
         h("div", { class: "chart" }, h("h3", { id: "chart-rates-title" }, "Rates (messages/s)"), this.rateSvg,
           h("div", { class: "legend" }, h("span", { class: "l1" }, "sent"), h("span", { class: "l2" }, "received"), h("span", { class: "l3" }, "deleted")))),
+      ...this.buildConsumers(),
       h("h2", {}, "Send a test message"), this.sendBox,
       h("h2", {}, "Settings"), this.settings);
     this.drawCharts();
@@ -735,11 +740,90 @@ class QueuePage {
   async deleteQueue() {
     const ok = await confirmAction("Delete the queue " + this.name + "?", "The queue and every message in it are deleted. It cannot be undone.", "Delete queue");
     if (!ok) return;
+    // No read of the queue's consumers after the deletion: it would answer
+    // 404.
+    this.deleting = true;
+    if (this.conLoad) await this.conLoad;
     try {
       await api("DELETE", qpath(this.name));
       toast("Deleted the queue " + this.name + ".");
       location.hash = "#/";
-    } catch (e) { toast("Delete failed: " + e.message, true); }
+    } catch (e) {
+      this.deleting = false;
+      toast("Delete failed: " + e.message, true);
+    }
+  }
+
+  // --- consumers: the streams open on the queue, live ---
+  buildConsumers() {
+    this.conBody = h("tbody", { id: "consumer-rows" });
+    this.conTable = h("table", { id: "consumers", hidden: true }, h("caption", { class: "sr" }, "Consumer streams"),
+      h("thead", {}, h("tr", {}, ["Client", "Address", "Credit", "Held", "Acks/s", "Acked", "Connected since", "Last active"]
+        .map((l, i) => h("th", { scope: "col", class: i >= 2 && i <= 5 ? "num" : null }, l)))),
+      this.conBody);
+    this.conEmpty = h("p", { class: "empty", id: "consumers-empty", hidden: true },
+      "No consumer is connected. Consumers of the stream API (a Go program with package worker, or client/stream's Dial and Consume) are listed here while their stream is open; receives over HTTP or SQS hold no stream.");
+    this.conNote = h("p", { class: "muted", id: "consumers-note" }, "Loading…");
+    return [h("div", { class: "bar" }, h("h2", {}, "Consumers"),
+      h("span", { class: "muted" }, "Streams open on this broker: their credit, the messages they hold, their acks over the last ten seconds.")),
+    this.conNote, this.conTable, this.conEmpty];
+  }
+  // loadConsumers reads GET /v1/queues/{queue}/consumers, at most one at a
+  // time and once a second: the live data calls it each time it comes.
+  // this.conLoad is the read in flight (a deletion waits for it).
+  loadConsumers() {
+    if (this.closed || this.deleting || this.conStopped || this.conLoad || Date.now() - (this.conAt || 0) < 900) return;
+    this.conAt = Date.now();
+    this.conLoad = this.readConsumers().finally(() => { this.conLoad = null; });
+  }
+  async readConsumers() {
+    let doc;
+    try {
+      doc = await api("GET", qpath(this.name) + "/consumers");
+    } catch (e) {
+      // The queue gone is loadInfo's to say; a broker without the route
+      // lists none.
+      if (e.status === 404) this.conStopped = true;
+      if (e.status === 404 && e.code === "no_such_route") {
+        this.conUnsupported = true;
+        setText(document.getElementById("stat-consumers"), "—");
+        if (this.conNote) { this.conNote.hidden = false; setText(this.conNote, "This broker does not list its consumer streams."); }
+      } else if (this.conNote) {
+        this.conNote.hidden = false;
+        setText(this.conNote, "Could not load the consumers: " + e.message);
+      }
+      return;
+    }
+    if (this.closed) return;
+    const cs = doc.consumers || [];
+    setText(document.getElementById("stat-consumers"), fmtInt(cs.length));
+    if (!this.conBody) return;
+    this.conNote.hidden = true;
+    const now = this.brokerTime || Date.now();
+    const old = new Map([...this.conBody.children].map((r) => [r.dataset.id, r]));
+    const rows = cs.map((c) => {
+      let row = old.get(c.id);
+      if (!row) {
+        row = h("tr", { "data-id": c.id },
+          h("td", { "data-col": "client" }, h("span", { class: "qname" }), h("div", { class: "muted mono" }, c.id)),
+          ...["address", "credit", "held", "ackedPerSecond", "acked", "connectedAt", "lastActiveAt"].map((k, i) =>
+            h("td", { "data-col": k, class: i >= 1 && i <= 4 ? "num" : (k === "address" ? "mono" : null) })));
+      }
+      const cell = (k) => row.querySelector('td[data-col="' + k + '"]');
+      setText(cell("client").firstChild, c.clientName || "—");
+      setText(cell("address"), c.remoteAddress);
+      setText(cell("credit"), fmtInt(c.credit));
+      setText(cell("held"), fmtInt(c.held));
+      setText(cell("ackedPerSecond"), fmtRate(c.ackedPerSecond));
+      setText(cell("acked"), fmtInt(c.acked));
+      setText(cell("connectedAt"), fmtTime(c.connectedAt));
+      const idle = Math.max(0, (now - Date.parse(c.lastActiveAt)) / 1000);
+      setText(cell("lastActiveAt"), isNaN(idle) ? "—" : fmtAge(idle) + " ago");
+      return row;
+    });
+    this.conBody.replaceChildren(...rows);
+    this.conTable.hidden = rows.length === 0;
+    this.conEmpty.hidden = rows.length > 0;
   }
 
   // --- messages (browse) ---
