@@ -69,22 +69,7 @@ type ConsumerConfig struct {
 }
 
 // ConsumerInfo describes one open stream (Broker.Consumers).
-type ConsumerInfo struct {
-	ID, Queue, ClientName, RemoteAddr string
-	// Credit is the stream's credit; Held how many messages it holds.
-	Credit, Held int
-	// Acked counts the messages it settled with an ack (or that were
-	// deleted through another API while it held them); AckedPerSecond is
-	// their rate over the last ten seconds (or since the stream opened,
-	// when that is sooner).
-	Acked          int64
-	AckedPerSecond float64
-	// Lease and MaxHold are the values in force.
-	Lease, MaxHold time.Duration
-	// ConnectedAt is when it opened; LastActive its latest delivery or
-	// settlement.
-	ConnectedAt, LastActive time.Time
-}
+type ConsumerInfo = model.ConsumerInfo
 
 // Consumer is one open consumer stream. Its methods are safe for
 // concurrent use.
@@ -550,12 +535,13 @@ func (c *Consumer) leaseEvery() time.Duration { return max(c.lease/3, 100*time.M
 func (c *Consumer) Info() ConsumerInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ConsumerInfo{ID: c.id, Queue: c.queue, ClientName: c.client, RemoteAddr: c.addr, Credit: c.credit,
+	return ConsumerInfo{ID: c.id, Broker: c.b.id, Queue: c.queue, ClientName: c.client, RemoteAddr: c.addr, Credit: c.credit,
 		Held: len(c.held), Acked: c.acked, AckedPerSecond: c.ackRate.perSecond(c.b.clock.Now(), c.since), Lease: c.lease, MaxHold: c.maxHold, ConnectedAt: c.since, LastActive: c.lastActive}
 }
 
 // Consumers lists the streams open on a queue of the caller's account, in
-// the order they opened.
+// the order they opened: this broker's, and on a store several brokers
+// share (PostgreSQL) the others' as of their latest heartbeat.
 func (b *Broker) Consumers(ctx context.Context, queue string) ([]ConsumerInfo, error) {
 	ref, err := b.resolve(ctx, model.ActionGetQueueAttributes, queue)
 	if err != nil {
@@ -567,6 +553,16 @@ func (b *Broker) Consumers(ctx context.Context, queue string) ([]ConsumerInfo, e
 	var out []ConsumerInfo
 	for _, c := range b.streams.of(ref) {
 		out = append(out, c.Info())
+	}
+	// Other brokers' streams, as they recorded them in a shared store.
+	others, err := b.backend.ListConsumers(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	for _, info := range others {
+		if info.Broker != b.id {
+			out = append(out, info)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ConnectedAt.Before(out[j].ConnectedAt) })
 	return out, nil
@@ -594,6 +590,7 @@ type streams struct {
 	queues map[model.QueueRef]*dispatcher
 	holder map[model.Receipt]*Consumer
 	closed bool
+	beat   *heartbeat // started with the first stream
 }
 
 // add registers c on queue ref, starting its dispatcher if it has none.
@@ -606,6 +603,10 @@ func (s *streams) add(c *Consumer, ref model.QueueRef) error {
 	if s.queues == nil {
 		s.queues, s.holder = map[model.QueueRef]*dispatcher{}, map[model.Receipt]*Consumer{}
 	}
+	if s.beat == nil {
+		s.beat = startHeartbeat(c.b)
+	}
+	defer s.beat.kick()
 	d := s.queues[ref]
 	if d == nil {
 		d = newDispatcher(c.b, ref)
@@ -630,10 +631,12 @@ func (s *streams) remove(c *Consumer) {
 	if last && s.queues[d.ref] == d {
 		delete(s.queues, d.ref)
 	}
+	beat := s.beat
 	s.mu.Unlock()
 	if last {
 		d.stop()
 	}
+	beat.kick()
 }
 
 // hold records that c holds the deliveries ds.
@@ -727,12 +730,14 @@ func (s *streams) closeAll() {
 	for _, d := range s.queues {
 		all = append(all, d.consumers()...)
 	}
+	beat := s.beat
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range all {
 		wg.Go(c.Detach)
 	}
 	wg.Wait()
+	beat.stop()
 }
 
 // dispatcher leases the messages of one queue for its streams, one backend

@@ -31,6 +31,7 @@ type Broker struct {
 	refusals refusals            // sends refused by backpressure, per queue and reason
 	receipts *model.ReceiptCodec // the backend's (Backend.Receipts)
 	streams  streams             // the open consumer streams (consumers.go)
+	id       string              // names this broker in the store's consumer records
 }
 
 // New returns the front over backend, which it owns from then on (Close
@@ -52,7 +53,7 @@ func New(backend storage.Backend, cfg Config) (*Broker, error) {
 	if clock == nil {
 		clock = model.RealClock{}
 	}
-	return &Broker{backend: backend, cfg: cfg, log: cfg.Logger, clock: clock, receipts: receipts}, nil
+	return &Broker{backend: backend, cfg: cfg, log: cfg.Logger, clock: clock, receipts: receipts, id: brokerID()}, nil
 }
 
 // Clock returns the clock the front and its backend share (Backend.Clock),

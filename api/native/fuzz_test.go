@@ -96,6 +96,12 @@ func (*stubBackend) CancelMoveTask(context.Context, model.QueueRef, string) (mod
 func (*stubBackend) Close() error { return nil }
 
 // Receipts signs the stub's receipt handles with a fixed key.
+func (*stubBackend) RecordConsumers(context.Context, string, []model.ConsumerRecord, time.Duration) error {
+	return nil
+}
+func (*stubBackend) ListConsumers(context.Context, model.QueueRef) ([]model.ConsumerInfo, error) {
+	return nil, nil
+}
 func (*stubBackend) ListQueueStats(context.Context, string) ([]model.QueueInfo, error) {
 	return nil, nil
 }

@@ -65,6 +65,12 @@ func (stubBackend) Browse(context.Context, model.QueueRef, model.BrowseRequest) 
 func (stubBackend) DeleteMessages(_ context.Context, _ model.QueueRef, ids []string) ([]bool, error) {
 	return make([]bool, len(ids)), nil
 }
+func (stubBackend) RecordConsumers(context.Context, string, []model.ConsumerRecord, time.Duration) error {
+	return nil
+}
+func (stubBackend) ListConsumers(context.Context, model.QueueRef) ([]model.ConsumerInfo, error) {
+	return nil, nil
+}
 func (stubBackend) ListQueueStats(context.Context, string) ([]model.QueueInfo, error) {
 	return nil, nil
 }

@@ -287,6 +287,22 @@ CREATE TABLE receipt_keys (
 	key bytea NOT NULL CHECK (length(key) = 32)
 );
 `,
+	// 10: the consumer streams of every broker (issue 24, consumers.go):
+	// each broker replaces its rows at every heartbeat; a row past
+	// expires_at is a killed broker's, forgotten by the next heartbeat of
+	// any broker. info is the stream's model.ConsumerInfo as JSON.
+	`
+CREATE TABLE consumers (
+	broker     text NOT NULL,
+	id         text NOT NULL,
+	account    text COLLATE "C" NOT NULL,
+	queue      text COLLATE "C" NOT NULL,
+	info       jsonb NOT NULL,
+	expires_at timestamptz NOT NULL,
+	PRIMARY KEY (broker, id)
+);
+CREATE INDEX consumers_queue ON consumers (account, queue);
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

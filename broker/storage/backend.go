@@ -55,6 +55,16 @@ type Backend interface {
 	// (metrics and the dashboard read them on every scrape or tick), in name
 	// order.
 	ListQueueStats(ctx context.Context, account string) ([]model.QueueInfo, error)
+	// RecordConsumers replaces what the front named broker recorded of its
+	// open consumer streams with recs, listed by ListConsumers for ttl
+	// unless recorded again (the front's heartbeat), and forgets the
+	// expired records of every broker (one killed stops its heartbeat). A
+	// store that serves one broker only (the embedded store) records
+	// nothing: its front lists its own streams.
+	RecordConsumers(ctx context.Context, broker string, recs []model.ConsumerRecord, ttl time.Duration) error
+	// ListConsumers returns the unexpired records of the streams open on q,
+	// of every broker (none on a store that records nothing).
+	ListConsumers(ctx context.Context, q model.QueueRef) ([]model.ConsumerInfo, error)
 	// UpdateQueue changes the queue's settings or tags as change says
 	// (plan.QueueUpdate.Apply: the rule and its errors), atomically with
 	// respect to every other update of the queue (a read-modify-write under
