@@ -219,6 +219,10 @@ var (
 		"Messages not yet visible: delayed, backing off after a failure, or snoozed.", []string{"queue"}, nil)
 	descOldest = prometheus.NewDesc("sluice_queue_oldest_message_age_seconds",
 		"Age of the queue's oldest message (0 when empty): the seed's message age.", []string{"queue"}, nil)
+	descStreams = prometheus.NewDesc("sluice_queue_streams",
+		"Consumer streams (the stream API's Consume) open on the queue on this broker.", []string{"queue"}, nil)
+	descLag = prometheus.NewDesc("sluice_queue_consumer_lag_messages",
+		"Messages ready to be received while at least one consumer stream is open on the queue on this broker, else 0: what its connected consumers have not taken yet (the seed's consumer lag).", []string{"queue"}, nil)
 	descDeadLetters = prometheus.NewDesc("sluice_queue_dead_letters",
 		"Messages in the queue's dead-letter queue (only for queues with a RedrivePolicy whose dead-letter queue exists).", []string{"queue"}, nil)
 	descMaxDepth = prometheus.NewDesc("sluice_queue_max_depth",
@@ -260,7 +264,7 @@ type queueCollector Metrics
 
 // Describe implements prometheus.Collector.
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldest, descDeadLetters, descMaxDepth, descPaused, descQueues, descRefused,
+	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldest, descStreams, descLag, descDeadLetters, descMaxDepth, descPaused, descQueues, descRefused,
 		descPoolConns, descPoolMax, descPoolAcquires, descPoolEmpty, descPoolWait} {
 		ch <- d
 	}
@@ -296,6 +300,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	now := b.Clock().Now()
+	// The streams are this broker's own, of the broker's own account's
+	// queues (those AllStats lists: their refs carry no account).
+	streams := b.OpenStreams()
 	depth := make(map[string]int64, len(all))
 	for _, q := range all {
 		depth[q.Name] = q.Stats.Depth()
@@ -311,6 +318,13 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			age = max(0, now.Sub(st.OldestSentAt).Seconds())
 		}
 		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age, q.Name)
+		n := streams[model.QueueRef{Name: q.Name}]
+		lag := 0.0
+		if n > 0 {
+			lag = float64(st.Visible)
+		}
+		ch <- prometheus.MustNewConstMetric(descStreams, prometheus.GaugeValue, float64(n), q.Name)
+		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag, q.Name)
 		if r := q.Config.Redrive; r != nil {
 			if d, ok := depth[r.DeadLetterQueue]; ok {
 				ch <- prometheus.MustNewConstMetric(descDeadLetters, prometheus.GaugeValue, float64(d), q.Name)
