@@ -12,8 +12,9 @@ import (
 // which are required, and the optional features (MinConcurrency, CPULimit,
 // Hooks), whose zero value is off.
 type Config struct {
-	// Source is where messages come from: NewSource (Sluice's native API),
-	// package sqssource, or any Source. Required.
+	// Source is where messages come from: NewSource (a Sluice broker: a
+	// consumer stream by default, or the native HTTP API), package
+	// sqssource (any SQS endpoint), or any Source. Required.
 	Source Source
 	// Handler handles each message. Required. Wrap it with middleware
 	// (Chain) before setting it; a panic is recovered by the pool.
@@ -48,30 +49,42 @@ type Config struct {
 	// lease burns while its message waits. The cost is one receive round
 	// trip between a handler's end and its slot's next message, small
 	// beside most handlers; raise Prefetch (a few) for handlers of about a
-	// millisecond against a distant broker. 0..1000.
+	// millisecond against a distant broker. 0..1000. With a StreamSource
+	// (NewSource's default) the stream's credit is the pool's slots +
+	// Prefetch: the broker pushes a message only when the pool has room
+	// for it.
 	Prefetch int
 
-	// Lease is the visibility timeout each receive asks for: how long a
-	// message stays invisible to other consumers before the pool's
-	// heartbeat extends it. If the process dies, its messages come back
+	// Lease is the visibility timeout each receive asks for (a stream's
+	// lease, in whole seconds): how long a message stays invisible to
+	// other consumers before the pool's heartbeat (or, for a stream, the
+	// broker) extends it. If the process dies, its messages come back
 	// after at most this long. Default 30 s; 1 s..12 h.
 	Lease time.Duration
 	// HeartbeatInterval is the period of the heartbeat, which extends the
 	// leases of every held message (running and prefetched) to Lease from
 	// now. Default 0, which means Lease/3 (two heartbeats may fail before
-	// a lease ends; 10 s for the default Lease); 10 ms..Lease/2.
+	// a lease ends; 10 s for the default Lease); 10 ms..Lease/2. With a
+	// StreamSource the broker extends the leases of the messages a live
+	// stream holds, and the heartbeat costs no request for them: it
+	// extends, through the native API, only the messages of a stream that
+	// has ended (the broker restarted), and cancels the handlers of those
+	// held past the stream's maximum hold (ErrLeaseLost).
 	HeartbeatInterval time.Duration
 	// WaitTime is the long-poll time of a receive: how long it waits for a
 	// first message on an empty queue. Default 20 s (the most SQS allows:
 	// the fewest empty receives); 0..20 s. A negative value means 0: short
-	// polling, with a pause of 1 s after an empty receive.
+	// polling, with a pause of 1 s after an empty receive. A StreamSource
+	// has no polls: its receives wait for the broker's pushes, and
+	// WaitTime does not apply.
 	WaitTime time.Duration
 
 	// CPULimit, when above 0, pauses receiving while the process uses more
 	// than this share of the CPU (1 = every core GOMAXPROCS allows busy),
 	// as measured by CPUSampler every CPUInterval: 0.8 leaves a fifth of
 	// the machine to the running handlers' other work. Running handlers go
-	// on; the heartbeat goes on. Default 0 (off); 0..1.
+	// on; the heartbeat goes on; a stream's credit is 0 meanwhile. Default
+	// 0 (off); 0..1.
 	CPULimit float64
 	// CPUInterval is the period of the CPU readings. Default 1 s; 10 ms..1
 	// min.
@@ -178,6 +191,9 @@ func (c Config) Validate() error {
 	}
 	if c.CPUInterval < 10*time.Millisecond || c.CPUInterval > time.Minute {
 		bad("CPUInterval", c.CPUInterval, "must be 10ms..1m")
+	}
+	if bs, ok := c.Source.(interface{ sourceError() error }); ok {
+		errs = append(errs, bs.sourceError())
 	}
 	if c.adaptive() {
 		if _, ok := c.Source.(Backlogger); !ok && c.Source != nil {

@@ -186,6 +186,9 @@ func (p *Pool) readCPU() {
 		p.notify()
 	}
 	p.mu.Unlock()
+	if changed {
+		p.updateCredit()
+	}
 	if changed && pause {
 		p.log.Info("worker: CPU use above the limit; receiving paused", "cpu", use, "limit", p.cfg.CPULimit)
 	} else if changed {
@@ -234,6 +237,7 @@ func (p *Pool) adapt(ctx context.Context) {
 		go p.runHandlers(d)
 	}
 	if slots != old {
+		p.updateCredit()
 		p.log.Debug("worker: concurrency adapted to the backlog", "backlog", backlog, "slots", slots, "was", old)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/sluicemq/sluice/worker"
 )
 
-// The pool over HTTP through NewSource: a Mux of JSON handlers with
+// The pool over HTTP through NewSource with ProtocolHTTP: a Mux of JSON handlers with
 // adaptive concurrency (NewSource is a Backlogger). A good order is acked,
 // a body that does not decode is dead-lettered at once, an unknown type is
 // nacked (the queue's RetryPolicy delays it a minute), and Shutdown stops

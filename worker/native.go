@@ -14,29 +14,13 @@ import (
 // batch limit).
 const extendChunk = 10
 
-// nativeSource is a Source over Sluice's native API: a queue through a
-// *client.Client. It holds no state of its own, so it is safe for
-// concurrent use as the client is.
+// nativeSource is a Source over Sluice's native API (NewSource with
+// ProtocolHTTP, and the stream source's way for the messages of a stream
+// that has ended): a queue through a *client.Client. It holds no state of
+// its own, so it is safe for concurrent use as the client is.
 type nativeSource struct {
 	c     *client.Client
 	queue string
-}
-
-// NewSource returns a Source reading queue through c, Sluice's native API.
-// It is also a Backlogger (the queue's visible messages, from its stats).
-//
-// Outcomes map to the native controls one to one: KindAck is an ack,
-// KindNack a nack with the reason (Delay 0 follows the queue's RetryPolicy),
-// KindSnooze a snooze (the attempt does not count), KindRelease a release,
-// KindDeadLetter a dead-letter now (the queue needs a RedrivePolicy). A
-// control on a lease that has ended (message_not_in_flight), with a
-// receipt gone stale (invalid_parameter on the receipt), or with a receipt
-// that does not decode (invalid_receipt), is ErrLeaseLost, wrapping the
-// client's error; any other invalid_parameter (a delay out of range) is
-// returned as is. A negative Delay is taken as 0. An ack of a stale receipt succeeds on the
-// broker, without effect.
-func NewSource(c *client.Client, queue string) Source {
-	return &nativeSource{c: c, queue: queue}
 }
 
 // Receive leases up to req.Max messages, waiting up to req.Wait.
@@ -111,10 +95,13 @@ func leaseError(err error) error {
 // too long) is the request's fault, not a lost lease, and stays as is.
 func staleReceipt(err error) bool {
 	var e *client.Error
-	if !errors.As(err, &e) || e.Code != "invalid_parameter" {
-		return false
-	}
-	m := strings.ToLower(e.Message)
+	return errors.As(err, &e) && e.Code == "invalid_parameter" && staleReceiptText(e.Message)
+}
+
+// staleReceiptText reports whether an invalid_parameter's message is about
+// a stale receipt.
+func staleReceiptText(msg string) bool {
+	m := strings.ToLower(msg)
 	return strings.Contains(m, "receipthandle is invalid") || strings.Contains(m, "receipt handle has expired") ||
 		strings.Contains(m, "not available for visibility timeout change")
 }

@@ -40,7 +40,7 @@ func setupNative(t *testing.T) *nativeEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &nativeEnv{t: t, c: c, src: worker.NewSource(c, "jobs")}
+	return &nativeEnv{t: t, c: c, src: worker.NewSource(c, "jobs", worker.WithProtocol(worker.ProtocolHTTP))}
 }
 
 func (e *nativeEnv) send(bodies ...string) {
@@ -111,7 +111,7 @@ func TestNativeSourceReceive(t *testing.T) {
 	if ms, err := e.src.Receive(ctx, worker.ReceiveRequest{Max: 1}); err != nil || len(ms) != 0 {
 		t.Fatalf("Receive on an empty queue = %v, %v", ms, err)
 	}
-	_, err = worker.NewSource(e.c, "missing").Receive(ctx, worker.ReceiveRequest{Max: 1})
+	_, err = worker.NewSource(e.c, "missing", worker.WithProtocol(worker.ProtocolHTTP)).Receive(ctx, worker.ReceiveRequest{Max: 1})
 	if !errors.Is(err, client.ErrQueueNotFound) {
 		t.Fatalf("Receive of a missing queue: %v", err)
 	}
@@ -202,7 +202,7 @@ func TestNativeSourceLeaseLost(t *testing.T) {
 		t.Fatalf("the stale ack changed the message: %+v", d)
 	}
 	// Other errors stay what they are.
-	err = worker.NewSource(e.c, "missing").Settle(ctx, cur, worker.Outcome{Kind: worker.KindAck})
+	err = worker.NewSource(e.c, "missing", worker.WithProtocol(worker.ProtocolHTTP)).Settle(ctx, cur, worker.Outcome{Kind: worker.KindAck})
 	if !errors.Is(err, client.ErrQueueNotFound) || errors.Is(err, worker.ErrLeaseLost) {
 		t.Fatalf("Settle on a missing queue: %v", err)
 	}
@@ -253,7 +253,7 @@ func TestNativeSourceExtend(t *testing.T) {
 	if errs, err := e.src.Extend(ctx, nil, time.Minute); err != nil || len(errs) != 0 {
 		t.Fatalf("Extend of none = %v, %v", errs, err)
 	}
-	_, err = worker.NewSource(e.c, "missing").Extend(ctx, msgs[:1], time.Minute)
+	_, err = worker.NewSource(e.c, "missing", worker.WithProtocol(worker.ProtocolHTTP)).Extend(ctx, msgs[:1], time.Minute)
 	if !errors.Is(err, client.ErrQueueNotFound) {
 		t.Fatalf("Extend on a missing queue: %v", err)
 	}
@@ -272,7 +272,7 @@ func TestNativeSourceBacklog(t *testing.T) {
 	if n, err := bl.Backlog(ctx); err != nil || n != 2 {
 		t.Fatalf("Backlog = %d, %v; want 2 (visible)", n, err)
 	}
-	if _, err := worker.NewSource(e.c, "missing").(worker.Backlogger).Backlog(ctx); !errors.Is(err, client.ErrQueueNotFound) {
+	if _, err := worker.NewSource(e.c, "missing", worker.WithProtocol(worker.ProtocolHTTP)).(worker.Backlogger).Backlog(ctx); !errors.Is(err, client.ErrQueueNotFound) {
 		t.Fatalf("Backlog of a missing queue: %v", err)
 	}
 }

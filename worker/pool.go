@@ -41,14 +41,17 @@ const maxReceive = 10
 //     message to a free slot or to the prefetch queue;
 //   - one per running handler (runHandlers): runs the handler, settles the
 //     outcome, then takes the next prefetched message if a slot is free;
-//   - the heartbeat: extends every held lease (heartbeat.go);
+//   - the heartbeat: extends every held lease (heartbeat.go; a
+//     StreamSource answers for the leases its broker keeps);
 //   - the governor, when CPULimit or MinConcurrency is set: the CPU guard
 //     and adaptive concurrency (heartbeat.go).
 //
 // Every field below mu is guarded by it. The invariant the receiver keeps:
 // running + len(prefetched) + requested <= slots + Prefetch, so a pool
 // never holds more than its slots + Prefetch leases (only a fall of slots,
-// by adaptive concurrency, may leave it above until handlers end).
+// by adaptive concurrency, may leave it above until handlers end). With a
+// StreamSource the same bound is the stream's credit (updateCredit), so
+// that the broker pushes only what the pool has room for.
 type Pool struct {
 	cfg Config
 	log *slog.Logger
@@ -64,6 +67,13 @@ type Pool struct {
 	doneOnce  sync.Once
 
 	handlers sync.WaitGroup // the handler goroutines
+
+	// stream is Source when it is a StreamSource (nil otherwise); credit
+	// is the credit last set on it (-1: none yet), guarded by creditMu,
+	// which is held while it is sent so that the latest value goes last.
+	stream   StreamSource
+	creditMu sync.Mutex
+	credit   int
 
 	mu         sync.Mutex
 	state      poolState
@@ -131,7 +141,9 @@ func NewPool(cfg Config) (*Pool, error) {
 		done:      make(chan struct{}),
 		held:      map[*delivery]struct{}{},
 		slots:     cfg.Concurrency,
+		credit:    -1,
 	}
+	p.stream, _ = cfg.Source.(StreamSource)
 	if cfg.adaptive() {
 		p.slots = cfg.MinConcurrency
 	}
@@ -163,8 +175,8 @@ func (p *Pool) Stats() PoolStats {
 
 // Run receives and handles messages until Shutdown is called, then returns
 // ErrPoolClosed once Shutdown's work is done: running handlers ended and
-// settled, prefetched messages released. Run returns ErrPoolClosed at once
-// when Shutdown came first.
+// settled, prefetched messages released, and a StreamSource's stream
+// closed. Run returns ErrPoolClosed at once when Shutdown came first.
 //
 // When ctx is cancelled Run stops quickly and returns ctx.Err(): it stops
 // receiving, releases the prefetched messages, cancels the running
@@ -198,6 +210,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		p.adapt(bgCtx)
 		bg.Go(func() { p.govern(bgCtx) })
 	}
+	p.updateCredit()
 	bg.Go(func() { p.heartbeat(bgCtx) })
 	recvCtx, stopRecv := context.WithCancel(ctx)
 	recvDone := make(chan struct{})
@@ -225,6 +238,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	p.mu.Unlock()
 	stopRecv()
 	<-recvDone
+	p.stopStream()
 	p.releasePrefetched()
 	handlersDone := make(chan struct{})
 	go func() {
@@ -246,6 +260,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	}
 	stopBg()
 	bg.Wait()
+	p.closeStream()
 
 	p.mu.Lock()
 	p.state = poolClosed
@@ -304,6 +319,12 @@ func (p *Pool) notify() {
 func (p *Pool) receive(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(uint64(p.cfg.Clock.Now().UnixNano()), 0))
 	failures := 0
+	// A stream pushes: its receives wait as long as a long poll may, and
+	// an empty one is no poll to pause after.
+	wait := p.cfg.WaitTime
+	if p.stream != nil {
+		wait = maxStreamWait
+	}
 	for {
 		n := p.reserve()
 		if n == 0 {
@@ -314,14 +335,14 @@ func (p *Pool) receive(ctx context.Context) {
 				return
 			}
 		}
-		msgs, err := p.cfg.Source.Receive(ctx, ReceiveRequest{Max: n, Wait: p.cfg.WaitTime, Lease: p.cfg.Lease})
+		msgs, err := p.cfg.Source.Receive(ctx, ReceiveRequest{Max: n, Wait: wait, Lease: p.cfg.Lease})
 		p.accept(ctx, n, msgs)
 		if ctx.Err() != nil {
 			return
 		}
 		if err == nil {
 			failures = 0
-			if len(msgs) == 0 && p.cfg.WaitTime == 0 && !p.pause(ctx, shortPollPause) {
+			if len(msgs) == 0 && wait == 0 && !p.pause(ctx, shortPollPause) {
 				return
 			}
 			continue
@@ -336,6 +357,56 @@ func (p *Pool) receive(ctx context.Context) {
 		if !p.pause(ctx, d) {
 			return
 		}
+	}
+}
+
+// updateCredit sets a stream's credit to the messages the pool may hold:
+// its slots + Prefetch, or 0 while it is paused or stopping.
+func (p *Pool) updateCredit() {
+	if p.stream == nil {
+		return
+	}
+	p.creditMu.Lock()
+	defer p.creditMu.Unlock()
+	p.mu.Lock()
+	n := p.slots + p.cfg.Prefetch
+	if p.paused || p.stopping {
+		n = 0
+	}
+	p.mu.Unlock()
+	if n != p.credit {
+		p.credit = n
+		p.stream.SetCredit(n)
+	}
+}
+
+// stopStream stops a stream's deliveries as the pool stops receiving: its
+// credit 0, and what it delivered that the pool did not receive released.
+func (p *Pool) stopStream() {
+	if p.stream == nil {
+		return
+	}
+	p.creditMu.Lock()
+	p.credit = 0
+	p.creditMu.Unlock()
+	ctx, cancel := context.WithTimeout(p.base, settleTimeout)
+	defer cancel()
+	if err := p.stream.Stop(ctx); err != nil {
+		p.log.Warn("worker: releasing the messages the stream delivered and the pool did not start failed; the broker hands them back when the stream closes",
+			"err", err)
+	}
+}
+
+// closeStream ends a stream once every message the pool received is
+// settled.
+func (p *Pool) closeStream() {
+	if p.stream == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.base, settleTimeout)
+	defer cancel()
+	if err := p.stream.Close(ctx); err != nil {
+		p.log.Warn("worker: closing the stream", "err", err)
 	}
 }
 

@@ -82,9 +82,9 @@ type Outcome struct {
 }
 
 // Source is where a pool gets its messages: a queue, through some API. It
-// is small so that other brokers can be adapted; NewSource is Sluice's
-// native API, package sqssource any SQS endpoint. Its methods are called
-// from several goroutines at once.
+// is small so that other brokers can be adapted; NewSource is a Sluice
+// broker (a StreamSource by default), package sqssource any SQS endpoint.
+// Its methods are called from several goroutines at once.
 type Source interface {
 	// Receive leases up to req.Max messages, waiting up to req.Wait for a
 	// first one. An empty answer is not an error.
