@@ -39,7 +39,10 @@ func TestDiskReserve(t *testing.T) {
 	e.createQueue("q", nil)
 	e.send("q", "a", "b", "c")
 
+	// The free space drops at once (a real disk cannot lose gigabytes in
+	// the guard's recheck interval): the roomy answer is forgotten.
 	fs.free.Store(200 << 20)
+	e.be.space.roomyUntil.Store(0)
 	_, err := e.b.Send(ctx, "q", []model.SendEntry{{ID: "x", Body: "refused"}})
 	if !errors.Is(err, model.ErrStoreFull) {
 		t.Fatalf("send below the reserve: err %v, want ErrStoreFull", err)
@@ -62,6 +65,34 @@ func TestDiskReserve(t *testing.T) {
 	fs.free.Store(300 << 20)
 	e.send("q", "d")
 	e.wantStats("q", model.QueueStats{Visible: 2})
+}
+
+// TestDiskReserveRecheck: a check that found plenty of room holds for
+// spaceRecheck; near the reserve every send checks.
+func TestDiskReserveRecheck(t *testing.T) {
+	fs := &freeSpaceFS{FS: vfs.NewMem()}
+	fs.total.Store(10 << 30)
+	fs.free.Store(5 << 30)
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: "/data", fs: fs}
+	e.open() // DiskReserveAuto: 204.8 MiB
+	t.Cleanup(func() { _ = e.be.Close() })
+	e.createQueue("q", nil)
+	e.send("q", "a")
+	if e.be.space.roomyUntil.Load() == 0 {
+		t.Fatal("a send with 5 GiB free left no roomy answer")
+	}
+	// 300 MiB free: above the reserve, below twice it: no roomy answer, so
+	// the next drop is seen by the very next send.
+	fs.free.Store(300 << 20)
+	e.be.space.roomyUntil.Store(0)
+	e.send("q", "b")
+	if e.be.space.roomyUntil.Load() != 0 {
+		t.Fatal("a send with 300 MiB free (reserve 204.8 MiB) left a roomy answer")
+	}
+	fs.free.Store(200 << 20)
+	if _, err := e.b.Send(context.Background(), "q", []model.SendEntry{{ID: "x", Body: "refused"}}); !errors.Is(err, model.ErrStoreFull) {
+		t.Fatalf("send below the reserve: err %v, want ErrStoreFull", err)
+	}
 }
 
 // TestDiskReserveValues: explicit and special reserves, and the flag's syntax.
