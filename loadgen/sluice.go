@@ -46,6 +46,9 @@ type SQSConfig struct {
 	// Conns is the most pooled connections kept to the endpoint: set it to
 	// producers + consumers so no request waits for a connection.
 	Conns int
+	// Credit is each stream consumer's credit (the stream protocol);
+	// 0 means DefaultStreamCredit.
+	Credit int
 }
 
 // NewSQS returns the driver for cfg.
@@ -73,8 +76,14 @@ func NewSQS(cfg SQSConfig) (Driver, error) {
 		return newSDKDriver(cfg, hc), nil
 	case ProtocolNative:
 		return newNativeDriver(cfg, hc)
+	case ProtocolStream:
+		native, err := newNativeDriver(cfg, hc)
+		if err != nil {
+			return nil, err
+		}
+		return newStreamDriver(cfg, native)
 	}
-	return nil, fmt.Errorf("protocol %q: want json, query, sdk or native", cfg.Protocol)
+	return nil, fmt.Errorf("protocol %q: want json, query, sdk, native or stream", cfg.Protocol)
 }
 
 // pooledClient keeps up to conns idle keep-alive connections to one host,

@@ -1,6 +1,6 @@
 package main
 
-// sluice bench: drives an SQS endpoint or Sluice's native API with the
+// sluice bench: drives an SQS endpoint or Sluice's native or stream API with the
 // loadgen package and prints the summary; --null-server serves an SQS
 // endpoint that stores nothing (the client's ceiling).
 
@@ -32,6 +32,7 @@ var benchSpec = cmdSpec{
 		"sluice bench --mode produce --batch 10 --producers 8 --pid $(pgrep -f 'sluice serve')",
 		"sluice bench --rate 5000 --duration 20s --json",
 		"sluice bench --mode drain --messages 50000 --consumers 8 --protocol native",
+		"sluice bench --protocol stream --producers 32 --consumers 32 --credit 32 --pid $(pgrep -f 'sluice serve')",
 		"sluice bench --null-server 127.0.0.1:9400   # then: sluice bench --url http://127.0.0.1:9400 --protocol sdk",
 	},
 }
@@ -41,15 +42,17 @@ func benchCmd(ctx context.Context, args []string, env func(string) string, stdou
 	cfg := loadgen.DefaultConfig()
 	var mode, proto, pids, queue, nullAddr, endpoint string
 	var keep, quiet bool
+	var credit int
 	c.fs.StringVar(&endpoint, "endpoint", "", "the endpoint's base URL (default: --url)")
 	c.fs.StringVar(&mode, "mode", string(cfg.Mode), "produce, drain or steady")
-	c.fs.StringVar(&proto, "protocol", loadgen.ProtocolJSON, "json (SQS AWS JSON, lean client), query (SQS query/XML, lean client), sdk (aws-sdk-go-v2) or native (/v1/)")
+	c.fs.StringVar(&proto, "protocol", loadgen.ProtocolJSON, "json (SQS AWS JSON, lean client), query (SQS query/XML, lean client), sdk (aws-sdk-go-v2), native (/v1/) or stream (the gRPC stream API on the same port)")
 	c.fs.StringVar(&queue, "queue", "", "queue to use; created if missing and deleted after unless --keep (default: a new bench-<time> queue)")
 	c.fs.BoolVar(&keep, "keep", false, "keep the queue after the run")
 	c.fs.IntVar(&cfg.Producers, "producers", cfg.Producers, "sending goroutines, one connection each")
 	c.fs.IntVar(&cfg.Consumers, "consumers", cfg.Consumers, "receiving goroutines, one connection each")
 	c.fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "messages per send (1..10; above 1 uses the batch call)")
 	c.fs.IntVar(&cfg.ReceiveMax, "receive-max", cfg.ReceiveMax, "most messages per receive (1..10); deletes are batched per receive")
+	c.fs.IntVar(&credit, "credit", loadgen.DefaultStreamCredit, "each consumer stream's credit: how many unsettled messages it may hold (--protocol stream)")
 	c.fs.IntVar(&cfg.BodySize, "body-size", cfg.BodySize, "body size in bytes")
 	c.fs.Float64Var(&cfg.Rate, "rate", 0, "offered rate in messages/s over all producers (0: as fast as confirmed); latency counts from each scheduled send")
 	c.fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured time (produce, steady)")
@@ -65,6 +68,9 @@ func benchCmd(ctx context.Context, args []string, env func(string) string, stdou
 		return c.serveNull(nullAddr, cfg.BodySize)
 	}
 	cfg.Mode = loadgen.Mode(mode)
+	if credit < 1 || credit > 10000 {
+		return c.usageErr("--credit %d: want 1..10000 (how many unsettled messages each consumer stream may hold)", credit)
+	}
 	var err error
 	if cfg.PIDs, err = loadgen.ParsePIDs(pids); err != nil {
 		return c.usageErr("%v", err)
@@ -85,7 +91,7 @@ func benchCmd(ctx context.Context, args []string, env func(string) string, stdou
 		return c.usageErr("%v", err)
 	}
 	d, err := loadgen.NewSQS(loadgen.SQSConfig{Endpoint: endpoint, Protocol: proto, Queue: queue, Keep: keep,
-		Conns: cfg.Producers + cfg.Consumers, AccessKey: id, SecretKey: secret, Region: env("AWS_REGION")})
+		Conns: cfg.Producers + cfg.Consumers, Credit: credit, AccessKey: id, SecretKey: secret, Region: env("AWS_REGION")})
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
