@@ -12,9 +12,10 @@ import (
 // API (package client/stream), which gets messages pushed while its credit
 // allows. Consumers that poll with Receive hold no stream.
 type Consumer struct {
-	// ID names the stream; ClientName is the name its consumer gave ("" when
-	// none); RemoteAddress where it connects from ("host:port").
-	ID, ClientName, RemoteAddress string
+	// ID names the stream; Broker the broker that serves it (host, process
+	// id and a random part); ClientName is the name its consumer gave (""
+	// when none); RemoteAddress where it connects from ("host:port").
+	ID, Broker, ClientName, RemoteAddress string
 	// Credit is how many unsettled messages it may hold; Held how many it
 	// holds now.
 	Credit, Held int
@@ -30,9 +31,10 @@ type Consumer struct {
 	ConnectedAt, LastActiveAt time.Time
 }
 
-// Consumers answers the consumer streams open on the queue on the broker
-// that answers (a stream lives on the broker it was opened on), in the
-// order they opened; none is an empty list. An unknown queue is
+// Consumers answers the consumer streams open on the queue, in the order
+// they opened; none is an empty list. With several brokers on one
+// PostgreSQL store, any of them lists every broker's streams (the others'
+// as of their latest record, every 5 s). An unknown queue is
 // ErrQueueNotFound.
 func (c *Client) Consumers(ctx context.Context, queue string) ([]Consumer, error) {
 	var out wire.ConsumerList
@@ -41,7 +43,7 @@ func (c *Client) Consumers(ctx context.Context, queue string) ([]Consumer, error
 	}
 	cs := make([]Consumer, len(out.Consumers))
 	for i, w := range out.Consumers {
-		cs[i] = Consumer{ID: w.ID, ClientName: w.ClientName, RemoteAddress: w.RemoteAddress,
+		cs[i] = Consumer{ID: w.ID, Broker: w.Broker, ClientName: w.ClientName, RemoteAddress: w.RemoteAddress,
 			Credit: w.Credit, Held: w.Held, Acked: w.Acked, AckedPerSecond: w.AckedPerSecond,
 			Lease: time.Duration(w.LeaseSeconds) * time.Second, MaxHold: time.Duration(w.MaxHoldSeconds) * time.Second,
 			ConnectedAt: w.ConnectedAt, LastActiveAt: w.LastActiveAt}

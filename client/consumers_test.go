@@ -46,7 +46,7 @@ func TestConsumers(t *testing.T) {
 		got = cs[0]
 		return got.Held == 1
 	})
-	if got.ID != con.ID() || got.ClientName != "mailer-1" || got.Credit != 5 || got.Acked != 0 ||
+	if got.ID != con.ID() || got.Broker == "" || got.ClientName != "mailer-1" || got.Credit != 5 || got.Acked != 0 ||
 		got.Lease != 25*time.Second || got.MaxHold != time.Hour || got.RemoteAddress == "" ||
 		got.ConnectedAt.IsZero() || got.LastActiveAt.Before(got.ConnectedAt) {
 		t.Errorf("Consumers = %+v; want id %s, mailer-1, credit 5, held 1, lease 25s, max hold 1h", got, con.ID())

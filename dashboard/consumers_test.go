@@ -60,7 +60,14 @@ func TestQueuePageListsConsumers(t *testing.T) {
 	id := con.ID()
 	e.page.Eventually(wait, "the stream listed with 1 held and 1 acked",
 		consumerCell(id, "held")+` === "1" && `+consumerCell(id, "acked")+` === "1"`)
-	for col, want := range map[string]string{"credit": "3", "client": "dash-worker <b>" + id} {
+	var listed struct {
+		Consumers []struct{ Broker string }
+	}
+	e.call("GET", "/v1/queues/orders/consumers", nil, &listed)
+	if len(listed.Consumers) != 1 || listed.Consumers[0].Broker == "" {
+		t.Fatalf("the API lists %+v, want the one stream with its broker", listed.Consumers)
+	}
+	for col, want := range map[string]string{"credit": "3", "client": "dash-worker <b>" + id + "on " + listed.Consumers[0].Broker} {
 		if got := browsertest.Eval[string](e.page, consumerCell(id, col)); got != want {
 			t.Errorf("consumer %s cell %q, want %q", col, got, want)
 		}

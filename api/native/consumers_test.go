@@ -95,9 +95,9 @@ func TestConsumersListsOpenStreams(t *testing.T) {
 		c = cs[0].(map[string]any)
 		return c["held"] == float64(2) && c["acked"] == float64(1)
 	})
-	if c["id"] != con.ID() || c["clientName"] != "invoicer" || c["credit"] != float64(2) ||
+	if c["id"] != con.ID() || c["broker"] == "" || c["broker"] == nil || c["clientName"] != "invoicer" || c["credit"] != float64(2) ||
 		c["leaseSeconds"] != float64(40) || c["maxHoldSeconds"] != float64(600) {
-		t.Errorf("the stream: %v; want id %s, clientName invoicer, credit 2, leaseSeconds 40 (the queue's), maxHoldSeconds 600", c, con.ID())
+		t.Errorf("the stream: %v; want id %s, a broker, clientName invoicer, credit 2, leaseSeconds 40 (the queue's), maxHoldSeconds 600", c, con.ID())
 	}
 	if rate, ok := c["ackedPerSecond"].(float64); !ok || rate <= 0 {
 		t.Errorf("ackedPerSecond %v after an ack, want > 0", c["ackedPerSecond"])

@@ -195,9 +195,9 @@ func (h *Handler) queueStats(c *call) (any, error) {
 	return h.toStats(s), nil
 }
 
-// listConsumers answers the consumer streams open on the queue on this
-// broker (the front checks the queue and the caller's access as for its
-// attributes).
+// listConsumers answers the consumer streams open on the queue: this
+// broker's, and on a shared store the other brokers' (the front checks the
+// queue and the caller's access as for its attributes).
 func (h *Handler) listConsumers(c *call) (any, error) {
 	if _, err := queryOf(c.r); err != nil {
 		return nil, err
@@ -209,7 +209,7 @@ func (h *Handler) listConsumers(c *call) (any, error) {
 	out := &wire.ConsumerList{Consumers: make([]wire.Consumer, 0, len(cs))}
 	for _, ci := range cs {
 		out.Consumers = append(out.Consumers, wire.Consumer{
-			ID: ci.ID, ClientName: ci.ClientName, RemoteAddress: ci.RemoteAddr,
+			ID: ci.ID, Broker: ci.Broker, ClientName: ci.ClientName, RemoteAddress: ci.RemoteAddr,
 			Credit: ci.Credit, Held: ci.Held, Acked: ci.Acked,
 			AckedPerSecond: math.Round(ci.AckedPerSecond*100) / 100,
 			LeaseSeconds:   int64(ci.Lease / time.Second), MaxHoldSeconds: int64(ci.MaxHold / time.Second),

@@ -63,7 +63,7 @@ func TestCLIQueueConsumers(t *testing.T) {
 		}
 		return list[0].Held == 1 && list[0].Acked == 1
 	})
-	if c := list[0]; c.ID != con.ID() || c.ClientName != "billing worker" || c.Credit != 7 || c.LeaseSeconds != 20 ||
+	if c := list[0]; c.ID != con.ID() || c.Broker == "" || c.ClientName != "billing worker" || c.Credit != 7 || c.LeaseSeconds != 20 ||
 		c.MaxHoldSeconds != 3600 || !strings.HasPrefix(c.RemoteAddress, "127.0.0.1:") || c.ConnectedAt.IsZero() {
 		t.Errorf("queue consumers --json: %+v", c)
 	}
@@ -73,13 +73,13 @@ func TestCLIQueueConsumers(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ID") {
 		t.Fatalf("queue consumers: %q", r.stdout)
 	}
-	wantContains(t, "queue consumers' header", squeeze(lines[0]), "ID CLIENT ADDRESS CREDIT HELD ACKS/S ACKED CONNECTED LAST-ACTIVE")
+	wantContains(t, "queue consumers' header", squeeze(lines[0]), "ID CLIENT ADDRESS CREDIT HELD ACKS/S ACKED CONNECTED LAST-ACTIVE BROKER")
 	// Aligned columns: HELD's column holds the count.
 	if col := strings.Index(lines[0], "HELD"); len(lines[1]) <= col || lines[1][col] != '1' {
 		t.Errorf("queue consumers: HELD column of %q (header %q)", lines[1], lines[0])
 	}
-	wantContains(t, "queue consumers' row", lines[1], con.ID(), "billing worker", list[0].RemoteAddress, list[0].ConnectedAt.UTC().Format(time.RFC3339), " ago")
-	if f := strings.Fields(strings.Replace(lines[1], "billing worker", "billing-worker", 1)); len(f) != 10 || f[3] != "7" || f[4] != "1" || f[6] != "1" {
+	wantContains(t, "queue consumers' row", lines[1], con.ID(), "billing worker", list[0].RemoteAddress, list[0].ConnectedAt.UTC().Format(time.RFC3339), " ago", list[0].Broker)
+	if f := strings.Fields(strings.Replace(lines[1], "billing worker", "billing-worker", 1)); len(f) != 11 || f[3] != "7" || f[4] != "1" || f[6] != "1" {
 		t.Errorf("queue consumers' row %q: want credit 7, held 1, acked 1", lines[1])
 	}
 

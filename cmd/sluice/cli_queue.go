@@ -383,6 +383,7 @@ func queueSet(ctx context.Context, args []string, env func(string) string, stdou
 // (the native API's names).
 type consumerJSON struct {
 	ID             string    `json:"id"`
+	Broker         string    `json:"broker"`
 	ClientName     string    `json:"clientName"`
 	RemoteAddress  string    `json:"remoteAddress"`
 	Credit         int       `json:"credit"`
@@ -404,12 +405,13 @@ func noConsumers(queue string) string {
 
 func queueConsumers(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	c := newCLI(ctx, cmdSpec{name: "queue consumers", args: "NAME",
-		summary: "List the consumer streams open on a queue on this broker, in the order they opened: the\n" +
-			"client's name and address, its credit (how many unsettled messages it may hold), the\n" +
-			"messages it holds, its acks per second over the last ten seconds and in all, when it\n" +
-			"connected and how long ago it last got or settled a message. Consumers that receive over\n" +
-			"HTTP or SQS hold no stream and are not listed; with several brokers on one PostgreSQL\n" +
-			"store, each lists the streams opened on it.",
+		summary: "List the consumer streams open on a queue, in the order they opened: the client's name\n" +
+			"and address, its credit (how many unsettled messages it may hold), the messages it holds,\n" +
+			"its acks per second over the last ten seconds and in all, when it connected, how long ago\n" +
+			"it last got or settled a message, and the broker that serves it. Consumers that receive\n" +
+			"over HTTP or SQS hold no stream and are not listed. With several brokers on one\n" +
+			"PostgreSQL store, every broker lists them all (the others' as of their latest record,\n" +
+			"every 5 s).",
 		examples: []string{
 			"sluice queue consumers orders",
 			"sluice queue consumers orders --json | jq '[.[].held] | add'",
@@ -425,7 +427,7 @@ func queueConsumers(ctx context.Context, args []string, env func(string) string,
 	if c.json {
 		out := make([]consumerJSON, len(cs))
 		for i, x := range cs {
-			out[i] = consumerJSON{ID: x.ID, ClientName: x.ClientName, RemoteAddress: x.RemoteAddress,
+			out[i] = consumerJSON{ID: x.ID, Broker: x.Broker, ClientName: x.ClientName, RemoteAddress: x.RemoteAddress,
 				Credit: x.Credit, Held: x.Held, Acked: x.Acked, AckedPerSecond: x.AckedPerSecond,
 				LeaseSeconds: int64(x.Lease / time.Second), MaxHoldSeconds: int64(x.MaxHold / time.Second),
 				ConnectedAt: x.ConnectedAt.UTC(), LastActiveAt: x.LastActiveAt.UTC()}
@@ -446,8 +448,8 @@ func queueConsumers(ctx context.Context, args []string, env func(string) string,
 		}
 		rows[i] = []string{x.ID, cell(name), x.RemoteAddress, strconv.Itoa(x.Credit), strconv.Itoa(x.Held),
 			strconv.FormatFloat(x.AckedPerSecond, 'f', 1, 64), itoa(x.Acked),
-			x.ConnectedAt.UTC().Format(time.RFC3339), age(now.Sub(x.LastActiveAt)) + " ago"}
+			x.ConnectedAt.UTC().Format(time.RFC3339), age(now.Sub(x.LastActiveAt)) + " ago", x.Broker}
 	}
-	table(stdout, []string{"ID", "CLIENT", "ADDRESS", "CREDIT", "HELD", "ACKS/S", "ACKED", "CONNECTED", "LAST-ACTIVE"}, rows)
+	table(stdout, []string{"ID", "CLIENT", "ADDRESS", "CREDIT", "HELD", "ACKS/S", "ACKED", "CONNECTED", "LAST-ACTIVE", "BROKER"}, rows)
 	return 0
 }

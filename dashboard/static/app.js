@@ -765,7 +765,7 @@ class QueuePage {
       "No consumer is connected. Consumers of the stream API (a Go program with package worker, or client/stream's Dial and Consume) are listed here while their stream is open; receives over HTTP or SQS hold no stream.");
     this.conNote = h("p", { class: "muted", id: "consumers-note" }, "Loading…");
     return [h("div", { class: "bar" }, h("h2", {}, "Consumers"),
-      h("span", { class: "muted" }, "Streams open on this broker: their credit, the messages they hold, their acks over the last ten seconds.")),
+      h("span", { class: "muted" }, "Streams open on the queue: their credit, the messages they hold, their acks over the last ten seconds.")),
     this.conNote, this.conTable, this.conEmpty];
   }
   // loadConsumers reads GET /v1/queues/{queue}/consumers, at most one at a
@@ -805,12 +805,14 @@ class QueuePage {
       let row = old.get(c.id);
       if (!row) {
         row = h("tr", { "data-id": c.id },
-          h("td", { "data-col": "client" }, h("span", { class: "qname" }), h("div", { class: "muted mono" }, c.id)),
+          h("td", { "data-col": "client" }, h("span", { class: "qname" }), h("div", { class: "muted mono" }, c.id),
+            h("div", { class: "muted mono", "data-col": "broker" })),
           ...["address", "credit", "held", "ackedPerSecond", "acked", "connectedAt", "lastActiveAt"].map((k, i) =>
             h("td", { "data-col": k, class: i >= 1 && i <= 4 ? "num" : (k === "address" ? "mono" : null) })));
       }
       const cell = (k) => row.querySelector('td[data-col="' + k + '"]');
       setText(cell("client").firstChild, c.clientName || "—");
+      setText(row.querySelector('div[data-col="broker"]'), c.broker ? "on " + c.broker : "");
       setText(cell("address"), c.remoteAddress);
       setText(cell("credit"), fmtInt(c.credit));
       setText(cell("held"), fmtInt(c.held));

@@ -3,12 +3,15 @@ package wire
 import "time"
 
 // Consumer is one consumer stream open on a queue (the stream API's
-// Consume, docs/streams.md), as the broker that answers holds it: a stream
-// lives on the broker it was opened on, so with several brokers on one
-// PostgreSQL store each lists its own.
+// Consume, docs/streams.md). A stream lives on the broker it was opened on;
+// with several brokers on one PostgreSQL store, each lists the others'
+// streams too, as of their latest record (every 5 s).
 type Consumer struct {
 	// ID names the stream (the id its Opened answer gave the consumer).
 	ID string `json:"id"`
+	// Broker names the broker that serves the stream (its host, process id
+	// and a random part).
+	Broker string `json:"broker"`
 	// ClientName is the name the consumer gave when it opened the stream
 	// ("" when none); RemoteAddress is where it connects from
 	// ("host:port").
@@ -35,7 +38,7 @@ type Consumer struct {
 }
 
 // ConsumerList is the answer of GET /v1/queues/{queue}/consumers: the
-// streams open on the queue on this broker, in the order they opened.
+// streams open on the queue, in the order they opened.
 type ConsumerList struct {
 	// Consumers are the streams ([] when none).
 	Consumers []Consumer `json:"consumers"`
