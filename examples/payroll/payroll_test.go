@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/internal/pgtest"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
@@ -80,6 +81,21 @@ func (p *proc) kill9(t *testing.T) {
 	p.done <- nil
 }
 
+// protocol is how the worker takes its messages: "stream" (the default, a
+// consumer stream) or, with SLUICE_PAYROLL_PROTOCOL=http, long polls of
+// the native API.
+func protocol(t *testing.T) string {
+	switch p := os.Getenv("SLUICE_PAYROLL_PROTOCOL"); p {
+	case "", "stream":
+		return "stream"
+	case "http":
+		return p
+	default:
+		t.Fatalf("SLUICE_PAYROLL_PROTOCOL=%q: want stream or http", p)
+		return ""
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,15 +110,20 @@ func freeAddr(t *testing.T) string {
 // random point between 30 % and 70 % paid and started again, and whose
 // broker is killed and restarted once before that. Every employee is paid
 // exactly once: the exact count, no duplicate, the right amounts; the
-// restarted worker says where it resumed.
+// restarted worker says where it resumed. The workers take their messages
+// over a consumer stream (the worker package's default): the broker lists
+// each worker's stream, with the credit of its 32 handlers and 16
+// prefetched, and the first worker's stream again once the restarted
+// broker serves.
 func TestPayrollSurvivesCrashes(t *testing.T) {
 	t.Parallel()
 	n := payments(t)
+	proto := protocol(t)
 	dbURL := pgtest.Database(t)
 	sluice, payroll := sluiceBin.Path(t), payrollBin.Path(t)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
-	t.Logf("payments %d, seed %d", n, seed)
+	t.Logf("payments %d, seed %d, over %s", n, seed, proto)
 
 	addr := freeAddr(t)
 	brokerURL := "http://" + addr
@@ -143,9 +164,34 @@ func TestPayrollSurvivesCrashes(t *testing.T) {
 		return k
 	}
 	workArgs := []string{"work", "-broker", brokerURL, "-db", dbURL, "-n", strconv.Itoa(n),
-		"-lease", "3s", "-progress", "1s", "-concurrency", "32"}
+		"-lease", "3s", "-progress", "1s", "-concurrency", "32", "-protocol", proto}
 	timeout := time.Duration(n/100+60) * time.Second // 100/s at the slowest
+	c, err := client.New(brokerURL, client.WithRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	// streaming waits until the broker lists the stream of the worker pid,
+	// with the credit of its 32 handlers and 16 prefetched.
+	streaming := func(what string, pid int) {
+		t.Helper()
+		if proto != "stream" {
+			return
+		}
+		name := fmt.Sprintf("payroll worker %d", pid)
+		testutil.Eventually(t, 60*time.Second, what, func() bool {
+			cs, err := c.Consumers(ctx, "payments")
+			for _, s := range cs {
+				if err == nil && s.ClientName == name && s.Credit == 48 {
+					return true
+				}
+			}
+			return false
+		})
+	}
 	worker := start(t, "worker", payroll, workArgs...)
+	firstPID := worker.cmd.Process.Pid
+	streaming("the first worker's stream", firstPID)
 
 	// The broker dies once while the worker pays: its receives and acks fail
 	// until the new one serves; acks lost then bring messages back.
@@ -156,6 +202,7 @@ func TestPayrollSurvivesCrashes(t *testing.T) {
 	startBroker() // stopped by its cleanup
 	downtime := time.Since(down)
 	t.Logf("broker killed at %d paid and back after %v", brokerAt, downtime)
+	streaming("the first worker's stream open again on the new broker", firstPID)
 
 	// The worker dies between 30 % and 70 %.
 	killAt := n * (30 + rng.IntN(41)) / 100
@@ -166,6 +213,7 @@ func TestPayrollSurvivesCrashes(t *testing.T) {
 	t.Logf("worker killed at %d paid (aimed at %d)", killed, killAt)
 
 	worker = start(t, "worker", payroll, workArgs...)
+	streaming("the second worker's stream", worker.cmd.Process.Pid)
 	select {
 	case err := <-worker.done:
 		worker.done <- nil
@@ -210,7 +258,7 @@ func TestPayrollSurvivesCrashes(t *testing.T) {
 	}
 	var byFirst, bySecond int
 	if err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE worker_pid = $1), count(*) FILTER (WHERE worker_pid = $2) FROM payments`,
-		worker1PID(firstOut), worker.cmd.Process.Pid).Scan(&byFirst, &bySecond); err != nil {
+		firstPID, worker.cmd.Process.Pid).Scan(&byFirst, &bySecond); err != nil {
 		t.Fatal(err)
 	}
 	if byFirst == 0 || bySecond == 0 || byFirst+bySecond != n {
@@ -220,9 +268,12 @@ func TestPayrollSurvivesCrashes(t *testing.T) {
 	if skipped == nil {
 		t.Fatalf("the restarted worker did not print its end:\n%s", worker.out.String())
 	}
-	t.Logf("figures: %s; broker killed at %d paid, down %v; worker killed at %d paid (%.1f %%), resumed at %d; "+
+	if pid := worker1PID(firstOut); pid != firstPID {
+		t.Fatalf("the first worker said it was %d, not %d", pid, firstPID)
+	}
+	t.Logf("figures (over %s): %s; broker killed at %d paid, down %v; worker killed at %d paid (%.1f %%), resumed at %d; "+
 		"the second worker paid %d and skipped %d redeliveries; total %v (%.0f payments/s)",
-		enqueued, brokerAt, downtime.Round(time.Millisecond), killed, 100*float64(killed)/float64(n), resumed,
+		proto, enqueued, brokerAt, downtime.Round(time.Millisecond), killed, 100*float64(killed)/float64(n), resumed,
 		bySecond, atoiOr0(skipped[1]), total.Round(time.Millisecond), float64(n)/total.Seconds())
 }
 

@@ -30,7 +30,12 @@ func workMain(args []string) error {
 	concurrency := fs.Int("concurrency", 32, "payments handled at once")
 	lease := fs.Duration("lease", 30*time.Second, "the lease of each message: after a crash, its messages come back after this long")
 	progress := fs.Duration("progress", 2*time.Second, "how often to print the progress")
+	protocol := fs.String("protocol", string(worker.ProtocolStream), "how the worker takes its messages: stream (a consumer stream: the broker pushes them and keeps their leases) or http (long polls of the native API)")
 	_ = fs.Parse(args)
+	over := map[worker.Protocol]string{worker.ProtocolStream: "over a stream", worker.ProtocolHTTP: "over HTTP"}[worker.Protocol(*protocol)]
+	if over == "" {
+		return fmt.Errorf("-protocol %q: want stream or http", *protocol)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -59,9 +64,9 @@ func workMain(args []string) error {
 		return fmt.Errorf("read the payments (did enqueue run?): %w", err)
 	}
 	if already == 0 {
-		fmt.Printf("worker %d: starting the run: 0 of %d paid\n", pid, *n)
+		fmt.Printf("worker %d: starting the run: 0 of %d paid, %s\n", pid, *n, over)
 	} else {
-		fmt.Printf("worker %d: resuming at %d of %d paid (%.1f %%)\n", pid, already, *n, 100*float64(already)/float64(*n))
+		fmt.Printf("worker %d: resuming at %d of %d paid (%.1f %%), %s\n", pid, already, *n, 100*float64(already)/float64(*n), over)
 	}
 
 	// ran counts the payments this process made, skipped the deliveries
@@ -89,7 +94,10 @@ func workMain(args []string) error {
 	}
 	defer c.Close()
 	cfg := worker.DefaultConfig()
-	cfg.Source = worker.NewSource(c, Queue)
+	// The stream's name in the broker's consumer list (sluice queue
+	// consumers payments) says which worker it is.
+	cfg.Source = worker.NewSource(c, Queue, worker.WithProtocol(worker.Protocol(*protocol)),
+		worker.WithClientName(fmt.Sprintf("payroll worker %d", pid)))
 	cfg.Handler = handler
 	cfg.Concurrency = *concurrency
 	cfg.Prefetch = *concurrency / 2
