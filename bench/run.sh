@@ -2,8 +2,11 @@
 # Runs Sluice and its peers (RabbitMQ, NATS JetStream with lazy and with
 # always fsync, River) under the same loads and writes docs/benchmarks.md.
 #
-#   bench/run.sh           full: 20 s measured per load and system (about 15 minutes)
-#   bench/run.sh --quick   3 s per load and system: a smoke run (about 4 minutes)
+#   bench/run.sh           full: 20 s measured per load and system (about 20 minutes)
+#   bench/run.sh --quick   3 s per load and system: a smoke run (about 5 minutes)
+#
+# Sluice runs over SQS JSON (the lean client) and over its stream API
+# (--protocol stream: gRPC Publish and Consume streams on the same port).
 #
 # Needs Go, RabbitMQ at 127.0.0.1:5672 (guest/guest) and PostgreSQL at
 # 127.0.0.1:5432 (user postgres, trust auth); a peer that is not reachable
@@ -126,6 +129,15 @@ run_load() {
       start_sluice
       record "$load" sluice "Sluice (embedded, SQS JSON)" "" "$bin/sluice" bench --url "http://127.0.0.1:$SLUICE_PORT" --pid "$spid" "${common[@]}" "$@"
       stop_all ;;
+    sluice-stream | sluice-stream-2 | sluice-stream-3)
+      start_sluice
+      local nth=${sys#sluice-stream}
+      record "$load" "$sys" "Sluice (embedded, stream API)${nth:+, run ${nth#-}}" "" "$bin/sluice" bench --url "http://127.0.0.1:$SLUICE_PORT" --protocol stream --pid "$spid" "${common[@]}" "$@"
+      stop_all ;;
+    sluice-pg-stream)
+      start_sluice pg
+      record "$load" sluice-pg-stream "Sluice (PostgreSQL backend, stream API); CPU = Sluice + PostgreSQL" "" "$bin/sluice" bench --url "http://127.0.0.1:$SLUICE_PORT" --protocol stream --pid "$spid,$(pg_pid)" "${common[@]}" "$@"
+      stop_all ;;
     sluice-sdk | sluice-json)
       start_sluice
       local proto=${sys#sluice-}
@@ -172,14 +184,14 @@ run_load() {
 } >"$out/meta.txt"
 
 steady=(--mode steady --producers 32 --consumers 32 --batch 1 --receive-max 10)
-run_load steady "sluice rabbitmq nats-lazy nats-always" "${steady[@]}"
-run_load rate "sluice rabbitmq nats-lazy nats-always" "${steady[@]}" --rate 5000
-run_load steady-batch "sluice rabbitmq nats-lazy" --mode steady --producers 32 --consumers 32 --batch 10 --receive-max 10
+run_load steady "sluice sluice-stream rabbitmq nats-lazy nats-always" "${steady[@]}"
+run_load rate "sluice sluice-stream sluice-stream-2 sluice-stream-3 rabbitmq nats-lazy nats-always" "${steady[@]}" --rate 5000
+run_load steady-batch "sluice sluice-stream rabbitmq nats-lazy" --mode steady --producers 32 --consumers 32 --batch 10 --receive-max 10
 run_load produce-batch "sluice rabbitmq nats-lazy nats-always" --mode produce --producers 8 --batch 10
 run_load drain "sluice rabbitmq nats-lazy nats-always" --mode drain --messages "$drain" --producers 8 --consumers 8 --batch 10 --receive-max 10
 run_load single "sluice rabbitmq nats-lazy nats-always" --mode produce --producers 1 --batch 1
 run_load sdk "sluice-sdk sluice-json null-sdk null-json" "${steady[@]}"
-run_load postgres "sluice-pg river" "${steady[@]}"
+run_load postgres "sluice-pg sluice-pg-stream river" "${steady[@]}"
 
 rm -rf "$out"/data.* "$out"/nats.*
 echo "load average after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/meta.txt"

@@ -118,7 +118,7 @@ func (r *report) get(load, key string) *loadgen.Summary {
 
 // loadTitles says what each load is.
 var loadTitles = map[string]string{
-	"steady":        "Steady durable send → receive → delete, 32 producers × 32 consumers, single sends, receives of up to 10, deletes batched per receive",
+	"steady":        "Steady durable send → receive → delete, 32 producers × 32 consumers, single sends, receives of up to 10, deletes batched per receive (over streams: consume streams of credit 32, each receive's messages acked in one settlement)",
 	"rate":          "Fixed offered rate of 5,000 msgs/s, 32 × 32 (latency from each message's scheduled send time)",
 	"steady-batch":  "Steady with batches of 10 everywhere (sends of 10, receives of up to 10, batched deletes), 32 × 32",
 	"produce-batch": "Durable sends in batches of 10, 8 producers",
