@@ -109,6 +109,16 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// CloseWrite half-closes a TCP connection, as net/http does before it
+// closes one after an error answer (so the client reads the answer, not a
+// reset): the wrapper must not hide it.
+func (c *prefixConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // connQueue is a net.Listener fed by splitListener.
 type connQueue struct {
 	addr   net.Addr
