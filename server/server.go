@@ -463,7 +463,9 @@ func (s *Server) Start(ctx context.Context) error {
 		split := newSplitListener(ln, s.cfg.ReadHeaderTimeout)
 		httpLn = split.httpLn
 		go func() {
-			if err := s.grpc.Serve(split.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			// The listener's close (Stop) ends Serve with net.ErrClosed,
+			// as it ends the HTTP server's.
+			if err := s.grpc.Serve(split.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, net.ErrClosed) {
 				s.log.Error("the stream API stopped serving", "err", err)
 			}
 		}()
