@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/api/native/wire"
 	sclient "github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/client/stream"
 	"github.com/sluicemq/sluice/internal/testutil"
@@ -55,7 +56,7 @@ func TestCLIQueueConsumers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One acked, the other held.
-	var list []consumerJSON
+	var list []wire.Consumer
 	testutil.Eventually(t, 10*time.Second, "the stream listed with 1 held, 1 acked", func() bool {
 		r := e.ok("queue", "consumers", "orders", "--json")
 		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 {

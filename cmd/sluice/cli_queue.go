@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicemq/sluice/api/native/wire"
 	sclient "github.com/sluicemq/sluice/client"
 )
 
@@ -379,23 +380,6 @@ func queueSet(ctx context.Context, args []string, env func(string) string, stdou
 	return 0
 }
 
-// consumerJSON is a consumer stream as queue consumers --json prints it
-// (the native API's names).
-type consumerJSON struct {
-	ID             string    `json:"id"`
-	Broker         string    `json:"broker"`
-	ClientName     string    `json:"clientName"`
-	RemoteAddress  string    `json:"remoteAddress"`
-	Credit         int       `json:"credit"`
-	Held           int       `json:"held"`
-	Acked          int64     `json:"acked"`
-	AckedPerSecond float64   `json:"ackedPerSecond"`
-	LeaseSeconds   int64     `json:"leaseSeconds"`
-	MaxHoldSeconds int64     `json:"maxHoldSeconds"`
-	ConnectedAt    time.Time `json:"connectedAt"`
-	LastActiveAt   time.Time `json:"lastActiveAt"`
-}
-
 // noConsumers is what queue consumers prints for a queue without one.
 func noConsumers(queue string) string {
 	return "no consumer is connected to " + queue + ": consumers are listed while they hold a stream open on it " +
@@ -425,9 +409,9 @@ func queueConsumers(ctx context.Context, args []string, env func(string) string,
 		return c.fail(err)
 	}
 	if c.json {
-		out := make([]consumerJSON, len(cs))
+		out := make([]wire.Consumer, len(cs)) // the native API's names
 		for i, x := range cs {
-			out[i] = consumerJSON{ID: x.ID, Broker: x.Broker, ClientName: x.ClientName, RemoteAddress: x.RemoteAddress,
+			out[i] = wire.Consumer{ID: x.ID, Broker: x.Broker, ClientName: x.ClientName, RemoteAddress: x.RemoteAddress,
 				Credit: x.Credit, Held: x.Held, Acked: x.Acked, AckedPerSecond: x.AckedPerSecond,
 				LeaseSeconds: int64(x.Lease / time.Second), MaxHoldSeconds: int64(x.MaxHold / time.Second),
 				ConnectedAt: x.ConnectedAt.UTC(), LastActiveAt: x.LastActiveAt.UTC()}
