@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -311,8 +312,8 @@ func (c *Consumer) Settle(ctx context.Context, ss []Settlement) ([]error, error)
 }
 
 // entryID is the batch entry id of the i-th entry of a batch the stream
-// makes.
-func entryID(i int) string { return "s" + string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+// makes (any i: a Settle may carry thousands).
+func entryID(i int) string { return "s" + strconv.Itoa(i) }
 
 // Close ends the stream: nothing more is delivered, and every message it
 // holds ends its lease at once as an expired lease does, with the reason

@@ -24,6 +24,7 @@ var streamTests = []testCase{
 	{"CreditRespected", testStreamCredit},
 	{"PushedOnSend", testStreamPushOnSend},
 	{"SettlementBatch", testStreamSettleBatch},
+	{"SettlementBatchOverAHundred", testStreamSettleMany},
 	{"LeasesKeptUpToMaxHold", testStreamMaxHold},
 	{"DisconnectCountsAnAttempt", testStreamDisconnect},
 	{"MostFreeCreditFirst", testStreamFairDispatch},
@@ -181,6 +182,33 @@ func testStreamSettleBatch(t *testing.T, s suite) {
 	}
 	e.heldBy("q", c, 4)
 	e.wantStats("q", 0, 4, 0)
+}
+
+// testStreamSettleMany: one Settle of more settlements than a hundred (the
+// stream API takes up to MaxCredit in one frame) applies each of them.
+func testStreamSettleMany(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{model.AttrVisibilityTimeout: "30"})
+	const n = 250
+	for i := range n {
+		e.sendBody("q", fmt.Sprint("m", i))
+	}
+	c := e.consume(broker.ConsumerConfig{Queue: "q", Credit: n})
+	ds := e.nextN(c, n)
+	ss := make([]broker.Settlement, 0, n)
+	for i, d := range ds {
+		if i%2 == 0 {
+			ss = append(ss, ack(d))
+		} else {
+			ss = append(ss, broker.Settlement{Receipt: d.Receipt, LeaseEntry: model.LeaseEntry{Kind: model.ChangeTimeout, Timeout: time.Hour}})
+		}
+	}
+	e.settle(c, ss...)
+	e.wantStats("q", 0, n/2, 0)
+	e.heldBy("q", c, n/2)
+	if info := c.Info(); info.Acked != n/2 {
+		t.Fatalf("stream info = %+v, want %d acked", info, n/2)
+	}
 }
 
 func testStreamMaxHold(t *testing.T, s suite) {
