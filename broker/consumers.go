@@ -860,10 +860,12 @@ func (d *dispatcher) plan(serve bool) claim {
 
 // watch cancels the receive that serves cur when, after a kick, the claim
 // it would make now serves none of cur's streams (they ended, or a stream
-// with another lease has more free credit than cur's best), or asks for at
-// least twice as many messages or a full claim (credit freed, a stream
-// opened; not for every settlement, which would restart a long poll on
-// PostgreSQL each time while consumers keep up): a long poll
+// with another lease has more free credit than cur's best), or cur's
+// streams have less free credit than it asks for (a credit lowered, a
+// stream ended: the claim would lease more than they may hold), or asks
+// for at least twice as many messages or a full claim (credit freed, a
+// stream opened; not for every settlement, which would restart a long
+// poll on PostgreSQL each time while consumers keep up): a long poll
 // cancelled while it waits claims nothing, and the next claim is made at
 // once. It returns when done is closed.
 func (d *dispatcher) watch(cur claim, cancel context.CancelFunc, done <-chan struct{}) {
@@ -871,12 +873,14 @@ func (d *dispatcher) watch(cur claim, cancel context.CancelFunc, done <-chan str
 		select {
 		case <-d.wake:
 			now := d.plan(false)
-			open := false
+			open, free := false, 0
 			for _, c := range cur.subs {
 				open = open || !c.isClosed()
+				free += c.free()
 			}
 			grew := now.want >= 2*cur.want || (now.want > cur.want && now.want == model.MaxDispatchMessages)
-			if !open || grew ||
+			shrank := min(free, model.MaxDispatchMessages) < cur.want
+			if !open || grew || shrank ||
 				(now.want > 0 && now.lease != cur.lease && now.subs[0].free() > cur.subs[0].free()) {
 				cancel()
 				d.kick() // the loop plans again at once
@@ -892,10 +896,17 @@ func (d *dispatcher) watch(cur claim, cancel context.CancelFunc, done <-chan str
 // queue all to the stream it was for, else each to the stream (of the
 // claim's lease, open now: one may have opened, or ended, during the
 // receive) with the most credit left, ties to the first after the stream
-// served last. Messages no open stream can take (their credit was lowered
-// meanwhile) go to the first of those streams; when none is open they
-// return to the queue as a disconnected stream's would.
+// served last. Messages no open stream has credit for (a credit was
+// lowered, or a stream ended, during the receive) go back to the queue
+// without an attempt counted (a release), so that no stream holds more
+// than its credit; those that cannot go back (an at-most-once queue's,
+// gone once received) go to the stream with the most credit left. When
+// no stream of the lease is open they return to the queue as a
+// disconnected stream's would.
 func (d *dispatcher) share(cur claim, ds []model.Delivery) {
+	if ds = d.releaseExcess(cur, ds); len(ds) == 0 {
+		return
+	}
 	var subs []*Consumer
 	if d.fifo {
 		subs = cur.subs
@@ -947,6 +958,59 @@ func (d *dispatcher) share(cur claim, ds []model.Delivery) {
 		}
 		d.release(held, ReasonConsumerDisconnected, stream)
 	}
+}
+
+// releaseExcess releases the messages of ds past the free credit of the
+// open streams share would hand them to (the last ones: a FIFO group's
+// order is kept), and returns the others with those whose release was not
+// applied. With no such stream open it returns ds.
+func (d *dispatcher) releaseExcess(cur claim, ds []model.Delivery) []model.Delivery {
+	subs := cur.subs
+	if !d.fifo {
+		subs = nil
+		d.mu.Lock()
+		for _, c := range d.subs {
+			if c.lease == cur.lease {
+				subs = append(subs, c)
+			}
+		}
+		d.mu.Unlock()
+	}
+	free, open := 0, false
+	for _, c := range subs {
+		free += c.free()
+		open = open || !c.isClosed()
+	}
+	if !open || free >= len(ds) {
+		return ds
+	}
+	excess := ds[free:]
+	out := ds[:free:free]
+	changes := make([]model.VisibilityChange, 0, len(excess))
+	var at []int // the index in excess of each change
+	for i, m := range excess {
+		r, err := d.b.receipts.Decode(m.Receipt)
+		if err != nil {
+			out = append(out, m) // cannot happen: the backend made it
+			continue
+		}
+		changes = append(changes, model.VisibilityChange{Receipt: r, Kind: model.Snooze})
+		at = append(at, i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	outcomes, err := d.b.backend.ChangeVisibility(ctx, d.ref, changes)
+	if err != nil {
+		d.b.log.Warn("messages leased past the streams' credit could not be released; they are delivered",
+			"queue", d.ref.String(), "messages", len(changes), "err", err)
+		return ds
+	}
+	for j, o := range outcomes {
+		if o != model.LeaseApplied {
+			out = append(out, excess[at[j]])
+		}
+	}
+	return out
 }
 
 func (d *dispatcher) run(ctx context.Context) {

@@ -36,6 +36,8 @@ var streamTests = []testCase{
 	{"ReceiptsOfOtherStreamsRefused", testStreamForeignReceipts},
 	{"Refusals", testStreamRefusals},
 	{"OneClaimServesManyStreams", testStreamOneClaim},
+	{"CreditLoweredWhileAClaimWaits", testStreamCreditLoweredWaiting},
+	{"CreditLoweredAsAClaimReturns", testStreamCreditLoweredClaimed},
 }
 
 // consume opens a stream on queue and closes it when the test ends.
@@ -553,5 +555,89 @@ func testStreamOneClaim(t *testing.T, s suite) {
 	defer be.mu.Unlock()
 	if len(seen) != full || len(be.delivered) != 1 || be.delivered[0] != full {
 		t.Fatalf("%d messages in claims of %v; want one claim of %d", len(seen), be.delivered, full)
+	}
+}
+
+// testStreamCreditLoweredWaiting: a stream that lowers its credit (to 0:
+// a worker stopping) while a claim for its old credit waits is not handed
+// more than the new credit when messages come.
+func testStreamCreditLoweredWaiting(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.setPaused("q", true)
+	for i := range 10 {
+		e.sendBody("q", fmt.Sprint("m", i))
+	}
+	be := &countingBackend{Backend: e.be}
+	b := front(t, be, e.cfg)
+	c, err := b.Consume(e.ctx, broker.ConsumerConfig{Queue: "q", Credit: 10, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	eventually(t, "a claim for the stream's credit waits", func() bool { return be.waiting.Load() == 10 })
+	if err := c.SetCredit(2); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a claim for the lowered credit waits", func() bool { return be.waiting.Load() == 2 })
+	e.setPaused("q", false)
+	e.nextN(c, 2)
+	e.nothingFor(c, "a stream holding its lowered credit")
+	e.wantStats("q", 8, 2, 0)
+}
+
+// hookBackend runs after on every receive that leased something, before
+// the receive returns.
+type hookBackend struct {
+	storage.Backend
+	after func()
+}
+
+func (h *hookBackend) Receive(ctx context.Context, req model.ReceiveRequest) ([]model.Delivery, error) {
+	ds, err := h.Backend.Receive(ctx, req)
+	if len(ds) > 0 && h.after != nil {
+		h.after()
+	}
+	return ds, err
+}
+
+// testStreamCreditLoweredClaimed: messages a claim leased for credit that
+// was lowered before they were handed out go back to the queue without an
+// attempt counted; the stream gets its new credit's worth.
+func testStreamCreditLoweredClaimed(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	for i := range 10 {
+		e.sendBody("q", fmt.Sprint("m", i))
+	}
+	var c *broker.Consumer
+	be := &hookBackend{Backend: e.be}
+	var once sync.Once
+	be.after = func() {
+		once.Do(func() {
+			if err := c.SetCredit(3); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	b := front(t, be, e.cfg)
+	e.setPaused("q", true)
+	var err error
+	c, err = b.Consume(e.ctx, broker.ConsumerConfig{Queue: "q", Credit: 10, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	e.setPaused("q", false)
+	e.nextN(c, 3)
+	e.nothingFor(c, "a stream holding its lowered credit")
+	e.wantStats("q", 7, 3, 0)
+	for _, m := range e.browseAll("q", model.BrowseRequest{}) {
+		if m.State != model.StateVisible {
+			continue
+		}
+		if m.Attempts != 0 {
+			t.Fatalf("%s went back with %d attempts, want 0 (not counted): %+v", m.Body, m.Attempts, m)
+		}
 	}
 }
