@@ -640,10 +640,15 @@ func (s *streams) remove(c *Consumer) {
 	beat.kick()
 }
 
-// hold records that c holds the deliveries ds.
+// hold records that c holds the deliveries ds, unless c has ended
+// meanwhile (its end, which marks it closed before it takes s.mu to drop
+// its entries, released them).
 func (s *streams) hold(c *Consumer, ds []model.Delivery) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.isClosed() {
+		return
+	}
 	for _, d := range ds {
 		if r, err := c.b.receipts.Decode(d.Receipt); err == nil {
 			s.holder[r] = c
