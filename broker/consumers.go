@@ -505,6 +505,12 @@ func (c *Consumer) keepLeases(t model.Timer) {
 		for len(extend) > 0 {
 			n := min(len(extend), 100)
 			outcomes, err := c.b.backend.ChangeVisibility(c.ctx, c.d.ref, extend[:n])
+			if errors.Is(err, model.ErrQueueDoesNotExist) {
+				// The queue was deleted (through another broker): the
+				// stream ends.
+				go c.Detach()
+				break
+			}
 			if err != nil {
 				if c.ctx.Err() == nil {
 					c.b.log.Warn("a stream's leases could not be extended", "queue", c.d.ref.String(), "stream", c.id, "err", err)
@@ -714,6 +720,34 @@ func (s *streams) changed(changes []model.VisibilityChange, outcomes []model.Lea
 		}
 	}
 	s.settledElsewhere(ended, false)
+}
+
+// forget unregisters d from its queue: the next stream opened on the
+// queue starts another dispatcher. d's streams still stop it when the last
+// of them ends.
+func (s *streams) forget(d *dispatcher) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queues[d.ref] == d {
+		delete(s.queues, d.ref)
+	}
+}
+
+// endQueue ends the streams of a deleted queue (Detach: nothing is left to
+// hand back) and waits for them.
+func (s *streams) endQueue(ref model.QueueRef) {
+	s.mu.Lock()
+	d := s.queues[ref]
+	s.mu.Unlock()
+	if d == nil {
+		return
+	}
+	s.forget(d)
+	var wg sync.WaitGroup
+	for _, c := range d.consumers() {
+		wg.Go(c.Detach)
+	}
+	wg.Wait()
 }
 
 // of returns the streams open on ref.
@@ -1057,9 +1091,12 @@ func (d *dispatcher) run(ctx context.Context) {
 			}
 			t.Stop()
 		case errors.Is(err, model.ErrQueueDoesNotExist), errors.Is(err, model.ErrClosed):
-			// The queue is gone, or the store closes: the streams end.
+			// The queue is gone, or the store closes: the streams end,
+			// with nothing to hand back. A stream opened from now on (on a
+			// queue made again with the name) gets a dispatcher of its own.
+			d.b.streams.forget(d)
 			for _, s := range d.consumers() {
-				go s.Close()
+				go s.Detach()
 			}
 			<-ctx.Done()
 		default:

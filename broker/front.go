@@ -283,6 +283,7 @@ func (b *Broker) DeleteQueue(ctx context.Context, name string) error {
 	if err := b.backend.DeleteQueue(ctx, ref); err != nil {
 		return err
 	}
+	b.streams.endQueue(ref)
 	b.refusals.forget(ref.String())
 	b.audit(ctx, "delete_queue", ref.String())
 	return nil

@@ -37,6 +37,7 @@ var streamTests = []testCase{
 	{"Refusals", testStreamRefusals},
 	{"OneClaimServesManyStreams", testStreamOneClaim},
 	{"CreditLoweredWhileAClaimWaits", testStreamCreditLoweredWaiting},
+	{"EndWithTheirQueue", testStreamQueueDeleted},
 	{"CreditLoweredAsAClaimReturns", testStreamCreditLoweredClaimed},
 }
 
@@ -639,5 +640,33 @@ func testStreamCreditLoweredClaimed(t *testing.T, s suite) {
 		if m.Attempts != 0 {
 			t.Fatalf("%s went back with %d attempts, want 0 (not counted): %+v", m.Body, m.Attempts, m)
 		}
+	}
+}
+
+// testStreamQueueDeleted: a queue's deletion ends its streams, those
+// whose credit is used (no claim waits for them) and those of credit 0
+// too, and the consumer list forgets them.
+func testStreamQueueDeleted(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.sendBody("q", "a")
+	full := e.consume(broker.ConsumerConfig{Queue: "q", Credit: 1})
+	e.next(full)
+	paused := e.consume(broker.ConsumerConfig{Queue: "q", Credit: 0})
+	if err := e.b.DeleteQueue(e.ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*broker.Consumer{full, paused} {
+		select {
+		case <-c.Done():
+		case <-time.After(realTimeout):
+			t.Fatalf("stream %s (credit %d) still open after its queue's deletion", c.ID(), c.Info().Credit)
+		}
+		if _, err := c.Next(e.ctx); !errors.Is(err, broker.ErrStreamClosed) {
+			t.Fatalf("Next on a stream whose queue was deleted: %v, want ErrStreamClosed", err)
+		}
+	}
+	if n := e.b.OpenStreams(); len(n) != 0 {
+		t.Fatalf("open streams after the queue's deletion: %v", n)
 	}
 }
