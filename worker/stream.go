@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/api/stream/streampb"
 	"github.com/sluicemq/sluice/client"
@@ -51,7 +52,8 @@ func WithProtocol(p Protocol) SourceOption { return func(c *sourceConfig) { c.pr
 func WithMaxHold(d time.Duration) SourceOption { return func(c *sourceConfig) { c.maxHold = d } }
 
 // WithClientName names the stream in the broker's consumer list (up to 128
-// characters; default "sluice-worker HOST/PID"). ProtocolStream only.
+// bytes, a longer name is cut at a character's boundary; default
+// "sluice-worker HOST/PID"). ProtocolStream only.
 func WithClientName(name string) SourceOption {
 	return func(c *sourceConfig) { c.clientName = name }
 }
@@ -150,7 +152,12 @@ func NewSource(c *client.Client, queue string, opts ...SourceOption) Source {
 		cfg.clientName = fmt.Sprintf("sluice-worker %s/%d", host, os.Getpid())
 	}
 	if len(cfg.clientName) > 128 {
-		cfg.clientName = cfg.clientName[:128]
+		// Cut at a character's boundary: a cut inside one is no text.
+		n := 128
+		for n > 0 && !utf8.RuneStart(cfg.clientName[n]) {
+			n--
+		}
+		cfg.clientName = cfg.clientName[:n]
 	}
 	opt := stream.Options{}
 	conn := c.Connection()

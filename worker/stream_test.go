@@ -696,3 +696,22 @@ func TestStreamSourceOptionsValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamSourceLongClientName: a client name past 128 bytes is cut at a
+// character's boundary, so the stream still opens (a cut inside a
+// character is no text, which the broker and protobuf refuse).
+func TestStreamSourceLongClientName(t *testing.T) {
+	t.Parallel()
+	e := setupStream(t)
+	e.send("a")
+	name := "x" + strings.Repeat("é", 100) // 201 bytes: byte 128 is inside an é
+	src := e.source(worker.WithClientName(name))
+	ms, err := src.Receive(context.Background(), worker.ReceiveRequest{Max: 1, Wait: 5 * time.Second, Lease: time.Minute})
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("Receive with a long client name = %v, %v", ms, err)
+	}
+	cs := e.consumers()
+	if want := "x" + strings.Repeat("é", 63); len(cs) != 1 || cs[0].ClientName != want {
+		t.Fatalf("consumers %+v, want the name cut to %q", cs, want)
+	}
+}
