@@ -223,7 +223,6 @@ func (sc *streamConn) close() {
 type streamHeld struct {
 	conn *streamConn
 	at   time.Time // when it was received
-	lost bool      // Extend answered ErrLeaseLost for it
 }
 
 var (
@@ -424,8 +423,10 @@ func (s *streamSource) Extend(ctx context.Context, msgs []*Message, lease time.D
 		case h == nil || !h.conn.live():
 			orphans = append(orphans, m)
 			at = append(at, i)
-		case h.lost || now.Sub(h.at) >= h.conn.maxHold:
-			h.lost = true
+		case now.Sub(h.at) >= h.conn.maxHold:
+			// The pool loses the message on this answer and never settles
+			// it, so its entry goes now (kept, it stayed until Close).
+			delete(s.held, m.Receipt)
 			errs[i] = fmt.Errorf("%w: held past the stream's maximum hold (%v)", ErrLeaseLost, h.conn.maxHold)
 		}
 	}
