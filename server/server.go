@@ -537,13 +537,18 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	// 3. Finish in-flight requests within the deadline, then cut the rest.
 	// The drain has ended the streams: each Publish stream ends once its
-	// sends are confirmed.
+	// sends are confirmed. The HTTP server goes first: over TLS the gRPC
+	// streams are its HTTP/2 requests, and the gRPC server's GracefulStop
+	// would close those at once (it drains a ServeHTTP stream by closing
+	// it), cutting a Publish stream's confirms; Shutdown waits for them.
+	// Meanwhile the plain connections' streams end by themselves, and
+	// GracefulStop then waits for what is left of them.
+	err := s.http.Shutdown(ctx)
 	grpcDone := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()
 		close(grpcDone)
 	}()
-	err := s.http.Shutdown(ctx)
 	select {
 	case <-grpcDone:
 	case <-ctx.Done():

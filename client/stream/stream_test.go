@@ -413,9 +413,30 @@ func TestTLS(t *testing.T) {
 // The server's shutdown ends the streams with Unavailable; the messages
 // they held keep their leases, so a handler that finishes can still ack
 // through the plain API until the lease ends.
+// Over TLS too, where gRPC streams are HTTP/2 requests of the HTTP server.
 func TestShutdownDetaches(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testbroker.Config{}, stream.Options{})
+	t.Run("plain", func(t *testing.T) {
+		t.Parallel()
+		testShutdownDetaches(t, setup(t, testbroker.Config{}, stream.Options{}))
+	})
+	t.Run("tls", func(t *testing.T) {
+		t.Parallel()
+		ca := testutil.NewCA(t)
+		cert, key := ca.Issue(t, "localhost")
+		b := testbroker.Start(t, testbroker.Config{Server: func(c *server.Config) { c.TLSCertFile, c.TLSKeyFile = cert, key }})
+		c, err := stream.Dial("https://"+strings.TrimPrefix(b.URL, "http://"), stream.Options{TLS: &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		t.Cleanup(cancel)
+		testShutdownDetaches(t, &env{t: t, b: b, c: c, ctx: ctx})
+	})
+}
+
+func testShutdownDetaches(t *testing.T, e *env) {
 	e.queue("jobs", map[string]string{"VisibilityTimeout": "3600"})
 	pub, err := e.c.Publisher(e.ctx)
 	if err != nil {
