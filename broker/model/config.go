@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,7 +45,8 @@ type QueueConfig struct {
 	// so a queue without them behaves as an SQS queue.
 
 	// Retry, when set, delays a message after a failure (a nack without a
-	// delay, an expired lease) by an exponential backoff (Backoff).
+	// delay, an expired lease) by an exponential backoff or a schedule of
+	// delays (Backoff).
 	Retry *RetryPolicy `json:",omitempty"`
 	// MaxDepth refuses sends that would take the queue's depth (visible +
 	// in flight + delayed) past it (AdmitSend); 0 = no limit.
@@ -178,6 +180,7 @@ func (c QueueConfig) Clone() QueueConfig {
 	}
 	if c.Retry != nil {
 		r := *c.Retry
+		r.Delays = slices.Clone(r.Delays)
 		c.Retry = &r
 	}
 	return c

@@ -2,7 +2,9 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -144,44 +146,83 @@ func ParseWebhook(v string) (string, error) {
 	return v, nil
 }
 
-// The jitter kinds of a RetryPolicy.
+// The jitter kinds of a RetryPolicy: how a scheduled delay d becomes the
+// wait (Backoff draws it from the message id and attempt).
 const (
 	JitterFull  = "full"  // uniform in [0, d]
 	JitterEqual = "equal" // d/2 plus uniform in [0, d/2]
 	JitterNone  = "none"  // d exactly
+	JitterUp    = "up"    // d plus uniform in [0, d/2]: d times a factor in [1, 1.5]
 )
 
-// MaxRetrySeconds bounds RetryPolicy's baseSeconds and maxSeconds (12 hours,
-// the longest visibility timeout).
+// MaxRetrySeconds bounds RetryPolicy's baseSeconds, maxSeconds and each of
+// its delays (12 hours, the longest visibility timeout).
 const MaxRetrySeconds = 43200
 
-// RetryPolicy is the parsed RetryPolicy attribute, JSON like RedrivePolicy:
-// {"baseSeconds":2,"maxSeconds":300,"jitter":"full"}. After its n-th attempt
-// failed, a message waits min(Base * 2^(n-1), Max), jittered (Backoff).
+// MaxRetryDelays bounds the number of delays of a RetryPolicy's schedule.
+const MaxRetryDelays = 25
+
+// RetryPolicy is the parsed RetryPolicy attribute, JSON like RedrivePolicy,
+// in one of two forms:
+//   - exponential, {"baseSeconds":2,"maxSeconds":300,"jitter":"full"}: after
+//     its n-th attempt failed, a message waits min(Base * 2^(n-1), Max),
+//     jittered;
+//   - a schedule, {"delays":[10,60,300],"jitter":"none"}: after its n-th
+//     attempt failed, a message waits Delays[n-1], or the last delay once n
+//     is past the list, jittered.
+//
+// Backoff (broker/internal/plan) computes the wait. Either form retries until
+// maxReceiveCount or the message's Sluice.MaxAttempts dead-letters it.
 type RetryPolicy struct {
-	// Base is the first backoff: 1..43200 s, whole seconds.
+	// Base is the first backoff: 1..43200 s, whole seconds (0 with Delays).
 	Base time.Duration
-	// Max caps the backoff: Base..43200 s, whole seconds.
+	// Max caps the backoff: Base..43200 s, whole seconds (0 with Delays).
 	Max time.Duration
-	// Jitter is JitterFull (the default), JitterEqual or JitterNone.
+	// Delays, when set, is the schedule: 1..MaxRetryDelays delays of
+	// 1..43200 s each, whole seconds; Base and Max are then 0.
+	Delays []time.Duration `json:",omitempty"`
+	// Jitter is JitterFull, JitterEqual, JitterNone or JitterUp. Its
+	// default is JitterFull for the exponential form and JitterNone for a
+	// schedule (whose delays are meant as given).
 	Jitter string
 }
 
-// String renders the policy as its attribute value.
+// Equal reports whether p and q are the same policy.
+func (p RetryPolicy) Equal(q RetryPolicy) bool {
+	return p.Base == q.Base && p.Max == q.Max && p.Jitter == q.Jitter && slices.Equal(p.Delays, q.Delays)
+}
+
+// String renders the policy as its attribute value, in one canonical form
+// per policy: {"baseSeconds":2,"maxSeconds":300,"jitter":"full"} or
+// {"delays":[10,60,300],"jitter":"none"}.
 func (p RetryPolicy) String() string {
-	b, _ := json.Marshal(struct {
-		Base   int64  `json:"baseSeconds"`
-		Max    int64  `json:"maxSeconds"`
-		Jitter string `json:"jitter"`
-	}{int64(p.Base / time.Second), int64(p.Max / time.Second), p.Jitter})
+	var b []byte
+	if len(p.Delays) > 0 {
+		delays := make([]int64, len(p.Delays))
+		for i, d := range p.Delays {
+			delays[i] = int64(d / time.Second)
+		}
+		b, _ = json.Marshal(struct {
+			Delays []int64 `json:"delays"`
+			Jitter string  `json:"jitter"`
+		}{delays, p.Jitter})
+	} else {
+		b, _ = json.Marshal(struct {
+			Base   int64  `json:"baseSeconds"`
+			Max    int64  `json:"maxSeconds"`
+			Jitter string `json:"jitter"`
+		}{int64(p.Base / time.Second), int64(p.Max / time.Second), p.Jitter})
+	}
 	return string(b)
 }
 
 // ParseRetryPolicy parses a RetryPolicy attribute value ("" = none). The
-// integers may be JSON numbers or strings, as in RedrivePolicy. baseSeconds
-// is required; maxSeconds defaults to 300 (the seed's cap) or baseSeconds if
-// that is larger, and must not be less than baseSeconds; jitter defaults to
-// "full".
+// integers may be JSON numbers or strings, as in RedrivePolicy. The
+// exponential form needs baseSeconds; maxSeconds defaults to 300 (the seed's
+// cap) or baseSeconds if that is larger, and must not be less than
+// baseSeconds; its jitter defaults to "full". The schedule form is delays
+// alone (never with baseSeconds or maxSeconds): 1 to 25 delays of 1 to 43200
+// seconds; its jitter defaults to "none".
 func ParseRetryPolicy(v string) (*RetryPolicy, error) {
 	if v == "" {
 		return nil, nil
@@ -194,46 +235,64 @@ func ParseRetryPolicy(v string) (*RetryPolicy, error) {
 		return nil, bad("Retry policy is not a valid JSON map.")
 	}
 	for k := range raw {
-		if k != "baseSeconds" && k != "maxSeconds" && k != "jitter" {
-			return nil, bad("Only following attributes are supported: [baseSeconds, maxSeconds, jitter].")
+		switch k {
+		case "baseSeconds", "maxSeconds", "delays", "jitter":
+		default:
+			return nil, bad("Only following attributes are supported: [baseSeconds, maxSeconds, delays, jitter].")
 		}
 	}
-	seconds := func(key string) (int64, bool, error) {
-		x, ok := raw[key]
-		if !ok {
-			return 0, false, nil
-		}
+	// seconds reads a whole number of seconds, 1..MaxRetrySeconds.
+	seconds := func(x any) (time.Duration, bool) {
 		n, ok := jsonInt(x)
-		if !ok || n < 1 || n > MaxRetrySeconds {
-			return 0, true, bad("Invalid value for " + key + ": must be an integer from 1 to 43200.")
+		return time.Duration(n) * time.Second, ok && n >= 1 && n <= MaxRetrySeconds
+	}
+	badSeconds := func(key string) error {
+		return bad(fmt.Sprintf("Invalid value for %s: must be an integer from 1 to %d.", key, MaxRetrySeconds))
+	}
+	p := &RetryPolicy{}
+	if x, ok := raw["delays"]; ok {
+		_, hasBase := raw["baseSeconds"]
+		_, hasMax := raw["maxSeconds"]
+		if hasBase || hasMax {
+			return nil, bad("delays cannot be given with baseSeconds or maxSeconds: give either delays or baseSeconds (and maxSeconds).")
 		}
-		return n, true, nil
+		list, ok := x.([]any)
+		if !ok || len(list) < 1 || len(list) > MaxRetryDelays {
+			return nil, bad(fmt.Sprintf("delays must be a list of 1 to %d integers.", MaxRetryDelays))
+		}
+		p.Delays = make([]time.Duration, len(list))
+		for i, d := range list {
+			if p.Delays[i], ok = seconds(d); !ok {
+				return nil, bad(fmt.Sprintf("Invalid value for delays: each must be an integer from 1 to %d.", MaxRetrySeconds))
+			}
+		}
+		p.Jitter = JitterNone
+	} else {
+		x, ok := raw["baseSeconds"]
+		if !ok {
+			return nil, bad("Retry policy does not contain mandatory attribute: baseSeconds or delays.")
+		}
+		if p.Base, ok = seconds(x); !ok {
+			return nil, badSeconds("baseSeconds")
+		}
+		p.Max = max(p.Base, 300*time.Second)
+		if x, ok := raw["maxSeconds"]; ok {
+			if p.Max, ok = seconds(x); !ok {
+				return nil, badSeconds("maxSeconds")
+			}
+		}
+		if p.Max < p.Base {
+			return nil, bad("maxSeconds must not be less than baseSeconds.")
+		}
+		p.Jitter = JitterFull
 	}
-	base, ok, err := seconds("baseSeconds")
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, bad("Retry policy does not contain mandatory attribute: baseSeconds.")
-	}
-	maxS, ok, err := seconds("maxSeconds")
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		maxS = max(base, 300)
-	}
-	if maxS < base {
-		return nil, bad("maxSeconds must not be less than baseSeconds.")
-	}
-	p := &RetryPolicy{Base: time.Duration(base) * time.Second, Max: time.Duration(maxS) * time.Second, Jitter: JitterFull}
 	if j, ok := raw["jitter"]; ok {
 		s, _ := j.(string)
 		switch s {
-		case JitterFull, JitterEqual, JitterNone:
+		case JitterFull, JitterEqual, JitterNone, JitterUp:
 			p.Jitter = s
 		default:
-			return nil, bad("jitter must be full, equal or none.")
+			return nil, bad("jitter must be full, equal, none or up.")
 		}
 	}
 	return p, nil

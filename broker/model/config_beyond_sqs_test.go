@@ -13,23 +13,32 @@ func TestParseRetryPolicy(t *testing.T) {
 		in   string
 		want RetryPolicy
 	}{
-		{`{"baseSeconds":2,"maxSeconds":300,"jitter":"full"}`, RetryPolicy{2 * time.Second, 300 * time.Second, JitterFull}},
-		{`{"baseSeconds":2}`, RetryPolicy{2 * time.Second, 300 * time.Second, JitterFull}},                    // defaults
-		{`{"baseSeconds":600}`, RetryPolicy{600 * time.Second, 600 * time.Second, JitterFull}},                // max defaults to base past 300
-		{`{"baseSeconds":"5","maxSeconds":"10"}`, RetryPolicy{5 * time.Second, 10 * time.Second, JitterFull}}, // strings, as RedrivePolicy
-		{`{"baseSeconds":1,"maxSeconds":1,"jitter":"none"}`, RetryPolicy{time.Second, time.Second, JitterNone}},
-		{`{"baseSeconds":3,"maxSeconds":43200,"jitter":"equal"}`, RetryPolicy{3 * time.Second, 43200 * time.Second, JitterEqual}},
-		{`{"baseSeconds":2.0}`, RetryPolicy{2 * time.Second, 300 * time.Second, JitterFull}},
-		{`{"baseSeconds":" 7 "}`, RetryPolicy{7 * time.Second, 300 * time.Second, JitterFull}},
+		{`{"baseSeconds":2,"maxSeconds":300,"jitter":"full"}`, RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: JitterFull}},
+		{`{"baseSeconds":2}`, RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: JitterFull}},                    // defaults
+		{`{"baseSeconds":600}`, RetryPolicy{Base: 600 * time.Second, Max: 600 * time.Second, Jitter: JitterFull}},                // max defaults to base past 300
+		{`{"baseSeconds":"5","maxSeconds":"10"}`, RetryPolicy{Base: 5 * time.Second, Max: 10 * time.Second, Jitter: JitterFull}}, // strings, as RedrivePolicy
+		{`{"baseSeconds":1,"maxSeconds":1,"jitter":"none"}`, RetryPolicy{Base: time.Second, Max: time.Second, Jitter: JitterNone}},
+		{`{"baseSeconds":3,"maxSeconds":43200,"jitter":"equal"}`, RetryPolicy{Base: 3 * time.Second, Max: 43200 * time.Second, Jitter: JitterEqual}},
+		{`{"baseSeconds":2.0}`, RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: JitterFull}},
+		{`{"baseSeconds":" 7 "}`, RetryPolicy{Base: 7 * time.Second, Max: 300 * time.Second, Jitter: JitterFull}},
+		{`{"baseSeconds":2,"jitter":"up"}`, RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: JitterUp}},
+		// The schedule form: jitter none by default.
+		{`{"delays":[10,60,300]}`, RetryPolicy{Delays: secondsList(10, 60, 300), Jitter: JitterNone}},
+		{`{"delays":[10,60,300],"jitter":"up"}`, RetryPolicy{Delays: secondsList(10, 60, 300), Jitter: JitterUp}},
+		{`{"jitter":"full","delays":["5", 5.0, 43200]}`, RetryPolicy{Delays: secondsList(5, 5, 43200), Jitter: JitterFull}},
+		{`{"delays":[1],"jitter":"equal"}`, RetryPolicy{Delays: secondsList(1), Jitter: JitterEqual}},
+		{`{"delays":[300,60,10]}`, RetryPolicy{Delays: secondsList(300, 60, 10), Jitter: JitterNone}}, // any order
+		{`{"delays":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25]}`, RetryPolicy{Delays: secondsList(
+			1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25), Jitter: JitterNone}},
 	} {
 		p, err := ParseRetryPolicy(c.in)
-		if err != nil || p == nil || *p != c.want {
+		if err != nil || p == nil || !p.Equal(c.want) {
 			t.Errorf("ParseRetryPolicy(%s) = %+v, %v; want %+v", c.in, p, err, c.want)
 			continue
 		}
 		// It renders to a value that parses to itself.
 		again, err := ParseRetryPolicy(p.String())
-		if err != nil || *again != *p {
+		if err != nil || !again.Equal(*p) {
 			t.Errorf("ParseRetryPolicy(%s) = %+v, %v; want %+v", p.String(), again, err, *p)
 		}
 	}
@@ -54,6 +63,26 @@ func TestParseRetryPolicy(t *testing.T) {
 		`{"baseSeconds":2,"jitter":1}`,
 		`{"baseSeconds":2,"jitter":null}`,
 		`{"baseSeconds":2,"extra":1}`, // unknown keys
+		// The schedule form.
+		`{"delays":[10,60],"baseSeconds":2}`, // both forms
+		`{"delays":[10,60],"maxSeconds":300}`,
+		`{"delays":[10],"baseSeconds":2,"maxSeconds":300}`,
+		`{"delays":[]}`, // 1..25 delays
+		`{"delays":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26]}`,
+		`{"delays":10}`, // a list
+		`{"delays":"10,60"}`,
+		`{"delays":null}`,
+		`{"delays":{"a":1}}`,
+		`{"delays":[10,0]}`, // each 1..43200
+		`{"delays":[-10]}`,
+		`{"delays":[43201]}`,
+		`{"delays":[1.5]}`, // whole seconds
+		`{"delays":[10,"x"]}`,
+		`{"delays":[10,null]}`,
+		`{"delays":[[10]]}`,
+		`{"delays":[10],"jitter":"sideways"}`, // unknown jitter
+		`{"delays":[10],"jitter":"UP"}`,
+		`{"delays":[10],"jitter":""}`,
 	} {
 		if p, err := ParseRetryPolicy(bad); !errors.Is(err, ErrInvalidAttributeValue) || p != nil {
 			t.Errorf("ParseRetryPolicy(%s) = %+v, %v; want ErrInvalidAttributeValue", bad, p, err)
@@ -61,6 +90,55 @@ func TestParseRetryPolicy(t *testing.T) {
 			t.Errorf("ParseRetryPolicy(%s): the error %q does not name RetryPolicy", bad, err)
 		}
 	}
+}
+
+// TestRetryPolicyErrors: the error texts name the rule broken and its limits.
+func TestRetryPolicyErrors(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`{"delays":[10],"baseSeconds":2}`: "Value {\"delays\":[10],\"baseSeconds\":2} for parameter RetryPolicy is invalid. " +
+			"Reason: delays cannot be given with baseSeconds or maxSeconds: give either delays or baseSeconds (and maxSeconds).",
+		`{"delays":[]}`:             "Reason: delays must be a list of 1 to 25 integers.",
+		`{"delays":[10,0]}`:         "Reason: Invalid value for delays: each must be an integer from 1 to 43200.",
+		`{"delays":[1],"jitter":1}`: "Reason: jitter must be full, equal, none or up.",
+		`{"baseSeconds":0}`:         "Reason: Invalid value for baseSeconds: must be an integer from 1 to 43200.",
+		`{"maxSeconds":5}`:          "Reason: Retry policy does not contain mandatory attribute: baseSeconds or delays.",
+		`{"delay":[10]}`:            "Reason: Only following attributes are supported: [baseSeconds, maxSeconds, delays, jitter].",
+	} {
+		_, err := ParseRetryPolicy(in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRetryPolicy(%s) = %v, want an error with %q", in, err, want)
+		}
+	}
+}
+
+// TestRetryPolicyString: the canonical forms GetQueueAttributes shows.
+func TestRetryPolicyString(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`{"baseSeconds":2}`:                     `{"baseSeconds":2,"maxSeconds":300,"jitter":"full"}`,
+		`{ "delays" : ["10", 60, 300.0] }`:      `{"delays":[10,60,300],"jitter":"none"}`,
+		`{"jitter":"up","delays":[10,60,300]}`:  `{"delays":[10,60,300],"jitter":"up"}`,
+		`{"baseSeconds":4,"jitter":"up"}`:       `{"baseSeconds":4,"maxSeconds":300,"jitter":"up"}`,
+		`{"delays":[43200,1],"jitter":"equal"}`: `{"delays":[43200,1],"jitter":"equal"}`,
+	} {
+		p, err := ParseRetryPolicy(in)
+		if err != nil {
+			t.Errorf("ParseRetryPolicy(%s): %v", in, err)
+			continue
+		}
+		if got := p.String(); got != want {
+			t.Errorf("ParseRetryPolicy(%s).String() = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func secondsList(s ...int) []time.Duration {
+	out := make([]time.Duration, len(s))
+	for i, n := range s {
+		out[i] = time.Duration(n) * time.Second
+	}
+	return out
 }
 
 const testDLQ = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":3}`
@@ -88,7 +166,7 @@ func TestSluiceAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Retry == nil || *c.Retry != (RetryPolicy{2 * time.Second, 60 * time.Second, JitterEqual}) ||
+	if c.Retry == nil || !c.Retry.Equal(RetryPolicy{Base: 2 * time.Second, Max: 60 * time.Second, Jitter: JitterEqual}) ||
 		c.MaxDepth != 100 || c.LowPriorityMaxDepth != 80 || !c.Paused || c.DeadLetterWebhook != set[AttrDeadLetterWebhook] || c.AtMostOnce() {
 		t.Fatalf("parsed %+v", c)
 	}
@@ -145,6 +223,13 @@ func TestSluiceAttributes(t *testing.T) {
 	changed.Retry.Base = time.Hour
 	if base.Retry.Base != 2*time.Second {
 		t.Error("ApplyAttributes shares the RetryPolicy with its input")
+	}
+	// So is a Clone's schedule.
+	sched, _ := ParseAttributes("q", map[string]string{AttrRetryPolicy: `{"delays":[10,60]}`})
+	copied := sched.Clone()
+	copied.Retry.Delays[0] = time.Hour
+	if sched.Retry.Delays[0] != 10*time.Second {
+		t.Error("Clone shares the RetryPolicy's delays with its input")
 	}
 }
 
@@ -257,6 +342,22 @@ func TestConflictingSluiceAttribute(t *testing.T) {
 	} {
 		if got := c.ConflictingAttribute("q", differ); got != want {
 			t.Errorf("ConflictingAttribute(%v) = %q, want %s", differ, got, want)
+		}
+	}
+	// The schedule form compares parsed values too.
+	sc, err := ParseAttributes("q", map[string]string{AttrRetryPolicy: `{"delays":[10,60,300]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.ConflictingAttribute("q", map[string]string{AttrRetryPolicy: `{"jitter":"none","delays":["10",60,300]}`}); got != "" {
+		t.Errorf("the same schedule spelt otherwise: %q", got)
+	}
+	for _, differ := range []string{
+		`{"delays":[10,60]}`, `{"delays":[10,60,300,300]}`, `{"delays":[10,60,300],"jitter":"up"}`,
+		`{"baseSeconds":10,"maxSeconds":300,"jitter":"none"}`,
+	} {
+		if got := sc.ConflictingAttribute("q", map[string]string{AttrRetryPolicy: differ}); got != AttrRetryPolicy {
+			t.Errorf("schedule vs %s: %q", differ, got)
 		}
 	}
 	// A queue without a RetryPolicy differs from one asked with it, and back.

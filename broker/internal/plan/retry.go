@@ -25,26 +25,44 @@ import (
 // policy, is visible again at once.
 
 // Backoff is how long a message waits after its attempts-th attempt failed,
-// under policy p: min(Base * 2^(attempts-1), Max), jittered. The jitter is
-// drawn from seed (JitterSeed), not from a global source, so that a backend
-// can compute the same instant again (after a restart, or on another broker)
-// without storing it, and tests are exact.
+// under policy p: the scheduled delay d, jittered. d is
+// min(Base * 2^(attempts-1), Max) in the exponential form, and
+// Delays[attempts-1] in the schedule form (the last delay for every attempt
+// past the list). The jitter is drawn from seed (JitterSeed), not from a
+// global source, so that a backend can compute the same instant again
+// (after a restart, or on another broker) without storing it, and tests are
+// exact:
+//
+//	full   uniform in [0, d]
+//	equal  d/2 + uniform in [0, d/2]
+//	none   d
+//	up     d + uniform in [0, d/2] (d times a factor in [1, 1.5])
 func Backoff(p model.RetryPolicy, attempts int, seed uint64) time.Duration {
-	n := max(attempts, 1)
-	d := p.Base
-	for i := 1; i < n && d < p.Max; i++ {
-		d *= 2
-	}
-	d = min(d, p.Max)
+	d := scheduled(p, max(attempts, 1))
 	switch p.Jitter {
 	case model.JitterNone:
 		return d
 	case model.JitterEqual:
 		half := d / 2
 		return half + time.Duration(uniform(seed, uint64(d-half)+1))
+	case model.JitterUp:
+		return d + time.Duration(uniform(seed, uint64(d/2)+1))
 	default: // full
 		return time.Duration(uniform(seed, uint64(d)+1))
 	}
+}
+
+// scheduled is policy p's delay after the n-th failed attempt (n >= 1),
+// before the jitter.
+func scheduled(p model.RetryPolicy, n int) time.Duration {
+	if len(p.Delays) > 0 {
+		return p.Delays[min(n, len(p.Delays))-1]
+	}
+	d := p.Base
+	for i := 1; i < n && d < p.Max; i++ {
+		d *= 2
+	}
+	return min(d, p.Max)
 }
 
 // JitterSeed is the seed of a message's backoff after a given attempt: the

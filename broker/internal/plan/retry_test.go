@@ -42,39 +42,159 @@ func TestBackoffNone(t *testing.T) {
 
 func TestBackoffJitterBounds(t *testing.T) {
 	t.Parallel()
-	for _, jitter := range []string{model.JitterFull, model.JitterEqual} {
-		p := model.RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: jitter}
-		for attempts := 1; attempts <= 12; attempts++ {
-			d := Backoff(model.RetryPolicy{Base: p.Base, Max: p.Max, Jitter: model.JitterNone}, attempts, 0)
-			lo := time.Duration(0)
-			if jitter == model.JitterEqual {
-				lo = d / 2
+	for _, form := range []model.RetryPolicy{
+		{Base: 2 * time.Second, Max: 300 * time.Second},
+		{Delays: []time.Duration{10 * time.Second, 60 * time.Second, 300 * time.Second}},
+	} {
+		for _, jitter := range []string{model.JitterFull, model.JitterEqual} {
+			p := form
+			p.Jitter = jitter
+			for attempts := 1; attempts <= 12; attempts++ {
+				none := form
+				none.Jitter = model.JitterNone
+				d := Backoff(none, attempts, 0)
+				lo := time.Duration(0)
+				if jitter == model.JitterEqual {
+					lo = d / 2
+				}
+				seen := map[time.Duration]bool{}
+				var min, max time.Duration = d, 0
+				for i := 0; i < 500; i++ {
+					id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+					got := Backoff(p, attempts, JitterSeed(id, attempts))
+					if got < lo || got > d {
+						t.Fatalf("Backoff(%s, attempts %d) = %v, outside [%v, %v]", p, attempts, got, lo, d)
+					}
+					seen[got] = true
+					if got < min {
+						min = got
+					}
+					if got > max {
+						max = got
+					}
+				}
+				// 500 draws spread over the range: distinct, and reaching both
+				// ends' neighbourhoods (the lowest and highest tenth).
+				if len(seen) < 490 {
+					t.Errorf("%s, attempts %d: only %d distinct backoffs of 500 messages", p, attempts, len(seen))
+				}
+				tenth := (d - lo) / 10
+				if min > lo+tenth || max < d-tenth {
+					t.Errorf("%s, attempts %d: backoffs span [%v, %v], want near [%v, %v]", p, attempts, min, max, lo, d)
+				}
 			}
+		}
+	}
+}
+
+// TestBackoffSchedule: the schedule form waits delays[n-1] after the n-th
+// attempt, and the last delay after every later one.
+func TestBackoffSchedule(t *testing.T) {
+	t.Parallel()
+	p := model.RetryPolicy{Delays: []time.Duration{10 * time.Second, 60 * time.Second, 300 * time.Second}, Jitter: model.JitterNone}
+	want := []time.Duration{10, 10, 60, 300, 300, 300, 300}
+	for attempts, w := range want { // attempts 0 backs off as 1
+		for _, seed := range []uint64{0, 1, 1 << 63} {
+			if got := Backoff(p, attempts, seed); got != w*time.Second {
+				t.Errorf("Backoff(10,60,300 none, attempts %d, seed %d) = %v, want %v", attempts, seed, got, w*time.Second)
+			}
+		}
+	}
+	for _, attempts := range []int{1000, 1 << 30} {
+		if got := Backoff(p, attempts, 7); got != 300*time.Second {
+			t.Errorf("Backoff(attempts %d) = %v, want the last delay", attempts, got)
+		}
+	}
+	// One delay: every attempt waits it. The order is the user's.
+	one := model.RetryPolicy{Delays: []time.Duration{45 * time.Second}, Jitter: model.JitterNone}
+	down := model.RetryPolicy{Delays: []time.Duration{300 * time.Second, 60 * time.Second}, Jitter: model.JitterNone}
+	for attempts, w := range []time.Duration{45, 45, 45, 45} {
+		if got := Backoff(one, attempts, 0); got != w*time.Second {
+			t.Errorf("Backoff(45, attempts %d) = %v", attempts, got)
+		}
+	}
+	for attempts, w := range []time.Duration{300, 300, 60, 60} {
+		if got := Backoff(down, attempts, 0); got != w*time.Second {
+			t.Errorf("Backoff(300,60, attempts %d) = %v, want %v", attempts, got, w*time.Second)
+		}
+	}
+}
+
+// TestBackoffExact pins the draws: a backoff is computed again after a
+// restart and on other brokers, so the same message and attempt must wait
+// the same time in every version (these values are what Sluice computed
+// when the schedule form and jitter up came; a change of them moves the
+// retries of messages already backing off).
+func TestBackoffExact(t *testing.T) {
+	t.Parallel()
+	id := "0b1c2d3e-0000-4000-8000-000000000000"
+	sched := []time.Duration{10 * time.Second, 60 * time.Second, 300 * time.Second}
+	exp := model.RetryPolicy{Base: 2 * time.Second, Max: 300 * time.Second}
+	for _, c := range []struct {
+		jitter string
+		sched  []time.Duration // attempts 1..4, schedule 10, 60, 300
+		exp    []time.Duration // attempts 1..3, 2 s doubling
+	}{
+		{model.JitterNone, []time.Duration{10e9, 60e9, 300e9, 300e9}, []time.Duration{2e9, 4e9, 8e9}},
+		{model.JitterFull, []time.Duration{4660177348, 42457844180, 268055792714, 11992255242}, []time.Duration{932035470, 2830522946, 7148154473}},
+		{model.JitterEqual, []time.Duration{7330088674, 51228922090, 284027896357, 155996127621}, []time.Duration{1466017735, 3415261473, 7574077237}},
+		{model.JitterUp, []time.Duration{12330088674, 81228922090, 434027896357, 305996127621}, []time.Duration{2466017735, 5415261473, 11574077237}},
+	} {
+		p := model.RetryPolicy{Delays: sched, Jitter: c.jitter}
+		for i, want := range c.sched {
+			if got := Backoff(p, i+1, JitterSeed(id, i+1)); got != want {
+				t.Errorf("Backoff(10,60,300 %s, attempts %d) = %v, want %v", c.jitter, i+1, got, want)
+			}
+		}
+		e := exp
+		e.Jitter = c.jitter
+		for i, want := range c.exp {
+			if got := Backoff(e, i+1, JitterSeed(id, i+1)); got != want {
+				t.Errorf("Backoff(2..300 %s, attempts %d) = %v, want %v", c.jitter, i+1, got, want)
+			}
+		}
+	}
+}
+
+// TestBackoffJitterUp: jitter up waits d times a factor in [1, 1.5] (the
+// seed's "+0-50 %" table: 2 s waits 2-3 s, 4 s waits 4-6 s, …), in both
+// forms, spread over the whole range.
+func TestBackoffJitterUp(t *testing.T) {
+	t.Parallel()
+	for _, p := range []model.RetryPolicy{
+		{Delays: []time.Duration{10 * time.Second, 60 * time.Second, 300 * time.Second}, Jitter: model.JitterUp},
+		{Base: 2 * time.Second, Max: 300 * time.Second, Jitter: model.JitterUp},
+	} {
+		none := p
+		none.Jitter = model.JitterNone
+		for attempts := 1; attempts <= 10; attempts++ {
+			d := Backoff(none, attempts, 0)
+			hi := d + d/2
 			seen := map[time.Duration]bool{}
-			var min, max time.Duration = d, 0
+			lo, top := hi, time.Duration(0)
 			for i := 0; i < 500; i++ {
 				id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
 				got := Backoff(p, attempts, JitterSeed(id, attempts))
-				if got < lo || got > d {
-					t.Fatalf("Backoff(%s, attempts %d) = %v, outside [%v, %v]", jitter, attempts, got, lo, d)
+				if got < d || got > hi {
+					t.Fatalf("Backoff(%s, attempts %d) = %v, outside [%v, %v]", p, attempts, got, d, hi)
 				}
 				seen[got] = true
-				if got < min {
-					min = got
-				}
-				if got > max {
-					max = got
-				}
+				lo, top = min(lo, got), max(top, got)
 			}
-			// 500 draws spread over the range: distinct, and reaching both
-			// ends' neighbourhoods (the lowest and highest tenth).
 			if len(seen) < 490 {
-				t.Errorf("%s, attempts %d: only %d distinct backoffs of 500 messages", jitter, attempts, len(seen))
+				t.Errorf("%s, attempts %d: only %d distinct backoffs of 500 messages", p, attempts, len(seen))
 			}
-			tenth := (d - lo) / 10
-			if min > lo+tenth || max < d-tenth {
-				t.Errorf("%s, attempts %d: backoffs span [%v, %v], want near [%v, %v]", jitter, attempts, min, max, lo, d)
+			tenth := (hi - d) / 10
+			if lo > d+tenth || top < hi-tenth {
+				t.Errorf("%s, attempts %d: backoffs span [%v, %v], want near [%v, %v]", p, attempts, lo, top, d, hi)
 			}
+		}
+	}
+	// The largest delay: 1.5 × 43200 s at most, no overflow.
+	big := model.RetryPolicy{Delays: []time.Duration{model.MaxRetrySeconds * time.Second}, Jitter: model.JitterUp}
+	for seed := uint64(0); seed < 100; seed++ {
+		if got := Backoff(big, 3, seed); got < model.MaxRetrySeconds*time.Second || got > model.MaxRetrySeconds*time.Second*3/2 {
+			t.Fatalf("Backoff(43200 up) = %v", got)
 		}
 	}
 }
