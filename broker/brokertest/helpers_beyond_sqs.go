@@ -1,6 +1,7 @@
 package brokertest
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
@@ -15,6 +16,12 @@ import (
 // retryPolicy is a RetryPolicy attribute value.
 func retryPolicy(base, max int, jitter string) string {
 	return fmt.Sprintf(`{"baseSeconds":%d,"maxSeconds":%d,"jitter":%q}`, base, max, jitter)
+}
+
+// retrySchedule is a RetryPolicy attribute value of the schedule form.
+func retrySchedule(jitter string, delays ...int) string {
+	b, _ := json.Marshal(delays)
+	return fmt.Sprintf(`{"delays":%s,"jitter":%q}`, b, jitter)
 }
 
 // numAttr is a Number message attribute.

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/broker/internal/plan"
 	"github.com/sluicemq/sluice/broker/model"
 )
 
@@ -12,6 +13,7 @@ import (
 var sluiceRestartTests = []testCase{
 	{"BackoffAndAttempts", testRestartBackoff},
 	{"ExpiryIntoBackoffWhileDown", testRestartExpiryBackoff},
+	{"ScheduleJitterUp", testRestartSchedule},
 	{"PriorityAndPause", testRestartPriorityPause},
 }
 
@@ -74,6 +76,31 @@ func testRestartExpiryBackoff(t *testing.T, s suite) {
 	if m := e.browsed("dlq", d.ID); m.FailureReason != model.ReasonLeaseExpired || m.Attempts != 2 || m.DeadLetterSource != "q" {
 		t.Fatalf("dead letter reason %q attempts %d source %q, want %q, 2, q", m.FailureReason, m.Attempts, m.DeadLetterSource, model.ReasonLeaseExpired)
 	}
+}
+
+// testRestartSchedule: a queue's schedule and jitter survive a restart, and
+// a message backing off under them comes back at the same drawn instant
+// (the draw is computed again from the message and attempt, not stored).
+func testRestartSchedule(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.requireReopen()
+	e.createQueue("q", map[string]string{model.AttrRetryPolicy: retrySchedule(model.JitterUp, 10, 60)})
+	p := model.RetryPolicy{Delays: []time.Duration{10 * time.Second, 60 * time.Second}, Jitter: model.JitterUp}
+	res := e.sendBody("q", "a")
+	e.nack("q", e.receiveOne("q").Receipt, "", nil)
+	e.advance(plan.Backoff(p, 1, plan.JitterSeed(res.MessageID, 1)))
+	e.nack("q", e.receiveOne("q").Receipt, "", nil) // attempt 2: 60 s up to 90 s
+	wait := plan.Backoff(p, 2, plan.JitterSeed(res.MessageID, 2))
+	e.advance(30 * time.Second)
+	e.reopen()
+	if got := e.getQueue("q").Config.Attributes()[model.AttrRetryPolicy]; got != `{"delays":[10,60],"jitter":"up"}` {
+		t.Fatalf("RetryPolicy after a restart = %s", got)
+	}
+	e.wantStats("q", 0, 0, 1)
+	e.advance(wait - 30*time.Second - time.Millisecond)
+	e.receiveNone("q")
+	e.advance(2 * time.Millisecond)
+	wantCounts(t, "after the restart", e.receiveOne("q"), 3, 3)
 }
 
 // testRestartPriorityPause: priorities order the queue after a restart,

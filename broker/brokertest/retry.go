@@ -18,8 +18,13 @@ var retryTests = []testCase{
 	{"AttemptsVsReceiveCount", testAttemptsVsReceiveCount},
 	{"BackoffTableAfterNack", testBackoffTable},
 	{"BackoffFromLeaseExpiry", testBackoffFromExpiry},
-	{"JitterFullBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, model.JitterFull) }},
-	{"JitterEqualBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, model.JitterEqual) }},
+	{"JitterFullBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, model.JitterFull, false) }},
+	{"JitterEqualBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, model.JitterEqual, false) }},
+	{"JitterUpBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, model.JitterUp, false) }},
+	{"ScheduleThenDeadLetter", testScheduleThenDeadLetter},
+	{"ScheduleJitterUp", testScheduleJitterUp},
+	{"ScheduleJitterUpBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, model.JitterUp, true) }},
+	{"ScheduleJitterFullBounds", func(t *testing.T, s suite) { testJitterBounds(t, s, model.JitterFull, true) }},
 	{"NonZeroVisibilityHonoured", testNonZeroVisibilityHonoured},
 	{"ExplicitNackDelayHonoured", testExplicitNackDelay},
 	{"FifoBackoffHoldsGroup", testFifoBackoffHoldsGroup},
@@ -163,17 +168,24 @@ func testBackoffFromExpiry(t *testing.T, s suite) {
 	wantCounts(t, "receive after the second backoff", d, 3, 3)
 }
 
-// testJitterBounds: with jitter full (in [0, d]) or equal (in [d/2, d]),
-// many messages nacked at the same instant come back spread over the
-// bounds, each at the instant plan.Backoff computes from its JitterSeed.
-func testJitterBounds(t *testing.T, s suite, jitter string) {
+// testJitterBounds: with jitter full (in [0, d]), equal (in [d/2, d]) or up
+// (in [d, 1.5 d]), many messages nacked at the same instant come back
+// spread over the bounds, each at the instant plan.Backoff computes from its
+// JitterSeed; d is 8 s, as the exponential form {"baseSeconds":8,
+// "maxSeconds":8} or the schedule {"delays":[8]}.
+func testJitterBounds(t *testing.T, s suite, jitter string, schedule bool) {
 	e := s.setup(t)
 	const n = 20
 	d := 8 * time.Second
 	p := model.RetryPolicy{Base: d, Max: d, Jitter: jitter}
+	attr := retryPolicy(8, 8, jitter)
+	if schedule {
+		p = model.RetryPolicy{Delays: []time.Duration{d}, Jitter: jitter}
+		attr = retrySchedule(jitter, 8)
+	}
 	e.createQueue("q", map[string]string{
 		model.AttrVisibilityTimeout: "60",
-		model.AttrRetryPolicy:       retryPolicy(8, 8, jitter),
+		model.AttrRetryPolicy:       attr,
 	})
 	for i := 0; i < n; i += 10 {
 		var batch []model.SendEntry
@@ -202,13 +214,16 @@ func testJitterBounds(t *testing.T, s suite, jitter string) {
 		}
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].Before(due[j]) })
-	lo := nackAt
-	if jitter == model.JitterEqual {
+	lo, hi := nackAt, nackAt.Add(d)
+	switch jitter {
+	case model.JitterEqual:
 		lo = nackAt.Add(d / 2)
+	case model.JitterUp:
+		lo, hi = nackAt.Add(d), nackAt.Add(d+d/2)
 	}
 	for _, at := range due {
-		if at.Before(lo) || at.After(nackAt.Add(d)) {
-			t.Fatalf("plan.Backoff put a message at %v, outside [%v, %v]", at.Sub(nackAt), lo.Sub(nackAt), d)
+		if at.Before(lo) || at.After(hi) {
+			t.Fatalf("plan.Backoff put a message at %v, outside [%v, %v]", at.Sub(nackAt), lo.Sub(nackAt), hi.Sub(nackAt))
 		}
 	}
 	if due[0].Equal(due[n-1]) {
@@ -225,7 +240,7 @@ func testJitterBounds(t *testing.T, s suite, jitter string) {
 		}
 		return int64(k)
 	}
-	for step := time.Duration(0); step <= d; step += 250 * time.Millisecond {
+	for step := time.Duration(0); step <= hi.Sub(nackAt); step += 250 * time.Millisecond {
 		if step > 0 {
 			e.advance(250 * time.Millisecond)
 		}
@@ -250,6 +265,88 @@ func testJitterBounds(t *testing.T, s suite, jitter string) {
 		}
 	}
 	e.eventuallyStats("q", n, 0, 0)
+}
+
+// testScheduleThenDeadLetter: the schedule form, jitter none: after its
+// n-th failed attempt a message waits exactly delays[n-1] (10 s, 60 s,
+// 300 s), then the last delay again (300 s), from the nack or from the
+// lease's end; the failure of its maxReceiveCount-th attempt moves it to the
+// dead-letter queue at once, with its reason and counts.
+func testScheduleThenDeadLetter(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("q", map[string]string{
+		model.AttrVisibilityTimeout: "30",
+		model.AttrRetryPolicy:       retrySchedule(model.JitterNone, 10, 60, 300),
+		model.AttrRedrivePolicy:     redrivePolicy("dlq", 5),
+	})
+	if got := e.getQueue("q").Config.Attributes()[model.AttrRetryPolicy]; got != `{"delays":[10,60,300],"jitter":"none"}` {
+		t.Fatalf("RetryPolicy reads back as %s", got)
+	}
+	res := e.sendBody("q", "a")
+	for i, wait := range []time.Duration{10, 60, 300, 300} {
+		n := i + 1
+		wait *= time.Second
+		d := e.receiveOne("q")
+		if d.ID != res.MessageID {
+			t.Fatalf("receive %d: got %s, want %s", n, d.ID, res.MessageID)
+		}
+		wantCounts(t, fmt.Sprintf("receive %d", n), d, n, n)
+		if n == 3 {
+			// This attempt fails by its lease's end: the wait runs from it.
+			e.advance(30 * time.Second)
+		} else {
+			e.advance(time.Second) // the nack, not the receive, starts the wait
+			e.mustChangeVis("q", d.Receipt, 0)
+		}
+		e.eventuallyStats("q", 0, 0, 1)
+		e.advance(wait - time.Second)
+		e.receiveNone("q")
+		e.wantStats("q", 0, 0, 1)
+		e.advance(time.Second)
+		e.eventuallyStats("q", 1, 0, 0)
+	}
+	// The fifth attempt is the last (maxReceiveCount 5): its nack moves the
+	// message to the dead-letter queue, without a wait.
+	d := e.receiveOne("q")
+	wantCounts(t, "receive 5", d, 5, 5)
+	e.nack("q", d.Receipt, "card declined", nil)
+	e.eventuallyStats("q", 0, 0, 0)
+	e.eventuallyStats("dlq", 1, 0, 0)
+	if m := e.browsed("dlq", res.MessageID); m.FailureReason != "card declined" || m.Attempts != 5 || m.ReceiveCount != 5 {
+		t.Fatalf("dead letter reason %q attempts %d receives %d, want %q, 5, 5", m.FailureReason, m.Attempts, m.ReceiveCount, "card declined")
+	}
+}
+
+// testScheduleJitterUp: the schedule 10 s, 60 s, 300 s with jitter up: each
+// wait is the delay times a factor in [1, 1.5], at the instant plan.Backoff
+// draws for the message and attempt (within a millisecond of storage
+// rounding).
+func testScheduleJitterUp(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{
+		model.AttrVisibilityTimeout: "30",
+		model.AttrRetryPolicy:       retrySchedule(model.JitterUp, 10, 60, 300),
+	})
+	p := model.RetryPolicy{Delays: []time.Duration{10 * time.Second, 60 * time.Second, 300 * time.Second}, Jitter: model.JitterUp}
+	res := e.sendBody("q", "a")
+	for i, delay := range []time.Duration{10, 60, 300, 300, 300} {
+		n := i + 1
+		delay *= time.Second
+		d := e.receiveOne("q")
+		wantCounts(t, fmt.Sprintf("receive %d", n), d, n, n)
+		e.mustChangeVis("q", d.Receipt, 0)
+		wait := plan.Backoff(p, n, plan.JitterSeed(res.MessageID, n))
+		if wait < delay || wait > delay+delay/2 {
+			t.Fatalf("attempt %d: a wait of %v, outside [%v, %v]", n, wait, delay, delay+delay/2)
+		}
+		e.wantStats("q", 0, 0, 1)
+		e.advance(wait - time.Millisecond)
+		e.receiveNone("q")
+		e.wantStats("q", 0, 0, 1)
+		e.advance(2 * time.Millisecond)
+		e.eventuallyStats("q", 1, 0, 0)
+	}
 }
 
 // testNonZeroVisibilityHonoured: on a queue with a RetryPolicy, a non-zero
