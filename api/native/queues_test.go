@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,6 +60,38 @@ func TestQueueLifecycle(t *testing.T) {
 	e.fails(404, "queue_not_found", "GET", "/v1/queues/orders", nil)
 	e.fails(404, "queue_not_found", "DELETE", "/v1/queues/orders", nil)
 	e.fails(404, "queue_not_found", "POST", "/v1/queues/orders/messages", map[string]any{"body": "x"})
+}
+
+// TestQueueRetrySchedule: the native API sets and reads RetryPolicy's
+// schedule form as the SQS protocols do, normalized, and refuses a bad one
+// with invalid_attribute_value and the reason.
+func TestQueueRetrySchedule(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	q := e.ok(200, "POST", "/v1/queues", map[string]any{
+		"name": "payments", "attributes": map[string]string{"RetryPolicy": `{"delays":["10",60,300]}`},
+	})
+	if got := q["attributes"].(map[string]any)["RetryPolicy"]; got != `{"delays":[10,60,300],"jitter":"none"}` {
+		t.Fatalf("RetryPolicy after create = %v", got)
+	}
+	q = e.ok(200, "PATCH", "/v1/queues/payments", map[string]any{"attributes": map[string]string{"RetryPolicy": `{"delays":[10,60,300],"jitter":"up"}`}})
+	if got := q["attributes"].(map[string]any)["RetryPolicy"]; got != `{"delays":[10,60,300],"jitter":"up"}` {
+		t.Fatalf("RetryPolicy after PATCH = %v", got)
+	}
+	for v, reason := range map[string]string{
+		`{"delays":[10],"baseSeconds":2}`: "delays cannot be given with baseSeconds or maxSeconds",
+		`{"delays":[0]}`:                  "each must be an integer from 1 to 43200",
+		`{"delays":[10],"jitter":"half"}`: "jitter must be full, equal, none or up",
+	} {
+		msg := e.fails(400, "invalid_attribute_value", "PATCH", "/v1/queues/payments", map[string]any{"attributes": map[string]string{"RetryPolicy": v}})
+		if !strings.Contains(msg, reason) {
+			t.Errorf("PATCH RetryPolicy=%s: %q, want it to say %q", v, msg, reason)
+		}
+	}
+	q = e.ok(200, "GET", "/v1/queues/payments", nil)
+	if got := q["attributes"].(map[string]any)["RetryPolicy"]; got != `{"delays":[10,60,300],"jitter":"up"}` {
+		t.Fatalf("RetryPolicy after the refusals = %v", got)
+	}
 }
 
 func TestListQueuesPages(t *testing.T) {

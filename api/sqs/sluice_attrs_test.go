@@ -61,6 +61,12 @@ var sluiceRefusals = []map[string]string{
 	{"RetryPolicy": `{"baseSeconds":10,"maxSeconds":5}`},
 	{"RetryPolicy": `{"maxSeconds":5}`},
 	{"RetryPolicy": `{"baseSeconds":2,"tries":3}`},
+	{"RetryPolicy": `{"delays":[10,60],"baseSeconds":2}`}, // both forms
+	{"RetryPolicy": `{"delays":[]}`},
+	{"RetryPolicy": `{"delays":[10,0]}`},
+	{"RetryPolicy": `{"delays":[-5]}`},
+	{"RetryPolicy": `{"delays":[43201]}`},
+	{"RetryPolicy": `{"delays":[10],"jitter":"down"}`},
 	{"MaxDepth": "-1"},
 	{"MaxDepth": "ten"},
 	{"MaxDepth": "5", "LowPriorityMaxDepth": "6"},
@@ -292,5 +298,109 @@ func TestSluiceAttributesQuery(t *testing.T) {
 		expectError(t, resp, body, 400, "InvalidAttributeValue")
 		resp, body = e.form("/", queryAttrs(vals("Action", "SetQueueAttributes", "QueueUrl", e.URL+"/"+acct+"/qplain"), attrs))
 		expectError(t, resp, body, 400, "InvalidAttributeValue")
+	}
+}
+
+// The schedule form of RetryPolicy ({"delays":[...]}) and jitter up, set and
+// read in both protocols: normalized on the way back, compared parsed by
+// CreateQueue, refused with InvalidAttributeValue and a reason that says the
+// limits.
+var (
+	scheduleSet  = `{ "delays": [10, "60", 300] }`
+	scheduleWant = `{"delays":[10,60,300],"jitter":"none"}`
+	scheduleUp   = `{"jitter":"up","delays":[5,30]}`
+	upWant       = `{"delays":[5,30],"jitter":"up"}`
+	// scheduleRefusals and the text each error must hold.
+	scheduleRefusals = map[string]string{
+		`{"delays":[10,60],"maxSeconds":300}`: "delays cannot be given with baseSeconds or maxSeconds",
+		`{"delays":[]}`:                       "delays must be a list of 1 to 25 integers.",
+		`{"delays":[10,43201]}`:               "Invalid value for delays: each must be an integer from 1 to 43200.",
+	}
+)
+
+func TestRetryScheduleJSON(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	get := func(url string) string {
+		t.Helper()
+		out, err := e.client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: &url,
+			AttributeNames: []types.QueueAttributeName{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Attributes["RetryPolicy"]
+	}
+	q := e.queue("sched", map[string]string{"RetryPolicy": scheduleSet})
+	if got := get(q); got != scheduleWant {
+		t.Errorf("RetryPolicy after CreateQueue = %s, want %s", got, scheduleWant)
+	}
+	if again := e.queue("sched", map[string]string{"RetryPolicy": scheduleWant}); again != q {
+		t.Errorf("re-create with the normalized schedule answered %s", again)
+	}
+	_, err := e.client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("sched"),
+		Attributes: map[string]string{"RetryPolicy": `{"delays":[10,60]}`}})
+	var exists *types.QueueNameExists
+	if !errors.As(err, &exists) || !strings.Contains(exists.ErrorMessage(), "RetryPolicy") {
+		t.Errorf("re-create with another schedule: %v", err)
+	}
+	if _, err := e.client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: &q,
+		Attributes: map[string]string{"RetryPolicy": scheduleUp}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(q); got != upWant {
+		t.Errorf("RetryPolicy after SetQueueAttributes = %s, want %s", got, upWant)
+	}
+	for v, reason := range scheduleRefusals {
+		_, err := e.client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: &q,
+			Attributes: map[string]string{"RetryPolicy": v}})
+		var bad *types.InvalidAttributeValue
+		if !errors.As(err, &bad) || !strings.Contains(bad.ErrorMessage(), reason) || !strings.Contains(bad.ErrorMessage(), "RetryPolicy") {
+			t.Errorf("SetQueueAttributes RetryPolicy=%s: %v, want InvalidAttributeValue saying %q", v, err, reason)
+		}
+	}
+	if got := get(q); got != upWant {
+		t.Errorf("refused schedules changed the queue: RetryPolicy = %s", got)
+	}
+}
+
+func TestRetryScheduleQuery(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	qurl := e.URL + "/" + acct + "/qsched"
+	get := func() string {
+		t.Helper()
+		resp, body := e.form("/", vals("Action", "GetQueueAttributes", "QueueUrl", qurl, "AttributeName.1", "RetryPolicy"))
+		var out struct {
+			Attributes []nameValue `xml:"GetQueueAttributesResult>Attribute"`
+		}
+		decode(t, body, "GetQueueAttributesResponse", &out)
+		if resp.StatusCode != 200 || len(out.Attributes) != 1 || out.Attributes[0].Name != "RetryPolicy" {
+			t.Fatalf("GetQueueAttributes RetryPolicy: %d %s", resp.StatusCode, body)
+		}
+		return out.Attributes[0].Value
+	}
+	resp, body := e.form("/", queryAttrs(vals("Action", "CreateQueue", "QueueName", "qsched"), map[string]string{"RetryPolicy": scheduleSet}))
+	if resp.StatusCode != 200 {
+		t.Fatalf("CreateQueue: %d %s", resp.StatusCode, body)
+	}
+	if got := get(); got != scheduleWant {
+		t.Errorf("RetryPolicy after CreateQueue = %s, want %s", got, scheduleWant)
+	}
+	resp, body = e.form("/", queryAttrs(vals("Action", "SetQueueAttributes", "QueueUrl", qurl), map[string]string{"RetryPolicy": scheduleUp}))
+	if resp.StatusCode != 200 {
+		t.Fatalf("SetQueueAttributes: %d %s", resp.StatusCode, body)
+	}
+	if got := get(); got != upWant {
+		t.Errorf("RetryPolicy after SetQueueAttributes = %s, want %s", got, upWant)
+	}
+	for v, reason := range scheduleRefusals {
+		resp, body := e.form("/", queryAttrs(vals("Action", "SetQueueAttributes", "QueueUrl", qurl), map[string]string{"RetryPolicy": v}))
+		if er := expectError(t, resp, body, 400, "InvalidAttributeValue"); !strings.Contains(er.Message, reason) {
+			t.Errorf("SetQueueAttributes RetryPolicy=%s: %q, want it to say %q", v, er.Message, reason)
+		}
+	}
+	if got := get(); got != upWant {
+		t.Errorf("refused schedules changed the queue: RetryPolicy = %s", got)
 	}
 }
