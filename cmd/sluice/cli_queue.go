@@ -127,6 +127,7 @@ func queueCreate(ctx context.Context, args []string, env func(string) string, st
 			"sluice queue create orders --dlq orders-dlq --max-receives 3 --visibility 1m",
 			"sluice queue create events.fifo --fifo ContentBasedDeduplication=true",
 			`sluice queue create jobs 'RetryPolicy={"baseSeconds":2,"maxSeconds":300,"jitter":"full"}' --tag team=shop`,
+			`sluice queue create payments --dlq payments-dlq --max-receives 4 'RetryPolicy={"delays":[10,60,300]}'`,
 		}}, env, stdout, stderr)
 	var sf settingFlags
 	sf.add(c)

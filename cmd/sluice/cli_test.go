@@ -181,6 +181,13 @@ func TestCLIQueue(t *testing.T) {
 		t.Errorf("after set: %v", q.Attributes)
 	}
 	e.fails(2, []string{"queue", "set", "orders"}, "ATTRIBUTE=VALUE")
+	// RetryPolicy's schedule form, as an attribute: read back normalized;
+	// a bad one answers the broker's reason.
+	e.ok("queue", "set", "orders", `RetryPolicy={"delays":[10,60,300]}`)
+	if got := e.queue("orders").Attributes["RetryPolicy"]; got != `{"delays":[10,60,300],"jitter":"none"}` {
+		t.Errorf("RetryPolicy after set: %s", got)
+	}
+	e.fails(1, []string{"queue", "set", "orders", `RetryPolicy={"delays":[10],"baseSeconds":2}`}, "invalid_attribute_value", "delays cannot be given with baseSeconds")
 
 	e.ok("queue", "pause", "orders")
 	if e.queue("orders").Attributes["Paused"] != "true" {
