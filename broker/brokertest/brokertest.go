@@ -34,7 +34,8 @@
 // and DeleteMessages), longdelay.go (long delays and queue stats),
 // sluice_restart.go (that state across restarts) and webhook.go (the
 // dead-letter webhooks' outbox events), with their helpers in sluice.go;
-// accounts.go (accounts as namespaces, and cross-account grants).
+// accounts.go (accounts as namespaces, and cross-account grants);
+// dedup.go (idempotent sends and unique jobs on standard queues).
 // receipts.go checks that receipt handles are signed (issue 12).
 package brokertest
 
@@ -111,6 +112,7 @@ func groups() []group {
 		{"Accounts", accountTests},
 		{"Receipts", receiptTests},
 		{"Streams", streamTests},
+		{"Dedup", dedupTests},
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 //	0x02 <name>                     queue record (JSON queueRecord)
 //	0x03 <qid:8> 0x01 <key:8>       message metadata (metaRecord, small)
 //	0x03 <qid:8> 0x02 <key:8>       message body (bodyRecord: id, body, attributes, sender)
-//	0x03 <qid:8> 0x03 <dedup key>   FIFO dedup window entry (fifo.go)
+//	0x03 <qid:8> 0x03 <dedup key>   dedup window entry (dedup.go)
 //	0x03 <qid:8> 0x04 <attempt id>  FIFO receive-attempt cache entry (fifo.go)
 //
 // Everything a queue owns lies in [0x03 qid, 0x03 qid+1), so deleting a

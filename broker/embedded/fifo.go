@@ -25,19 +25,17 @@ import (
 //   - Sequence numbers: the message key as well (monotonic per queue and
 //     across restarts, never reused). A dead-lettered message gets the key,
 //     hence the sequence number, of its new place in the dead-letter queue.
-//   - Dedup window: one record per dedup key, 0x03 <qid> 0x03 <DedupKey>,
-//     holding its expiry, message id and sequence number; written in the
-//     batch of the send that introduced it.
+//   - Dedup window: the queue's (dedup.go, shared with standard queues),
+//     whose entries hold the sequence number a duplicate is answered with.
 //   - Receive-attempt cache: one record per ReceiveRequestAttemptId,
 //     0x03 <qid> 0x04 <attempt id>, holding its expiry, whether it was
 //     invalidated, and the (key, lease, receipt handle) of each message it
 //     returned; written in the batch of the receive (or of the delete or
 //     visibility change that invalidates it).
 //
-// Both record kinds lie inside the queue's range (deleted with the queue)
-// and inside the purge range (PurgeQueue clears the dedup window). Expired
-// records are dropped lazily: by FIFO sends and receives of their queue
-// (gcLocked) and by the restart scan.
+// Attempt records lie inside the queue's range (deleted with the queue)
+// and inside the purge range. Expired records are dropped lazily: by
+// receives of their queue (gcAttemptsLocked) and by the restart scan.
 //
 // # Receiving
 //
@@ -50,24 +48,18 @@ import (
 // next group. A group with a message in flight, or whose head is still
 // delayed, yields nothing: strict order within a group.
 
-const (
-	kindDedup   byte = 0x03
-	kindAttempt byte = 0x04
-)
+const kindAttempt byte = 0x04
 
 // fifoState is the FIFO part of a queue (nil on standard queues). Every
 // field is guarded by Backend.mu.
 type fifoState struct {
 	groups map[string]*group
 	avail  availHeap
-	// dedup is the dedup window by DedupKey; dedupOrder the same entries in
-	// the order they were added (expiry order unless the clock stepped back,
-	// which only delays their cleanup: lookups check the expiry).
-	dedup      map[string]*dedupEntry
-	dedupOrder []*dedupEntry
-	// attempts is the receive-attempt cache by attempt id; attemptOrder as
-	// dedupOrder; byMsg maps a message key to the latest attempt that
-	// returned it (to invalidate that attempt on a delete or visibility change).
+	// attempts is the receive-attempt cache by attempt id; attemptOrder the
+	// same entries in the order they were added (expiry order unless the
+	// clock stepped back, which only delays their cleanup: lookups check the
+	// expiry); byMsg maps a message key to the latest attempt that returned
+	// it (to invalidate that attempt on a delete or visibility change).
 	attempts     map[string]*attempt
 	attemptOrder []*attempt
 	byMsg        map[uint64]*attempt
@@ -75,8 +67,7 @@ type fifoState struct {
 
 func newFifoState() *fifoState {
 	return &fifoState{
-		groups: map[string]*group{}, dedup: map[string]*dedupEntry{},
-		attempts: map[string]*attempt{}, byMsg: map[uint64]*attempt{},
+		groups: map[string]*group{}, attempts: map[string]*attempt{}, byMsg: map[uint64]*attempt{},
 	}
 }
 
@@ -223,7 +214,8 @@ func (f *fifoState) popAvail() *group {
 // runs of a group's head first. With attemptID set, a non-empty result is
 // recorded in the receive-attempt cache (in batch).
 func (b *Backend) claimFifoLocked(q *queue, batch *pebble.Batch, n int, vis, now int64, attemptID string) []claimed {
-	b.gcFifoLocked(q, batch, now)
+	q.gcDedupLocked(batch, now)
+	b.gcAttemptsLocked(q, batch, now)
 	var out []claimed
 	var leased []*msg
 	for len(out) < n {
@@ -323,45 +315,10 @@ func (q *queue) invalidateAttemptLocked(m *msg, batch *pebble.Batch) {
 	}
 }
 
-// ---- send ----
-
-// dedupEntry is one dedup id in the window.
-type dedupEntry struct {
-	key       string // DedupKey
-	expiresAt int64  // Unix ns
-	messageID string
-	seq       uint64
-}
-
-// duplicateLocked returns the entry of a dedup key still in the window.
-func (f *fifoState) duplicateLocked(key string, now int64) *dedupEntry {
-	if d := f.dedup[key]; d != nil && d.expiresAt > now {
-		return d
-	}
-	return nil
-}
-
-// rememberLocked puts a dedup key in the window, in memory and in batch.
-func (q *queue) rememberLocked(batch *pebble.Batch, key, messageID string, seq uint64, now int64) {
-	d := &dedupEntry{key: key, expiresAt: now + int64(model.DedupWindow), messageID: messageID, seq: seq}
-	q.fifo.dedup[key] = d
-	q.fifo.dedupOrder = append(q.fifo.dedupOrder, d)
-	_ = batch.Set(fifoKey(q.ID, kindDedup, key), d.encode(), nil)
-}
-
-// gcFifoLocked forgets the dedup entries and receive attempts that expired,
-// deleting their records in batch.
-func (b *Backend) gcFifoLocked(q *queue, batch *pebble.Batch, now int64) {
+// gcAttemptsLocked forgets the receive attempts that expired, deleting
+// their records in batch.
+func (b *Backend) gcAttemptsLocked(q *queue, batch *pebble.Batch, now int64) {
 	f := q.fifo
-	for len(f.dedupOrder) > 0 && f.dedupOrder[0].expiresAt <= now {
-		d := f.dedupOrder[0]
-		f.dedupOrder[0] = nil
-		f.dedupOrder = f.dedupOrder[1:]
-		if f.dedup[d.key] == d {
-			delete(f.dedup, d.key)
-			_ = batch.Delete(fifoKey(q.ID, kindDedup, d.key), nil)
-		}
-	}
 	for len(f.attemptOrder) > 0 && f.attemptOrder[0].expiresAt <= now {
 		a := f.attemptOrder[0]
 		f.attemptOrder[0] = nil
@@ -402,26 +359,6 @@ func deadLetter(nm *msg, body []byte, dlqFifo bool, now int64) {
 
 func fifoKey(qid uint64, kind byte, id string) []byte {
 	return append(append(dataPrefix(qid), kind), id...)
-}
-
-// Dedup record, version 1: ver(1) expiresAt(varint ns) seq(uvarint) messageID(str).
-const dedupV1 = 1
-
-func (d *dedupEntry) encode() []byte {
-	b := make([]byte, 0, 24+len(d.messageID))
-	b = append(b, dedupV1)
-	b = binary.AppendVarint(b, d.expiresAt)
-	b = binary.AppendUvarint(b, d.seq)
-	return appendStr(b, d.messageID)
-}
-
-func decodeDedup(key string, v []byte) (*dedupEntry, error) {
-	if len(v) < 1 || v[0] != dedupV1 {
-		return nil, errCorrupt
-	}
-	dec := decoder{b: v[1:]}
-	d := &dedupEntry{key: key, expiresAt: dec.varint(), seq: dec.uvarint(), messageID: dec.str()}
-	return d, dec.err
 }
 
 // attempt is one cached receive.
@@ -478,59 +415,39 @@ func decodeAttempt(id string, v []byte) (*attempt, error) {
 	return a, dec.err
 }
 
-// recoverFifo loads q's dedup window and attempt cache (after its messages),
+// recoverFifo loads q's receive-attempt cache (after its messages),
 // deleting the records that expired while the broker was down.
 func (b *Backend) recoverFifo(q *queue, now int64) error {
 	batch := b.db.NewBatch()
 	defer batch.Close()
-	for _, kind := range []byte{kindDedup, kindAttempt} {
-		lo, hi := kindRange(q.ID, kind)
-		it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	lo, hi := kindRange(q.ID, kindAttempt)
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		id := string(it.Key()[len(lo):])
+		a, err := decodeAttempt(id, it.Value())
 		if err != nil {
+			_ = it.Close()
 			return err
 		}
-		for it.First(); it.Valid(); it.Next() {
-			id := string(it.Key()[len(lo):])
-			var exp int64
-			switch kind {
-			case kindDedup:
-				d, err := decodeDedup(id, it.Value())
-				if err != nil {
-					_ = it.Close()
-					return err
-				}
-				exp = d.expiresAt
-				if exp > now {
-					q.fifo.dedup[id] = d
-					q.fifo.dedupOrder = append(q.fifo.dedupOrder, d)
-				}
-			case kindAttempt:
-				a, err := decodeAttempt(id, it.Value())
-				if err != nil {
-					_ = it.Close()
-					return err
-				}
-				exp = a.expiresAt
-				if exp > now {
-					q.fifo.attempts[id] = a
-					q.fifo.attemptOrder = append(q.fifo.attemptOrder, a)
-					for _, x := range a.items {
-						if m := q.msgs[x.key]; m != nil && m.lease == x.lease {
-							q.fifo.byMsg[x.key] = a
-						}
-					}
-				}
-			}
-			if exp <= now {
-				_ = batch.Delete(it.Key(), nil)
-			}
+		if a.expiresAt <= now {
+			_ = batch.Delete(it.Key(), nil)
+			continue
 		}
-		if err := it.Close(); err != nil {
-			return err
+		q.fifo.attempts[id] = a
+		q.fifo.attemptOrder = append(q.fifo.attemptOrder, a)
+		for _, x := range a.items {
+			if m := q.msgs[x.key]; m != nil && m.lease == x.lease {
+				q.fifo.byMsg[x.key] = a
+			}
 		}
 	}
+	if err := it.Close(); err != nil {
+		return err
+	}
 	f := q.fifo
-	sort.Slice(f.dedupOrder, func(i, j int) bool { return f.dedupOrder[i].expiresAt < f.dedupOrder[j].expiresAt })
 	sort.Slice(f.attemptOrder, func(i, j int) bool { return f.attemptOrder[i].expiresAt < f.attemptOrder[j].expiresAt })
 	if batch.Empty() {
 		return nil

@@ -88,9 +88,15 @@ type queue struct {
 	// doomed are the messages whose lease ended on their last attempt,
 	// waiting for flushDoomedLocked to move them to the dead-letter queue.
 	doomed []*msg
-	// fifo is the FIFO state (groups, dedup window, attempt cache; fifo.go),
-	// nil on standard queues. The index hooks below keep it in step.
+	// fifo is the FIFO state (groups, attempt cache; fifo.go), nil on
+	// standard queues. The index hooks below keep it in step.
 	fifo *fifoState
+	// window is the dedup window (dedup.go), of FIFO and standard queues.
+	window dedupWindow
+	// live holds, on a standard queue, the messages that carry a dedup id,
+	// by that id (plan.LiveCarrier; nil until one does): what
+	// DeduplicationUntil=settled reads. The index hooks keep it in step.
+	live map[string][]*msg
 	// fair is the fair-queue state by priority level (fair.go), nil on FIFO
 	// queues. The index hooks keep it in step.
 	fair map[int]*fairLevel
@@ -160,6 +166,7 @@ func (q *queue) add(m *msg, now int64) {
 	heap.Push(&q.age, m)
 	q.fifoInsert(m)
 	q.fairInsert(m)
+	q.dedupInsert(m)
 	q.place(m, now)
 }
 
@@ -191,6 +198,7 @@ func (q *queue) load(ms []*msg) {
 		m.agePos = int32(i)
 		q.fifoInsert(m)
 		q.fairInsert(m)
+		q.dedupInsert(m)
 		if m.state == stateReady {
 			m.pos = int32(len(q.ready))
 			q.ready = append(q.ready, m)
@@ -283,6 +291,7 @@ func (q *queue) forget(m *msg) {
 	delete(q.msgs, m.key)
 	q.fifoDrop(m)
 	q.fairDrop(m)
+	q.dedupDrop(m)
 }
 
 // promote applies what the clock says to the timed messages whose visibleAt

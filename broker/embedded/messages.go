@@ -67,21 +67,21 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 		return nil, err
 	}
 	now := b.now()
-	if q.fifo != nil {
-		b.gcFifoLocked(q, batch, now)
-	}
+	q.gcDedupLocked(batch, now)
 	for i := range entries {
 		if bodies[i] == nil {
 			continue
 		}
 		e, p := &entries[i], &plans[i]
-		if q.fifo != nil {
-			// A duplicate within the window is answered with the original
-			// message id and sequence number, and not stored (also when the
-			// original is in this same batch).
-			if d := q.fifo.duplicateLocked(p.DedupKey, now); d != nil {
-				results[i].MessageID = d.messageID
-				results[i].SequenceNumber = model.FormatSequenceNumber(d.seq)
+		if p.DedupKey != "" {
+			// A duplicate (plan.Original) is answered with the original
+			// message id (and FIFO sequence number), and not stored (also
+			// when the original is in this same batch).
+			if id, seq, dup := q.originalLocked(p.DedupKey, p.DedupID, now); dup {
+				results[i].MessageID = id
+				if q.fifo != nil {
+					results[i].SequenceNumber = model.FormatSequenceNumber(seq)
+				}
 				continue
 			}
 		}
@@ -96,7 +96,9 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 		if q.fifo != nil {
 			m.setSeq(m.key) // keys are the queue's send order and never reused
 			results[i].SequenceNumber = model.FormatSequenceNumber(m.key)
-			q.rememberLocked(batch, p.DedupKey, results[i].MessageID, m.key, now)
+		}
+		if p.DedupKey != "" {
+			q.rememberLocked(batch, p.DedupKey, results[i].MessageID, m.seq(), now)
 		}
 		if p.Delay > 0 {
 			m.state, m.visibleAt = stateDelayed, now+int64(p.Delay)

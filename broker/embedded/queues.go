@@ -177,8 +177,9 @@ func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, minInterv
 		q.ready, q.timed, q.age = nil, nil, nil
 		q.inflight, q.delayed, q.doomed = 0, 0, nil
 		if q.fifo != nil {
-			q.fifo = newFifoState() // the dedup window and attempt cache go too
+			q.fifo = newFifoState() // the attempt cache goes too
 		}
+		q.window, q.live = dedupWindow{}, nil // and the dedup window
 		q.fair = newFairState(q.Config)
 		// Metadata, bodies, dedup and attempt records; not the queue record.
 		lo, _ = kindRange(q.ID, kindMeta)

@@ -68,6 +68,9 @@ func (b *Backend) recover() error {
 		}
 		total += n
 		q.promote(now) // doomed messages are moved by the sweeper's first step
+		if err := b.recoverDedup(q, now); err != nil {
+			return fmt.Errorf("embedded: dedup window of queue %s: %w", q.Name, err)
+		}
 		if q.fifo != nil {
 			if err := b.recoverFifo(q, now); err != nil {
 				return fmt.Errorf("embedded: FIFO state of queue %s: %w", q.Name, err)

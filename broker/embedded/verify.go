@@ -350,12 +350,12 @@ func walkQueue(db *pebble.DB, q *queueRecord, w walker) error {
 	if err != nil {
 		return err
 	}
-	// FIFO dedup and receive-attempt entries.
+	// Dedup window and FIFO receive-attempt entries.
 	for _, kind := range []byte{kindDedup, kindAttempt} {
 		lo, hi = kindRange(q.ID, kind)
 		err = scanRange(db, lo, hi, func(k, v []byte) error { return w.other(q, k, v) },
 			func(after []byte, err error) {
-				w.problem(fmt.Sprintf("FIFO records of queue %s (deduplication may miss some ids): %s", name, problemText(err)))
+				w.problem(fmt.Sprintf("dedup and receive-attempt records of queue %s (deduplication may miss some ids): %s", name, problemText(err)))
 			})
 		if err != nil {
 			return err

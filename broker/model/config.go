@@ -62,6 +62,13 @@ type QueueConfig struct {
 	// DeadLetterWebhook is a URL called when a message lands in this
 	// queue's dead-letter queue ("" = none).
 	DeadLetterWebhook string `json:",omitempty"`
+	// DedupWindow is a standard queue's DeduplicationWindowSeconds: how long
+	// a MessageDeduplicationId is remembered after its send; 0 = the default
+	// (DefaultDedupWindow); 1 min..24 h. FIFO queues: always 0 (DedupWindowOf).
+	DedupWindow time.Duration `json:",omitempty"`
+	// DedupUntil is a standard queue's DeduplicationUntil: "" (window, the
+	// default) or DedupUntilSettled (config_dedup.go).
+	DedupUntil DedupUntil `json:",omitempty"`
 }
 
 // RedrivePolicy is the parsed RedrivePolicy attribute.

@@ -43,6 +43,7 @@ const MaxQueueDepth = 1_000_000_000
 var sluiceAttrs = map[string]bool{
 	AttrRetryPolicy: true, AttrMaxDepth: true, AttrLowPriorityMaxDepth: true,
 	AttrPaused: true, AttrDeliveryMode: true, AttrDeadLetterWebhook: true,
+	AttrDeduplicationWindowSeconds: true, AttrDeduplicationUntil: true,
 }
 
 // IsSluiceAttribute reports whether name is one of the Sluice queue attributes.
@@ -58,6 +59,10 @@ func SluiceAttributeDefault(name string) string {
 		return "false"
 	case AttrDeliveryMode:
 		return DeliveryAtLeastOnce
+	case AttrDeduplicationWindowSeconds:
+		return strconv.FormatInt(int64(DefaultDedupWindow/time.Second), 10)
+	case AttrDeduplicationUntil:
+		return string(DedupUntilWindow)
 	}
 	return "" // RetryPolicy, DeadLetterWebhook: none
 }
@@ -84,6 +89,8 @@ func (c *QueueConfig) applySluice(name, v string) error {
 		}
 	case AttrDeadLetterWebhook:
 		c.DeadLetterWebhook, err = ParseWebhook(v)
+	case AttrDeduplicationWindowSeconds, AttrDeduplicationUntil:
+		err = c.applyDedup(name, v) // config_dedup.go
 	}
 	return err
 }
@@ -127,6 +134,7 @@ func (c QueueConfig) sluiceAttributes(m map[string]string) {
 	if c.DeadLetterWebhook != "" {
 		m[AttrDeadLetterWebhook] = c.DeadLetterWebhook
 	}
+	c.dedupAttributes(m)
 }
 
 // AtMostOnce reports whether a receive removes the message (DeliveryMode).

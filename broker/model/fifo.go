@@ -86,7 +86,7 @@ func ValidateFifoID(param, value string) error {
 // validateGroupFields is the per-entry part of the FIFO rules, called by
 // ValidateSendEntry. A MessageGroupId is allowed on a standard queue too
 // (fair queues: it carries no ordering there) and is validated the same way;
-// a MessageDeduplicationId is not.
+// so is a MessageDeduplicationId (idempotent sends: config_dedup.go).
 func validateGroupFields(c QueueConfig, e *SendEntry) error {
 	if e.GroupID != "" {
 		if err := ValidateFifoID("MessageGroupId", e.GroupID); err != nil {
@@ -94,9 +94,6 @@ func validateGroupFields(c QueueConfig, e *SendEntry) error {
 		}
 	}
 	if e.DedupID != "" {
-		if !c.Fifo {
-			return InvalidParameterError(e.DedupID, "MessageDeduplicationId", "The request include parameter that is not valid for this queue type.")
-		}
 		if err := ValidateFifoID("MessageDeduplicationId", e.DedupID); err != nil {
 			return err
 		}

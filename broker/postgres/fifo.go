@@ -106,7 +106,7 @@ func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []model.SendEn
 							group_id, dedup_id, sender_id, attrs, body, max_attempts)
 						SELECT $2, $6::"char", `+nowSQL+` + $7 * interval '1 microsecond', `+nowSQL+`, $8, d.seq, $4,
 							$9, $10, $11, $12, $13, $14 FROM d)
-					SELECT seq FROM d`, s.now, q.mid, key, mid, micros(model.DedupWindow), state,
+					SELECT seq FROM d`, s.now, q.mid, key, mid, micros(q.cfg.DedupWindowOf()), state,
 					micros(q.cfg.Delay), p.Priority, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body, p.MaxAttempts).Scan(&seq)
 				if errors.Is(err, pgx.ErrNoRows) {
 					// A duplicate: the original's id and sequence number.

@@ -129,14 +129,14 @@ var errStaleQueue = errors.New("postgres: the cached queue row changed")
 // and the delay after which the first stored message becomes ready (-1:
 // nothing stored), for the caller's wake-ups.
 //
-// With a cache, a send to a standard queue without a depth limit is one
-// round trip once the queue's row is cached: it plans with the cached row
+// With a cache, a send to a standard queue without a depth limit, whose
+// entries carry no dedup id, is one round trip once the queue's row is cached: it plans with the cached row
 // and its insert checks, in its own statement, that the queue still has
 // that row (same id, message space and settings, not deleted); if not, or
 // if the plan refused an entry, it drops the row and starts again from a
 // fresh read.
 func (s sendOn) send(ctx context.Context, ref model.QueueRef, entries []model.SendEntry) ([]model.SendResult, queueRow, time.Duration, error) {
-	if s.cache != nil && !s.share {
+	if s.cache != nil && !s.share && !carryDedupIDs(entries) {
 		if q, ok := s.cache.get(ref); ok {
 			results, q, delay, err := s.sendTo(ctx, ref, q, true, entries)
 			if !errors.Is(err, errStaleQueue) {
@@ -211,14 +211,47 @@ func (s sendOn) sendTo(ctx context.Context, ref model.QueueRef, q queueRow, cach
 		}
 		return results, q, q.cfg.Delay, nil
 	}
+	for i := range plans {
+		if plans[i].Err == nil && plans[i].DedupKey != "" {
+			// Some entries carry a dedup id (dedup.go): a transaction, on
+			// a row read fresh (send does not use the cache for them).
+			if cached {
+				return nil, q, -1, errStaleQueue
+			}
+			delay, err := s.sendDeduped(ctx, q, entries, plans, results)
+			if err != nil {
+				return nil, q, -1, dbErr("send", err)
+			}
+			return results, q, delay, nil
+		}
+	}
+	stored, values, minDelay, err := s.insertStandard(ctx, q, cached, entries, plans, results, nil)
+	if err != nil {
+		return nil, q, -1, dbErr("send", err)
+	}
+	if stored < values {
+		return nil, q, -1, errStaleQueue // only a guard stores nothing
+	}
+	return results, q, minDelay, nil
+}
 
+// insertStandard stores the valid entries of a send to standard queue q but
+// those skip marks (nil: none), in one statement on s.db, run by s.run: an
+// INSERT whose CTE also adds them to a counter shard. It returns how many
+// rows it stored out of the values it sent (fewer only when cached and the
+// guard found the row changed), and the delay after which the first of them
+// becomes ready (-1: nothing to store). An entry with a dedup id (only on
+// sendDeduped's path, which passes skip) stores it in dedup_id; the
+// statement of a send without one does not name the column.
+func (s sendOn) insertStandard(ctx context.Context, q queueRow, cached bool, entries []model.SendEntry, plans []plan.SendPlan, results []model.SendResult, skip []bool) (stored, values int, minDelay time.Duration, err error) {
 	args := []any{s.now, q.mid, shard()}
-	var values []string
+	var rows []string
 	var turns sendTurns
-	minDelay := time.Duration(-1)
+	minDelay = -1
+	withDedup := skip != nil
 	for i := range entries {
 		e := &entries[i]
-		if plans[i].Err != nil {
+		if plans[i].Err != nil || (skip != nil && skip[i]) {
 			continue
 		}
 		delay := plans[i].Delay
@@ -228,17 +261,26 @@ func (s sendOn) sendTo(ctx context.Context, ref model.QueueRef, q queueRow, cach
 		slot, nth := turns.add(e.GroupID, plans[i].Priority)
 		n := len(args)
 		// (delay µs, priority, message id, sender, attrs, body, group, max
-		// attempts, tenant slot, n-th of its tenant and level)
-		values = append(values, fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text, $%d::integer, %d, %d)",
-			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, slot, nth))
+		// attempts, tenant slot, n-th of its tenant and level[, dedup id])
+		row := fmt.Sprintf("($%d::bigint, $%d::smallint, $%d::uuid, $%d::text, $%d::bytea, $%d::text, $%d::text, $%d::integer, %d, %d",
+			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, slot, nth)
 		var group any
 		if e.GroupID != "" {
 			group = e.GroupID
 		}
 		args = append(args, micros(delay), plans[i].Priority, results[i].MessageID, e.SenderID, encodeAttrs(e), e.Body, group, plans[i].MaxAttempts)
+		if withDedup {
+			var dedup any
+			if plans[i].DedupID != "" {
+				dedup = plans[i].DedupID
+			}
+			row += fmt.Sprintf(", $%d::text", n+9)
+			args = append(args, dedup)
+		}
+		rows = append(rows, row+")")
 	}
-	if len(values) == 0 {
-		return results, q, -1, nil
+	if len(rows) == 0 {
+		return 0, 0, -1, nil
 	}
 	// Each message takes its fair-queue turn (fair.go): the n-th message of
 	// a tenant and level in this batch takes max(last[p][T], cursor[p]) + n.
@@ -250,25 +292,25 @@ func (s sendOn) sendTo(ctx context.Context, ref model.QueueRef, q queueRow, cach
 		args = append(args, q.id, q.rawCfg)
 		guard = fmt.Sprintf("EXISTS (SELECT 1 FROM queues WHERE id = $%d AND mid = $2 AND NOT deleted AND config = $%d::jsonb)", len(args)-1, len(args))
 	}
-	sql := `WITH v (delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts, slot, n) AS (VALUES ` + strings.Join(values, ", ") + `),
+	cols, dedupCol := "delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts, slot, n", ""
+	if withDedup {
+		cols, dedupCol = cols+", dedup_id", ", dedup_id"
+	}
+	sql := `WITH v (` + cols + `) AS (VALUES ` + strings.Join(rows, ", ") + `),
 		ins AS (
-			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts, turn)
+			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts, turn` + dedupCol + `)
 			SELECT $2, CASE WHEN delay > 0 THEN 'd' ELSE 'r' END::"char",
 				` + nowSQL + ` + delay * interval '1 microsecond', ` + nowSQL + `,
-				priority, message_id, sender_id, attrs, body, group_id, max_attempts, ` + turn + `
+				priority, message_id, sender_id, attrs, body, group_id, max_attempts, ` + turn + dedupCol + `
 			FROM v WHERE ` + guard + ` RETURNING state),
 		cnt AS (INSERT INTO counts AS c (queue_id, shard, ready, delayed)
 		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins HAVING count(*) > 0
 		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready, delayed = c.delayed + excluded.delayed)
 		SELECT count(*) FROM ins`
-	var stored int
 	if err := s.run(func() error { return s.db.QueryRow(ctx, sql, args...).Scan(&stored) }); err != nil {
-		return nil, q, -1, dbErr("send", err)
+		return 0, 0, -1, err
 	}
-	if stored < len(values) {
-		return nil, q, -1, errStaleQueue // only a guard stores nothing
-	}
-	return results, q, minDelay, nil
+	return stored, len(rows), minDelay, nil
 }
 
 // leaseOf resolves a receipt of queue qid to the message row id and lease

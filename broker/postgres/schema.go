@@ -303,6 +303,17 @@ CREATE TABLE consumers (
 );
 CREATE INDEX consumers_queue ON consumers (account, queue);
 `,
+	// 11: idempotent sends and unique jobs on standard queues (dedup.go): a
+	// standard send with a MessageDeduplicationId stores it in dedup_id and
+	// its window in dedup (seq 0); DeduplicationUntil=settled looks for the
+	// queue's rows that carry an id and no FIFO sequence number
+	// (plan.LiveCarrier), through this partial index. No row had such a
+	// dedup_id before, so it starts empty (its build still reads the table
+	// once). The queue settings are in queues.config (JSON): an existing
+	// queue reads them as unset, the defaults.
+	`
+CREATE INDEX messages_dedup ON messages (queue_id, dedup_id) WHERE dedup_id IS NOT NULL AND seq IS NULL;
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

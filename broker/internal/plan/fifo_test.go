@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/sluicemq/sluice/broker/model"
 )
@@ -30,8 +31,13 @@ func TestSendGroupParams(t *testing.T) {
 	if err := model.ValidateSendEntry(std, &model.SendEntry{Body: "a", GroupID: "g"}); err != nil {
 		t.Errorf("group on a standard queue (fair queues): %v", err)
 	}
-	if err := model.ValidateSendEntry(std, &model.SendEntry{Body: "a", DedupID: "d"}); !errors.Is(err, model.ErrInvalidParameterValue) {
+	// A dedup id on a standard queue is an idempotent send (it used to be
+	// refused); a malformed one is refused as on a FIFO queue.
+	if err := model.ValidateSendEntry(std, &model.SendEntry{Body: "a", DedupID: "d"}); err != nil {
 		t.Errorf("dedup id on a standard queue: %v", err)
+	}
+	if err := model.ValidateSendEntry(std, &model.SendEntry{Body: "a", DedupID: "d d"}); !errors.Is(err, model.ErrInvalidParameterValue) {
+		t.Errorf("malformed dedup id on a standard queue: %v", err)
 	}
 	if err := model.ValidateSendEntry(fifo, &model.SendEntry{Body: "a", GroupID: "g g", DedupID: "d"}); !errors.Is(err, model.ErrInvalidParameterValue) {
 		t.Errorf("malformed group: %v", err)
@@ -50,8 +56,15 @@ func TestDedupRules(t *testing.T) {
 	if got := DedupID(fifo, &model.SendEntry{Body: "body", DedupID: "x"}); got != "x" {
 		t.Errorf("explicit DedupID = %s", got)
 	}
-	if got := DedupID(model.DefaultQueueConfig(false), &model.SendEntry{Body: "body"}); got != "" {
+	std := model.DefaultQueueConfig(false)
+	if got := DedupID(std, &model.SendEntry{Body: "body"}); got != "" {
+		t.Errorf("standard DedupID without an id = %s (a standard send is not content-deduplicated)", got)
+	}
+	if got := DedupID(std, &model.SendEntry{Body: "body", DedupID: "x"}); got != "x" {
 		t.Errorf("standard DedupID = %s", got)
+	}
+	if DedupKey(std, "tenant-1", "d") != "d" {
+		t.Error("standard queue: a group is a tenant, not a dedup scope")
 	}
 	if DedupKey(fifo, "g1", "d") != DedupKey(fifo, "g2", "d") {
 		t.Error("scope queue: the group must not count")
@@ -62,5 +75,39 @@ func TestDedupRules(t *testing.T) {
 	}
 	if got := model.FormatSequenceNumber(42); got != "00000000000000000042" {
 		t.Errorf("FormatSequenceNumber(42) = %s", got)
+	}
+}
+
+func TestOriginal(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	std := model.DefaultQueueConfig(false)
+	settled := std
+	settled.DedupUntil = model.DedupUntilSettled
+	fifo := model.DefaultQueueConfig(true)
+	open := DedupFound{WindowID: "w", WindowUntil: now.Add(time.Second)}
+	closed := DedupFound{WindowID: "w", WindowUntil: now} // expires at now: gone
+	for _, tc := range []struct {
+		name string
+		c    model.QueueConfig
+		f    DedupFound
+		want string
+	}{
+		{"nothing found", std, DedupFound{}, ""},
+		{"window open", std, open, "w"},
+		{"window closed", std, closed, ""},
+		{"window open, FIFO", fifo, open, "w"},
+		{"window closed, a live carrier, window mode", std, DedupFound{WindowID: "w", WindowUntil: now, LiveID: "l"}, ""},
+		{"window closed, a live carrier, settled", settled, DedupFound{WindowID: "w", WindowUntil: now, LiveID: "l"}, "l"},
+		{"no window, a live carrier, settled", settled, DedupFound{LiveID: "l"}, "l"},
+		{"window open and a live carrier: the window's id", settled, DedupFound{WindowID: "w", WindowUntil: now.Add(time.Second), LiveID: "l"}, "w"},
+		{"window closed, no carrier, settled", settled, closed, ""},
+	} {
+		if got := Original(tc.c, tc.f, now); got != tc.want {
+			t.Errorf("%s: Original = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if !LiveCarrier("d", 0) || LiveCarrier("", 0) || LiveCarrier("d", 7) {
+		t.Error("LiveCarrier: a standard message with an id counts; none without one, nor a FIFO dead letter (a sequence number)")
 	}
 }

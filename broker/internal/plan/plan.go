@@ -20,10 +20,11 @@ type SendPlan struct {
 	// Delay is the entry's delay: its own, or the queue's DelaySeconds (always
 	// the queue's on a FIFO queue).
 	Delay time.Duration
-	// DedupKey is the key of the FIFO dedup window (DedupKey); "" on a
-	// standard queue.
+	// DedupKey is the key of the dedup window (DedupKey); "" when the send
+	// is not deduplicated (a standard queue's send without a dedup id).
 	DedupKey string
-	// DedupID is the resolved FIFO dedup id (explicit or content-based).
+	// DedupID is the resolved dedup id (explicit, or content-based on a
+	// FIFO queue), stored with the message.
 	DedupID string
 	// Priority and MaxAttempts are the message's Sluice options
 	// (SendEntry.Options, checked by CheckOptions), stored with it.
@@ -32,7 +33,7 @@ type SendPlan struct {
 
 // Send validates the entries of one send to queue (its name, for the
 // refusal's text) against the queue's settings and its depth (QueueStats.Depth)
-// and resolves each one's delay, message id, Sluice options and FIFO dedup id
+// and resolves each one's delay, message id, Sluice options and dedup id
 // and key. An error concerns the whole call (a missing FIFO parameter, or
 // backpressure: a *DepthError; nothing is stored); a failing entry has its
 // own Err.
@@ -63,8 +64,7 @@ func Send(c model.QueueConfig, queue string, depth int64, entries []model.SendEn
 		p.MessageID = model.NewMessageID()
 		p.Delay = model.MessageDelay(c, e)
 		p.Priority, p.MaxAttempts = opts.Priority, opts.MaxAttempts
-		if c.Fifo {
-			p.DedupID = DedupID(c, e)
+		if p.DedupID = DedupID(c, e); p.DedupID != "" {
 			p.DedupKey = DedupKey(c, e.GroupID, p.DedupID)
 		}
 		n++

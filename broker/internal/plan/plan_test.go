@@ -71,6 +71,7 @@ func TestPlanSend(t *testing.T) {
 				{ID: "baddelay", Body: "e", Delay: dur(model.MaxDelay + time.Second)},
 				{ID: "dedup", Body: "f", DedupID: "x"},
 				{ID: "max", Body: "g", Delay: dur(model.MaxDelay), GroupID: "fair"},
+				{ID: "baddedup", Body: "h", DedupID: "bad id"},
 			},
 			want: []want{
 				{delay: 5 * time.Second},
@@ -79,8 +80,9 @@ func TestPlanSend(t *testing.T) {
 				{err: model.ErrInvalidMessageContents},
 				{delay: 0},
 				{err: model.ErrInvalidParameterValue},
-				{err: model.ErrInvalidParameterValue}, // no dedup id on a standard queue
+				{delay: 5 * time.Second, dedupID: "x", dedupKy: "x"}, // an idempotent send (config_dedup.go)
 				{delay: model.MaxDelay},
+				{err: model.ErrInvalidParameterValue}, // a malformed dedup id, as on a FIFO queue
 			},
 		},
 		{
