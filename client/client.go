@@ -67,7 +67,9 @@ const (
 //   - Receive: the messages of a lost answer are leased to nobody and come
 //     back when their visibility timeout ends (a delay, not a loss);
 //   - Send and SendBatch whose messages all carry a DedupID: the queue's
-//     deduplication drops a second copy within its 5-minute window;
+//     deduplication drops a second copy within its window (5 minutes on a
+//     FIFO queue; a standard queue's DeduplicationWindowSeconds, 5 minutes
+//     by default);
 //   - Send and SendBatch without a DedupID, after a broken connection
 //     only, knowingly: the repeat may store the message twice on a standard
 //     queue (consumers must be idempotent, as at-least-once delivery asks

@@ -44,7 +44,11 @@ type Message struct {
 	DeliverAt time.Time
 	// GroupID is a FIFO queue's message group, or a fair queue's tenant.
 	GroupID string
-	// DedupID is a FIFO queue's deduplication id.
+	// DedupID is the deduplication id: a FIFO queue's (required unless it
+	// has ContentBasedDeduplication), or on a standard queue an idempotency
+	// key. A repeated id within the queue's window is answered with the
+	// original message id and stores nothing, so a send that carries one is
+	// safe to repeat.
 	DedupID string
 }
 

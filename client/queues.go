@@ -22,8 +22,9 @@ type Queue struct {
 	ModifiedAt      time.Time
 	// Attributes are all of its settable attributes as SQS strings
 	// ("VisibilityTimeout": "30"), the Sluice ones (RetryPolicy, MaxDepth,
-	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook) with
-	// their defaults when unset.
+	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook,
+	// DeduplicationWindowSeconds, DeduplicationUntil) with their defaults
+	// when unset.
 	Attributes map[string]string
 	Tags       map[string]string
 	Stats      Stats

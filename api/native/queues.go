@@ -18,6 +18,7 @@ import (
 var sluiceAttributes = []string{
 	model.AttrRetryPolicy, model.AttrMaxDepth, model.AttrLowPriorityMaxDepth,
 	model.AttrPaused, model.AttrDeliveryMode, model.AttrDeadLetterWebhook,
+	model.AttrDeduplicationWindowSeconds, model.AttrDeduplicationUntil,
 }
 
 // arn is the ARN of queue name of account.

@@ -16,42 +16,50 @@ import (
 )
 
 // The Sluice queue attributes (RetryPolicy, MaxDepth, LowPriorityMaxDepth,
-// Paused, DeliveryMode, DeadLetterWebhook) through CreateQueue,
+// Paused, DeliveryMode, DeadLetterWebhook, DeduplicationWindowSeconds,
+// DeduplicationUntil) through CreateQueue,
 // SetQueueAttributes and GetQueueAttributes, in both protocols: JSON with
 // aws-sdk-go-v2, query with raw form requests.
 
 // sluiceDefaults is what GetQueueAttributes answers for each Sluice attribute
 // asked for by name on a queue where it is unset.
 var sluiceDefaults = map[string]string{
-	"RetryPolicy":         "",
-	"MaxDepth":            "0",
-	"LowPriorityMaxDepth": "0",
-	"Paused":              "false",
-	"DeliveryMode":        "at-least-once",
-	"DeadLetterWebhook":   "",
+	"RetryPolicy":                "",
+	"MaxDepth":                   "0",
+	"LowPriorityMaxDepth":        "0",
+	"Paused":                     "false",
+	"DeliveryMode":               "at-least-once",
+	"DeadLetterWebhook":          "",
+	"DeduplicationWindowSeconds": "300",
+	"DeduplicationUntil":         "window",
 }
 
 // sluiceSet are Sluice attributes as a client might write them (keys of the
 // policy out of order, a number as a string), and setWant what they read as.
 var (
 	sluiceSet = map[string]string{
-		"RetryPolicy":         `{"jitter":"none","baseSeconds":"2"}`,
-		"MaxDepth":            "10",
-		"LowPriorityMaxDepth": "5",
-		"Paused":              "true",
-		"DeadLetterWebhook":   "https://hooks.example.com/dlq?x=1",
+		"RetryPolicy":                `{"jitter":"none","baseSeconds":"2"}`,
+		"MaxDepth":                   "10",
+		"LowPriorityMaxDepth":        "5",
+		"Paused":                     "true",
+		"DeadLetterWebhook":          "https://hooks.example.com/dlq?x=1",
+		"DeduplicationWindowSeconds": " 3600",
+		"DeduplicationUntil":         "settled",
 	}
 	sluiceWant = map[string]string{
-		"RetryPolicy":         `{"baseSeconds":2,"maxSeconds":300,"jitter":"none"}`,
-		"MaxDepth":            "10",
-		"LowPriorityMaxDepth": "5",
-		"Paused":              "true",
-		"DeadLetterWebhook":   "https://hooks.example.com/dlq?x=1",
+		"RetryPolicy":                `{"baseSeconds":2,"maxSeconds":300,"jitter":"none"}`,
+		"MaxDepth":                   "10",
+		"LowPriorityMaxDepth":        "5",
+		"Paused":                     "true",
+		"DeadLetterWebhook":          "https://hooks.example.com/dlq?x=1",
+		"DeduplicationWindowSeconds": "3600",
+		"DeduplicationUntil":         "settled",
 	}
 )
 
 // sluiceNames are the Sluice attribute names, in a fixed order.
-var sluiceNames = []string{"RetryPolicy", "MaxDepth", "LowPriorityMaxDepth", "Paused", "DeliveryMode", "DeadLetterWebhook"}
+var sluiceNames = []string{"RetryPolicy", "MaxDepth", "LowPriorityMaxDepth", "Paused", "DeliveryMode", "DeadLetterWebhook",
+	"DeduplicationWindowSeconds", "DeduplicationUntil"}
 
 // sluiceRefusals are attribute sets every protocol must refuse with
 // InvalidAttributeValue.
@@ -75,6 +83,10 @@ var sluiceRefusals = []map[string]string{
 	{"DeliveryMode": "at-most-once", "RetryPolicy": `{"baseSeconds":2}`},
 	{"DeadLetterWebhook": "ftp://hooks.example.com/"},
 	{"DeadLetterWebhook": "https://user:pw@hooks.example.com/"},
+	{"DeduplicationWindowSeconds": "59"},
+	{"DeduplicationWindowSeconds": "86401"},
+	{"DeduplicationWindowSeconds": "5m"},
+	{"DeduplicationUntil": "forever"},
 }
 
 func TestSluiceAttributesJSON(t *testing.T) {

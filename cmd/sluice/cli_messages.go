@@ -49,7 +49,7 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 	var m sclient.Message
 	c.fs.IntVar(&m.Priority, "priority", 0, "priority, -100..100 (standard queues)")
 	c.fs.StringVar(&m.GroupID, "group", "", "message group (FIFO queues: required)")
-	c.fs.StringVar(&m.DedupID, "dedup", "", "deduplication id (FIFO queues without content-based deduplication); of lines: ID-LINENUMBER each")
+	c.fs.StringVar(&m.DedupID, "dedup", "", "deduplication id (FIFO queues without content-based deduplication; on a standard queue an idempotency key); of lines: ID-LINENUMBER each")
 	c.fs.StringVar(&m.CorrelationID, "correlation-id", "", "correlation id, kept through the dead-letter queue")
 	c.fs.DurationVar(&m.Delay, "delay", 0, "deliver this much later (whole seconds)")
 	pos, code, ok := c.parse(args, 1, 2)

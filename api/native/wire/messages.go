@@ -37,8 +37,10 @@ type Envelope struct {
 	// GroupID is a FIFO queue's message group (required there), or a
 	// standard fair queue's tenant; absent when "".
 	GroupID string `json:"groupId,omitempty"`
-	// DedupID is a FIFO queue's deduplication id (unless the queue has
-	// ContentBasedDeduplication); absent when "".
+	// DedupID is the deduplication id: required on a FIFO queue (unless it
+	// has ContentBasedDeduplication), optional on a standard one (an
+	// idempotent send); a repeated id within the queue's window is answered
+	// with the original message id and stores nothing. Absent when "".
 	DedupID string `json:"dedupId,omitempty"`
 }
 

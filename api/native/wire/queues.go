@@ -19,8 +19,9 @@ type Queue struct {
 	ModifiedAt time.Time `json:"modifiedAt"`
 	// Attributes are every settable attribute as SQS strings
 	// ("VisibilityTimeout": "30"), the Sluice ones (RetryPolicy, MaxDepth,
-	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook) with
-	// their defaults when unset.
+	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook,
+	// DeduplicationWindowSeconds, DeduplicationUntil) with their defaults
+	// when unset.
 	Attributes map[string]string `json:"attributes"`
 	// Tags are its tags ({} when none).
 	Tags map[string]string `json:"tags"`

@@ -167,11 +167,14 @@ type Envelope struct {
 	// standard queue it names the message's tenant for fair queueing, and
 	// orders nothing. 1..128 characters, alphanumeric and punctuation.
 	GroupId string `protobuf:"bytes,9,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
-	// dedup_id is a FIFO queue's deduplication id (required there unless
-	// the queue has ContentBasedDeduplication): a message whose id was seen
-	// in the last 5 minutes is confirmed with the first one's id and
-	// sequence number, and not stored again. 1..128 characters,
-	// alphanumeric and punctuation. A standard queue refuses it.
+	// dedup_id is the deduplication id: a FIFO queue's (required there
+	// unless the queue has ContentBasedDeduplication), or on a standard
+	// queue an optional idempotency key. A message whose id was seen within
+	// the queue's window (5 minutes on a FIFO queue, DeduplicationWindowSeconds
+	// on a standard one, which DeduplicationUntil=settled extends while a
+	// message carrying it is in the queue) is confirmed with the first one's
+	// id (and sequence number), and not stored again. 1..128 characters,
+	// alphanumeric and punctuation.
 	DedupId       string `protobuf:"bytes,10,opt,name=dedup_id,json=dedupId,proto3" json:"dedup_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1327,9 +1330,9 @@ type Message struct {
 	// group_id is a FIFO message's group, or a standard message's tenant
 	// ("" when none).
 	GroupId string `protobuf:"bytes,11,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
-	// dedup_id is a FIFO message's deduplication id (the SHA-256 of its
-	// body, in hexadecimal, under ContentBasedDeduplication; "" on a
-	// standard queue).
+	// dedup_id is the message's deduplication id (on a FIFO queue under
+	// ContentBasedDeduplication the SHA-256 of its body, in hexadecimal;
+	// "" on a standard message sent without one).
 	DedupId string `protobuf:"bytes,12,opt,name=dedup_id,json=dedupId,proto3" json:"dedup_id,omitempty"`
 	// sequence_number is a FIFO message's sequence number, 20 decimal
 	// digits ("" on a standard queue).
