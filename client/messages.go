@@ -25,7 +25,7 @@ type BatchResult struct {
 
 // Send sends one message to the queue. A full queue is ErrQueueFull (after
 // the retries). A send retried after a lost answer may store the message
-// twice on a standard queue: see Client.
+// twice on a standard queue unless it carries a DedupID: see Client.
 func (c *Client) Send(ctx context.Context, queue string, m Message) (SendResult, error) {
 	var out wire.Sent
 	r := request{method: http.MethodPost, path: queuePath(queue, "messages"), body: toEnvelope(&m), idempotent: true,

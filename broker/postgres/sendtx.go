@@ -46,7 +46,7 @@ const txSender = "tx"
 // waiting receives when it does. It applies the rules of a send through a
 // broker (model.ValidateSendBatch, then the backend's own send:
 // plan.Send's validation, options and MaxDepth, the fair-queue turns,
-// FIFO deduplication and sequence numbers), on the same code as
+// deduplication and FIFO sequence numbers), on the same code as
 // Backend.Send. The schema must have been created by a broker of this
 // version (Open migrates it).
 //
@@ -92,7 +92,8 @@ const txSender = "tx"
 // queue that pick the same row wait for; on a FIFO queue it locks the
 // messages' group rows (the group's next sends wait, its receives skip it:
 // sequence order within a group is commit order) and their deduplication
-// keys (a duplicate sent meanwhile waits, then is deduplicated). A NOTIFY
+// keys (a duplicate sent meanwhile waits, then is deduplicated), as it locks
+// the deduplication keys of a standard queue's messages that carry one. A NOTIFY
 // also serializes commits that notify, cluster-wide, for an instant.
 func SendTx(ctx context.Context, tx pgx.Tx, cfg TxConfig, queue string, entries []model.SendEntry) ([]model.SendResult, error) {
 	if err := cfg.Validate(); err != nil {

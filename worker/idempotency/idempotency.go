@@ -45,7 +45,9 @@ const AttrIdempotencyKey = "IdempotencyKey"
 // A producer-given key is better. The message id names one stored message,
 // so it protects against redelivery only; a producer that retries a send
 // whose answer it lost (a timeout, a broker restart) stores a second message
-// with a new id, and a replay from a dead-letter queue may too. A key the
+// with a new id (unless the send carries a deduplication id and the retry
+// comes within the queue's deduplication window), and a replay from a
+// dead-letter queue may too. A key the
 // producer derives from the work itself ("payroll-2024-05/employee-42")
 // is the same on every copy. Keys share one namespace per store: make them
 // unique across the queues whose workers share a store (prefix them with
