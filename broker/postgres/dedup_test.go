@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/postgres"
 )
 
 // TestDedupAcrossBrokers: two brokers on one schema share the dedup window
@@ -91,5 +95,86 @@ func TestDedupAcrossBrokers(t *testing.T) {
 	}
 	if q.Stats.Visible != ids {
 		t.Fatalf("%d messages stored for %d ids sent %d times each", q.Stats.Visible, ids, 2*senders)
+	}
+}
+
+// TestMigration11OldQueues: a queue created before migration 11 reads the
+// dedup settings' defaults (they are absent from its stored config), and its
+// messages carry no dedup id; after the upgrade it takes the settings and
+// deduplicates, the old messages untouched.
+func TestMigration11OldQueues(t *testing.T) {
+	t.Parallel()
+	url := requirePostgres(t)
+	schema := schemaFor(t)
+	ctx := context.Background()
+	if err := postgres.MigrateTo(ctx, url, schema, 10); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+	// The config as a broker of version 10 stored it: no dedup fields.
+	cj := []byte(`{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
+		`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
+		`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`)
+	var mid int64
+	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
+		VALUES ('q', $1, $2, $2) RETURNING mid`, cj, at).Scan(&mid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("messages")+` (queue_id, state, visible_at, sent_at, message_id, body)
+		VALUES ($1, 'r', $2, $2, '00000000-0000-4000-8000-000000000001', 'old')`, mid, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("counts")+` (queue_id, shard, ready) VALUES ($1, 0, 1)`, mid); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := testConfig(url, schema)
+	cfg.Clock = clocktest.NewFakeClock(at.Add(time.Minute))
+	be, err := postgres.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	f := front(t, be, cfg.Options)
+	q, err := f.GetQueue(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Config.DedupWindowOf() != model.DefaultDedupWindow || q.Config.DedupUntilSettled() {
+		t.Fatalf("an old queue's dedup settings: window %v, settled %v; want the defaults", q.Config.DedupWindowOf(), q.Config.DedupUntilSettled())
+	}
+	for name := range q.Config.Attributes() {
+		if name == model.AttrDeduplicationWindowSeconds || name == model.AttrDeduplicationUntil {
+			t.Fatalf("an old queue lists %s", name)
+		}
+	}
+	var indexed bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'messages_dedup')`, schema).Scan(&indexed); err != nil || !indexed {
+		t.Fatalf("messages_dedup after the upgrade: %v, %v", indexed, err)
+	}
+	if err := f.SetQueueAttributes(ctx, "q", map[string]string{model.AttrDeduplicationUntil: "settled"}); err != nil {
+		t.Fatal(err)
+	}
+	send := func(body string) string {
+		t.Helper()
+		res, err := f.Send(ctx, "q", []model.SendEntry{{Body: body, DedupID: "d"}})
+		if err != nil || res[0].Err != nil {
+			t.Fatal(err, res)
+		}
+		return res[0].MessageID
+	}
+	first := send("new")
+	if again := send("new again"); again != first {
+		t.Fatalf("after the upgrade a repeated id answered %s, want %s", again, first)
+	}
+	q, err = f.GetQueue(ctx, "q")
+	if err != nil || q.Stats.Visible != 2 {
+		t.Fatalf("%d messages (%v), want the old one and the new one", q.Stats.Visible, err)
 	}
 }

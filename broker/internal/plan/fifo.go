@@ -94,8 +94,11 @@ func Original(c model.QueueConfig, f DedupFound, now time.Time) string {
 // LiveCarrier reports whether a message counts for DeduplicationUntil=settled
 // on its standard queue: it carries a dedup id and no FIFO sequence number.
 // Messages sent to the queue with an id count, and so do dead letters moved
-// into it from a standard queue, which keep theirs; a dead letter from a FIFO
-// queue keeps its FIFO dedup id and sequence number, and does not count.
+// into it from a standard source queue, which keep theirs (a message moved by
+// a move task is a new message without one). A FIFO message (a sequence
+// number) never counts: a FIFO queue has no settled mode, and its dead
+// letters go to FIFO queues only; the rule keeps the FIFO queues' messages,
+// which all carry a dedup id, out of the PostgreSQL index of carriers.
 func LiveCarrier(dedupID string, seq uint64) bool {
 	return dedupID != "" && seq == 0
 }
