@@ -192,10 +192,11 @@ func (e *env) getQueue(name string) model.QueueInfo {
 
 func (e *env) stats(name string) model.QueueStats { return e.getQueue(name).Stats }
 
-// counts is s without OldestSentAt: the three counts the count checks
-// compare (OldestSentAt has its own cases, in longdelay.go).
+// counts is s without OldestSentAt and OldestVisibleSince: the three
+// counts the count checks compare (the instants have their own cases, in
+// longdelay.go).
 func counts(s model.QueueStats) model.QueueStats {
-	s.OldestSentAt = time.Time{}
+	s.OldestSentAt, s.OldestVisibleSince = time.Time{}, time.Time{}
 	return s
 }
 

@@ -8,7 +8,8 @@ import (
 )
 
 // The long-delay and stats tests: delays past 15 minutes (SendEntry.LongDelay)
-// up to the retention period, durable across restarts; QueueStats.OldestSentAt.
+// up to the retention period, durable across restarts; QueueStats.OldestSentAt
+// and OldestVisibleSince.
 var longDelayTests = []testCase{
 	{"PastFifteenMinutes", testLongDelay},
 	{"BoundedByRetention", testLongDelayRetention},
@@ -19,6 +20,8 @@ var longDelayTests = []testCase{
 var statsTests = []testCase{
 	{"OldestSentAt", testOldestSentAt},
 	{"OldestSentAtOfDeadLetters", testOldestSentAtDeadLetters},
+	{"OldestVisibleSince", testOldestVisibleSince},
+	{"OldestVisibleSinceRestart", testOldestVisibleSinceRestart},
 	{"DeadLetterCount", testStatsDeadLetters},
 }
 
@@ -129,6 +132,101 @@ func testOldestSentAt(t *testing.T, s suite) {
 		t.Fatal(err)
 	}
 	eventually(t, "the purged queue's OldestSentAt is zero", func() bool { return e.stats("q").OldestSentAt.IsZero() })
+}
+
+// wantVisibleSince checks a queue's OldestVisibleSince (zero: no message
+// visible), as GetQueue and AllStats give it; a backend may round it down
+// to a whole second.
+func (e *env) wantVisibleSince(queue string, want time.Time) {
+	e.t.Helper()
+	one := e.stats(queue).OldestVisibleSince // GetQueue first: on PostgreSQL it promotes what is due
+	all, err := e.b.AllStats(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, q := range all {
+		if q.Name == queue && !q.Stats.OldestVisibleSince.Equal(one) {
+			e.t.Fatalf("%s OldestVisibleSince: AllStats %v, GetQueue %v", queue, q.Stats.OldestVisibleSince, one)
+		}
+	}
+	if want.IsZero() {
+		if !one.IsZero() {
+			e.t.Fatalf("%s OldestVisibleSince = %v, want zero (no message visible)", queue, one)
+		}
+		return
+	}
+	if d := want.Sub(one); d < 0 || d >= time.Second {
+		e.t.Fatalf("%s OldestVisibleSince = %v, want %v (or up to a second before)", queue, one, want)
+	}
+}
+
+// testOldestVisibleSince: when the message visible longest became visible:
+// its send, the end of its delay, backoff or lease. Delayed, backing-off and
+// in-flight messages do not count; a queue of delayed messages only has
+// none.
+func testOldestVisibleSince(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.wantVisibleSince("q", time.Time{})
+	t0 := e.clock.Now()
+	e.send("q", model.SendEntry{Body: "d", Delay: dur(time.Minute)})
+	e.wantVisibleSince("q", time.Time{}) // delayed only
+	e.advance(10 * time.Second)
+	e.sendBody("q", "a")
+	e.wantVisibleSince("q", t0.Add(10*time.Second))
+	e.advance(5 * time.Second)
+	e.sendBody("q", "b")
+	e.wantVisibleSince("q", t0.Add(10*time.Second))
+	var a, b model.Delivery
+	for _, d := range e.receiveN(model.ReceiveRequest{Queue: "q", Visibility: dur(100 * time.Second)}, 2) {
+		if d.Body == "a" {
+			a = d
+		} else {
+			b = d
+		}
+	}
+	if a.Body != "a" || b.Body != "b" {
+		t.Fatalf("received %q and %q, want a and b", a.Body, b.Body)
+	}
+	e.wantVisibleSince("q", time.Time{}) // in flight and delayed only
+	e.advance(45 * time.Second)          // t0+60: d's delay ends
+	e.wantVisibleSince("q", t0.Add(time.Minute))
+	backoff := 30 * time.Second
+	e.nack("q", a.Receipt, "later", &backoff) // a backs off until t0+90
+	e.wantVisibleSince("q", t0.Add(time.Minute))
+	if d := e.receiveOneFor("q", time.Hour); d.Body != "d" {
+		t.Fatalf("received %q, want d", d.Body)
+	}
+	e.wantVisibleSince("q", time.Time{}) // backing off and in flight only
+	e.advance(30 * time.Second)          // t0+90: a's backoff ends
+	e.wantVisibleSince("q", t0.Add(90*time.Second))
+	e.advance(25 * time.Second) // t0+115: b's lease ends
+	e.wantVisibleSince("q", t0.Add(90*time.Second))
+	if d := e.receiveOneFor("q", time.Hour); d.Body != "a" {
+		t.Fatalf("received %q, want a", d.Body)
+	}
+	e.wantVisibleSince("q", t0.Add(115*time.Second)) // b, since its lease ended
+	if err := e.b.PurgeQueue(e.ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the purged queue has no visible message", func() bool { return e.stats("q").OldestVisibleSince.IsZero() })
+}
+
+// testOldestVisibleSinceRestart: OldestVisibleSince survives a restart (the
+// embedded store rebuilds it from its records).
+func testOldestVisibleSinceRestart(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.requireReopen()
+	e.createQueue("q", nil)
+	t0 := e.clock.Now()
+	e.sendBody("q", "a")
+	e.send("q", model.SendEntry{Body: "d", Delay: dur(time.Minute)})
+	e.advance(10 * time.Second)
+	e.sendBody("q", "b")
+	e.reopen()
+	e.wantVisibleSince("q", t0)
+	e.receiveOne("q") // a
+	e.wantVisibleSince("q", t0.Add(10*time.Second))
 }
 
 // testOldestSentAtDeadLetters: a dead letter in a standard DLQ keeps its

@@ -79,12 +79,15 @@ type msg struct {
 //     fair[priority].tenants[its tenant].live, and no entry counts 0.
 type queue struct {
 	queueRecord
-	msgs     map[uint64]*msg
-	ready    readyHeap // (priority desc, turn, key)
-	timed    timedHeap // visibleAt
-	age      ageHeap   // sentAt: the retention sweeper's order
-	inflight int64     // stateInflight and stateDoomed
-	delayed  int64     // stateDelayed and stateBackoff
+	msgs  map[uint64]*msg
+	ready readyHeap // (priority desc, turn, key)
+	timed timedHeap // visibleAt
+	age   ageHeap   // sentAt: the retention sweeper's order
+	// readyAge counts the ready messages by when they became visible
+	// (readyage.go): every push to ready adds, unplace drops.
+	readyAge readyAges
+	inflight int64 // stateInflight and stateDoomed
+	delayed  int64 // stateDelayed and stateBackoff
 	// doomed are the messages whose lease ended on their last attempt,
 	// waiting for flushDoomedLocked to move them to the dead-letter queue.
 	doomed []*msg
@@ -128,8 +131,18 @@ func (q *queue) info() model.QueueInfo {
 		Queue: model.Queue{ID: q.ID, Account: q.Account, Name: q.Name, Config: cfg, Tags: tags,
 			CreatedAt: q.CreatedAt, ModifiedAt: q.ModifiedAt},
 		Stats: model.QueueStats{Visible: int64(len(q.ready)), InFlight: q.inflight, Delayed: q.delayed,
-			OldestSentAt: q.oldestSentAt()},
+			OldestSentAt: q.oldestSentAt(), OldestVisibleSince: q.oldestVisibleSince()},
 	}
+}
+
+// oldestVisibleSince is when the longest-visible ready message became
+// visible, to the second (zero if none is ready).
+func (q *queue) oldestVisibleSince() time.Time {
+	s, ok := q.readyAge.oldest()
+	if !ok {
+		return time.Time{}
+	}
+	return time.Unix(s, 0)
 }
 
 // oldestSentAt is the SentAt of the queue's oldest message (zero if empty).
@@ -202,6 +215,7 @@ func (q *queue) load(ms []*msg) {
 		if m.state == stateReady {
 			m.pos = int32(len(q.ready))
 			q.ready = append(q.ready, m)
+			q.readyAge.add(m.visibleAt)
 			q.fifoReady(m)
 			continue
 		}
@@ -240,6 +254,7 @@ func (q *queue) place(m *msg, now int64) {
 	if m.state == stateReady || (m.visibleAt <= now && m.state != stateInflight) {
 		m.state = stateReady
 		heap.Push(&q.ready, m)
+		q.readyAge.add(m.visibleAt)
 		q.fifoReady(m)
 		q.notify()
 		return
@@ -256,6 +271,7 @@ func (q *queue) unplace(m *msg) {
 	switch m.state {
 	case stateReady:
 		heap.Remove(&q.ready, int(m.pos))
+		q.readyAge.drop(m.visibleAt)
 	case stateInflight:
 		heap.Remove(&q.timed, int(m.pos))
 		m.pos = -1 // before fifoLeased, which checks whether groups are receivable
@@ -308,6 +324,7 @@ func (q *queue) promote(now int64) bool {
 			q.delayed--
 			m.state = stateReady
 			heap.Push(&q.ready, m)
+			q.readyAge.add(m.visibleAt)
 			q.fifoReady(m)
 			moved = true
 			continue
@@ -335,6 +352,7 @@ func (q *queue) promote(now int64) bool {
 		q.inflight--
 		m.state, m.visibleAt = stateReady, nanos(lp.At)
 		heap.Push(&q.ready, m)
+		q.readyAge.add(m.visibleAt)
 		q.fifoLeased(m, -1)
 		moved = true
 	}

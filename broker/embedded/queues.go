@@ -175,6 +175,7 @@ func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, minInterv
 		n = len(q.msgs)
 		q.msgs = map[uint64]*msg{}
 		q.ready, q.timed, q.age = nil, nil, nil
+		q.readyAge = readyAges{}
 		q.inflight, q.delayed, q.doomed = 0, 0, nil
 		if q.fifo != nil {
 			q.fifo = newFifoState() // the attempt cache goes too

@@ -69,6 +69,10 @@ type QueueConfig struct {
 	// DedupUntil is a standard queue's DeduplicationUntil: "" (window, the
 	// default) or DedupUntilSettled (config_dedup.go).
 	DedupUntil DedupUntil `json:",omitempty"`
+	// HealthDepth and HealthAge are the queue's own health thresholds
+	// (config_health.go); nil = the broker's.
+	HealthDepth *HealthLevels `json:",omitempty"`
+	HealthAge   *HealthLevels `json:",omitempty"`
 }
 
 // RedrivePolicy is the parsed RedrivePolicy attribute.
@@ -189,6 +193,14 @@ func (c QueueConfig) Clone() QueueConfig {
 		r := *c.Retry
 		r.Delays = slices.Clone(r.Delays)
 		c.Retry = &r
+	}
+	if c.HealthDepth != nil {
+		h := *c.HealthDepth
+		c.HealthDepth = &h
+	}
+	if c.HealthAge != nil {
+		h := *c.HealthAge
+		c.HealthAge = &h
 	}
 	return c
 }

@@ -44,6 +44,7 @@ var sluiceAttrs = map[string]bool{
 	AttrRetryPolicy: true, AttrMaxDepth: true, AttrLowPriorityMaxDepth: true,
 	AttrPaused: true, AttrDeliveryMode: true, AttrDeadLetterWebhook: true,
 	AttrDeduplicationWindowSeconds: true, AttrDeduplicationUntil: true,
+	AttrHealthDepth: true, AttrHealthAge: true,
 }
 
 // IsSluiceAttribute reports whether name is one of the Sluice queue attributes.
@@ -64,7 +65,7 @@ func SluiceAttributeDefault(name string) string {
 	case AttrDeduplicationUntil:
 		return string(DedupUntilWindow)
 	}
-	return "" // RetryPolicy, DeadLetterWebhook: none
+	return "" // RetryPolicy, DeadLetterWebhook: none; HealthDepth, HealthAge: the broker's thresholds
 }
 
 func (c *QueueConfig) applySluice(name, v string) error {
@@ -91,6 +92,8 @@ func (c *QueueConfig) applySluice(name, v string) error {
 		c.DeadLetterWebhook, err = ParseWebhook(v)
 	case AttrDeduplicationWindowSeconds, AttrDeduplicationUntil:
 		err = c.applyDedup(name, v) // config_dedup.go
+	case AttrHealthDepth, AttrHealthAge:
+		err = c.applyHealth(name, v) // config_health.go
 	}
 	return err
 }
@@ -135,6 +138,7 @@ func (c QueueConfig) sluiceAttributes(m map[string]string) {
 		m[AttrDeadLetterWebhook] = c.DeadLetterWebhook
 	}
 	c.dedupAttributes(m)
+	c.healthAttributes(m)
 }
 
 // AtMostOnce reports whether a receive removes the message (DeliveryMode).

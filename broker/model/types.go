@@ -189,6 +189,14 @@ type QueueStats struct {
 	// OldestSentAt is when the oldest message of the queue was sent (zero
 	// when the queue is empty).
 	OldestSentAt time.Time
+	// OldestVisibleSince is when the message that has been visible (ready
+	// to be received) the longest became visible: the end of its delay,
+	// backoff or lease, or its send. Zero when no message is visible:
+	// delayed, backing-off and in-flight messages do not count. A backend
+	// may round it down to a whole second. The health of a queue judges
+	// the age of its waiting work by it (how long a ready message has
+	// waited for a consumer), not by OldestSentAt.
+	OldestVisibleSince time.Time
 }
 
 // Depth is what MaxDepth limits: visible + in flight + delayed.

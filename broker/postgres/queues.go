@@ -157,15 +157,20 @@ func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (_ model.Qu
 	info := model.QueueInfo{Queue: q.queue()}
 	// OldestSentAt: the first live entry of messages_age (messages past
 	// retention wait for the sweeper and are not counted as oldest).
-	var oldest *time.Time
+	// OldestVisibleSince: the first entry of messages_ready_age.
+	var oldest, visibleSince *time.Time
 	err = b.pool.QueryRow(ctx, `SELECT coalesce(sum(ready), 0), coalesce(sum(inflight), 0), coalesce(sum(delayed), 0),
-			(SELECT min(sent_at) FROM messages WHERE queue_id = $2 AND sent_at > `+nowSQL+` - $3 * interval '1 microsecond')
-		FROM counts WHERE queue_id = $2`, b.tnow(), q.mid, micros(q.cfg.Retention)).Scan(&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed, &oldest)
+			(SELECT min(sent_at) FROM messages WHERE queue_id = $2 AND sent_at > `+nowSQL+` - $3 * interval '1 microsecond'),
+			(SELECT min(visible_at) FROM messages WHERE queue_id = $2 AND state = 'r')
+		FROM counts WHERE queue_id = $2`, b.tnow(), q.mid, micros(q.cfg.Retention)).Scan(&info.Stats.Visible, &info.Stats.InFlight, &info.Stats.Delayed, &oldest, &visibleSince)
 	if err != nil {
 		return model.QueueInfo{}, dbErr("read counts", err)
 	}
 	if oldest != nil {
 		info.Stats.OldestSentAt = *oldest
+	}
+	if visibleSince != nil {
+		info.Stats.OldestVisibleSince = *visibleSince
 	}
 	return info, nil
 }
@@ -348,8 +353,9 @@ func countsFromStates(cte, qid, shardParam string) string {
 // ListQueueStats implements storage.Backend: every live queue of account
 // with its counts, in name order, in two queries: the queues with the sums
 // of their counts' shards, then each one's oldest live message (by
-// messages_age). Unlike GetQueue it promotes no delayed message: a delay
-// that ended since the last receive or sweep still counts as delayed until
+// messages_age) and oldest visible one (by messages_ready_age). Unlike
+// GetQueue it promotes no delayed message: a delay that ended since the
+// last receive or sweep still counts as delayed (and not as visible) until
 // one of them runs.
 func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []model.QueueInfo, err error) {
 	defer unavailable(&err)
@@ -396,19 +402,23 @@ func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []model
 		return out, nil
 	}
 	rows, err = b.pool.Query(ctx, `SELECT (SELECT min(sent_at) FROM messages
-			WHERE queue_id = u.mid AND sent_at > `+nowSQL+` - u.ret * interval '1 microsecond')
+			WHERE queue_id = u.mid AND sent_at > `+nowSQL+` - u.ret * interval '1 microsecond'),
+			(SELECT min(visible_at) FROM messages WHERE queue_id = u.mid AND state = 'r')
 		FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS u(mid, ret, n) ORDER BY u.n`, b.tnow(), mids, retention)
 	if err != nil {
 		return nil, dbErr("list queue stats", err)
 	}
 	defer rows.Close()
 	for i := 0; rows.Next(); i++ {
-		var oldest *time.Time
-		if err := rows.Scan(&oldest); err != nil {
+		var oldest, visibleSince *time.Time
+		if err := rows.Scan(&oldest, &visibleSince); err != nil {
 			return nil, dbErr("list queue stats", err)
 		}
 		if oldest != nil && i < len(out) {
 			out[i].Stats.OldestSentAt = *oldest
+		}
+		if visibleSince != nil && i < len(out) {
+			out[i].Stats.OldestVisibleSince = *visibleSince
 		}
 	}
 	if err := rows.Err(); err != nil {

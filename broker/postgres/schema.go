@@ -314,6 +314,17 @@ CREATE INDEX consumers_queue ON consumers (account, queue);
 	`
 CREATE INDEX messages_dedup ON messages (queue_id, dedup_id) WHERE dedup_id IS NOT NULL AND seq IS NULL;
 `,
+	// 12: the oldest visible message (issue 25, model.QueueStats.OldestVisibleSince):
+	// the ready messages of a queue by visible_at, which for a ready message
+	// is when it became visible, so that the least of them is the first
+	// entry of one index range, however deep the queue (messages_ready_fair
+	// is in receive order, where the least visible_at can be anywhere). It
+	// gets an entry only when a row becomes ready (a send, a promotion, a
+	// nack). IF NOT EXISTS: an operator may build it beforehand with CREATE
+	// INDEX CONCURRENTLY (docs/postgres.md).
+	`
+CREATE INDEX IF NOT EXISTS messages_ready_age ON messages (queue_id, visible_at) WHERE state = 'r';
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a
