@@ -23,8 +23,8 @@ type Queue struct {
 	// Attributes are all of its settable attributes as SQS strings
 	// ("VisibilityTimeout": "30"), the Sluice ones (RetryPolicy, MaxDepth,
 	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook,
-	// DeduplicationWindowSeconds, DeduplicationUntil) with their defaults
-	// when unset.
+	// DeduplicationWindowSeconds, DeduplicationUntil, HealthDepth, HealthAge)
+	// with their defaults when unset.
 	Attributes map[string]string
 	Tags       map[string]string
 	Stats      Stats
@@ -55,6 +55,11 @@ type Stats struct {
 	// OldestAge is the age of the oldest message, in whole seconds (0 when
 	// the queue is empty).
 	OldestAge time.Duration
+	// OldestVisibleAge is how long the longest-visible message has waited
+	// since it became visible, in whole seconds (0 when none is visible:
+	// delayed, backing-off and in-flight messages do not count). It is
+	// what the queue's health judges.
+	OldestVisibleAge time.Duration
 	// DeadLetters counts the messages of its dead-letter queue; nil when it
 	// has none.
 	DeadLetters *int64
@@ -66,7 +71,8 @@ type Stats struct {
 // statsOf converts a queue's stats.
 func statsOf(s wire.Stats) Stats {
 	return Stats{Visible: s.Visible, InFlight: s.InFlight, Delayed: s.Delayed, Depth: s.Depth,
-		OldestAge: time.Duration(s.OldestAgeSeconds) * time.Second, DeadLetters: s.DeadLetters, Refused: s.Refused}
+		OldestAge: time.Duration(s.OldestAgeSeconds) * time.Second, OldestVisibleAge: time.Duration(s.OldestVisibleAgeSeconds) * time.Second,
+		DeadLetters: s.DeadLetters, Refused: s.Refused}
 }
 
 // queueOf converts a queue.

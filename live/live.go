@@ -34,6 +34,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/health"
 )
 
 // Config configures a Live. Use DefaultConfig and change fields; Validate
@@ -58,8 +59,9 @@ type Config struct {
 	KeepAlive time.Duration
 	// SampleTimeout bounds one AllStats read. Default 5 s; 10 ms..1 min.
 	SampleTimeout time.Duration
-	// Thresholds decide each queue's health state.
-	Thresholds Thresholds
+	// Thresholds decide each queue's health state (package health, which
+	// metrics calls on the same figures).
+	Thresholds health.Thresholds
 	// Logger receives failed samples (warn). Nil discards.
 	Logger *slog.Logger
 }
@@ -73,7 +75,7 @@ func DefaultConfig() Config {
 		HistoryWindow: 15 * time.Minute,
 		KeepAlive:     15 * time.Second,
 		SampleTimeout: 5 * time.Second,
-		Thresholds:    DefaultThresholds(),
+		Thresholds:    health.DefaultThresholds(),
 	}
 }
 
@@ -119,15 +121,57 @@ type QueueStats struct {
 	Delayed  int64  `json:"delayed"`
 	// DeadLetterQueue is the queue's redrive target ("" when none).
 	DeadLetterQueue string `json:"deadLetterQueue"`
-	// DeadLetters is the depth of DeadLetterQueue (0 when none, or when it
-	// does not exist).
-	DeadLetters      int64   `json:"deadLetters"`
-	OldestAgeSeconds float64 `json:"oldestAgeSeconds"`
+	// DeadLetters is the depth of DeadLetterQueue: null when the queue has
+	// no RedrivePolicy or its target does not exist, 0 when it is empty (as
+	// the native API's queue stats say).
+	DeadLetters *int64 `json:"deadLetters"`
+	// IsDeadLetterQueue: some queue's RedrivePolicy names this one (it is
+	// judged by its count, not by age).
+	IsDeadLetterQueue bool `json:"isDeadLetterQueue"`
+	// OldestAgeSeconds is the age of the oldest message, whatever its state
+	// (0 when empty); OldestVisibleAgeSeconds how long the longest-visible
+	// message has waited for a consumer (0 when none is visible), which
+	// health judges.
+	OldestAgeSeconds        float64 `json:"oldestAgeSeconds"`
+	OldestVisibleAgeSeconds float64 `json:"oldestVisibleAgeSeconds"`
 	// Rates are this broker's, averaged over Config.RateWindow (or since
 	// the queue was first seen, when that is shorter).
-	Rates         Rates    `json:"rates"`
-	Health        Health   `json:"health"`
-	HealthReasons []string `json:"healthReasons"`
+	Rates Rates `json:"rates"`
+	// Health is the queue's state, HealthReasons why, and HealthThresholds
+	// the thresholds that judged it (its own HealthDepth and HealthAge, or
+	// the broker's).
+	Health           health.Health `json:"health"`
+	HealthReasons    []string      `json:"healthReasons"`
+	HealthThresholds limitsJSON    `json:"healthThresholds"`
+}
+
+// limitsJSON is health.Limits as /v1/stats shows them (0 is off).
+type limitsJSON struct {
+	DepthWarning       int64   `json:"depthWarning"`
+	DepthCritical      int64   `json:"depthCritical"`
+	AgeWarningSeconds  float64 `json:"ageWarningSeconds"`
+	AgeCriticalSeconds float64 `json:"ageCriticalSeconds"`
+}
+
+// thresholdsJSON is health.Thresholds, the broker's, as /v1/stats shows
+// them.
+type thresholdsJSON struct {
+	DepthWarning       int64                  `json:"depthWarning"`
+	DepthCritical      int64                  `json:"depthCritical"`
+	AgeWarningSeconds  float64                `json:"ageWarningSeconds"`
+	AgeCriticalSeconds float64                `json:"ageCriticalSeconds"`
+	DLQDepthWarning    int64                  `json:"dlqDepthWarning"`
+	DLQDepthCritical   int64                  `json:"dlqDepthCritical"`
+	DeadLetters        health.DeadLetterLevel `json:"deadLetters"`
+}
+
+func thresholdsOf(t health.Thresholds) thresholdsJSON {
+	return thresholdsJSON{
+		DepthWarning: t.DepthWarning, DepthCritical: t.DepthCritical,
+		AgeWarningSeconds: t.AgeWarning.Seconds(), AgeCriticalSeconds: t.AgeCritical.Seconds(),
+		DLQDepthWarning: t.DLQDepthWarning, DLQDepthCritical: t.DLQDepthCritical,
+		DeadLetters: t.DeadLetters,
+	}
 }
 
 // Snapshot is what GET /v1/stats answers: every queue, in name order.
@@ -232,11 +276,11 @@ func New(cfg Config) (*Live, error) {
 			*f.p = *f.d
 		}
 	}
-	if cfg.Thresholds == (Thresholds{}) {
+	if cfg.Thresholds == (health.Thresholds{}) {
 		cfg.Thresholds = def.Thresholds
 	}
 	if cfg.Thresholds.DeadLetters == "" {
-		cfg.Thresholds.DeadLetters = DeadLettersWarning
+		cfg.Thresholds.DeadLetters = health.DeadLettersWarning
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -394,16 +438,13 @@ func (l *Live) sample(ctx context.Context) (*snapshot, error) {
 		}
 		now = b.Clock().Now()
 	}
-	depth := make(map[string]int64, len(all))
-	for _, q := range all {
-		depth[q.Name] = q.Stats.Depth()
-	}
+	assessed := l.cfg.Thresholds.Assess(all, now)
 	snap := &snapshot{
-		Snapshot: Snapshot{Time: now, Thresholds: l.cfg.Thresholds.json(), Queues: make([]QueueStats, 0, len(all))},
+		Snapshot: Snapshot{Time: now, Thresholds: thresholdsOf(l.cfg.Thresholds), Queues: make([]QueueStats, 0, len(all))},
 		index:    make(map[string]int, len(all)),
 	}
 	seen := make(map[string]bool, len(all))
-	for _, q := range all {
+	for i, q := range all {
 		seen[q.Name] = true
 		cur := counterSample{at: now, n: l.countersOf(q.Name)}
 		ser := l.series[q.Name]
@@ -413,24 +454,18 @@ func (l *Live) sample(ctx context.Context) (*snapshot, error) {
 		}
 		ser.push(cur, l.cfg.RateWindow)
 
-		st := q.Stats
+		st, a := q.Stats, assessed[i]
 		qs := QueueStats{
 			Name: q.Name, Fifo: q.Config.Fifo, Paused: q.Config.Paused,
 			Visible: st.Visible, InFlight: st.InFlight, Delayed: st.Delayed,
-			Rates: ser.rates(),
-		}
-		if r := q.Config.Redrive; r != nil {
-			qs.DeadLetterQueue = r.DeadLetterQueue
-			qs.DeadLetters = depth[r.DeadLetterQueue]
-		}
-		var age time.Duration
-		if !st.OldestSentAt.IsZero() {
-			age = max(0, now.Sub(st.OldestSentAt))
-		}
-		qs.OldestAgeSeconds = age.Seconds()
-		qs.Health, qs.HealthReasons = l.cfg.Thresholds.Assess(st.Depth(), age, qs.DeadLetters)
-		if qs.HealthReasons == nil {
-			qs.HealthReasons = []string{}
+			DeadLetterQueue: a.DeadLetterQueue, DeadLetters: a.DeadLetters, IsDeadLetterQueue: a.IsDeadLetterQueue,
+			OldestAgeSeconds: a.OldestAge.Seconds(), OldestVisibleAgeSeconds: a.VisibleAge.Seconds(),
+			Rates:  ser.rates(),
+			Health: a.Health, HealthReasons: a.Reasons,
+			HealthThresholds: limitsJSON{
+				DepthWarning: a.Limits.DepthWarning, DepthCritical: a.Limits.DepthCritical,
+				AgeWarningSeconds: a.Limits.AgeWarning.Seconds(), AgeCriticalSeconds: a.Limits.AgeCritical.Seconds(),
+			},
 		}
 		ser.step(cur, qs, l.cfg.HistoryStep, l.cfg.HistoryWindow)
 		snap.index[q.Name] = len(snap.Queues)
@@ -528,8 +563,12 @@ func (s *queueSeries) step(c counterSample, q QueueStats, step, window time.Dura
 	}
 	secs := c.at.Sub(s.stepStart.at).Seconds()
 	per := func(k model.Counter) float64 { return float64(c.n[k]-s.stepStart.n[k]) / secs }
+	var dead int64
+	if q.DeadLetters != nil {
+		dead = *q.DeadLetters
+	}
 	s.history = append(s.history, Point{
-		Time: c.at, Visible: q.Visible, InFlight: q.InFlight, Delayed: q.Delayed, DeadLetters: q.DeadLetters,
+		Time: c.at, Visible: q.Visible, InFlight: q.InFlight, Delayed: q.Delayed, DeadLetters: dead,
 		Sent: per(model.CountSent), Received: per(model.CountReceived), Deleted: per(model.CountDeleted),
 	})
 	s.stepStart = c

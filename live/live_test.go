@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/health"
 	"github.com/sluicemq/sluice/internal/testbroker"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/live"
@@ -134,20 +135,28 @@ func TestStatsMatchAllStats(t *testing.T) {
 	}
 	orders := queueOf(t, got, "orders")
 	// The delayed message became visible after 30 s; 2 leases are in flight.
-	if orders.Visible != 4 || orders.InFlight != 2 || orders.DeadLetterQueue != "orders-dlq" || orders.DeadLetters != 2 {
+	if orders.Visible != 4 || orders.InFlight != 2 || orders.DeadLetterQueue != "orders-dlq" || orders.DeadLetters == nil || *orders.DeadLetters != 2 {
 		t.Errorf("orders: %+v, want 4 visible or delayed, 2 in flight, DLQ orders-dlq holding 2", orders)
 	}
-	if orders.OldestAgeSeconds != 90 {
-		t.Errorf("orders: oldest age %v s, want 90 (the fake clock moved 90 s)", orders.OldestAgeSeconds)
+	if orders.OldestAgeSeconds != 90 || orders.OldestVisibleAgeSeconds != 90 || orders.IsDeadLetterQueue {
+		t.Errorf("orders: oldest age %v s, visible for %v s, want 90 and 90 (the fake clock moved 90 s)", orders.OldestAgeSeconds, orders.OldestVisibleAgeSeconds)
 	}
-	if orders.Health != live.HealthWarning || len(orders.HealthReasons) != 2 {
-		t.Errorf("orders: health %s %q, want warning for its age and its 2 dead letters", orders.Health, orders.HealthReasons)
+	if orders.Health != health.HealthWarning || len(orders.HealthReasons) != 2 || orders.HealthThresholds.AgeCriticalSeconds != 300 {
+		t.Errorf("orders: health %s %q (thresholds %+v), want warning for its age and its 2 dead letters", orders.Health, orders.HealthReasons, orders.HealthThresholds)
 	}
+	// The dead-letter queue: judged by its count (2 ≥ 1), not by its age.
+	dlq := queueOf(t, got, "orders-dlq")
+	if !dlq.IsDeadLetterQueue || dlq.Health != health.HealthWarning || len(dlq.HealthReasons) != 1 || dlq.HealthReasons[0] != "2 dead letters ≥ 1" ||
+		dlq.HealthThresholds.DepthWarning != 1 || dlq.HealthThresholds.DepthCritical != 100 || dlq.HealthThresholds.AgeWarningSeconds != 0 {
+		t.Errorf("orders-dlq: %+v, want a dead-letter queue warning for its 2 dead letters", dlq)
+	}
+	// No RedrivePolicy: deadLetters is null, as in the queue's own stats.
 	jobs := queueOf(t, got, "jobs.fifo")
-	if !jobs.Fifo || !jobs.Paused || jobs.Health != live.HealthOK || jobs.DeadLetterQueue != "" {
-		t.Errorf("jobs.fifo: %+v, want fifo, paused, ok, no DLQ", jobs)
+	if !jobs.Fifo || !jobs.Paused || jobs.Health != health.HealthOK || jobs.DeadLetterQueue != "" || jobs.DeadLetters != nil {
+		t.Errorf("jobs.fifo: %+v, want fifo, paused, ok, no DLQ (deadLetters null)", jobs)
 	}
-	if got.Thresholds.DepthWarning != 1000 || got.Thresholds.AgeCriticalSeconds != 300 || got.Thresholds.DeadLetters != "warning" {
+	if got.Thresholds.DepthWarning != 1000 || got.Thresholds.AgeCriticalSeconds != 300 || got.Thresholds.DeadLetters != "warning" ||
+		got.Thresholds.DLQDepthWarning != 1 || got.Thresholds.DLQDepthCritical != 100 {
 		t.Errorf("thresholds %+v, want the defaults", got.Thresholds)
 	}
 	if !got.Time.Equal(clock.Now()) {
@@ -275,43 +284,20 @@ func TestHistoryOfANewQueue(t *testing.T) {
 	}
 }
 
+// TestHealthLevels: the thresholds of Config decide the states (package
+// health has the cases of the assessment itself).
 func TestHealthLevels(t *testing.T) {
 	t.Parallel()
-	th := live.DefaultThresholds()
-	for _, c := range []struct {
-		depth int64
-		age   time.Duration
-		dead  int64
-		level live.DeadLetterLevel
-		want  live.Health
-		why   string
-	}{
-		{999, 59 * time.Second, 0, live.DeadLettersWarning, live.HealthOK, ""},
-		{1200, 0, 0, live.DeadLettersWarning, live.HealthWarning, "depth 1,200 ≥ 1,000"},
-		{10000, 0, 0, live.DeadLettersWarning, live.HealthCritical, "depth 10,000 ≥ 10,000"},
-		{0, 61 * time.Second, 0, live.DeadLettersWarning, live.HealthWarning, "oldest message 1m1s ≥ 1m0s"},
-		{0, 6 * time.Minute, 0, live.DeadLettersWarning, live.HealthCritical, "oldest message 6m0s ≥ 5m0s"},
-		{0, 0, 1, live.DeadLettersWarning, live.HealthWarning, "1 dead letter"},
-		{0, 0, 3, live.DeadLettersCritical, live.HealthCritical, "3 dead letters"},
-		{0, 0, 3, live.DeadLettersIgnore, live.HealthOK, ""},
-	} {
-		th.DeadLetters = c.level
-		h, reasons := th.Assess(c.depth, c.age, c.dead)
-		if h != c.want || (c.why == "") != (len(reasons) == 0) || (c.why != "" && reasons[0] != c.why) {
-			t.Errorf("Assess(%d, %v, %d, %s) = %s %q, want %s %q", c.depth, c.age, c.dead, c.level, h, reasons, c.want, c.why)
-		}
-	}
-
 	// Through the broker: small thresholds, a queue crossing them.
 	clock := clocktest.NewFakeClock(epoch)
 	tb, lv := setup(t, clock, func(c *live.Config) {
-		c.Thresholds = live.Thresholds{DepthWarning: 3, DepthCritical: 5, DeadLetters: live.DeadLettersIgnore}
+		c.Thresholds = health.Thresholds{DepthWarning: 3, DepthCritical: 5, DeadLetters: health.DeadLettersIgnore}
 	})
 	createQueue(t, tb.Front, "q", nil)
 	for _, step := range []struct {
 		n    int
-		want live.Health
-	}{{2, live.HealthOK}, {1, live.HealthWarning}, {2, live.HealthCritical}} {
+		want health.Health
+	}{{2, health.HealthOK}, {1, health.HealthWarning}, {2, health.HealthCritical}} {
 		send(t, tb.Front, "q", step.n)
 		s, err := lv.Sample(context.Background())
 		if err != nil {

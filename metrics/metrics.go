@@ -28,6 +28,7 @@ import (
 
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/health"
 )
 
 // ScrapeTimeout bounds the read of the queues' counts during one scrape.
@@ -39,6 +40,8 @@ type Metrics struct {
 	reg *prometheus.Registry
 	// front is the broker the queue gauges are read from (Attach).
 	front atomic.Pointer[broker.Broker]
+	// thresholds judge the queues' health (SetThresholds).
+	thresholds atomic.Pointer[health.Thresholds]
 
 	mu sync.Mutex
 	// counts are the per-queue counters of this broker since it started.
@@ -96,6 +99,8 @@ func New() *Metrics {
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
 		}),
 	}
+	th := health.DefaultThresholds()
+	m.thresholds.Store(&th)
 	m.reg.MustRegister(m.requests, m.duration, m.syncs, m.commits, (*queueCollector)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -104,6 +109,11 @@ func New() *Metrics {
 // Attach sets the broker whose queues the gauges read. Until it is called,
 // a scrape has no per-queue gauges.
 func (m *Metrics) Attach(b *broker.Broker) { m.front.Store(b) }
+
+// SetThresholds sets the thresholds of sluice_queue_health (default
+// health.DefaultThresholds): give the ones the dashboard's sampler uses
+// (live.Config.Thresholds), so that /metrics and /v1/stats agree.
+func (m *Metrics) SetThresholds(t health.Thresholds) { m.thresholds.Store(&t) }
 
 // Registry is the registry the metrics are in (to add an application's own,
 // or to gather them in a test).
@@ -218,7 +228,13 @@ var (
 	descDelayed = prometheus.NewDesc("sluice_queue_delayed_messages",
 		"Messages not yet visible: delayed, backing off after a failure, or snoozed.", []string{"queue"}, nil)
 	descOldest = prometheus.NewDesc("sluice_queue_oldest_message_age_seconds",
-		"Age of the queue's oldest message (0 when empty): the seed's message age.", []string{"queue"}, nil)
+		"Age of the queue's oldest message, whatever its state (0 when empty): the seed's message age.", []string{"queue"}, nil)
+	descVisibleAge = prometheus.NewDesc("sluice_queue_oldest_visible_age_seconds",
+		"How long the queue's longest-visible message has waited for a consumer since it became visible (0 when none is visible; delayed, backing-off and in-flight messages do not count): what the health's age check judges.", []string{"queue"}, nil)
+	descHealth = prometheus.NewDesc("sluice_queue_health",
+		"The queue's health state, as GET /v1/stats and the dashboard give it: 0 ok, 1 warning, 2 critical.", []string{"queue"}, nil)
+	descHealthCheck = prometheus.NewDesc("sluice_queue_health_check",
+		"The state of one check of the queue's health (0 ok, 1 warning, 2 critical), by check: depth and age (a queue that is not a dead-letter queue), dead_letters (a dead-letter queue's count), dead_letter_queue (a queue whose dead-letter queue holds messages).", []string{"queue", "check"}, nil)
 	descStreams = prometheus.NewDesc("sluice_queue_streams",
 		"Consumer streams (the stream API's Consume) open on the queue on this broker.", []string{"queue"}, nil)
 	descLag = prometheus.NewDesc("sluice_queue_consumer_lag_messages",
@@ -264,7 +280,7 @@ type queueCollector Metrics
 
 // Describe implements prometheus.Collector.
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldest, descStreams, descLag, descDeadLetters, descMaxDepth, descPaused, descQueues, descRefused,
+	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldest, descVisibleAge, descHealth, descHealthCheck, descStreams, descLag, descDeadLetters, descMaxDepth, descPaused, descQueues, descRefused,
 		descPoolConns, descPoolMax, descPoolAcquires, descPoolEmpty, descPoolWait} {
 		ch <- d
 	}
@@ -307,17 +323,20 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, q := range all {
 		depth[q.Name] = q.Stats.Depth()
 	}
+	// The same assessment as /v1/stats (package health), on this read.
+	assessed := m.thresholds.Load().Assess(all, now)
 	ch <- prometheus.MustNewConstMetric(descQueues, prometheus.GaugeValue, float64(len(all)))
-	for _, q := range all {
-		st := q.Stats
+	for i, q := range all {
+		st, a := q.Stats, assessed[i]
 		ch <- prometheus.MustNewConstMetric(descVisible, prometheus.GaugeValue, float64(st.Visible), q.Name)
 		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(st.InFlight), q.Name)
 		ch <- prometheus.MustNewConstMetric(descDelayed, prometheus.GaugeValue, float64(st.Delayed), q.Name)
-		age := 0.0
-		if !st.OldestSentAt.IsZero() {
-			age = max(0, now.Sub(st.OldestSentAt).Seconds())
+		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, a.OldestAge.Seconds(), q.Name)
+		ch <- prometheus.MustNewConstMetric(descVisibleAge, prometheus.GaugeValue, a.VisibleAge.Seconds(), q.Name)
+		ch <- prometheus.MustNewConstMetric(descHealth, prometheus.GaugeValue, float64(a.Health.Level()), q.Name)
+		for _, c := range a.SortedChecks() {
+			ch <- prometheus.MustNewConstMetric(descHealthCheck, prometheus.GaugeValue, float64(a.Checks[c].Level()), q.Name, string(c))
 		}
-		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age, q.Name)
 		n := streams[model.QueueRef{Name: q.Name}]
 		lag := 0.0
 		if n > 0 {
@@ -325,10 +344,8 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descStreams, prometheus.GaugeValue, float64(n), q.Name)
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag, q.Name)
-		if r := q.Config.Redrive; r != nil {
-			if d, ok := depth[r.DeadLetterQueue]; ok {
-				ch <- prometheus.MustNewConstMetric(descDeadLetters, prometheus.GaugeValue, float64(d), q.Name)
-			}
+		if a.DeadLetters != nil {
+			ch <- prometheus.MustNewConstMetric(descDeadLetters, prometheus.GaugeValue, float64(*a.DeadLetters), q.Name)
 		}
 		if q.Config.MaxDepth > 0 {
 			ch <- prometheus.MustNewConstMetric(descMaxDepth, prometheus.GaugeValue, float64(q.Config.MaxDepth), q.Name)

@@ -19,6 +19,7 @@ var sluiceAttributes = []string{
 	model.AttrRetryPolicy, model.AttrMaxDepth, model.AttrLowPriorityMaxDepth,
 	model.AttrPaused, model.AttrDeliveryMode, model.AttrDeadLetterWebhook,
 	model.AttrDeduplicationWindowSeconds, model.AttrDeduplicationUntil,
+	model.AttrHealthDepth, model.AttrHealthAge,
 }
 
 // arn is the ARN of queue name of account.
@@ -29,8 +30,12 @@ func (h *Handler) toStats(s broker.Stats) wire.Stats {
 		Visible: s.Visible, InFlight: s.InFlight, Delayed: s.Delayed, Depth: s.Depth(),
 		Refused: map[string]int64{"max_depth": 0, "low_priority_max_depth": 0},
 	}
+	now := h.broker.Clock().Now()
 	if !s.OldestSentAt.IsZero() {
-		out.OldestAgeSeconds = max(int64(h.broker.Clock().Now().Sub(s.OldestSentAt)/time.Second), 0)
+		out.OldestAgeSeconds = max(int64(now.Sub(s.OldestSentAt)/time.Second), 0)
+	}
+	if !s.OldestVisibleSince.IsZero() {
+		out.OldestVisibleAgeSeconds = max(int64(now.Sub(s.OldestVisibleSince)/time.Second), 0)
 	}
 	if s.DeadLetters >= 0 {
 		n := s.DeadLetters

@@ -21,6 +21,7 @@ func TestQueueLifecycle(t *testing.T) {
 	for k, want := range map[string]string{
 		"VisibilityTimeout": "45", "MaxDepth": "100", "Paused": "false", "DeliveryMode": "at-least-once",
 		"LowPriorityMaxDepth": "0", "RetryPolicy": "", "DeadLetterWebhook": "", "DelaySeconds": "0",
+		"HealthDepth": "", "HealthAge": "",
 	} {
 		if attrs[k] != want {
 			t.Errorf("attribute %s = %v, want %q", k, attrs[k], want)
@@ -38,6 +39,13 @@ func TestQueueLifecycle(t *testing.T) {
 		t.Fatalf("after PATCH: %v", q["attributes"])
 	}
 	e.fails(400, "invalid_attribute_value", "PATCH", "/v1/queues/orders", map[string]any{"attributes": map[string]string{"VisibilityTimeout": "-1"}})
+	// The health thresholds: set, read back, refused when out of order.
+	q = e.ok(200, "PATCH", "/v1/queues/orders", map[string]any{"attributes": map[string]string{"HealthDepth": "10, 100", "HealthAge": "30,90"}})
+	if a := q["attributes"].(map[string]any); a["HealthDepth"] != "10,100" || a["HealthAge"] != "30,90" {
+		t.Fatalf("after PATCH of the health thresholds: %v", a)
+	}
+	e.fails(400, "invalid_attribute_value", "PATCH", "/v1/queues/orders", map[string]any{"attributes": map[string]string{"HealthAge": "90,30"}})
+	e.fails(400, "invalid_attribute_value", "PATCH", "/v1/queues/orders", map[string]any{"attributes": map[string]string{"HealthDepth": "many"}})
 	e.fails(400, "invalid_attribute_name", "PATCH", "/v1/queues/orders", map[string]any{"attributes": map[string]string{"Nope": "1"}})
 	e.fails(400, "missing_parameter", "PATCH", "/v1/queues/orders", map[string]any{})
 

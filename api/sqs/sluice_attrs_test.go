@@ -17,7 +17,7 @@ import (
 
 // The Sluice queue attributes (RetryPolicy, MaxDepth, LowPriorityMaxDepth,
 // Paused, DeliveryMode, DeadLetterWebhook, DeduplicationWindowSeconds,
-// DeduplicationUntil) through CreateQueue,
+// DeduplicationUntil, HealthDepth, HealthAge) through CreateQueue,
 // SetQueueAttributes and GetQueueAttributes, in both protocols: JSON with
 // aws-sdk-go-v2, query with raw form requests.
 
@@ -32,6 +32,8 @@ var sluiceDefaults = map[string]string{
 	"DeadLetterWebhook":          "",
 	"DeduplicationWindowSeconds": "300",
 	"DeduplicationUntil":         "window",
+	"HealthDepth":                "",
+	"HealthAge":                  "",
 }
 
 // sluiceSet are Sluice attributes as a client might write them (keys of the
@@ -45,6 +47,8 @@ var (
 		"DeadLetterWebhook":          "https://hooks.example.com/dlq?x=1",
 		"DeduplicationWindowSeconds": " 3600",
 		"DeduplicationUntil":         "settled",
+		"HealthDepth":                " 5 , 50",
+		"HealthAge":                  "60,300",
 	}
 	sluiceWant = map[string]string{
 		"RetryPolicy":                `{"baseSeconds":2,"maxSeconds":300,"jitter":"none"}`,
@@ -54,12 +58,14 @@ var (
 		"DeadLetterWebhook":          "https://hooks.example.com/dlq?x=1",
 		"DeduplicationWindowSeconds": "3600",
 		"DeduplicationUntil":         "settled",
+		"HealthDepth":                "5,50",
+		"HealthAge":                  "60,300",
 	}
 )
 
 // sluiceNames are the Sluice attribute names, in a fixed order.
 var sluiceNames = []string{"RetryPolicy", "MaxDepth", "LowPriorityMaxDepth", "Paused", "DeliveryMode", "DeadLetterWebhook",
-	"DeduplicationWindowSeconds", "DeduplicationUntil"}
+	"DeduplicationWindowSeconds", "DeduplicationUntil", "HealthDepth", "HealthAge"}
 
 // sluiceRefusals are attribute sets every protocol must refuse with
 // InvalidAttributeValue.
@@ -87,6 +93,11 @@ var sluiceRefusals = []map[string]string{
 	{"DeduplicationWindowSeconds": "86401"},
 	{"DeduplicationWindowSeconds": "5m"},
 	{"DeduplicationUntil": "forever"},
+	{"HealthDepth": "1000"},
+	{"HealthDepth": "50,5"},
+	{"HealthDepth": "-1,5"},
+	{"HealthAge": "1m,5m"},
+	{"HealthAge": "60,1209601"},
 }
 
 func TestSluiceAttributesJSON(t *testing.T) {
@@ -151,7 +162,7 @@ func TestSluiceAttributesJSON(t *testing.T) {
 	}
 	for attr, v := range map[string]string{
 		"RetryPolicy": `{"baseSeconds":2,"maxSeconds":300,"jitter":"full"}`, "MaxDepth": "11", "Paused": "false",
-		"DeliveryMode": "at-most-once", "DeadLetterWebhook": "https://hooks.example.com/other",
+		"DeliveryMode": "at-most-once", "DeadLetterWebhook": "https://hooks.example.com/other", "HealthDepth": "6,60",
 	} {
 		_, err := e.client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("set"), Attributes: map[string]string{attr: v}})
 		var exists *types.QueueNameExists
@@ -163,11 +174,15 @@ func TestSluiceAttributesJSON(t *testing.T) {
 	// SetQueueAttributes changes them; back to the default, All drops them.
 	if _, err := e.client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: &set, Attributes: map[string]string{
 		"Paused": "false", "LowPriorityMaxDepth": "0", "MaxDepth": "7", "RetryPolicy": `{"baseSeconds":1,"maxSeconds":"8"}`, "DeadLetterWebhook": "",
+		"HealthAge": "", "HealthDepth": "0,20",
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	all = get(set, "All")
-	for _, n := range []string{"Paused", "LowPriorityMaxDepth", "DeadLetterWebhook"} {
+	if all["HealthDepth"] != "0,20" {
+		t.Errorf("HealthDepth after SetQueueAttributes: %q, want 0,20", all["HealthDepth"])
+	}
+	for _, n := range []string{"Paused", "LowPriorityMaxDepth", "DeadLetterWebhook", "HealthAge"} {
 		if _, ok := all[n]; ok {
 			t.Errorf("All after resetting %s still has it: %v", n, all)
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicemq/sluice/live"
+	"github.com/sluicemq/sluice/health"
 )
 
 func TestHealthFlags(t *testing.T) {
@@ -16,20 +16,23 @@ func TestHealthFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.thresholds != live.DefaultThresholds() || !f.dashboard {
-		t.Errorf("defaults: thresholds %+v dashboard %v, want %+v and true", f.thresholds, f.dashboard, live.DefaultThresholds())
+	if f.thresholds != health.DefaultThresholds() || !f.dashboard {
+		t.Errorf("defaults: thresholds %+v dashboard %v, want %+v and true", f.thresholds, f.dashboard, health.DefaultThresholds())
 	}
-	f, err = parseServeFlags([]string{"--health-depth", "5,50", "--health-age", "10s,0", "--health-dead-letters", "critical", "--dashboard=false"}, noEnv, io.Discard)
+	if f.thresholds.DLQDepthWarning != 1 || f.thresholds.DLQDepthCritical != 100 {
+		t.Errorf("default --health-dlq-depth: %d,%d, want 1,100", f.thresholds.DLQDepthWarning, f.thresholds.DLQDepthCritical)
+	}
+	f, err = parseServeFlags([]string{"--health-depth", "5,50", "--health-age", "10s,0", "--health-dlq-depth", "10,0", "--health-dead-letters", "critical", "--dashboard=false"}, noEnv, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := live.Thresholds{DepthWarning: 5, DepthCritical: 50, AgeWarning: 10 * time.Second, DeadLetters: live.DeadLettersCritical}
+	want := health.Thresholds{DepthWarning: 5, DepthCritical: 50, AgeWarning: 10 * time.Second, DLQDepthWarning: 10, DeadLetters: health.DeadLettersCritical}
 	if f.thresholds != want || f.dashboard {
 		t.Errorf("flags: thresholds %+v dashboard %v, want %+v and false", f.thresholds, f.dashboard, want)
 	}
-	env := map[string]string{"SLUICE_HEALTH_DEPTH": "7,70", "SLUICE_DASHBOARD": "false"}
+	env := map[string]string{"SLUICE_HEALTH_DEPTH": "7,70", "SLUICE_HEALTH_DLQ_DEPTH": "3,30", "SLUICE_DASHBOARD": "false"}
 	f, err = parseServeFlags(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil || f.thresholds.DepthWarning != 7 || f.dashboard {
+	if err != nil || f.thresholds.DepthWarning != 7 || f.thresholds.DLQDepthCritical != 30 || f.dashboard {
 		t.Errorf("environment: %+v %v, %v", f.thresholds, f.dashboard, err)
 	}
 	for _, c := range []struct {
@@ -43,6 +46,8 @@ func TestHealthFlags(t *testing.T) {
 		{[]string{"--health-age", "1,2"}, "durations"},
 		{[]string{"--health-age", "500ms,1m"}, "at least 1s"},
 		{[]string{"--health-dead-letters", "loud"}, "warning, critical or ignore"},
+		{[]string{"--health-dlq-depth", "100"}, "--health-dlq-depth"},
+		{[]string{"--health-dlq-depth", "100,1"}, "below the warning depth"},
 	} {
 		_, err := parseServeFlags(c.args, noEnv, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

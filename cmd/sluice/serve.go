@@ -16,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/broker/storage"
+	"github.com/sluicemq/sluice/health"
 	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/server"
@@ -38,7 +39,7 @@ type serveFlags struct {
 	// dashboard serves /ui; thresholds decide the health states of the
 	// dashboard and of GET /v1/stats.
 	dashboard  bool
-	thresholds live.Thresholds
+	thresholds health.Thresholds
 	// auth: the keys file and --insecure-no-auth (serve_auth.go).
 	auth authFlags
 	// allowedHosts are the extra names the broker answers to (the browser
@@ -126,9 +127,10 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	str(&diskReserve, "disk-reserve", "SLUICE_DISK_RESERVE", "auto",
 		"free space on the data directory's disk below which sends are refused (503, retried by clients): auto = max(64MiB, 2% of the disk), a size such as 256MiB, or off")
 	str(&f.backupDir, "backup-dir", "SLUICE_BACKUP_DIR", "", "directory under which POST /v1/backups (sluice backup) writes online copies of the embedded store; empty: backups are refused")
-	var healthDepth, healthAge, healthDead string
-	str(&healthDepth, "health-depth", "SLUICE_HEALTH_DEPTH", "1000,10000", "queue depth (visible + in flight + delayed) at which a queue's health is warning, then critical; 0 turns one off")
-	str(&healthAge, "health-age", "SLUICE_HEALTH_AGE", "1m,5m", "age of a queue's oldest message at which its health is warning, then critical; 0 turns one off")
+	var healthDepth, healthAge, healthDLQDepth, healthDead string
+	str(&healthDepth, "health-depth", "SLUICE_HEALTH_DEPTH", "1000,10000", "queue depth (visible + in flight + delayed) at which a queue's health is warning, then critical; 0 turns one off; a queue's HealthDepth attribute overrides it")
+	str(&healthAge, "health-age", "SLUICE_HEALTH_AGE", "1m,5m", "how long a queue's longest-visible message has waited (delayed and backing-off messages do not count) at which its health is warning, then critical; 0 turns one off; a queue's HealthAge attribute overrides it")
+	str(&healthDLQDepth, "health-dlq-depth", "SLUICE_HEALTH_DLQ_DEPTH", "1,100", "messages in a dead-letter queue (one that a RedrivePolicy names: judged by count, never by age) at which its health is warning, then critical; 0 turns one off; the queue's HealthDepth attribute overrides it")
 	str(&healthDead, "health-dead-letters", "SLUICE_HEALTH_DEAD_LETTERS", "warning", "health of a queue whose dead-letter queue holds messages: warning, critical or ignore")
 	dashDef := true
 	if v := env("SLUICE_DASHBOARD"); v != "" {
@@ -150,14 +152,17 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	if f.diskReserve, err = embedded.ParseDiskReserve(diskReserve); err != nil {
 		return f, fmt.Errorf("--disk-reserve: %v", err)
 	}
-	f.thresholds = live.DefaultThresholds()
+	f.thresholds = health.DefaultThresholds()
 	if err := f.thresholds.ParseDepthThresholds(healthDepth); err != nil {
 		return f, fmt.Errorf("--health-depth: %v", err)
 	}
 	if err := f.thresholds.ParseAgeThresholds(healthAge); err != nil {
 		return f, fmt.Errorf("--health-age: %v", err)
 	}
-	level, err := live.ParseDeadLetterLevel(healthDead)
+	if err := f.thresholds.ParseDLQDepthThresholds(healthDLQDepth); err != nil {
+		return f, fmt.Errorf("--health-dlq-depth: %v", err)
+	}
+	level, err := health.ParseDeadLetterLevel(healthDead)
 	if err != nil {
 		return f, fmt.Errorf("--health-dead-letters: %v", err)
 	}
@@ -274,6 +279,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	}
 
 	m := metrics.New()
+	m.SetThresholds(f.thresholds) // sluice_queue_health: the same states as /v1/stats
 	cfg.Metrics = m
 	lcfg := live.DefaultConfig()
 	lcfg.Thresholds, lcfg.Logger = f.thresholds, log

@@ -20,8 +20,8 @@ type Queue struct {
 	// Attributes are every settable attribute as SQS strings
 	// ("VisibilityTimeout": "30"), the Sluice ones (RetryPolicy, MaxDepth,
 	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook,
-	// DeduplicationWindowSeconds, DeduplicationUntil) with their defaults
-	// when unset.
+	// DeduplicationWindowSeconds, DeduplicationUntil, HealthDepth, HealthAge)
+	// with their defaults when unset.
 	Attributes map[string]string `json:"attributes"`
 	// Tags are its tags ({} when none).
 	Tags map[string]string `json:"tags"`
@@ -63,6 +63,11 @@ type Stats struct {
 	// OldestAgeSeconds is the age of the oldest message in whole seconds
 	// (0 when the queue is empty).
 	OldestAgeSeconds int64 `json:"oldestAgeSeconds"`
+	// OldestVisibleAgeSeconds is how long the longest-visible message has
+	// waited for a consumer since it became visible, in whole seconds (0
+	// when none is visible: delayed, backing-off and in-flight messages do
+	// not count). It is what a queue's health judges.
+	OldestVisibleAgeSeconds int64 `json:"oldestVisibleAgeSeconds"`
 	// DeadLetters counts the messages of the queue's dead-letter queue;
 	// null (nil) when it has none.
 	DeadLetters *int64 `json:"deadLetters"`
