@@ -269,7 +269,8 @@ function summaryToStats(q, dlq) {
     name: q.name, fifo: q.fifo, paused: q.paused,
     visible: q.stats.visible, inFlight: q.stats.inFlight, delayed: q.stats.delayed,
     deadLetterQueue: dlq || "", deadLetters: q.stats.deadLetters,
-    oldestAgeSeconds: q.stats.oldestAgeSeconds, rates: null, health: null, healthReasons: [],
+    oldestAgeSeconds: q.stats.oldestAgeSeconds, oldestVisibleAgeSeconds: q.stats.oldestVisibleAgeSeconds,
+    rates: null, health: null, healthReasons: [],
   };
 }
 
@@ -309,7 +310,9 @@ const COLUMNS = [
   { key: "inFlight", label: "In flight", num: true },
   { key: "delayed", label: "Delayed", num: true },
   { key: "deadLetters", label: "Dead letters", num: true },
-  { key: "oldestAgeSeconds", label: "Oldest", num: true },
+  // How long the longest-visible message has waited: the age health judges
+  // (delayed and backing-off messages do not wait).
+  { key: "oldestVisibleAgeSeconds", label: "Waiting", num: true },
   { key: "sent", label: "Sent/s", num: true },
   { key: "received", label: "Received/s", num: true },
   { key: "deleted", label: "Deleted/s", num: true },
@@ -476,7 +479,7 @@ class ListPage {
     setText(c.inFlight, fmtInt(q.inFlight));
     setText(c.delayed, fmtInt(q.delayed));
     setText(c.deadLetters, fmtInt(q.deadLetters));
-    setText(c.oldestAgeSeconds, q.visible + q.inFlight + q.delayed ? fmtAge(q.oldestAgeSeconds) : "—");
+    setText(c.oldestVisibleAgeSeconds, q.visible ? fmtAge(q.oldestVisibleAgeSeconds) : "—");
     for (const k of ["sent", "received", "deleted"]) setText(c[k], fmtRate(q.rates ? q.rates[k] : null));
     // The samples seen since the page opened, oldest at the left, scaled
     // to the largest (an empty queue's line lies at the bottom).
@@ -569,7 +572,7 @@ class QueuePage {
       this.actions,
       h("div", { class: "cards" },
         card("stat-visible", "Visible"), card("stat-inflight", "In flight"), card("stat-delayed", "Delayed"),
-        card("stat-deadletters", "Dead letters"), card("stat-oldest", "Oldest message"),
+        card("stat-deadletters", "Dead letters"), card("stat-waiting", "Longest wait (visible)"), card("stat-oldest", "Oldest message"),
         card("stat-sent", "Sent/s (last min)"), card("stat-received", "Received/s (last min)"),
         card("stat-consumers", "Consumer streams")),
       h("nav", { class: "tabs", "aria-label": "Queue sections" }, tab("overview", "Overview"), tab("messages", "Messages"), tab("dead-letters", "Dead letters")),
@@ -592,6 +595,7 @@ class QueuePage {
     setText(document.getElementById("stat-inflight"), fmtInt(q.inFlight));
     setText(document.getElementById("stat-delayed"), fmtInt(q.delayed));
     setText(document.getElementById("stat-deadletters"), fmtInt(q.deadLetters));
+    setText(document.getElementById("stat-waiting"), q.visible ? fmtAge(q.oldestVisibleAgeSeconds) : "—");
     setText(document.getElementById("stat-oldest"), q.visible + q.inFlight + q.delayed ? fmtAge(q.oldestAgeSeconds) : "—");
     setText(document.getElementById("stat-sent"), fmtRate(q.rates ? q.rates.sent : null));
     setText(document.getElementById("stat-received"), fmtRate(q.rates ? q.rates.received : null));
