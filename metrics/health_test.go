@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/health"
 	"github.com/sluicemq/sluice/internal/testbroker"
+	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/live"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/server"
@@ -207,4 +208,77 @@ func TestHealthAgreesWithStats(t *testing.T) {
 	if dlq := v["orders-dlq"]; dlq.stats.Health != health.HealthCritical || dlq.health != 2 {
 		t.Errorf("orders-dlq with 100 dead letters: %s %q, sluice_queue_health %v; want critical", dlq.stats.Health, dlq.stats.HealthReasons, dlq.health)
 	}
+}
+
+// TestDeadLetterQueueKeptFourteenDays is docs/examples.md's dead-letter
+// scenario: a dead-letter queue keeps its dead letters 14 days
+// (MessageRetentionPeriod 1209600) and pages only at 100. One dead letter
+// is a warning on /v1/stats and /metrics for as long as it is kept (13
+// days on), never critical; 100 are critical; 14 days after it was sent,
+// the first expires, and 99 are a warning again.
+func TestDeadLetterQueueKeptFourteenDays(t *testing.T) {
+	t.Parallel()
+	e := setupHealth(t, health.DefaultThresholds())
+	ctx := context.Background()
+	f := e.b.Front
+	if _, err := f.CreateQueue(ctx, "payments-dlq", map[string]string{model.AttrMessageRetentionPeriod: "1209600"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.CreateQueue(ctx, "payments", map[string]string{
+		model.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:payments-dlq","maxReceiveCount":1}`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fail := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := f.Send(ctx, "payments", []model.SendEntry{{Body: "charge $100"}}); err != nil {
+				t.Fatal(err)
+			}
+			ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "payments", MaxMessages: 1})
+			if err != nil || len(ds) != 1 {
+				t.Fatalf("receive: %v, %v", ds, err)
+			}
+			if _, err := f.ChangeVisibility(ctx, "payments", []model.VisibilityEntry{{ID: "1", Receipt: ds[0].Receipt}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	level := func(check string) float64 {
+		t.Helper()
+		v, ok := value(e.scrape(), "sluice_queue_health_check", "queue=payments-dlq", "check="+check)
+		if !ok {
+			t.Fatalf("no %s check on payments-dlq", check)
+		}
+		return v
+	}
+	fail(1)
+	for _, after := range []time.Duration{15 * time.Minute, 24 * time.Hour, 13 * 24 * time.Hour} {
+		e.clock.Set(e.clock.Now().Add(after - e.elapsed()))
+		dlq := e.read("payments-dlq")["payments-dlq"]
+		if dlq.stats.Health != health.HealthWarning || dlq.health != 1 || level("dead_letters") != 1 || dlq.stats.Visible != 1 {
+			t.Fatalf("one dead letter after %v: %s %q, sluice_queue_health %v; want a warning (SluiceDeadLetters), not a page",
+				after, dlq.stats.Health, dlq.stats.HealthReasons, dlq.health)
+		}
+	}
+	fail(99)
+	dlq := e.read("payments-dlq")["payments-dlq"]
+	if dlq.stats.Health != health.HealthCritical || dlq.health != 2 || level("dead_letters") != 2 {
+		t.Fatalf("100 dead letters: %s %q, sluice_queue_health %v; want critical (SluiceDeadLettersCritical)", dlq.stats.Health, dlq.stats.HealthReasons, dlq.health)
+	}
+	// 14 days after it was sent, the first dead letter expires: 99 are
+	// left, a warning again.
+	e.clock.Advance(24*time.Hour + time.Minute)
+	testutil.Eventually(t, 10*time.Second, "the first dead letter to expire", func() bool {
+		q, err := f.GetQueue(ctx, "payments-dlq")
+		return err == nil && q.Stats.Depth() == 99
+	})
+	dlq = e.read("payments-dlq")["payments-dlq"]
+	if dlq.stats.Health != health.HealthWarning || dlq.health != 1 || strings.Join(dlq.stats.HealthReasons, ";") != "99 dead letters ≥ 1" {
+		t.Fatalf("99 dead letters: %s %q, sluice_queue_health %v; want a warning", dlq.stats.Health, dlq.stats.HealthReasons, dlq.health)
+	}
+}
+
+// elapsed is how far the fake clock moved since the start.
+func (e *healthEnv) elapsed() time.Duration {
+	return e.clock.Now().Sub(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
 }
