@@ -120,11 +120,12 @@ func (e *env) stats(queue string) model.QueueStats {
 	return info.Stats
 }
 
-// wantStats checks the three counts of a queue (not OldestSentAt).
+// wantStats checks the three counts of a queue (not OldestSentAt nor
+// OldestVisibleSince).
 func (e *env) wantStats(queue string, want model.QueueStats) {
 	e.t.Helper()
 	got := e.stats(queue)
-	got.OldestSentAt = want.OldestSentAt
+	got.OldestSentAt, got.OldestVisibleSince = want.OldestSentAt, want.OldestVisibleSince
 	if got != want {
 		e.t.Fatalf("stats of %s = %+v, want %+v", queue, got, want)
 	}
