@@ -22,6 +22,7 @@ var statsTests = []testCase{
 	{"OldestSentAtOfDeadLetters", testOldestSentAtDeadLetters},
 	{"OldestVisibleSince", testOldestVisibleSince},
 	{"OldestVisibleSinceRestart", testOldestVisibleSinceRestart},
+	{"OldestVisibleSinceUnread", testOldestVisibleSinceUnread},
 	{"DeadLetterCount", testStatsDeadLetters},
 }
 
@@ -227,6 +228,41 @@ func testOldestVisibleSinceRestart(t *testing.T, s suite) {
 	e.wantVisibleSince("q", t0)
 	e.receiveOne("q") // a
 	e.wantVisibleSince("q", t0.Add(10*time.Second))
+}
+
+// testOldestVisibleSinceUnread: AllStats, which health, /v1/stats and
+// /metrics read, knows when a message became visible without a receive or
+// GetQueue of its queue since: a delay that ended, and a lease that ended
+// (on a queue without a retry or redrive policy), make their messages wait
+// for a consumer from that instant. When every consumer is gone, nothing
+// else reads the queue, and its age is what must show it.
+func testOldestVisibleSinceUnread(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.createQueue("r", nil)
+	t0 := e.clock.Now()
+	e.send("q", model.SendEntry{Body: "d", Delay: dur(time.Minute)})
+	e.sendBody("r", "a")
+	e.receiveOneFor("r", 30*time.Second)
+	e.advance(2 * time.Minute)
+	all, err := e.b.AllStats(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Time{"q": t0.Add(time.Minute), "r": t0.Add(30 * time.Second)}
+	for _, q := range all {
+		w, ok := want[q.Name]
+		if !ok {
+			continue
+		}
+		delete(want, q.Name)
+		if got := q.Stats.OldestVisibleSince; got.IsZero() || w.Sub(got) < 0 || w.Sub(got) >= time.Second {
+			t.Errorf("%s: AllStats OldestVisibleSince = %v, want %v (or up to a second before)", q.Name, got, w)
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("AllStats lacks %v", want)
+	}
 }
 
 // testOldestSentAtDeadLetters: a dead letter in a standard DLQ keeps its

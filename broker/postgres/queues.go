@@ -353,10 +353,16 @@ func countsFromStates(cte, qid, shardParam string) string {
 // ListQueueStats implements storage.Backend: every live queue of account
 // with its counts, in name order, in two queries: the queues with the sums
 // of their counts' shards, then each one's oldest live message (by
-// messages_age) and oldest visible one (by messages_ready_age). Unlike
-// GetQueue it promotes no delayed message: a delay that ended since the
-// last receive or sweep still counts as delayed (and not as visible) until
-// one of them runs.
+// messages_age) and oldest visible one. Unlike GetQueue it promotes no
+// message: a delay that ended since the last receive or GetQueue still
+// counts as delayed until one of them runs (nothing else promotes it). Its
+// OldestVisibleSince counts such a message all the same, from the end of its
+// delay or backoff, and so a message whose lease ended on a queue without a
+// RetryPolicy or RedrivePolicy, from that end: each is what GetQueue's
+// promotion would make ready, visible since then (promoteSQL keeps
+// visible_at). Health reads AllStats; a queue whose consumers are all gone
+// is read by nothing else, and its messages' wait must show. (An ended
+// lease of a queue with a policy is planned by the sweeper at its end.)
 func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []model.QueueInfo, err error) {
 	defer unavailable(&err)
 	if err := b.enter(ctx); err != nil {
@@ -373,6 +379,7 @@ func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []model
 	}
 	var out []model.QueueInfo
 	var mids, retention []int64
+	var policy []bool
 	for rows.Next() {
 		var q queueRow
 		var cfg, tags []byte
@@ -393,6 +400,7 @@ func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []model
 		info.Queue = q.queue()
 		out = append(out, info)
 		mids, retention = append(mids, q.mid), append(retention, micros(q.cfg.Retention))
+		policy = append(policy, hasRetryOrRedrive(q.cfg))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -403,8 +411,11 @@ func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []model
 	}
 	rows, err = b.pool.Query(ctx, `SELECT (SELECT min(sent_at) FROM messages
 			WHERE queue_id = u.mid AND sent_at > `+nowSQL+` - u.ret * interval '1 microsecond'),
-			(SELECT min(visible_at) FROM messages WHERE queue_id = u.mid AND state = 'r')
-		FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS u(mid, ret, n) ORDER BY u.n`, b.tnow(), mids, retention)
+			least((SELECT min(visible_at) FROM messages WHERE queue_id = u.mid AND state = 'r'),
+				(SELECT min(visible_at) FROM messages WHERE queue_id = u.mid AND state <> 'r'
+					AND visible_at <= `+nowSQL+` AND (state = 'd' OR NOT u.policy)))
+		FROM unnest($2::bigint[], $3::bigint[], $4::boolean[]) WITH ORDINALITY AS u(mid, ret, policy, n) ORDER BY u.n`,
+		b.tnow(), mids, retention, policy)
 	if err != nil {
 		return nil, dbErr("list queue stats", err)
 	}
