@@ -178,3 +178,34 @@ func TestMigration11OldQueues(t *testing.T) {
 		t.Fatalf("%d messages (%v), want the old one and the new one", q.Stats.Visible, err)
 	}
 }
+
+// TestMigrationIndexesBuiltBeforehand: the indexes that migrations 11
+// (messages_dedup) and 12 (messages_ready_age) build may be built
+// beforehand with CREATE INDEX CONCURRENTLY, as docs/postgres.md tells an
+// operator with a large table to do; the migrations then skip them.
+func TestMigrationIndexesBuiltBeforehand(t *testing.T) {
+	t.Parallel()
+	url := requirePostgres(t)
+	schema := schemaFor(t)
+	ctx := context.Background()
+	if err := postgres.MigrateTo(ctx, url, schema, 10); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	messages := pgx.Identifier{schema, "messages"}.Sanitize()
+	for _, stmt := range []string{
+		`CREATE INDEX CONCURRENTLY messages_dedup ON ` + messages + ` (queue_id, dedup_id) WHERE dedup_id IS NOT NULL AND seq IS NULL`,
+		`CREATE INDEX CONCURRENTLY messages_ready_age ON ` + messages + ` (queue_id, visible_at) WHERE state = 'r'`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := postgres.MigrateTo(ctx, url, schema, 12); err != nil {
+		t.Fatalf("the migrations after the indexes were built beforehand: %v", err)
+	}
+}

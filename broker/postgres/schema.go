@@ -309,10 +309,12 @@ CREATE INDEX consumers_queue ON consumers (account, queue);
 	// queue's rows that carry an id and no FIFO sequence number
 	// (plan.LiveCarrier), through this partial index. No row had such a
 	// dedup_id before, so it starts empty (its build still reads the table
-	// once). The queue settings are in queues.config (JSON): an existing
-	// queue reads them as unset, the defaults.
+	// once, blocking writes to messages meanwhile). IF NOT EXISTS: an
+	// operator may build it beforehand with CREATE INDEX CONCURRENTLY
+	// (docs/postgres.md). The queue settings are in queues.config (JSON):
+	// an existing queue reads them as unset, the defaults.
 	`
-CREATE INDEX messages_dedup ON messages (queue_id, dedup_id) WHERE dedup_id IS NOT NULL AND seq IS NULL;
+CREATE INDEX IF NOT EXISTS messages_dedup ON messages (queue_id, dedup_id) WHERE dedup_id IS NOT NULL AND seq IS NULL;
 `,
 	// 12: the oldest visible message (issue 25, model.QueueStats.OldestVisibleSince):
 	// the ready messages of a queue by visible_at, which for a ready message
