@@ -86,6 +86,19 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) (_ []mo
 			b.waiters.passOn(qid, b.waiters.shareOf(w))
 		}
 	}()
+	if q.cfg.Paused {
+		// look read the pause before w could be woken: an UpdateQueue that
+		// resumed the queue in between woke nobody, so read it again now
+		// that a resume wakes w (one more round trip, on a paused queue
+		// only). Without this the receive slept until PollInterval on the
+		// clock, for ever on a fake one.
+		q0, moved := q, lk.moved
+		if q, lk, err = b.relook(ctx, req.Ref(), qid); err != nil {
+			b.deadLettered(ctx, q0, moved)
+			return nil, err
+		}
+		lk.moved = append(moved, lk.moved...)
+	}
 	var timer model.Timer
 	contended := 0 // looks in a row that found only locked messages
 	defer func() {
