@@ -34,14 +34,6 @@ func redrive(dlq string) map[string]string {
 	return map[string]string{model.AttrRedrivePolicy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:` + dlq + `","maxReceiveCount":3}`}
 }
 
-func with(m map[string]string, k, v string) map[string]string {
-	out := map[string]string{k: v}
-	for a, b := range m {
-		out[a] = b
-	}
-	return out
-}
-
 func byName(as []health.Queue) map[string]health.Queue {
 	m := map[string]health.Queue{}
 	for _, a := range as {
