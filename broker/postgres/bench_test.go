@@ -29,12 +29,6 @@ func churnMessages(b *testing.B) int {
 	return 100_000
 }
 
-var (
-	benchOnce    sync.Once
-	benchBackend *postgres.Backend
-	benchErr     error
-)
-
 // BenchmarkReceive measures one receive (of a message sent just before, then
 // deleted, both outside the timer) on a fresh queue and on a queue through
 // which churnMessages messages were sent, received and deleted just before,
@@ -42,15 +36,16 @@ var (
 // churned/fresh is the dead-tuple cost of the receive path (docs/postgres.md).
 func BenchmarkReceive(b *testing.B) {
 	url := requirePostgres(b)
-	benchOnce.Do(func() {
-		cfg := testConfig(url, "bench_receive")
-		cfg.MaxConns = 8
-		benchBackend, benchErr = postgres.Open(context.Background(), cfg)
-	})
-	if benchErr != nil {
-		b.Fatal(benchErr)
+	cfg := testConfig(url, "bench_receive")
+	cfg.MaxConns = 8
+	backend, err := postgres.Open(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
 	}
-	be := front(b, benchBackend, storage.Options{})
+	be := front(b, backend, storage.Options{})
+	// Closed (the front closes its backend) when the benchmark ends:
+	// TestMain's leak check fails the run on the pool's goroutines otherwise.
+	b.Cleanup(func() { _ = be.Close() })
 	ctx := context.Background()
 	run := func(b *testing.B, queue string) {
 		if _, err := be.CreateQueue(ctx, queue, nil, nil); err != nil {
