@@ -104,17 +104,8 @@ func TestDedupAcrossBrokers(t *testing.T) {
 // deduplicates, the old messages untouched.
 func TestMigration11OldQueues(t *testing.T) {
 	t.Parallel()
-	url := requirePostgres(t)
-	schema := schemaFor(t)
+	url, schema, conn := schemaAtVersion(t, 10)
 	ctx := context.Background()
-	if err := postgres.MigrateTo(ctx, url, schema, 10); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 	// The config as a broker of version 10 stored it: no dedup fields.
@@ -185,17 +176,8 @@ func TestMigration11OldQueues(t *testing.T) {
 // operator with a large table to do; the migrations then skip them.
 func TestMigrationIndexesBuiltBeforehand(t *testing.T) {
 	t.Parallel()
-	url := requirePostgres(t)
-	schema := schemaFor(t)
+	url, schema, conn := schemaAtVersion(t, 10)
 	ctx := context.Background()
-	if err := postgres.MigrateTo(ctx, url, schema, 10); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	messages := pgx.Identifier{schema, "messages"}.Sanitize()
 	for _, stmt := range []string{
 		`CREATE INDEX CONCURRENTLY messages_dedup ON ` + messages + ` (queue_id, dedup_id) WHERE dedup_id IS NOT NULL AND seq IS NULL`,

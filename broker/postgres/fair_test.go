@@ -282,17 +282,8 @@ func TestFairConcurrentSendsKeepTenantOrder(t *testing.T) {
 // order; the messages sent after the upgrade take turns from there.
 func TestMigration7OldRows(t *testing.T) {
 	t.Parallel()
-	url := requirePostgres(t)
-	schema := schemaFor(t)
+	url, schema, conn := schemaAtVersion(t, 6)
 	ctx := context.Background()
-	if err := postgres.MigrateTo(ctx, url, schema, 6); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 	cj, _ := json.Marshal(model.DefaultQueueConfig(false))

@@ -179,3 +179,22 @@ func dropPooledSchemas() {
 		}
 	}
 }
+
+// schemaAtVersion makes a schema of the test's own migrated to version (an
+// older broker's schema, for the migration tests) and a connection to the
+// database, closed when the test ends.
+func schemaAtVersion(t *testing.T, version int) (url, schema string, conn *pgx.Conn) {
+	t.Helper()
+	url = requirePostgres(t)
+	schema = schemaFor(t)
+	ctx := context.Background()
+	if err := postgres.MigrateTo(ctx, url, schema, version); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return url, schema, conn
+}

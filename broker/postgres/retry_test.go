@@ -22,17 +22,8 @@ import (
 // dead-letter rule of the receive, and in deliveries.
 func TestMigration6OldRows(t *testing.T) {
 	t.Parallel()
-	url := requirePostgres(t)
-	schema := schemaFor(t)
+	url, schema, conn := schemaAtVersion(t, 5)
 	ctx := context.Background()
-	if err := postgres.MigrateTo(ctx, url, schema, 5); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 	insertQueue := func(name string, cfg model.QueueConfig) int64 {
