@@ -41,10 +41,33 @@ func (b *Backend) checkFormat() error {
 	case v > formatCurrent:
 		return fmt.Errorf("embedded: %s: %w (format %d; this one reads formats up to %d): run the newer version, or restore a backup", b.dir, ErrNewerFormat, v, formatCurrent)
 	case v < formatCurrent:
+		// A directory with no record at all is new, not of format 1.
+		fresh, err := b.storeEmpty()
+		if err != nil {
+			return fmt.Errorf("embedded: read the store: %w", err)
+		}
 		if err := b.db.Set(keyFormat, u64Bytes(formatCurrent), pebble.Sync); err != nil {
 			return fmt.Errorf("embedded: write the format version: %w", err)
 		}
-		b.log.Info("data directory upgraded", "dir", b.dir, "from_format", v, "to_format", formatCurrent)
+		if fresh {
+			b.log.Info("data directory created", "dir", b.dir, "format", formatCurrent)
+		} else {
+			b.log.Info("data directory upgraded", "dir", b.dir, "from_format", v, "to_format", formatCurrent)
+		}
 	}
 	return nil
+}
+
+// storeEmpty reports whether the store holds no record at all: a data
+// directory opened for the first time.
+func (b *Backend) storeEmpty() (bool, error) {
+	it, err := b.db.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	empty := !it.First()
+	if err := it.Close(); err != nil {
+		return false, err
+	}
+	return empty, nil
 }

@@ -3,6 +3,8 @@ package embedded
 import (
 	"encoding/binary"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // writeFormat1 writes, with Pebble alone, a data directory as the previous
@@ -84,4 +87,35 @@ func TestOpenRefusesNewerFormat(t *testing.T) {
 		t.Fatalf("open a newer format: %v, want ErrNewerFormat", err)
 	}
 	t.Logf("refusal: %v", err)
+}
+
+// TestOpenLogsCreatedOrUpgraded: opening a new data directory logs that it
+// was created, not that it was upgraded from format 1 (a directory with no
+// record at all is not of the old format); opening one of the previous
+// format logs the upgrade.
+func TestOpenLogsCreatedOrUpgraded(t *testing.T) {
+	t.Parallel()
+	open := func(dir string) string {
+		var logs testutil.Buffer
+		be, err := Open(Config{Dir: dir, Options: storage.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := be.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return logs.String()
+	}
+	fresh := t.TempDir()
+	if got := open(fresh); !strings.Contains(got, "data directory created") || strings.Contains(got, "upgraded") {
+		t.Errorf("a new directory's open logged:\n%s\nwant \"data directory created\" and no upgrade", got)
+	}
+	if got := open(fresh); strings.Contains(got, "data directory created") || strings.Contains(got, "upgraded") {
+		t.Errorf("a second open of the same directory logged:\n%s\nwant neither created nor upgraded", got)
+	}
+	old := t.TempDir()
+	writeFormat1(t, old)
+	if got := open(old); !strings.Contains(got, "data directory upgraded") || !strings.Contains(got, "from_format=1") {
+		t.Errorf("a format-1 directory's open logged:\n%s\nwant the upgrade from format 1", got)
+	}
 }

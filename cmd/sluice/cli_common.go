@@ -83,6 +83,7 @@ func newCLI(ctx context.Context, spec cmdSpec, env func(string) string, stdout, 
 // the positional count (min..max, max < 0 for no limit), and connects the
 // sclient. ok false means: return code.
 func (c *cli) parse(args []string, min, max int) (pos []string, code int, ok bool) {
+	c.fs.SetOutput(helpOut(args, c.stdout, c.stderr))
 	for {
 		if err := c.fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -130,6 +131,23 @@ func (c *cli) parse(args []string, min, max int) (pos []string, code int, ok boo
 	}
 	c.c = cl
 	return pos, 0, true
+}
+
+// usageError is a wrong use of a command found after its flags were parsed
+// (errUsage): failOrUsage reports it as usageErr does.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func errUsage(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// failOrUsage is usageErr for a usageError, fail for any other error.
+func (c *cli) failOrUsage(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return c.usageErr("%s", ue.msg)
+	}
+	return c.fail(err)
 }
 
 // usageErr reports a wrong use of the command and returns exit code 2.
@@ -328,6 +346,15 @@ func cell(s string) string {
 }
 
 // age is a duration for a table: "0s", "42s", "3m5s", "2h10m".
+// oldestText is a queue's oldest message's age for a table: "-" when the
+// queue holds no message (as the dashboard shows an empty queue's), not 0s.
+func oldestText(depth int64, d time.Duration) string {
+	if depth == 0 {
+		return "-"
+	}
+	return age(d)
+}
+
 func age(d time.Duration) string {
 	switch {
 	case d < 0:
@@ -356,14 +383,15 @@ type progress struct {
 	w     io.Writer
 	tty   bool
 	verb  string // "sent", "replayed", "exported"
+	noun  string // "message", "dead letter": counted with plural
 	total int64  // 0 when unknown
 	done  int64
 	start time.Time
 	drawn time.Time
 }
 
-func (c *cli) progress(verb string, total int64) *progress {
-	return &progress{w: c.stderr, tty: isTerminal(c.stderr), verb: verb, total: total, start: time.Now()}
+func (c *cli) progress(verb, noun string, total int64) *progress {
+	return &progress{w: c.stderr, tty: isTerminal(c.stderr), verb: verb, noun: noun, total: total, start: time.Now()}
 }
 
 // set records the count done so far and redraws the line if due.
@@ -387,13 +415,14 @@ func (p *progress) set(done int64) {
 	fmt.Fprintf(p.w, "\r\x1b[K%s", line)
 }
 
-// finish prints the summary line: what was done, in how long, how fast.
-func (p *progress) finish(what string) {
+// finish prints the summary line: what was done ("replayed 2 dead letters"
+// and where, e.g. " into orders"), in how long, how fast.
+func (p *progress) finish(where string) {
 	if p.tty {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}
 	el := time.Since(p.start)
-	fmt.Fprintf(p.w, "%s %d %s in %s (%.0f/s)\n", p.verb, p.done, what,
+	fmt.Fprintf(p.w, "%s %s%s in %s (%.0f/s)\n", p.verb, plural(p.done, p.noun), where,
 		el.Round(time.Millisecond), float64(p.done)/max(el.Seconds(), 1e-9))
 }
 
@@ -401,15 +430,19 @@ func (p *progress) finish(what string) {
 // subcommand.
 func group(ctx context.Context, name string, subs map[string]command, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintf(stderr, "usage: sluice %s <command> [flags] [arguments]\n\ncommands:\n", name)
+		w := stdout // asked for: on stdout, so that | less shows it
+		if len(args) == 0 {
+			w = stderr
+		}
+		fmt.Fprintf(w, "usage: sluice %s <command> [flags] [arguments]\n\ncommands:\n", name)
 		width := 8
 		for n := range subs {
 			width = max(width, len(n))
 		}
 		for _, n := range sortedKeys(subs) {
-			fmt.Fprintf(stderr, "  %-*s %s\n", width, n, subs[n].summary)
+			fmt.Fprintf(w, "  %-*s %s\n", width, n, subs[n].summary)
 		}
-		fmt.Fprintf(stderr, "\nRun 'sluice %s <command> --help' for its flags and examples.\n", name)
+		fmt.Fprintf(w, "\nRun 'sluice %s <command> --help' for its flags and examples.\n", name)
 		if len(args) == 0 {
 			return 2
 		}
@@ -417,8 +450,92 @@ func group(ctx context.Context, name string, subs map[string]command, args []str
 	}
 	sub, ok := subs[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "sluice %s: unknown command %q; run 'sluice %s --help' for the list\n", name, args[0], name)
+		fmt.Fprintf(stderr, "sluice %s: unknown command %q%s. Run 'sluice %s --help' for the list.\n", name, args[0], didYouMean(args[0], sortedKeys(subs), "sluice "+name+" "), name)
 		return 2
 	}
 	return sub.run(ctx, args[1:], env, stdout, stderr)
+}
+
+// asksHelp reports whether args ask for a command's help: -h, -help or
+// --help before any "--".
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// helpOut is where a command's flag set prints: stdout when args ask for
+// help (so that `sluice serve --help | less` shows it), stderr otherwise
+// (the usage printed after a bad flag goes with its error).
+func helpOut(args []string, stdout, stderr io.Writer) io.Writer {
+	if asksHelp(args) {
+		return stdout
+	}
+	return stderr
+}
+
+// plural counts n of noun: "1 message", "2 messages", "0 dead letters".
+func plural[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// didYouMean is `: did you mean "sluice send"?` for a mistyped name (an
+// edit or two from one of names, or a prefix of just one), else "". prefix
+// is what comes before a name in the suggestion ("sluice ").
+func didYouMean(typed string, names []string, prefix string) string {
+	best, bestD := "", 0
+	var prefixed []string
+	for _, n := range names {
+		if d := editDistance(typed, n); best == "" || d < bestD {
+			best, bestD = n, d
+		}
+		if len(typed) >= 2 && strings.HasPrefix(n, typed) {
+			prefixed = append(prefixed, n)
+		}
+	}
+	switch {
+	case best != "" && bestD <= min(2, max(1, len(typed)/2)):
+	case len(prefixed) == 1:
+		best = prefixed[0]
+	default:
+		return ""
+	}
+	return fmt.Sprintf(": did you mean %q?", prefix+best)
+}
+
+// editDistance is the Damerau-Levenshtein (optimal string alignment)
+// distance between a and b: insertions, deletions, substitutions and swaps
+// of two neighbours each count one ("sned" is one from "send").
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }

@@ -36,8 +36,8 @@ var flagLine = regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
 
 // cmdFlags returns a command's flags ("--url", ...), read from its --help.
 func cmdFlags(ctx context.Context, path ...string) []string {
-	var out, help bytes.Buffer
-	run(ctx, append(path, "--help"), func(string) string { return "" }, &out, &help)
+	var help, stderr bytes.Buffer // --help prints on stdout
+	run(ctx, append(path, "--help"), func(string) string { return "" }, &help, &stderr)
 	var fs []string
 	for _, m := range flagLine.FindAllStringSubmatch(help.String(), -1) {
 		fs = append(fs, "--"+m[1])

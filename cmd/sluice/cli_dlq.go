@@ -170,14 +170,14 @@ func dlqReplay(ctx context.Context, args []string, env func(string) string, stdo
 		c.printTasks([]sclient.ReplayTask{task})
 		return 0
 	}
-	p := c.progress("replayed", task.ToMove)
+	p := c.progress("replayed", "dead letter", task.ToMove)
 	tick := time.NewTicker(replayPoll)
 	defer tick.Stop()
 	missing := 0 // polls in a row that did not find the task
 	for !task.Done() {
 		select {
 		case <-ctx.Done():
-			p.finish("dead letters into " + queue)
+			p.finish(" into " + queue)
 			fmt.Fprintf(stderr, "sluice dlq replay: stopped following; the replay %s goes on in the broker (sluice dlq replay %s --status)\n", task.ID, queue)
 			return 1
 		case <-tick.C:
@@ -199,7 +199,7 @@ func dlqReplay(ctx context.Context, args []string, env func(string) string, stdo
 			// The list holds the 10 newest: a task that fell out of it (or
 			// that the broker no longer knows) would be followed forever.
 			if missing++; missing >= replayMissingPolls {
-				p.finish("dead letters into " + queue)
+				p.finish(" into " + queue)
 				fmt.Fprintf(stderr, "sluice dlq replay: the replay %s is no longer among the queue's recent replays, so its end cannot be followed; see the queue's replays with sluice dlq replay %s --status and its dead letters with sluice dlq list %s\n", task.ID, queue, queue)
 				return 1
 			}
@@ -208,12 +208,12 @@ func dlqReplay(ctx context.Context, args []string, env func(string) string, stdo
 		missing = 0
 		p.set(task.Moved)
 	}
-	p.finish("dead letters into " + queue)
+	p.finish(" into " + queue)
 	if c.json {
 		c.printTasks([]sclient.ReplayTask{task})
 	}
 	if task.Skipped > 0 {
-		fmt.Fprintf(stderr, "%d dead letter(s) skipped: their edited form does not fit the queue; they stay in the dead-letter queue\n", task.Skipped)
+		fmt.Fprintf(stderr, "%s skipped: the edited form does not fit the queue; left in the dead-letter queue\n", plural(task.Skipped, "dead letter"))
 	}
 	if task.Status != "COMPLETED" {
 		fmt.Fprintf(stderr, "sluice dlq replay: the replay ended %s: %s\n", task.Status, task.FailureReason)
@@ -295,10 +295,10 @@ func dlqDelete(ctx context.Context, args []string, env func(string) string, stdo
 	if c.json {
 		c.printJSON(map[string]int{"deleted": deleted, "notFound": missing})
 	} else {
-		fmt.Fprintf(stdout, "deleted %d dead letter(s) of %s\n", deleted, queue)
+		fmt.Fprintf(stdout, "deleted %s of %s\n", plural(deleted, "dead letter"), queue)
 	}
 	if missing > 0 {
-		fmt.Fprintf(stderr, "sluice dlq delete: %d id(s) not found: list them with sluice dlq list %s\n", missing, queue)
+		fmt.Fprintf(stderr, "sluice dlq delete: %s not found: list them with sluice dlq list %s\n", plural(missing, "id"), queue)
 		return 1
 	}
 	return 0
@@ -337,7 +337,7 @@ func dlqExport(ctx context.Context, args []string, env func(string) string, stdo
 		w = f
 	}
 	bw := bufio.NewWriter(w)
-	p := c.progress("exported", total)
+	p := c.progress("exported", "dead letter", total)
 	// Page by page, so that a large dead-letter queue is never held whole.
 	written := 0
 	var werr, err error
@@ -376,7 +376,7 @@ func dlqExport(ctx context.Context, args []string, env func(string) string, stdo
 	if *out != "" {
 		where = *out
 	}
-	p.finish("dead letters of " + queue + " to " + where)
+	p.finish(" of " + queue + " to " + where)
 	if err != nil {
 		return c.fail(err)
 	}

@@ -135,7 +135,7 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 func (c *cli) sendAll(queue string, r io.Reader, total int64, msg func(line string, n int) (sclient.Message, error)) int {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
-	p := c.progress("sent", total)
+	p := c.progress("sent", "message", total)
 	var batch []sclient.Message
 	var lineNos []int
 	sent, failed, n := int64(0), 0, 0
@@ -147,8 +147,8 @@ func (c *cli) sendAll(queue string, r io.Reader, total int64, msg func(line stri
 		if err != nil {
 			// The batch may or may not be stored (the request failed, its
 			// answer is unknown): say from which line to resume.
-			return fmt.Errorf("%w\n  %d message(s) sent before line %d; the batch of lines %d..%d may or may not have been stored and no later line was sent: check the queue (sluice peek %s), then send again from line %d (e.g. tail -n +%d FILE)",
-				err, sent, lineNos[0], lineNos[0], lineNos[len(lineNos)-1], queue, lineNos[0], lineNos[0])
+			return fmt.Errorf("%w\n  %s sent before line %d; the batch of lines %d..%d may or may not have been stored and no later line was sent: check the queue (sluice peek %s), then send again from line %d (e.g. tail -n +%d FILE)",
+				err, plural(sent, "message"), lineNos[0], lineNos[0], lineNos[len(lineNos)-1], queue, lineNos[0], lineNos[0])
 		}
 		for i, r := range res {
 			if r.Err != nil {
@@ -182,22 +182,22 @@ func (c *cli) sendAll(queue string, r io.Reader, total int64, msg func(line stri
 		batch, lineNos = append(batch, m), append(lineNos, n)
 		if len(batch) == sendBatchSize {
 			if err := flush(); err != nil {
-				p.finish("messages to " + queue)
+				p.finish(" to " + queue)
 				return c.fail(err)
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		p.finish("messages to " + queue)
+		p.finish(" to " + queue)
 		return c.fail(fmt.Errorf("reading line %d: %w", n+1, err))
 	}
 	if err := flush(); err != nil {
-		p.finish("messages to " + queue)
+		p.finish(" to " + queue)
 		return c.fail(err)
 	}
-	p.finish("messages to " + queue)
+	p.finish(" to " + queue)
 	if failed > 0 {
-		fmt.Fprintf(c.stderr, "sluice send: %d message(s) not sent (above); fix them and send those lines again\n", failed)
+		fmt.Fprintf(c.stderr, "sluice send: %s not sent (above); fix them and send those lines again\n", plural(failed, "message"))
 		return 1
 	}
 	return 0
@@ -265,6 +265,35 @@ func fromExport(line string, n int) (sclient.Message, error) {
 // none, and no --json, it says empty on stderr instead of a bare header. It
 // returns the first error writing stdout (recv --ack then acks nothing: a
 // message that was not printed was not handed to the reader).
+// whyNoMessage says why a receive from queue got nothing, and what to do:
+// a paused queue hands out nothing however many messages wait.
+func (c *cli) whyNoMessage(queue string, waited bool) string {
+	q, err := c.c.GetQueue(c.ctx, queue)
+	if err != nil {
+		return "no message in " + queue
+	}
+	s := q.Stats
+	if q.Attributes["Paused"] == "true" {
+		return fmt.Sprintf("no message handed out: %s is paused (%s, %d in flight, %d delayed); resume it with sluice queue resume %s",
+			queue, plural(s.Visible, "message")+" visible", s.InFlight, s.Delayed, queue)
+	}
+	var held []string
+	if s.InFlight > 0 {
+		held = append(held, fmt.Sprintf("%d in flight", s.InFlight))
+	}
+	if s.Delayed > 0 {
+		held = append(held, fmt.Sprintf("%d delayed or backing off", s.Delayed))
+	}
+	msg := "no message in " + queue
+	if len(held) > 0 {
+		msg = "no visible message in " + queue + " (" + strings.Join(held, ", ") + ")"
+	}
+	if !waited {
+		msg += "; wait for one with --wait 20s"
+	}
+	return msg
+}
+
 func (c *cli) printMessages(ds []sclient.Delivery, dead bool, empty string) error {
 	if len(ds) == 0 && !c.json {
 		fmt.Fprintln(c.stderr, empty)
@@ -366,9 +395,13 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 		got = append(got, ds...)
 	}
-	if err := c.printMessages(got, false, "no message in "+queue+" (wait for one with --wait 20s)"); err != nil {
+	empty := ""
+	if len(got) == 0 && !c.json {
+		empty = c.whyNoMessage(queue, *wait > 0)
+	}
+	if err := c.printMessages(got, false, empty); err != nil {
 		if *ack && len(got) > 0 {
-			fmt.Fprintf(stderr, "sluice recv: %d message(s) received but not acked: printing them failed (%v); they come back after their visibility timeout\n", len(got), err)
+			fmt.Fprintf(stderr, "sluice recv: %s received but not acked: printing them failed (%v); they come back after their visibility timeout\n", plural(len(got), "message"), err)
 		} else {
 			fmt.Fprintf(stderr, "sluice recv: printing the messages failed: %v\n", err)
 		}
@@ -399,7 +432,7 @@ func recvCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 	}
 	if recvErr != nil {
-		fmt.Fprintf(stderr, "sluice recv: %d message(s) received and printed, then a receive failed:\n", len(got))
+		fmt.Fprintf(stderr, "sluice recv: %s received and printed, then a receive failed:\n", plural(len(got), "message"))
 		return c.fail(recvErr)
 	}
 	return 0

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -83,22 +84,44 @@ func deadText(n *int64) string {
 type settingFlags struct {
 	dlq         string
 	maxReceives int
-	visibility  time.Duration
-	retention   time.Duration
-	maxDepth    int64
+	// maxReceivesGiven: --max-receives was on the command line (its default
+	// goes with --dlq only).
+	maxReceivesGiven bool
+	visibility       time.Duration
+	retention        time.Duration
+	maxDepth         int64
 }
 
 func (f *settingFlags) add(c *cli) {
 	c.fs.StringVar(&f.dlq, "dlq", "", "the dead-letter queue (it must exist): sets RedrivePolicy")
-	c.fs.IntVar(&f.maxReceives, "max-receives", 5, "with --dlq: receives before a message becomes a dead letter (maxReceiveCount)")
+	c.fs.IntVar(&f.maxReceives, "max-receives", 5, "receives before a message becomes a dead letter (RedrivePolicy's maxReceiveCount): with --dlq, or alone on queue set to change it")
 	c.fs.DurationVar(&f.visibility, "visibility", 0, "VisibilityTimeout, in whole seconds (30s, 5m)")
 	c.fs.DurationVar(&f.retention, "retention", 0, "MessageRetentionPeriod, in whole seconds (96h)")
 	c.fs.Int64Var(&f.maxDepth, "max-depth", -1, "MaxDepth: sends past this depth are refused (0: no limit)")
 }
 
 // apply adds the flags' attributes to attrs; it reads the dead-letter
-// queue's ARN from the broker.
-func (f *settingFlags) apply(c *cli, attrs map[string]string) error {
+// queue's ARN from the broker. queue is the queue being changed ("" when it
+// is being created): --max-receives alone changes its RedrivePolicy's
+// maxReceiveCount.
+func (f *settingFlags) apply(c *cli, queue string, attrs map[string]string) error {
+	c.fs.Visit(func(fl *flag.Flag) { f.maxReceivesGiven = f.maxReceivesGiven || fl.Name == "max-receives" })
+	if f.maxReceivesGiven && f.dlq == "" {
+		if queue == "" {
+			return errUsage("--max-receives needs --dlq: it is how many receives a message gets before it moves to that dead-letter queue (e.g. --dlq NAME-dlq --max-receives %d)", f.maxReceives)
+		}
+		q, err := c.c.GetQueue(c.ctx, queue)
+		if err != nil {
+			return err
+		}
+		var rp map[string]any
+		if err := json.Unmarshal([]byte(q.Attributes["RedrivePolicy"]), &rp); err != nil || rp["deadLetterTargetArn"] == nil {
+			return errUsage("%s has no dead-letter queue, so --max-receives has nothing to change: give one with --dlq NAME", queue)
+		}
+		rp["maxReceiveCount"] = f.maxReceives
+		b, _ := json.Marshal(rp)
+		attrs["RedrivePolicy"] = string(b)
+	}
 	if f.dlq != "" {
 		q, err := c.c.GetQueue(c.ctx, f.dlq)
 		if err != nil {
@@ -143,25 +166,35 @@ func queueCreate(ctx context.Context, args []string, env func(string) string, st
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	if *fifo {
-		if !strings.HasSuffix(name, ".fifo") {
-			return c.usageErr("a FIFO queue's name ends in .fifo: use %s.fifo", name)
-		}
+	switch {
+	case *fifo && !strings.HasSuffix(name, ".fifo"):
+		return c.usageErr("a FIFO queue's name ends in .fifo: use %s.fifo", name)
+	case *fifo:
 		attrs["FifoQueue"] = "true"
+	case strings.HasSuffix(name, ".fifo") && attrs["FifoQueue"] == "":
+		return c.usageErr("a name ending in .fifo is a FIFO queue's: add --fifo (or drop .fifo for a standard queue)")
 	}
-	if err := sf.apply(c, attrs); err != nil {
-		return c.fail(err)
+	if err := sf.apply(c, "", attrs); err != nil {
+		return c.failOrUsage(err)
 	}
 	var opts []sclient.QueueOption
 	if len(tags) > 0 {
 		opts = append(opts, sclient.Tags(tags))
 	}
+	// Creating an existing queue with its own settings answers it unchanged
+	// (as SQS does): say so rather than "created".
+	_, getErr := c.c.GetQueue(ctx, name)
+	existed := getErr == nil
 	q, err := c.c.CreateQueue(ctx, name, attrs, opts...)
 	if err != nil {
 		return c.fail(err)
 	}
 	if c.json {
 		c.printJSON(toQueueJSON(q))
+		return 0
+	}
+	if existed {
+		fmt.Fprintf(stdout, "queue %s exists with these settings, unchanged (%s)\n", q.Name, q.ARN)
 		return 0
 	}
 	fmt.Fprintf(stdout, "created queue %s (%s)\n", q.Name, q.ARN)
@@ -236,7 +269,7 @@ func queueList(ctx context.Context, args []string, env func(string) string, stdo
 				state = "paused"
 			}
 			s := q.Stats
-			rows[i] = []string{q.Name, typ, state, itoa(s.Visible), itoa(s.InFlight), itoa(s.Delayed), deadText(s.DeadLetters), age(s.OldestAge)}
+			rows[i] = []string{q.Name, typ, state, itoa(s.Visible), itoa(s.InFlight), itoa(s.Delayed), deadText(s.DeadLetters), oldestText(s.Depth, s.OldestAge)}
 		}
 		table(stdout, []string{"NAME", "TYPE", "STATE", "VISIBLE", "IN-FLIGHT", "DELAYED", "DEAD", "OLDEST"}, rows)
 	}
@@ -279,7 +312,7 @@ func printQueue(w io.Writer, q sclient.Queue) {
 		{"arn", q.ARN}, {"type", typ}, {"dead-letter queue", dlq},
 		{"created", q.CreatedAt.UTC().Format(time.RFC3339)}, {"modified", q.ModifiedAt.UTC().Format(time.RFC3339)},
 		{"visible", itoa(s.Visible)}, {"in flight", itoa(s.InFlight)}, {"delayed", itoa(s.Delayed)},
-		{"dead letters", deadText(s.DeadLetters)}, {"oldest message", age(s.OldestAge)},
+		{"dead letters", deadText(s.DeadLetters)}, {"oldest message", oldestText(s.Depth, s.OldestAge)},
 	}
 	for _, k := range sortedKeys(s.Refused) {
 		rows = append(rows, []string{"refused " + k, itoa(s.Refused[k])})
@@ -361,8 +394,8 @@ func queueSet(ctx context.Context, args []string, env func(string) string, stdou
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	if err := sf.apply(c, attrs); err != nil {
-		return c.fail(err)
+	if err := sf.apply(c, pos[0], attrs); err != nil {
+		return c.failOrUsage(err)
 	}
 	if len(attrs) == 0 {
 		return c.usageErr("give at least one ATTRIBUTE=VALUE or setting flag")

@@ -110,7 +110,7 @@ func TestCLISendBatchFailureSaysWhereToResume(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1\nstderr: %s", code, errb.String())
 	}
-	wantContains(t, "stderr", errb.String(), "0 message(s) sent before line 1", "send again from line 1")
+	wantContains(t, "stderr", errb.String(), "0 messages sent before line 1", "send again from line 1")
 }
 
 // TestCLIRecvErrorAfterSomeReceived: when a later receive of a recv --max

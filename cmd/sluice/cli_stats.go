@@ -100,7 +100,7 @@ func statsCmd(ctx context.Context, args []string, env func(string) string, stdou
 				fmt.Fprintln(stdout)
 			}
 			if !*once {
-				fmt.Fprintf(stdout, "sluice stats  %s  %s  %d queue(s)  (Ctrl-C quits)\n\n", c.url, s.at.Format("15:04:05"), len(rows))
+				fmt.Fprintf(stdout, "sluice stats  %s  %s  %s  (Ctrl-C quits)\n\n", c.url, s.at.Format("15:04:05"), plural(len(rows), "queue"))
 			}
 			printStats(stdout, rows, !*once)
 		}
@@ -255,7 +255,7 @@ func printStats(w io.Writer, rows []statsRow, rates bool) {
 			name += " (paused)"
 		}
 		out[i] = []string{name, itoa(r.Visible), itoa(r.InFlight), itoa(r.Delayed), deadText(r.DeadLetters),
-			age(time.Duration(r.OldestAgeSeconds) * time.Second)}
+			oldestText(r.Visible+r.InFlight+r.Delayed, time.Duration(r.OldestAgeSeconds)*time.Second)}
 		if rates {
 			out[i] = append(out[i], f(r.InPerSecond), f(r.OutPerSecond), f(r.DepthPerSecond))
 		}

@@ -70,8 +70,8 @@ func storeVerify(ctx context.Context, args []string, env func(string) string, st
 	if c.json {
 		c.printJSON(rep)
 	} else {
-		fmt.Fprintf(stdout, "%s: format %d, %d queue(s), %d readable message(s), %d damaged message(s), %d other problem(s)\n",
-			*data, rep.Format, rep.Queues, rep.Messages, len(rep.Damaged), len(rep.Problems))
+		fmt.Fprintf(stdout, "%s: format %d, %s, %s, %s, %s\n", *data, rep.Format, plural(rep.Queues, "queue"),
+			plural(rep.Messages, "readable message"), plural(len(rep.Damaged), "damaged message"), plural(len(rep.Problems), "other problem"))
 		if len(rep.Damaged) > 0 {
 			table(stdout, damagedHeader, damagedRows(rep.Damaged))
 		}
@@ -110,8 +110,8 @@ func storeSalvage(ctx context.Context, args []string, env func(string) string, s
 	if c.json {
 		c.printJSON(rep)
 	} else {
-		fmt.Fprintf(stdout, "copied %d queue(s) and %d message(s) into %s; %d message(s) lost, %d other problem(s)\n",
-			rep.Queues, rep.Messages, *to, len(rep.Lost), len(rep.Problems))
+		fmt.Fprintf(stdout, "copied %s and %s into %s; %s lost, %s\n", plural(rep.Queues, "queue"),
+			plural(rep.Messages, "message"), *to, plural(len(rep.Lost), "message"), plural(len(rep.Problems), "other problem"))
 		if len(rep.Lost) > 0 {
 			table(stdout, damagedHeader, damagedRows(rep.Lost))
 		}

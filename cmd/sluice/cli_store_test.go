@@ -58,7 +58,7 @@ func TestCLIStoreVerifySalvage(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runOffline(t, "store", "verify", "--data", dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "1000 readable message(s), 0 damaged") {
+	if r.code != 0 || !strings.Contains(r.stdout, "1000 readable messages, 0 damaged") {
 		t.Fatalf("verify of a sound directory: %+v", r)
 	}
 
@@ -83,7 +83,7 @@ func TestCLIStoreVerifySalvage(t *testing.T) {
 	to := filepath.Join(t.TempDir(), "salvaged")
 	r = runOffline(t, "store", "salvage", "--data", dir, "--to", to)
 	t.Logf("salvage:\n%s", r.stdout)
-	if r.code != 0 || !strings.Contains(r.stdout, "copied 1 queue(s)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "copied 1 queue ") {
 		t.Fatalf("salvage: %+v", r)
 	}
 	r = runOffline(t, "store", "verify", "--data", to, "--json")

@@ -68,7 +68,7 @@ func TestCLIStoreVerifyDamagedLog(t *testing.T) {
 	}
 	r = runOffline(t, "store", "salvage", "--data", img, "--to", filepath.Join(t.TempDir(), "salvaged"))
 	t.Logf("salvage:\n%s%s", r.stdout, r.stderr)
-	if r.code != 0 || !strings.Contains(r.stdout, "copied 1 queue(s)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "copied 1 queue ") {
 		t.Fatalf("salvage: %+v", r)
 	}
 }

@@ -135,6 +135,16 @@ func TestCLIQueue(t *testing.T) {
 		t.Error("events.fifo is not FIFO")
 	}
 	e.fails(2, []string{"queue", "create", "events", "--fifo"}, "ends in .fifo", "events.fifo")
+	e.fails(2, []string{"queue", "create", "jobs.fifo"}, "add --fifo")
+	// Creating an existing queue with its own settings says so.
+	r = e.ok("queue", "create", "events.fifo", "--fifo")
+	wantContains(t, "create again", r.stdout, "queue events.fifo exists with these settings, unchanged")
+	// --max-receives goes with a dead-letter queue: alone on create it is
+	// refused rather than ignored; alone on set it changes maxReceiveCount.
+	e.fails(2, []string{"queue", "create", "solo", "--max-receives", "9"}, "--max-receives needs --dlq")
+	if _, err := e.c.GetQueue(ctx, "solo"); err == nil {
+		t.Error("queue create solo --max-receives 9 created solo")
+	}
 	e.fails(1, []string{"queue", "create", "x", "--dlq", "nope"}, "nope", "sluice queue create NAME")
 	e.fails(1, []string{"queue", "create", "orders", "VisibilityTimeout=99"}, "queue_exists", "sluice queue set")
 	e.fails(1, []string{"queue", "create", "bad", "VisibilityTimeout=abc"}, "VisibilityTimeout", "--help")
@@ -181,6 +191,11 @@ func TestCLIQueue(t *testing.T) {
 		t.Errorf("after set: %v", q.Attributes)
 	}
 	e.fails(2, []string{"queue", "set", "orders"}, "ATTRIBUTE=VALUE")
+	e.ok("queue", "set", "orders", "--max-receives", "7")
+	if got := e.queue("orders").Attributes["RedrivePolicy"]; !strings.Contains(got, `"maxReceiveCount":7`) || !strings.Contains(got, "orders-dlq") {
+		t.Errorf("RedrivePolicy after set --max-receives 7: %s", got)
+	}
+	e.fails(2, []string{"queue", "set", "orders-dlq", "--max-receives", "7"}, "orders-dlq has no dead-letter queue", "--dlq")
 	// RetryPolicy's schedule form, as an attribute: read back normalized;
 	// a bad one answers the broker's reason.
 	e.ok("queue", "set", "orders", `RetryPolicy={"delays":[10,60,300]}`)
@@ -210,16 +225,30 @@ func TestCLIQueue(t *testing.T) {
 
 func TestCLIHelpAndErrors(t *testing.T) {
 	e := setupCLI(t)
+	// Help asked for prints on stdout (so that | less shows it), with
+	// examples everywhere; a bad flag's usage goes to stderr.
 	for _, args := range [][]string{
-		{"queue", "create", "--help"}, {"queue", "list", "-h"}, {"queue", "--help"},
+		{"queue", "create", "--help"}, {"queue", "list", "-h"}, {"queue", "--help"}, {"--help"}, {"help"},
+		{"serve", "--help"}, {"demo", "--help"}, {"store", "verify", "-h"}, {"send", "-help"},
 	} {
 		r := e.run(args...)
-		if r.code != 0 || !strings.Contains(r.stderr, "usage: sluice") {
-			t.Errorf("sluice %v: exit %d, stderr %q", args, r.code, r.stderr)
+		if r.code != 0 || !strings.Contains(r.stdout, "usage: sluice") || r.stderr != "" {
+			t.Errorf("sluice %v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
 		}
 	}
-	wantContains(t, "queue create --help", e.run("queue", "create", "--help").stderr, "examples:", "sluice queue create orders --dlq")
+	for _, args := range [][]string{{"serve"}, {"demo"}, {"queue", "create"}} {
+		wantContains(t, strings.Join(args, " ")+" --help", e.run(append(args, "--help")...).stdout, "examples:", "sluice "+strings.Join(args, " "))
+	}
+	if r := e.run("queue", "list", "--no-such-flag"); r.code != 2 || !strings.Contains(r.stderr, "usage: sluice queue list") || r.stdout != "" {
+		t.Errorf("a bad flag: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	e.fails(2, []string{"queue", "nope"}, "unknown command", "sluice queue --help")
+	// A mistyped name gets a suggestion; one far from every name none.
+	e.fails(2, []string{"sned"}, `did you mean "sluice send"?`)
+	e.fails(2, []string{"queue", "craete"}, `did you mean "sluice queue create"?`)
+	if r := e.run("zzzzzz"); r.code != 2 || strings.Contains(r.stderr, "did you mean") {
+		t.Errorf("sluice zzzzzz: exit %d, %s", r.code, r.stderr)
+	}
 	e.fails(2, []string{"queue", "show"}, "takes 1 argument")
 
 	// A broker that is not there: the error says what to do.
@@ -325,10 +354,28 @@ func TestCLISendRecvPeek(t *testing.T) {
 
 	e.ok("queue", "create", "empty")
 	r = e.ok("recv", "empty")
-	wantContains(t, "recv of an empty queue", r.stderr, "no message in empty")
+	wantContains(t, "recv of an empty queue", r.stderr, "no message in empty; wait for one with --wait 20s")
 	if r.stdout != "" {
 		t.Errorf("recv of an empty queue wrote %q to stdout, want nothing (the note goes to stderr)", r.stdout)
 	}
+	// An empty queue's oldest message is "-", not 0s.
+	if f := strings.Fields(strings.Split(e.ok("queue", "list", "--prefix", "empty").stdout, "\n")[1]); f[len(f)-1] != "-" {
+		t.Errorf("queue list of an empty queue: oldest %q, want -", f[len(f)-1])
+	}
+	// A paused queue holding messages says so, and how to resume it.
+	for range 3 {
+		if _, err := e.c.Send(ctx, "empty", sclient.Message{Body: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.ok("queue", "pause", "empty")
+	r = e.ok("recv", "empty")
+	wantContains(t, "recv of a paused queue", r.stderr, "empty is paused (3 messages visible", "sluice queue resume empty")
+	e.ok("queue", "resume", "empty")
+	// Messages in flight are named rather than "no message".
+	e.ok("recv", "empty", "--max", "3")
+	r = e.ok("recv", "empty")
+	wantContains(t, "recv with every message in flight", r.stderr, "no visible message in empty (3 in flight)")
 
 	// FIFO: the group and dedup id go through.
 	e.ok("queue", "create", "ev.fifo", "--fifo")
@@ -417,7 +464,7 @@ func TestCLIDeadLetters(t *testing.T) {
 		}
 	}
 	r = e.ok("dlq", "delete", "orders", "--all")
-	wantContains(t, "dlq delete --all", r.stdout, "deleted 3 dead letter(s) of orders")
+	wantContains(t, "dlq delete --all", r.stdout, "deleted 3 dead letters of orders")
 	if s, _ := e.c.Stats(ctx, "orders"); *s.DeadLetters != 0 {
 		t.Errorf("after delete --all: %d dead letters", *s.DeadLetters)
 	}
@@ -458,7 +505,7 @@ func TestCLIDeadLetters(t *testing.T) {
 		t.Fatalf("dead letters: %v %d", err, len(dl.Messages))
 	}
 	r = e.ok("dlq", "replay", "orders", dl.Messages[0].ID, "--body", "fixed")
-	wantContains(t, "replay by id", r.stderr, "replayed 1 dead letters into orders")
+	wantContains(t, "replay by id", r.stderr, "replayed 1 dead letter into orders")
 	r = e.ok("dlq", "replay", "orders", "--json")
 	wantContains(t, "replay all", r.stderr, "replayed 2 dead letters into orders")
 	var task sclient.ReplayTask
@@ -499,7 +546,7 @@ func TestCLIStats(t *testing.T) {
 
 	r := e.ok("stats", "--once")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != 3 || strings.Fields(lines[0])[0] != "QUEUE" || strings.Join(strings.Fields(lines[1]), " ") != "a 2 0 0 0 0s" || strings.Join(strings.Fields(lines[2]), " ") != "a-dlq 0 0 0 - 0s" {
+	if len(lines) != 3 || strings.Fields(lines[0])[0] != "QUEUE" || strings.Join(strings.Fields(lines[1]), " ") != "a 2 0 0 0 0s" || strings.Join(strings.Fields(lines[2]), " ") != "a-dlq 0 0 0 - -" {
 		t.Errorf("stats --once:\n%s", r.stdout)
 	}
 	r = e.ok("stats", "--once", "--sort", "depth", "--json")

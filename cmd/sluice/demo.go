@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/sluicemq/sluice/internal/demo"
@@ -19,16 +20,20 @@ func init() {
 // and the scenarios of package internal/demo, until Ctrl-C or --duration.
 func runDemo(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sluice demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(helpOut(args, stdout, stderr))
 	addr := fs.String("addr", "127.0.0.1:9324", "address to listen on; port 0 picks a free port")
 	duration := fs.Duration("duration", 0, "how long to run (0: until Ctrl-C)")
 	logLevel := fs.String("log-level", "error", "broker log level: debug, info, warn, error (the workers log at debug only)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: sluice demo [flags]\n\n"+
-			"Starts a broker on a temporary store (removed at the end) with producers, competing\n"+
+		fmt.Fprintf(fs.Output(), "usage: sluice demo [flags]\n\n"+
+			"Start a broker on a temporary store (removed at the end) with producers, competing\n"+
 			"workers, a slow task that outlives its lease, a retry policy backing off, a burst\n"+
-			"that hits a queue's maximum depth and a poison pill, and prints the dashboard's URL.\n\n"+
-			"Example:\n  sluice demo --duration 2m\n\nFlags:\n")
+			"that hits a queue's maximum depth and a poison pill, and print the dashboard's URL.\n\n"+
+			"examples:\n"+
+			"  sluice demo\n"+
+			"  sluice demo --duration 2m\n"+
+			"  sluice demo --addr 127.0.0.1:0 --log-level info\n\n"+
+			"flags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -70,7 +75,8 @@ Stop with Ctrl-C.
 	}
 	d, err := demo.Start(ctx, demo.Config{Addr: *addr, Logger: log, Out: stdout, Hello: hello})
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
+		// The package's own "demo: " would repeat the command's name.
+		fmt.Fprintf(stderr, "sluice demo: %s\n", strings.TrimPrefix(err.Error(), "demo: "))
 		return 1
 	}
 	var timeout <-chan time.Time

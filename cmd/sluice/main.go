@@ -49,11 +49,12 @@ func main() {
 // run dispatches to a subcommand and returns the exit code. ctx is cancelled
 // by SIGTERM or SIGINT.
 func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout) // asked for: on stdout, so that | less shows it
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "-version" {
@@ -61,7 +62,12 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n", args[0])
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(stderr, "sluice: unknown command %q%s\n\n", args[0], didYouMean(args[0], names, "sluice "))
 		usage(stderr)
 		return 2
 	}

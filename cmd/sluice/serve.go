@@ -74,6 +74,25 @@ func parseServeFlags(args []string, env func(string) string, stderr io.Writer) (
 	var f serveFlags
 	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: sluice serve [flags]
+
+Run the broker: the SQS API (JSON and query protocols), the native API (/v1/), the
+dashboard (/ui/), /metrics and the stream API, all on --addr. Queues live in the
+embedded store at --data, or in PostgreSQL with --store postgres://... (several
+brokers may share one). Every flag has an environment variable; a flag wins.
+SIGTERM or Ctrl-C stops it cleanly.
+
+examples:
+  sluice serve
+  sluice serve --addr 0.0.0.0:9324 --data /var/lib/sluice
+  SLUICE_STORE=postgres://sluice@db.internal/sluice sluice serve --addr 0.0.0.0:9324
+  sluice serve --tls-cert cert.pem --tls-key key.pem --log-format json
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
 	str := func(p *string, name, envName, def, usage string) {
 		if v := env(envName); v != "" {
 			def = v
@@ -229,7 +248,7 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 // once and finishes requests in flight (server.Stop); then the backend stops
 // its duties, syncs and closes the store (Close).
 func serve(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	f, err := parseServeFlags(args, env, stderr)
+	f, err := parseServeFlags(args, env, helpOut(args, stdout, stderr))
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

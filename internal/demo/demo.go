@@ -190,7 +190,7 @@ func (d *Demo) startBroker(ctx context.Context) error {
 	lcfg.Logger = d.log
 	lv, err := live.New(lcfg)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("demo: start the live statistics: %w", err)
 	}
 	m := metrics.New()
 	obs := model.Observers(m, lv)
@@ -201,7 +201,7 @@ func (d *Demo) startBroker(ctx context.Context) error {
 	front, err := broker.New(backend, broker.Config{Logger: d.log, Observer: obs})
 	if err != nil {
 		_ = backend.Close()
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("demo: start the broker: %w", err)
 	}
 	m.Attach(front)
 	scfg := server.DefaultConfig()
@@ -212,7 +212,7 @@ func (d *Demo) startBroker(ctx context.Context) error {
 	}
 	if err != nil {
 		_ = front.Close()
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("demo: start the server: %w", err)
 	}
 	d.front, d.srv = front, srv
 	d.URL = "http://" + srv.Addr().String()
@@ -221,7 +221,7 @@ func (d *Demo) startBroker(ctx context.Context) error {
 	}
 	if err != nil {
 		d.stopBroker()
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("demo: connect a client: %w", err)
 	}
 	return nil
 }
