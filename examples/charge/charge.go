@@ -33,8 +33,9 @@ import (
 	"github.com/sluicemq/sluice/worker/idempotency"
 )
 
-// Queue is the queue of charges to make: a standard queue.
-const Queue = "charges"
+// Queue is the queue of charges to make: a standard queue, named after the
+// example so that a run never meets the walkthroughs' queues.
+const Queue = "charge-requests"
 
 // Charge is one card charge to make.
 type Charge struct {

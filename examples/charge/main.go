@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/examples/internal/drain"
 	"github.com/sluicemq/sluice/worker"
 	"github.com/sluicemq/sluice/worker/idempotency"
 )
@@ -20,15 +17,16 @@ func main() {
 	payment := flag.String("payment", "pay-1001", "the payment id (the idempotency key)")
 	customer := flag.String("customer", "ada", "the customer to charge")
 	cents := flag.Int64("cents", 10000, "the amount, in cents")
+	timeout := flag.Duration("timeout", time.Minute, "give up after this long (0: wait for ever)")
 	flag.Parse()
-	if err := run(*brokerURL, Charge{PaymentID: *payment, Customer: *customer, Cents: *cents}); err != nil {
+	if err := run(*brokerURL, Charge{PaymentID: *payment, Customer: *customer, Cents: *cents}, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "charge:", err)
 		os.Exit(1)
 	}
 }
 
-func run(brokerURL string, ch Charge) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+func run(brokerURL string, ch Charge, timeout time.Duration) error {
+	ctx, stop := drain.Context(timeout)
 	defer stop()
 	c, err := client.New(brokerURL)
 	if err != nil {
@@ -57,25 +55,8 @@ func run(brokerURL string, ch Charge) error {
 	if err != nil {
 		return err
 	}
-	ran := make(chan error, 1)
-	go func() { ran <- pool.Run(context.Background()) }()
 	// Work until the queue is empty: the charge made and acked.
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			done = true
-		case err := <-ran:
-			return err
-		case <-tick.C:
-			st, err := c.Stats(ctx, Queue)
-			done = err == nil && st.Depth == 0
-		}
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.Shutdown(shutdown); err != nil && !errors.Is(err, worker.ErrPoolClosed) {
+	if err := drain.Work(ctx, c, Queue, pool, os.Stderr); err != nil { // progress on stderr
 		return err
 	}
 	charges := ledger.Charges(ch.Customer)

@@ -27,7 +27,7 @@ import (
 )
 
 // Queue is the queue of emails to send.
-const Queue = "emails"
+const Queue = "email-welcome"
 
 // Welcome is the message the signup handler enqueues: one email to send.
 type Welcome struct {

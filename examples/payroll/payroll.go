@@ -34,7 +34,7 @@ import (
 // The defaults the two commands share.
 const (
 	// Queue is the queue of payments.
-	Queue = "payments"
+	Queue = "payroll-payments"
 	// Run names the payroll run; it prefixes the idempotency keys.
 	Run = "payroll-2026-11"
 )

@@ -180,7 +180,7 @@ func TestPayrollSurvivesCrashes(t *testing.T) {
 		}
 		name := fmt.Sprintf("payroll worker %d", pid)
 		testutil.Eventually(t, 60*time.Second, what, func() bool {
-			cs, err := c.Consumers(ctx, "payments")
+			cs, err := c.Consumers(ctx, Queue)
 			for _, s := range cs {
 				if err == nil && s.ClientName == name && s.Credit == 48 {
 					return true

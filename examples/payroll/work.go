@@ -95,7 +95,7 @@ func workMain(args []string) error {
 	defer c.Close()
 	cfg := worker.DefaultConfig()
 	// The stream's name in the broker's consumer list (sluice queue
-	// consumers payments) says which worker it is.
+	// consumers payroll-payments) says which worker it is.
 	cfg.Source = worker.NewSource(c, Queue, worker.WithProtocol(worker.Protocol(*protocol)),
 		worker.WithClientName(fmt.Sprintf("payroll worker %d", pid)))
 	cfg.Handler = handler

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/examples/internal/drain"
 	"github.com/sluicemq/sluice/worker"
 )
 
@@ -17,15 +17,17 @@ func main() {
 	brokerURL := flag.String("broker", "http://127.0.0.1:9324", "the broker's base URL")
 	orders := flag.Int("orders", 100, "good orders to send beside the poison one")
 	attempts := flag.Int("attempts", 3, "attempts before a message goes to the dead-letter queue")
+	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long (0: wait for ever)")
 	flag.Parse()
-	if err := run(*brokerURL, *orders, *attempts); err != nil {
+	if err := run(*brokerURL, *orders, *attempts, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "poison:", err)
 		os.Exit(1)
 	}
 }
 
-func run(brokerURL string, orders, attempts int) error {
-	ctx := context.Background()
+func run(brokerURL string, orders, attempts int, timeout time.Duration) error {
+	ctx, cancel := drain.Context(timeout)
+	defer cancel()
 	c, err := client.New(brokerURL)
 	if err != nil {
 		return err
@@ -34,6 +36,7 @@ func run(brokerURL string, orders, attempts int) error {
 	if err := Setup(ctx, c, attempts); err != nil {
 		return fmt.Errorf("create the queues on %s (is the broker running? go run ./cmd/sluice serve): %w", brokerURL, err)
 	}
+	fmt.Printf("sending %d orders and a poison one to %s\n", orders, Queue)
 	if err := SendOrders(ctx, c, orders); err != nil {
 		return err
 	}
@@ -49,27 +52,12 @@ func run(brokerURL string, orders, attempts int) error {
 	if err != nil {
 		return err
 	}
-	ran := make(chan error, 1)
-	go func() { ran <- pool.Run(ctx) }()
-	for {
-		st, err := c.Stats(ctx, Queue)
-		if err != nil {
-			return err
-		}
-		if st.Depth == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // a progress poll, not a test
-	}
-	if err := pool.Shutdown(ctx); err != nil {
-		return err
-	}
-	if err := <-ran; !errors.Is(err, worker.ErrPoolClosed) {
+	if err := drain.Work(ctx, c, Queue, pool, os.Stderr); err != nil { // progress on stderr
 		return err
 	}
 	ps := pool.Stats()
 	fmt.Printf("shipped %d orders; handler calls: %d succeeded, %d failed\n", len(shipper.Shipped()), ps.Handled, ps.Failed)
-	page, err := c.DeadLetters(ctx, Queue)
+	page, err := c.DeadLetters(context.Background(), Queue)
 	if err != nil {
 		return err
 	}

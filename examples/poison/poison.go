@@ -23,10 +23,11 @@ import (
 	"github.com/sluicemq/sluice/worker"
 )
 
-// The queues: orders, and its dead-letter queue.
+// The queues: orders, and its dead-letter queue, named after the example so
+// that a run never meets queues of the walkthroughs or of another example.
 const (
-	Queue      = "orders"
-	DeadLetter = "orders-dlq"
+	Queue      = "poison-orders"
+	DeadLetter = "poison-orders-dlq"
 )
 
 // Order is a message: an order to ship. Lines is never empty in a good
@@ -44,8 +45,9 @@ type Line struct {
 }
 
 // Setup creates the dead-letter queue and the orders queue, whose messages
-// go to it after maxAttempts failed attempts. Without a RetryPolicy a failed
-// message is visible again at once.
+// go to it after maxAttempts failed attempts, and empties both: a run cut
+// short leaves messages behind, which the next run would wait for. Without
+// a RetryPolicy a failed message is visible again at once.
 func Setup(ctx context.Context, c *client.Client, maxAttempts int) error {
 	dlq, err := c.CreateQueue(ctx, DeadLetter, nil)
 	if err != nil {
@@ -54,7 +56,15 @@ func Setup(ctx context.Context, c *client.Client, maxAttempts int) error {
 	_, err = c.CreateQueue(ctx, Queue, map[string]string{
 		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, dlq.ARN, maxAttempts),
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{Queue, DeadLetter} {
+		if err := c.PurgeQueue(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Shipper is the handler's state: the orders shipped, by id.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -10,20 +9,23 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/examples/internal/drain"
 	"github.com/sluicemq/sluice/worker"
 )
 
 func main() {
 	brokerURL := flag.String("broker", "http://127.0.0.1:9324", "the broker's base URL")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long (0: wait for ever); the schedule takes about six minutes")
 	flag.Parse()
-	if err := run(*brokerURL); err != nil {
+	if err := run(*brokerURL, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "retry:", err)
 		os.Exit(1)
 	}
 }
 
-func run(brokerURL string) error {
-	ctx := context.Background()
+func run(brokerURL string, timeout time.Duration) error {
+	ctx, cancel := drain.Context(timeout)
+	defer cancel()
 	c, err := client.New(brokerURL)
 	if err != nil {
 		return err
@@ -46,27 +48,12 @@ func run(brokerURL string) error {
 	if err != nil {
 		return err
 	}
-	ran := make(chan error, 1)
-	go func() { ran <- pool.Run(ctx) }()
 	fmt.Printf("payments sent; the schedule is %s, %d attempts (about six minutes)\n", RetryPolicy, MaxAttempts)
-	for {
-		st, err := c.Stats(ctx, Queue)
-		if err != nil {
-			return err
-		}
-		if st.Depth == 0 {
-			break
-		}
-		time.Sleep(time.Second) // a progress poll, not a test
-	}
-	if err := pool.Shutdown(ctx); err != nil {
-		return err
-	}
-	if err := <-ran; !errors.Is(err, worker.ErrPoolClosed) {
+	if err := drain.Work(ctx, c, Queue, pool, os.Stderr); err != nil { // progress on stderr
 		return err
 	}
 	Report(os.Stdout, log.Attempts())
-	page, err := c.DeadLetters(ctx, Queue)
+	page, err := c.DeadLetters(context.Background(), Queue)
 	if err != nil {
 		return err
 	}

@@ -29,10 +29,12 @@ import (
 	"github.com/sluicemq/sluice/worker"
 )
 
-// The queues: payments, and its dead-letter queue.
+// The queues: payments, and its dead-letter queue, named after the example
+// so that a run never meets queues of the walkthroughs or of another
+// example.
 const (
-	Queue      = "payments"
-	DeadLetter = "payments-dlq"
+	Queue      = "retry-payments"
+	DeadLetter = "retry-payments-dlq"
 )
 
 // RetryPolicy is the payments queue's schedule: 10 s after the first failed
@@ -55,7 +57,17 @@ func Setup(ctx context.Context, c *client.Client) error {
 		"RetryPolicy":   RetryPolicy,
 		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, dlq.ARN, MaxAttempts),
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// A run cut short leaves payments behind, which the next run would wait
+	// for: the example's own queues start empty.
+	for _, q := range []string{Queue, DeadLetter} {
+		if err := c.PurgeQueue(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Payment is a message: a charge to make.
