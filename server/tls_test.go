@@ -3,9 +3,11 @@ package server_test
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +134,47 @@ func TestTLSConfig(t *testing.T) {
 	plain := setup(t)
 	if err := plain.srv.ReloadTLS(); err == nil {
 		t.Error("ReloadTLS without TLS: nil error")
+	}
+}
+
+// TestTLSOffersOnlyAEADSuites: over TLS 1.2 the server agrees to an AEAD
+// suite with ECDHE and to nothing else (Go's defaults include CBC suites
+// with SHA-1); TLS 1.3 still works.
+func TestTLSOffersOnlyAEADSuites(t *testing.T) {
+	t.Parallel()
+	ca := testutil.NewCA(t)
+	certFile, keyFile := ca.Issue(t, "suites")
+	e := setup(t, func(c *server.Config) { c.TLSCertFile, c.TLSKeyFile = certFile, keyFile })
+	addr := e.srv.Addr().String()
+	dial := func(cfg *tls.Config) (tls.ConnectionState, error) {
+		cfg.RootCAs, cfg.ServerName = ca.Pool, "127.0.0.1"
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, cfg)
+		if err != nil {
+			return tls.ConnectionState{}, err
+		}
+		defer conn.Close()
+		return conn.ConnectionState(), nil
+	}
+	agreed := 0
+	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+		if !slices.Contains(s.SupportedVersions, tls.VersionTLS12) {
+			continue
+		}
+		st, err := dial(&tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{s.ID}})
+		switch aead := slices.Contains(server.AEADCipherSuites, s.ID); {
+		case err == nil && !aead:
+			t.Errorf("the server agreed to %s over TLS 1.2", s.Name)
+		case err == nil:
+			agreed++
+			if st.CipherSuite != s.ID {
+				t.Errorf("offered only %s, got %s", s.Name, tls.CipherSuiteName(st.CipherSuite))
+			}
+		}
+	}
+	if agreed == 0 {
+		t.Error("no AEAD suite worked over TLS 1.2")
+	}
+	if st, err := dial(&tls.Config{MinVersion: tls.VersionTLS13}); err != nil || st.Version != tls.VersionTLS13 {
+		t.Errorf("TLS 1.3: %v, version %x", err, st.Version)
 	}
 }
