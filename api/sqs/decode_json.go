@@ -1,9 +1,12 @@
 package sqs
 
 import (
+	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -119,6 +122,9 @@ func hex4(b []byte) rune {
 // SQS does); a body that is not JSON (or bad base64) as InvalidParameterValue.
 func decodeJSON(body []byte, in any) error {
 	if err := apicommon.CheckJSONArrays(body); err != nil {
+		return err
+	}
+	if err := checkMembers(body, reflect.TypeOf(in)); err != nil {
 		return err
 	}
 	err := json.Unmarshal(body, in)
@@ -246,4 +252,113 @@ func jsonKind(v string) string {
 		return "an object"
 	}
 	return v
+}
+
+// checkMembers reads body's JSON members against t, the input's type, for
+// what encoding/json lets through silently: a member named twice in one
+// object (encoding/json keeps the last value) and a member of a struct whose
+// name differs from a field's only in case (encoding/json fills the field;
+// SQS's member names are case-sensitive). Both are a SerializationException
+// naming the member. Other unknown members are ignored, as SQS ignores them.
+// A body that is not JSON is left to json.Unmarshal's error.
+func checkMembers(body []byte, t reflect.Type) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	err := walkMembers(dec, t, "")
+	var se serializationErr
+	if errors.As(err, &se) {
+		return se.err
+	}
+	return nil
+}
+
+// serializationErr carries a member's error out of walkMembers, whose other
+// errors are syntax errors that json.Unmarshal reports in its own words.
+type serializationErr struct{ err error }
+
+func (e serializationErr) Error() string { return e.err.Error() }
+
+// walkMembers reads one JSON value of type t (nil: not a field of the input,
+// read for its objects' duplicates only), at path (the member names to it).
+func walkMembers(dec *json.Decoder, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && (reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) ||
+		reflect.PointerTo(t).Implements(reflect.TypeFor[encoding.TextUnmarshaler]())) {
+		t = nil // a value with its own decoding (text, number, blob): its objects, if any, for duplicates only
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 1; dec.More(); i++ {
+			if err := walkMembers(dec, elem, join(path, strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	case json.Delim('{'):
+		var fields map[string]reflect.Type // exact JSON names
+		var folded map[string]string       // lower case -> the exact name
+		var elem reflect.Type
+		switch {
+		case t != nil && t.Kind() == reflect.Struct:
+			fields, folded = map[string]reflect.Type{}, map[string]string{}
+			for _, f := range reflect.VisibleFields(t) {
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if f.Anonymous || !f.IsExported() || name == "-" {
+					continue
+				}
+				if name == "" {
+					name = f.Name
+				}
+				fields[name], folded[strings.ToLower(name)] = f.Type, name
+			}
+		case t != nil && t.Kind() == reflect.Map:
+			elem = t.Elem()
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string)
+			member := join(path, key)
+			if seen[key] {
+				return serializationErr{model.Errorf(errSerialization, "Member %s is given more than once.", member)}
+			}
+			seen[key] = true
+			vt := elem
+			if fields != nil {
+				ft, ok := fields[key]
+				if exact, near := folded[strings.ToLower(key)]; !ok && near {
+					return serializationErr{model.Errorf(errSerialization, "Unknown member %s: member names are case-sensitive; did you mean %s?", member, join(path, exact))}
+				}
+				vt = ft
+			}
+			if err := walkMembers(dec, vt, member); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	}
+	return nil
+}
+
+// join appends a member name to a path ("Entries.1" + "Id").
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }

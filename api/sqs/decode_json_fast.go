@@ -16,7 +16,8 @@ import (
 //   - a member name that is not one of the struct's exact names (encoding/json
 //     ignores unknown members and matches names without regard to case), or
 //     that holds an escape or a byte outside printable ASCII;
-//   - a member named twice in one object (encoding/json merges the values);
+//   - a member or message attribute named twice in one object (decodeJSON
+//     refuses it; encoding/json would merge the values);
 //   - a value of another JSON type than the field's (true, a number for a
 //     string, an object for a list), except null, which leaves every field
 //     of these structs at its zero value as encoding/json does;
@@ -327,7 +328,7 @@ func (d *fastDecoder) numberPtr(dst **number) bool {
 		if nonASCII && !utf8.Valid(content) {
 			return false
 		}
-		*dst = parseNumber(string(content))
+		*dst = parseQuotedNumber(string(content))
 		return true
 	}
 	start := d.i
@@ -401,7 +402,7 @@ func (d *fastDecoder) stringList(dst *[]string) bool {
 }
 
 // attrMap reads a map of message attributes (null leaves it nil; {} is an
-// empty map). A name given twice keeps its last value, as in encoding/json.
+// empty map). A name given twice makes it give up: decodeJSON refuses it.
 func (d *fastDecoder) attrMap(dst *attrMap) bool {
 	if d.null() {
 		return true
@@ -417,6 +418,9 @@ func (d *fastDecoder) attrMap(dst *attrMap) bool {
 	for {
 		name, ok := d.str()
 		if !ok || !d.eat(':') {
+			return false
+		}
+		if _, dup := m[name]; dup {
 			return false
 		}
 		var v attrValue

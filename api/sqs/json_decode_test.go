@@ -153,13 +153,43 @@ func TestWrongJSONTypes(t *testing.T) {
 			t.Errorf("%s %s: Go internals in %q", c.op, c.body, er.Message)
 		}
 	}
-	// Integer parameters take a number or a string holding one; anything else
-	// is InvalidParameterValue naming the parameter, as is malformed JSON.
+	// Integer parameters take a number or a string of an integer's plain
+	// form; any other string is a SerializationException naming the member
+	// (AWS answers one for every string, "STRING_VALUE can not be converted
+	// to an Integer"), as is a member named twice or named in another case.
+	for body, want := range map[string]string{
+		`{` + q + `,"MaxNumberOfMessages":"ten"}`:                      `Parameter MaxNumberOfMessages must be an integer, not the string "ten"`,
+		`{` + q + `,"WaitTimeSeconds":" 5"}`:                           `Parameter WaitTimeSeconds must be an integer, not the string " 5"`,
+		`{` + q + `,"WaitTimeSeconds":"+5"}`:                           `Parameter WaitTimeSeconds must be an integer, not the string "+5"`,
+		`{` + q + `,"WaitTimeSeconds":"05"}`:                           `Parameter WaitTimeSeconds must be an integer, not the string "05"`,
+		`{` + q + `,"WaitTimeSeconds":"-0"}`:                           `Parameter WaitTimeSeconds must be an integer, not the string "-0"`,
+		`{` + q + `,"WaitTimeSeconds":""}`:                             `Parameter WaitTimeSeconds must be an integer, not the string ""`,
+		`{"queueurl":` + strings.TrimPrefix(q, `"QueueUrl":`) + `}`:    "Unknown member queueurl: member names are case-sensitive; did you mean QueueUrl?",
+		`{` + q + `,` + q + `}`:                                        "Member QueueUrl is given more than once.",
+		`{` + q + `,"MaxNumberOfMessages":1,"MaxNumberOfMessages":10}`: "Member MaxNumberOfMessages is given more than once.",
+	} {
+		resp, reply := e.jsonCall("ReceiveMessage", body)
+		er := expectJSONError(t, resp, reply, 400, serialization, "SerializationException")
+		if !strings.HasPrefix(er.Message, want) {
+			t.Errorf("ReceiveMessage %s: message %q, want %q", body, er.Message, want)
+		}
+	}
+	for _, body := range []string{
+		`{` + q + `,"MessageBody":"a","MessageAttributes":{"k":{"DataType":"String","StringValue":"1"},"k":{"DataType":"String","StringValue":"2"}}}`,
+		`{` + q + `,"MessageBody":"a","MessageAttributes":{"k":{"DataType":"String","StringValue":"1","StringValue":"2"}}}`,
+	} {
+		resp, reply := e.jsonCall("SendMessage", body)
+		if er := expectJSONError(t, resp, reply, 400, serialization, "SerializationException"); !strings.Contains(er.Message, "is given more than once") {
+			t.Errorf("SendMessage %s: %q", body, er.Message)
+		}
+	}
+	// A number that is not an integer (a fraction, a list) is
+	// InvalidParameterValue naming the parameter, as is malformed JSON.
 	const invalidValue = "com.amazon.coral.service#InvalidParameterValueException"
 	for body, want := range map[string]string{
-		`{` + q + `,"MaxNumberOfMessages":"ten"}`: "Value ten for parameter MaxNumberOfMessages is invalid. Reason: must be an integer.",
-		`{` + q + `,"WaitTimeSeconds":[1]}`:       "Value [1] for parameter WaitTimeSeconds is invalid. Reason: must be an integer.",
-		`{` + q + `,"MaxNumberOfMessages":`:       "The request body is not valid JSON",
+		`{` + q + `,"MaxNumberOfMessages":2.5}`: "Value 2.5 for parameter MaxNumberOfMessages is invalid. Reason: must be an integer.",
+		`{` + q + `,"WaitTimeSeconds":[1]}`:     "Value [1] for parameter WaitTimeSeconds is invalid. Reason: must be an integer.",
+		`{` + q + `,"MaxNumberOfMessages":`:     "The request body is not valid JSON",
 	} {
 		resp, reply := e.jsonCall("ReceiveMessage", body)
 		er := expectJSONError(t, resp, reply, 400, invalidValue, "InvalidParameterValue")

@@ -526,7 +526,7 @@ func TestJSONErrorsOnTheWire(t *testing.T) {
 		{"GetQueueUrl", `{"QueueName":"nope"}`, 400, "com.amazonaws.sqs#QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue;Sender"},
 		{"SendMessage", `{"QueueUrl":"` + qurl + `"}`, 400, "com.amazon.coral.service#MissingRequiredParameterException", "MissingParameter;Sender"},
 		{"SendMessage", `{"QueueUrl":"` + qurl + `","MessageBody":"a\u0001b"}`, 400, "com.amazonaws.sqs#InvalidMessageContents", "InvalidMessageContents;Sender"},
-		{"ReceiveMessage", `{"QueueUrl":"` + qurl + `","MaxNumberOfMessages":"abc"}`, 400, "com.amazon.coral.service#InvalidParameterValueException", "InvalidParameterValue;Sender"},
+		{"ReceiveMessage", `{"QueueUrl":"` + qurl + `","MaxNumberOfMessages":"abc"}`, 400, "com.amazon.coral.service#SerializationException", "SerializationException;Sender"},
 		{"ReceiveMessage", `{"QueueUrl":"` + qurl + `","MaxNumberOfMessages":11}`, 400, "com.amazon.coral.service#InvalidParameterValueException", "InvalidParameterValue;Sender"},
 		{"ReceiveMessage", `{"QueueUrl":"` + qurl + `","WaitTimeSeconds":21}`, 400, "com.amazon.coral.service#InvalidParameterValueException", "InvalidParameterValue;Sender"},
 		{"ReceiveMessage", `{"QueueUrl":"` + qurl + `","VisibilityTimeout":99999999999999}`, 400, "com.amazon.coral.service#InvalidParameterValueException", "InvalidParameterValue;Sender"},

@@ -22,6 +22,9 @@ type number struct {
 	n   int64
 	raw string
 	bad bool
+	// quotedBad: a JSON string that is not an integer's plain form (" 5",
+	// "+5", "05"): a SerializationException, as a value of the wrong type.
+	quotedBad bool
 }
 
 // parseNumber reads an integer parameter from its text.
@@ -33,16 +36,35 @@ func parseNumber(s string) *number {
 	return &number{n: n, raw: s}
 }
 
-// UnmarshalJSON accepts a JSON number or a string holding one.
+// parseQuotedNumber reads an integer parameter the JSON protocol sent as a
+// string. Only an integer's plain form is taken ("5", "-1", "0"): no space,
+// no sign but a minus, no leading zero, as a JSON number would be written.
+// Some clients send integers as strings; none sends " 5", "+5" or "05".
+func parseQuotedNumber(s string) *number {
+	digits := strings.TrimPrefix(s, "-")
+	plain := digits != "" && s != "-0" && (digits == "0" || digits[0] != '0')
+	for _, c := range digits {
+		plain = plain && c >= '0' && c <= '9'
+	}
+	if !plain {
+		return &number{raw: s, bad: true, quotedBad: true}
+	}
+	return parseNumber(s)
+}
+
+// UnmarshalJSON accepts a JSON number or a string holding an integer's
+// plain form (parseQuotedNumber).
 func (j *number) UnmarshalJSON(b []byte) error {
-	s := string(b)
 	if len(b) > 0 && b[0] == '"' {
+		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
-			*j = number{raw: string(b), bad: true}
+			*j = number{raw: string(b), bad: true, quotedBad: true}
 			return nil
 		}
+		*j = *parseQuotedNumber(s)
+		return nil
 	}
-	*j = *parseNumber(s)
+	*j = *parseNumber(string(b))
 	return nil
 }
 
@@ -54,6 +76,9 @@ const maxNumber = 1 << 31
 func (j *number) get(param string) (n int64, ok bool, err error) {
 	if j == nil {
 		return 0, false, nil
+	}
+	if j.quotedBad {
+		return 0, false, model.Errorf(errSerialization, "Parameter %s must be an integer, not the string %q (a JSON number, or a string of digits without spaces, plus sign or leading zeros).", param, j.raw)
 	}
 	if j.bad {
 		return 0, false, invalidValue(j.raw, param, "must be an integer.")
