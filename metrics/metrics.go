@@ -58,6 +58,8 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	syncs    prometheus.Histogram
 	commits  prometheus.Histogram
+	// connsOnce: the connection series are registered (Connections).
+	connsOnce atomic.Bool
 }
 
 // queueCounts are one queue's counters; missed counts the scrapes in a row
@@ -104,6 +106,24 @@ func New() *Metrics {
 	m.reg.MustRegister(m.requests, m.duration, m.syncs, m.commits, (*queueCollector)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Connections registers the server's connection counts (the server calls
+// it at Start): sluice_connections_open and
+// sluice_connections_refused_total, the connections closed as they were
+// accepted because MaxConnections were open. A second call (a server
+// started again) is ignored.
+func (m *Metrics) Connections(open, refused func() int64) {
+	if !m.connsOnce.CompareAndSwap(false, true) {
+		return
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_connections_open",
+			Help: "Client connections open (the SQS, native and stream APIs share the port)."},
+			func() float64 { return float64(open()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_connections_refused_total",
+			Help: "Connections closed as they were accepted because --max-connections were open."},
+			func() float64 { return float64(refused()) }))
 }
 
 // Attach sets the broker whose queues the gauges read. Until it is called,

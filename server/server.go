@@ -88,6 +88,12 @@ type Config struct {
 	// SDKs retry with backoff (429 throttled on the native API); short polls
 	// (WaitTimeSeconds=0) are still served. Default 10000; 1..1000000.
 	MaxWaitingReceives int
+	// MaxConnections caps the client connections open at once (the SQS,
+	// native and stream APIs share the port). A connection past it is
+	// closed as it is accepted, counted (sluice_connections_refused_total)
+	// and logged at most every 10 s. Default DefaultMaxConnections(), from
+	// the open-file limit less a reserve for the store; 1..1000000.
+	MaxConnections int
 
 	// Metrics, when not nil, is served at GET /metrics and told every API
 	// request (package metrics implements it). Default nil: /metrics is
@@ -148,6 +154,13 @@ type Metrics interface {
 	apicommon.RequestObserver
 }
 
+// ConnectionObserver is a Metrics that also reports the connections:
+// Start hands it the count open now and the count refused at
+// MaxConnections since the start.
+type ConnectionObserver interface {
+	Connections(open, refused func() int64)
+}
+
 // DefaultConfig returns the default configuration.
 func DefaultConfig() Config {
 	return Config{
@@ -161,6 +174,7 @@ func DefaultConfig() Config {
 		IdleTimeout:        120 * time.Second,
 		ShutdownTimeout:    10 * time.Second,
 		MaxWaitingReceives: apicommon.DefaultMaxWaitingReceives,
+		MaxConnections:     DefaultMaxConnections(),
 	}
 }
 
@@ -205,6 +219,7 @@ func (c Config) Validate() error {
 		{"IdleTimeout", int64(c.IdleTimeout), int64(time.Second), int64(time.Hour), "ns"},
 		{"ShutdownTimeout", int64(c.ShutdownTimeout), 0, int64(10 * time.Minute), "ns"},
 		{"MaxWaitingReceives", int64(c.MaxWaitingReceives), 1, 1000000, ""},
+		{"MaxConnections", int64(c.MaxConnections), 1, 1000000, ""},
 	}
 	for _, ch := range checks {
 		if ch.v < ch.lo || ch.v > ch.hi {
@@ -454,6 +469,11 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("server: %w", err)
 		}
 	}
+	limited := newLimitListener(ln, s.cfg.MaxConnections, s.log)
+	if co, ok := s.cfg.Metrics.(ConnectionObserver); ok {
+		co.Connections(limited.open.Load, limited.refused.Load)
+	}
+	ln = limited
 	s.ln = ln
 	s.started = true
 	s.serveErr = make(chan error, 1)

@@ -158,7 +158,8 @@ func Open(cfg Config) (*Backend, error) {
 	if err := fs.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, openError("create", cfg.Dir, err)
 	}
-	if err := createNewest(fs, cfg.Dir, pebbleLogger{opts.Logger}); err != nil { // logcheck.go
+	pl := newPebbleLogger(opts.Logger)
+	if err := createNewest(fs, cfg.Dir, pl); err != nil { // logcheck.go
 		return nil, openError("create store in", cfg.Dir, err)
 	}
 	if err := checkLogs(fs, cfg.Dir); err != nil {
@@ -170,8 +171,8 @@ func Open(cfg Config) (*Backend, error) {
 	db, err := pebble.Open(cfg.Dir, &pebble.Options{
 		FS:                 cfs,
 		Cache:              cache,
-		Logger:             pebbleLogger{opts.Logger},
-		EventListener:      pebbleEvents(pebbleLogger{opts.Logger}),
+		Logger:             pl,
+		EventListener:      pebbleEvents(pl),
 		FormatMajorVersion: pebble.FormatNewest,
 	})
 	if err != nil {
@@ -440,15 +441,66 @@ func (b *Backend) allocKey(batch *pebble.Batch) uint64 {
 
 func (b *Backend) now() int64 { return nanos(b.clock.Now()) }
 
-// pebbleLogger routes Pebble's logs to the injected slog logger.
-type pebbleLogger struct{ l *slog.Logger }
+// pebbleLogger routes Pebble's logs to the injected slog logger. Its
+// errors are rate-limited: Pebble retries a failed flush or compaction at
+// once and logs each failure (with no file descriptor left, a million lines
+// a minute), so each error of one form is logged at most once every
+// errorLogEvery, with the count of those left out.
+type pebbleLogger struct {
+	l   *slog.Logger
+	lim *repeatLimiter
+}
+
+func newPebbleLogger(l *slog.Logger) pebbleLogger {
+	return pebbleLogger{l: l, lim: &repeatLimiter{last: map[string]repeatState{}}}
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
 func (p pebbleLogger) Errorf(format string, args ...any) {
+	left, ok := p.lim.allow(format, time.Now())
+	if !ok {
+		return
+	}
+	if left > 0 {
+		p.l.Error(fmt.Sprintf(format, args...), "component", "pebble", "repeated", left)
+		return
+	}
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// errorLogEvery is how often one form of a Pebble error is logged at most.
+const errorLogEvery = 10 * time.Second
+
+// repeatLimiter lets one line of each form through every errorLogEvery.
+type repeatLimiter struct {
+	mu   sync.Mutex
+	last map[string]repeatState
+}
+
+type repeatState struct {
+	at   time.Time
+	left int // lines of the form left out since at
+}
+
+// allow reports whether a line of form may be logged at now, and how many
+// of its form were left out since the last one logged.
+func (r *repeatLimiter) allow(form string, now time.Time) (left int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, seen := r.last[form]
+	if seen && now.Sub(st.at) < errorLogEvery {
+		st.left++
+		r.last[form] = st
+		return 0, false
+	}
+	if len(r.last) >= 1024 { // forms are format strings, a bounded set; a guard all the same
+		clear(r.last)
+	}
+	r.last[form] = repeatState{at: now}
+	return st.left, true
 }
 
 func (p pebbleLogger) Fatalf(format string, args ...any) {

@@ -201,7 +201,7 @@ func TestStartDamagedManifestMiddle(t *testing.T) {
 func TestStartRecycledLog(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "db")
-	db, err := pebble.Open(dir, &pebble.Options{MemTableSize: 256 << 10, FormatMajorVersion: pebble.FormatNewest, Logger: pebbleLogger{testLogger(t)}})
+	db, err := pebble.Open(dir, &pebble.Options{MemTableSize: 256 << 10, FormatMajorVersion: pebble.FormatNewest, Logger: newPebbleLogger(testLogger(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestStartRecycledLog(t *testing.T) {
 	if err := checkLogs(vfs.Default, img); err != nil {
 		t.Fatal(err)
 	}
-	db, err = pebble.Open(img, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: pebbleLogger{testLogger(t)}})
+	db, err = pebble.Open(img, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: newPebbleLogger(testLogger(t))})
 	if err != nil {
 		t.Fatal(err)
 	}

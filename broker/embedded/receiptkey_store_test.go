@@ -53,7 +53,7 @@ func TestVerifyFlagsABadReceiptKey(t *testing.T) {
 	if err := e.be.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := pebble.Open(e.dir, &pebble.Options{Logger: pebbleLogger{testLogger(t)}})
+	db, err := pebble.Open(e.dir, &pebble.Options{Logger: newPebbleLogger(testLogger(t))})
 	if err != nil {
 		t.Fatal(err)
 	}

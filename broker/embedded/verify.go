@@ -68,7 +68,7 @@ func openReadOnly(dir string, fs vfs.FS, log *slog.Logger) (*pebble.DB, error) {
 	if _, err := fs.Stat(dir); err != nil {
 		return nil, fmt.Errorf("embedded: %s: %w", dir, err)
 	}
-	l := pebbleLogger{log}
+	l := newPebbleLogger(log)
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS: fs, ReadOnly: true, ErrorIfNotExists: true,
 		Logger: l, EventListener: pebbleEvents(l),
@@ -417,7 +417,7 @@ func Salvage(ctx context.Context, from, to string, fs vfs.FS, log *slog.Logger) 
 	if err := fs.MkdirAll(to, 0o755); err != nil {
 		return nil, openError("create", to, err)
 	}
-	dst, err := pebble.Open(to, &pebble.Options{FS: fs, Logger: pebbleLogger{log}, FormatMajorVersion: pebble.FormatNewest})
+	dst, err := pebble.Open(to, &pebble.Options{FS: fs, Logger: newPebbleLogger(log), FormatMajorVersion: pebble.FormatNewest})
 	if err != nil {
 		return nil, openError("create store in", to, err)
 	}

@@ -30,6 +30,7 @@ type serveFlags struct {
 	store                       string // "" (embedded at data) or a postgres:// URL
 	strictPurge                 bool
 	maxInFlight                 int
+	maxConnections              int
 	shutdownTimeout             time.Duration
 	logLevel, logFormat         string
 	// webhookSecret turns dead-letter webhooks on; webhookHosts are the
@@ -125,15 +126,25 @@ flags:
 		strictDef = b
 	}
 	fs.BoolVar(&f.strictPurge, "strict-purge", strictDef, "enforce AWS's one PurgeQueue per queue per 60 s (env SLUICE_STRICT_PURGE)")
-	inflightDef := model.DefaultMaxInFlight
-	if v := env("SLUICE_MAX_INFLIGHT"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return f, fmt.Errorf("SLUICE_MAX_INFLIGHT=%q is not an integer", v)
+	intVar := func(p *int, name, envName string, def int, usage string) error {
+		if v := env(envName); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%s=%q is not an integer", envName, v)
+			}
+			def = n
 		}
-		inflightDef = n
+		fs.IntVar(p, name, def, usage+" (env "+envName+")")
+		return nil
 	}
-	fs.IntVar(&f.maxInFlight, "max-inflight", inflightDef, "leased messages per queue before receives get OverLimit (env SLUICE_MAX_INFLIGHT)")
+	if err := intVar(&f.maxInFlight, "max-inflight", "SLUICE_MAX_INFLIGHT", model.DefaultMaxInFlight,
+		"leased messages per queue before receives get OverLimit"); err != nil {
+		return f, err
+	}
+	if err := intVar(&f.maxConnections, "max-connections", "SLUICE_MAX_CONNECTIONS", def.MaxConnections,
+		"client connections open at once; past it a new one is closed as it is accepted (default: the open-file limit less a fifth, at least 256, for the store)"); err != nil {
+		return f, err
+	}
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", def.ShutdownTimeout, "how long a shutdown waits for requests in flight")
 	secret(&f.webhookSecret, "webhook-secret", "SLUICE_WEBHOOK_SECRET",
 		"the key that signs dead-letter webhook calls (HMAC-SHA256, at least 16 bytes); without it, webhooks are off. Prefer the variable: a flag shows in ps")
@@ -197,6 +208,9 @@ flags:
 	}
 	if f.maxInFlight < 1 {
 		return f, fmt.Errorf("--max-inflight %d must be at least 1", f.maxInFlight)
+	}
+	if f.maxConnections < 1 || f.maxConnections > 1000000 {
+		return f, fmt.Errorf("--max-connections %d must be 1 to 1000000", f.maxConnections)
 	}
 	if f.store != "" && !isPostgresURL(f.store) {
 		return f, fmt.Errorf("--store %q: use a postgres:// or postgresql:// URL, or leave it empty for the embedded store", f.store)
@@ -266,6 +280,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	cfg := server.DefaultConfig()
 	cfg.Addr, cfg.Region, cfg.Logger = f.addr, f.region, log
 	cfg.ShutdownTimeout = f.shutdownTimeout
+	cfg.MaxConnections = f.maxConnections
 	if cfg.Keys, err = f.auth.load(); err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2

@@ -29,7 +29,11 @@ type Duty struct {
 	// Idle is the longest sleep between two steps, and the sleep when Step
 	// asks for none (a zero instant). Required (> 0).
 	Idle time.Duration
-	// Retry is the sleep after a failed step. Default Idle.
+	// Retry is the sleep after a failed step. Default Idle. Failures in a
+	// row double it, up to 32 times Retry (at least Retry, at most Idle
+	// when Idle is longer), and a Kick does not cut such a sleep short: a
+	// step that fails (a full disk, a store out of file descriptors) is not
+	// run again at every request's kick, nor logged at each.
 	Retry time.Duration
 	// Step does one bounded piece of work and returns the instant it wants
 	// to run again: zero for "after Idle", an instant at or before now for
@@ -107,21 +111,32 @@ func (d *Duty) loop(ctx context.Context, kick <-chan struct{}, done chan<- struc
 	}
 	t := d.Clock.NewTimer(d.Idle)
 	defer t.Stop()
+	fails := 0
 	for {
+		select {
+		case <-kick: // the step covers the kicks before it (one kept from a failure's backoff too)
+		default:
+		}
 		next, err := d.Step(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		now := d.Clock.Now()
 		var sleep time.Duration
+		wake := kick
 		switch {
 		case err != nil:
-			log.Warn(d.Name+" step failed; retrying", "err", err, "retry_in", retry)
-			sleep = retry
+			fails++
+			sleep = failureBackoff(retry, d.Idle, fails)
+			wake = nil // a kick does not cut a failure's backoff short
+			log.Warn(d.Name+" step failed; retrying", "err", err, "retry_in", sleep, "failures_in_a_row", fails)
 		case next.IsZero():
 			sleep = d.Idle
 		default:
 			sleep = min(next.Sub(now), d.Idle)
+		}
+		if err == nil {
+			fails = 0
 		}
 		if sleep <= 0 {
 			continue // more is due at once
@@ -129,9 +144,21 @@ func (d *Duty) loop(ctx context.Context, kick <-chan struct{}, done chan<- struc
 		t.Reset(sleep)
 		select {
 		case <-t.C():
-		case <-kick:
+		case <-wake:
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// failureBackoff is the sleep after the fails-th failed step in a row:
+// retry doubled for each failure before it, at most 32 times retry, and no
+// more than idle unless retry itself is longer.
+func failureBackoff(retry, idle time.Duration, fails int) time.Duration {
+	limit := max(retry, min(idle, 32*retry))
+	d := retry
+	for i := 1; i < fails && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
 }

@@ -221,6 +221,43 @@ func TestDuty(t *testing.T) {
 			h.waitSteps(t, 2)
 			h.waitSleep(t, at(5*time.Second+dutyIdle))
 		}},
+		{"failures in a row back off, and a kick does not cut it short", func(t *testing.T) {
+			h := newDutyHarness(t, 5*time.Second, func(_ context.Context, n int, _ time.Time) (time.Time, error) {
+				if n <= 3 {
+					return time.Time{}, errStep
+				}
+				return time.Time{}, nil
+			})
+			h.d.Start(context.Background())
+			h.waitSteps(t, 1)
+			h.waitSleep(t, at(5*time.Second))
+			h.d.Kick()
+			h.quiet(t, 1, "a kick during a failure's backoff")
+			h.clk.Advance(5 * time.Second)
+			h.waitSteps(t, 2)
+			h.waitSleep(t, at(15*time.Second)) // 10 s after the second failure
+			h.clk.Advance(10 * time.Second)
+			h.waitSteps(t, 3)
+			h.waitSleep(t, at(35*time.Second)) // 20 s after the third
+			h.clk.Advance(20 * time.Second)
+			h.waitSteps(t, 4)
+			// A success ends the run of failures: the next failure waits
+			// Retry again (failureBackoff), and a kick wakes a normal sleep.
+			h.d.Kick()
+			h.waitSteps(t, 5)
+			if got := failureBackoff(5*time.Second, time.Hour, 1); got != 5*time.Second {
+				t.Errorf("failureBackoff after one failure: %v", got)
+			}
+			if got := failureBackoff(5*time.Second, time.Hour, 100); got != 160*time.Second {
+				t.Errorf("failureBackoff after 100 failures: %v, want 32 x Retry", got)
+			}
+			if got := failureBackoff(5*time.Second, 30*time.Second, 100); got != 30*time.Second {
+				t.Errorf("failureBackoff capped by Idle: %v", got)
+			}
+			if got := failureBackoff(time.Minute, 30*time.Second, 3); got != time.Minute {
+				t.Errorf("failureBackoff with Retry over Idle: %v", got)
+			}
+		}},
 		{"Retry defaults to Idle", func(t *testing.T) {
 			h := newDutyHarness(t, 0, func(_ context.Context, n int, _ time.Time) (time.Time, error) {
 				if n == 1 {
