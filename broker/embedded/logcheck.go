@@ -93,15 +93,29 @@ func checkLogs(fs vfs.FS, dir string) error {
 		d.File, ErrLogDamaged, d.Bad, d.Next, more)
 }
 
-// scanLogs checks every write-ahead log in dir and the current MANIFEST.
-// The error is for a file that cannot be read at all.
+// scanLogs checks the write-ahead logs in dir that Pebble replays and the
+// current MANIFEST. A log older than the MANIFEST's minimum unflushed log
+// number is obsolete (its records are in table files; Pebble, RocksDB and
+// etcd never replay it, and deleting it loses nothing), so damage in it is
+// no damage; with no readable MANIFEST every log is checked. The error is
+// for a file that cannot be read at all.
 func scanLogs(fs vfs.FS, dir string) ([]logDamage, error) {
 	var found []logDamage
 	logs, err := wal.Scan(wal.Dir{FS: fs, Dirname: dir})
 	if err != nil {
 		return nil, err
 	}
+	var minLog uint64
+	desc, err := pebble.Peek(dir, fs)
+	if err == nil && desc.Exists && desc.ManifestFilename != "" {
+		if data, err := readFile(fs, desc.ManifestFilename); err == nil {
+			minLog = minUnflushedLog(data)
+		}
+	}
 	for _, ll := range logs {
+		if uint64(ll.Num) < minLog {
+			continue // obsolete
+		}
 		d, err := scanWAL(fs, ll)
 		if err != nil {
 			return nil, err
@@ -110,8 +124,7 @@ func scanLogs(fs vfs.FS, dir string) ([]logDamage, error) {
 			found = append(found, *d)
 		}
 	}
-	desc, err := pebble.Peek(dir, fs)
-	if err != nil || !desc.Exists || desc.ManifestFilename == "" {
+	if desc == nil || !desc.Exists || desc.ManifestFilename == "" {
 		return found, nil // Pebble's own open reports a missing or bad marker
 	}
 	d, err := scanManifest(fs, desc.ManifestFilename)
@@ -173,6 +186,43 @@ func scanManifest(fs vfs.FS, path string) (*logDamage, error) {
 				return nil, nil
 			}
 			return &logDamage{File: path, Bad: bad, Next: next}, nil
+		}
+	}
+}
+
+// minUnflushedLog is the minimum unflushed log number the MANIFEST data
+// records (0 when none is readable): the largest log number of its version
+// edits, read up to the first record that does not read. Pebble writes an
+// edit's fields in a fixed order, the comparator's name (tag 1) first when
+// present and then the log number (tag 2), so only an edit's first fields
+// are decoded; an edit that starts otherwise holds no log number
+// (TestMinUnflushedLog checks the order against Pebble's own MANIFESTs).
+func minUnflushedLog(data []byte) uint64 {
+	const tagComparator, tagLogNumber = 1, 2
+	var minLog uint64
+	r := record.NewReader(&byteReader{b: data}, 0)
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return minLog
+		}
+		edit, err := io.ReadAll(rec)
+		if err != nil {
+			return minLog
+		}
+		tag, n := binary.Uvarint(edit)
+		if n > 0 && tag == tagComparator {
+			l, m := binary.Uvarint(edit[n:])
+			if m <= 0 || uint64(len(edit)-n-m) < l {
+				continue
+			}
+			edit = edit[n+m+int(l):]
+			tag, n = binary.Uvarint(edit)
+		}
+		if n > 0 && tag == tagLogNumber {
+			if num, m := binary.Uvarint(edit[n:]); m > 0 {
+				minLog = max(minLog, num)
+			}
 		}
 	}
 }
