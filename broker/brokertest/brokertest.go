@@ -113,6 +113,7 @@ func groups() []group {
 		{"Receipts", receiptTests},
 		{"Streams", streamTests},
 		{"Dedup", dedupTests},
+		{"RateLimits", rateLimitTests},
 	}
 }
 

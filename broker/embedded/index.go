@@ -111,6 +111,10 @@ type queue struct {
 	wake    chan struct{}
 	waiters int
 	deleted bool
+	// rateAt is the MaxReceivesPerSecond rate's instant (plan.RateTaken),
+	// Unix ns, 0 until a receive takes a message: memory only, so a
+	// restart forgets it and allows at most one burst more.
+	rateAt int64
 }
 
 func newQueue(rec queueRecord) *queue {
@@ -266,8 +270,13 @@ func (q *queue) place(m *msg, now int64) {
 	heap.Push(&q.timed, m)
 }
 
-// unplace takes a message out of ready or timed.
+// unplace takes a message out of ready or timed. A message that leaves
+// flight on a queue with a MaxInFlight wakes the waiting receives: there
+// may be room again (a delete, a nack, a release).
 func (q *queue) unplace(m *msg) {
+	if (m.state == stateInflight || m.state == stateDoomed) && q.Config.MaxInFlight > 0 {
+		q.notify()
+	}
 	switch m.state {
 	case stateReady:
 		heap.Remove(&q.ready, int(m.pos))

@@ -13,11 +13,14 @@ import (
 // Receive implements storage.Backend.
 //
 // Waiting: a receive that finds nothing registers on its queue's wake
-// channel and arms one clock timer for the earlier of its wait deadline and
-// the queue's earliest timed deadline (a delay ending or a lease expiring).
-// Sends, visibility changes to 0 and promotions close the wake channel; a
-// new earlier deadline does too, so the waiter re-arms. There is no polling
-// tick: with a FakeClock, Advance alone releases the waiter.
+// channel and arms one clock timer for the earliest of its wait deadline,
+// the queue's earliest timed deadline (a delay ending or a lease expiring)
+// and, on a queue with a MaxReceivesPerSecond that left no room, when the
+// rate lets the next message go. Sends, visibility changes to 0 and
+// promotions close the wake channel, and so does a message leaving flight
+// on a queue with a MaxInFlight; a new earlier deadline does too, so the
+// waiter re-arms. There is no polling tick: with a FakeClock, Advance alone
+// releases the waiter.
 func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) ([]model.Delivery, error) {
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -65,9 +68,10 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) ([]mode
 		now := b.now()
 		batch := b.db.NewBatch()
 		b.promoteLocked(q, batch, now) // leases that ended on their last attempt move now
-		n := 0
+		var room plan.Room
 		if !q.Config.Paused { // a paused queue waits as an empty one
-			n, err = plan.ClaimRoom(q.Name, q.fifo != nil, rp.Max, q.inflight, req.InFlightCap)
+			room, err = plan.ClaimRoom(q.Config, q.Name, plan.ClaimFacts{Max: rp.Max, InFlight: q.inflight,
+				Cap: req.InFlightCap, RateAt: fromNanos(q.rateAt), Now: fromNanos(now)})
 			if err != nil {
 				// The dead-letter moves already made in the index must
 				// still be written.
@@ -82,15 +86,19 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) ([]mode
 		var claims []claimed
 		var snap *pebble.Snapshot
 		switch {
-		case n == 0:
-			// Paused, or a FIFO queue at its in-flight cap: the receive
-			// waits as on an empty queue (ClaimRoom).
+		case room.N == 0:
+			// Paused, a FIFO queue at the front's in-flight cap, or a
+			// queue at its own limits: the receive waits as on an empty
+			// queue (ClaimRoom).
 		case q.fifo == nil:
-			claims = b.claimLocked(q, batch, n, int64(rp.Visibility), now)
+			claims = b.claimLocked(q, batch, room.N, int64(rp.Visibility), now)
 		default:
-			claims = b.claimFifoLocked(q, batch, n, int64(rp.Visibility), now, rp.AttemptID)
+			claims = b.claimFifoLocked(q, batch, room.N, int64(rp.Visibility), now, rp.AttemptID)
 		}
 		if len(claims) > 0 {
+			// The rate's instant moves by what was leased, under the lock
+			// (memory only: a restart forgets at most one burst).
+			q.rateAt = nanos(plan.RateTaken(q.Config, fromNanos(q.rateAt), fromNanos(now), len(claims)))
 			// The bodies are read after the sync, without the lock, from a
 			// snapshot taken now: by then the claimed messages may be gone
 			// from the queue (at-most-once deletes them in this batch; a
@@ -123,6 +131,9 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) ([]mode
 		wakeAt := deadline
 		if next, ok := q.nextTimed(); ok && next < wakeAt {
 			wakeAt = next
+		}
+		if !room.Next.IsZero() && nanos(room.Next) < wakeAt {
+			wakeAt = nanos(room.Next) // the rate lets the next message go then
 		}
 		ch := q.wake
 		q.waiters++

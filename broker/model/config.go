@@ -73,6 +73,13 @@ type QueueConfig struct {
 	// (config_health.go); nil = the broker's.
 	HealthDepth *HealthLevels `json:",omitempty"`
 	HealthAge   *HealthLevels `json:",omitempty"`
+	// MaxInFlight is the queue's own in-flight cap (config_limits.go):
+	// receives past it get nothing and wait; 0 = none (the broker's cap
+	// still applies); 1..DefaultMaxInFlight.
+	MaxInFlight int64 `json:",omitempty"`
+	// ReceiveRate is MaxReceivesPerSecond, the messages handed out per
+	// second (config_limits.go); 0 = no limit.
+	ReceiveRate Rate `json:",omitempty"`
 }
 
 // RedrivePolicy is the parsed RedrivePolicy attribute.

@@ -45,6 +45,7 @@ var sluiceAttrs = map[string]bool{
 	AttrPaused: true, AttrDeliveryMode: true, AttrDeadLetterWebhook: true,
 	AttrDeduplicationWindowSeconds: true, AttrDeduplicationUntil: true,
 	AttrHealthDepth: true, AttrHealthAge: true,
+	AttrMaxInFlight: true, AttrMaxReceivesPerSecond: true,
 }
 
 // IsSluiceAttribute reports whether name is one of the Sluice queue attributes.
@@ -65,7 +66,7 @@ func SluiceAttributeDefault(name string) string {
 	case AttrDeduplicationUntil:
 		return string(DedupUntilWindow)
 	}
-	return "" // RetryPolicy, DeadLetterWebhook: none; HealthDepth, HealthAge: the broker's thresholds
+	return "" // RetryPolicy, DeadLetterWebhook, MaxInFlight, MaxReceivesPerSecond: none; HealthDepth, HealthAge: the broker's thresholds
 }
 
 func (c *QueueConfig) applySluice(name, v string) error {
@@ -94,6 +95,8 @@ func (c *QueueConfig) applySluice(name, v string) error {
 		err = c.applyDedup(name, v) // config_dedup.go
 	case AttrHealthDepth, AttrHealthAge:
 		err = c.applyHealth(name, v) // config_health.go
+	case AttrMaxInFlight, AttrMaxReceivesPerSecond:
+		err = c.applyLimits(name, v) // config_limits.go
 	}
 	return err
 }
@@ -112,6 +115,9 @@ func (c *QueueConfig) checkSluice() error {
 			return Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter DeliveryMode. Reason: an at-most-once queue cannot have a RedrivePolicy (a received message is gone: it cannot fail).")
 		case c.Retry != nil:
 			return Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter DeliveryMode. Reason: an at-most-once queue cannot have a RetryPolicy (a received message is gone: it cannot be retried).")
+		}
+		if c.MaxInFlight > 0 {
+			return Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter MaxInFlight. Reason: an at-most-once queue has no messages in flight (a receive removes them); limit it with MaxReceivesPerSecond.")
 		}
 	}
 	return nil
@@ -139,6 +145,7 @@ func (c QueueConfig) sluiceAttributes(m map[string]string) {
 	}
 	c.dedupAttributes(m)
 	c.healthAttributes(m)
+	c.limitsAttributes(m)
 }
 
 // AtMostOnce reports whether a receive removes the message (DeliveryMode).

@@ -213,13 +213,15 @@ func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, 
 	return run, moves, nil
 }
 
-// claimFifo leases up to n messages of FIFO queue q in one transaction: it
+// claimFifo leases up to want messages of FIFO queue q in one transaction: it
 // locks receivable groups, takes from each, oldest head first, the run of
 // consecutive ready messages at its head (as many of one group as possible,
 // then the next group), and claims them with claimSQL. With attemptID set, a
 // non-empty result is recorded in the receive-attempt cache in the same
-// transaction.
-func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Duration, attemptID string) ([]model.Delivery, []movedLetter, error) {
+// transaction. With lc (a queue with limits), the transaction first locks
+// the queue's limits row and plans the room (lockLimits), which bounds
+// want, and stores the rate's instant after the claim (storeRate).
+func (b *Backend) claimFifo(ctx context.Context, q queueRow, want int, lc *limitedClaim, vis time.Duration, attemptID string) ([]model.Delivery, []movedLetter, error) {
 	to, err := b.claimTarget(ctx, b.pool, q)
 	if err != nil {
 		return nil, nil, err
@@ -229,6 +231,15 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 	err = retry(func() error {
 		out, moved = nil, nil
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			n := want
+			if lc != nil {
+				// The queue's limits: its limits row first (before any
+				// group lock), then at most the room (limits.go).
+				if err := b.lockLimits(ctx, tx, q, lc); err != nil || lc.room.N == 0 {
+					return err
+				}
+				n = lc.room.N
+			}
 			rows, err := tx.Query(ctx, fifoCandidatesSQL, q.mid, n)
 			if err != nil {
 				return err
@@ -297,9 +308,16 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, n int, vis time.Dur
 					return err
 				}
 			}
-			out, moved, err = b.claim(ctx, tx, q, to, len(ids), vis, ids, attemptID)
-			if err != nil || attemptID == "" || len(out) == 0 {
+			if out, moved, err = b.claim(ctx, tx, q, to, len(ids), vis, ids, attemptID); err != nil {
 				return err
+			}
+			if lc != nil {
+				if err := b.storeRate(ctx, tx, q, lc, len(out)); err != nil {
+					return err
+				}
+			}
+			if attemptID == "" || len(out) == 0 {
+				return nil
 			}
 			items := make([]attemptItem, len(out))
 			for i, d := range out {

@@ -268,6 +268,7 @@ type leaseResult struct {
 	moved    []movedLetter
 	earliest time.Time
 	groups   bool // a FIFO message left in flight (its group may be free)
+	freed    bool // a message left flight (a queue's MaxInFlight may have room)
 }
 
 // ChangeVisibility implements storage.Backend: one transaction that locks
@@ -351,6 +352,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 				if res.earliest.IsZero() || (!a.earliest.IsZero() && a.earliest.Before(res.earliest)) {
 					res.earliest = a.earliest
 				}
+				res.freed = res.freed || a.inflight < 0
 				for _, d := range a.dead {
 					res.moved = append(res.moved, movedLetter{d.messageID, d.attempts, d.reason})
 				}
@@ -431,7 +433,9 @@ func visibilityOutcomes(c model.QueueConfig, out []model.LeaseOutcome) []model.L
 func (b *Backend) afterLeases(ctx context.Context, q queueRow, res leaseResult) {
 	b.deadLettered(ctx, q, res.moved)
 	switch {
-	case res.groups:
+	case res.groups, res.freed && q.cfg.MaxInFlight > 0:
+		// A FIFO group, or room under the queue's MaxInFlight, may be
+		// free now.
 		b.changed(q.id, time.Time{}, false)
 	case !res.earliest.IsZero():
 		b.changed(q.id, res.earliest, false)

@@ -467,6 +467,12 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 			out[at[j]] = model.LeaseStale
 		}
 	}
+	if len(gone) > 0 && q.cfg.MaxInFlight > 0 && !q.cfg.Fifo {
+		// Room under the queue's MaxInFlight: its waiting receives, on
+		// every broker, look again (FIFO queues' were woken by
+		// deleteByRef).
+		b.changed(q.id, time.Time{}, false)
+	}
 	if q.cfg.Fifo && len(gone) < len(keys) {
 		// Receipts that deleted nothing but are the latest lease of their
 		// message: the lease ended (a FIFO delete needs a live one). Matched

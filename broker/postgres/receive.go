@@ -116,12 +116,13 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) (_ []mo
 			return nil, err
 		}
 		var ds []model.Delivery
+		var lw limitWait
 		moved := lk.moved // by the planning of ended leases (look)
 		if !q.cfg.Paused {
 			// A paused queue delivers nothing: the receive waits as on an
 			// empty queue, and is woken when an UpdateQueue resumes it.
 			var more []movedLetter
-			if ds, more, err = b.attempt(ctx, q, lk.inflight, lk.target(q), req, rp, attemptID); err != nil {
+			if ds, more, lw, err = b.attempt(ctx, q, lk.inflight, lk.target(q), req, rp, attemptID); err != nil {
 				return nil, err
 			}
 			moved = append(moved, more...)
@@ -155,7 +156,7 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) (_ []mo
 			if wakeAt = now.Add(b.cfg.PollInterval); deadline.Before(wakeAt) {
 				wakeAt = deadline
 			}
-		} else if wakeAt, real, err = b.nextWake(ctx, q, now, deadline); err != nil {
+		} else if wakeAt, real, err = b.nextWake(ctx, q, now, deadline, lw); err != nil {
 			return nil, err
 		}
 		if real > 0 {
@@ -223,13 +224,15 @@ func (b *Backend) relook(ctx context.Context, ref model.QueueRef, id int64) (que
 
 // nextWake decides how a receive that found nothing waits: until wakeAt on
 // the clock (the earliest of deadline, the queue's next delay or lease end,
-// and now+PollInterval), or, when ready messages exist that a concurrent
-// receive holds locked or a deadline passed but its row is locked, for a
-// short real time (real > 0).
+// when its rate lets the next message go (lw), and now+PollInterval), or,
+// when ready messages exist that a concurrent receive holds locked or a
+// deadline passed but its row is locked, for a short real time (real > 0).
 //
 // On a FIFO queue ready messages behind locked groups are normal, not
-// contention: only deadlines count (a group unlock wakes the waiters).
-func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.Time) (wakeAt time.Time, real time.Duration, err error) {
+// contention: only deadlines count (a group unlock wakes the waiters). So
+// are ready messages on a queue whose limits held the claim (lw.held): a
+// delete, a nack or a lease's end makes room.
+func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.Time, lw limitWait) (wakeAt time.Time, real time.Duration, err error) {
 	var readyLeft bool
 	var dueIn *int64 // µs from the statement's now to the next delay or lease end
 	err = b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE queue_id = $2 AND state = 'r'),
@@ -238,12 +241,17 @@ func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.T
 	if err != nil {
 		return time.Time{}, 0, dbErr("next deadline", err)
 	}
-	if (readyLeft && !q.cfg.Fifo) || (dueIn != nil && *dueIn <= 0) {
+	if (readyLeft && !q.cfg.Fifo && !lw.held) || (dueIn != nil && *dueIn <= 0) {
 		return time.Time{}, contendedRetry, nil
 	}
 	wakeAt = deadline
 	if p := now.Add(b.cfg.PollInterval); p.Before(wakeAt) {
 		wakeAt = p
+	}
+	if lw.in > 0 {
+		if r := now.Add(lw.in); r.Before(wakeAt) {
+			wakeAt = r
+		}
 	}
 	if dueIn != nil {
 		if d := now.Add(time.Duration(*dueIn) * time.Microsecond); d.Before(wakeAt) {
@@ -256,29 +264,49 @@ func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.T
 // attempt is one look of a receive at queue q, whose due messages look has
 // just promoted (and whose ended leases it planned), leaving inflight in
 // flight (-1: unknown): it claims up to plan.Max messages under the
-// in-flight cap, moving those past their attempts to to (claimTarget's
-// answer, read by look; FIFO queues read it in their claim's transaction). It returns the deliveries and the messages moved to the
-// dead-letter queue instead.
-func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to claimTo, req model.ReceiveRequest, rp plan.ReceivePlan, attemptID string) ([]model.Delivery, []movedLetter, error) {
-	if inflight < 0 && req.InFlightCap > 0 {
-		// expireLeases ran after the promotion's count: count again.
-		if err := b.pool.QueryRow(ctx, "SELECT coalesce(sum(inflight), 0) FROM counts WHERE queue_id = $1", q.mid).Scan(&inflight); err != nil {
-			return nil, nil, dbErr("read counts", err)
-		}
-	}
-	n, err := plan.ClaimRoom(q.name, q.cfg.Fifo, rp.Max, inflight, req.InFlightCap)
-	if err != nil || n == 0 {
-		// n == 0: a FIFO queue at its in-flight cap waits as on an empty
-		// queue (ClaimRoom).
-		return nil, nil, err
-	}
+// in-flight cap and the queue's limits (plan.ClaimRoom), moving those past
+// their attempts to to (claimTarget's answer, read by look; FIFO queues
+// read it in their claim's transaction). It returns the deliveries, the
+// messages moved to the dead-letter queue instead, and, when the queue's
+// limits left no room, how to wait.
+func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to claimTo, req model.ReceiveRequest, rp plan.ReceivePlan, attemptID string) ([]model.Delivery, []movedLetter, limitWait, error) {
 	// The claim is not cancelled with ctx: once sent it either commits
 	// and its messages are returned, or fails; a cancel mid-statement
 	// would leave it unknown whether leases were taken.
-	if q.cfg.Fifo {
-		return b.claimFifo(context.WithoutCancel(ctx), q, n, rp.Visibility, attemptID)
+	if q.cfg.Limited() {
+		// The queue's limits are planned inside the claim's transaction,
+		// under the queue's limits row lock (limits.go).
+		lc := &limitedClaim{max: rp.Max, cap: req.InFlightCap}
+		var ds []model.Delivery
+		var moved []movedLetter
+		var err error
+		if q.cfg.Fifo {
+			ds, moved, err = b.claimFifo(context.WithoutCancel(ctx), q, rp.Max, lc, rp.Visibility, attemptID)
+		} else {
+			ds, moved, err = b.claimLimited(context.WithoutCancel(ctx), q, to, lc, rp.Visibility)
+		}
+		return ds, moved, lc.wait(), err
 	}
-	return b.claim(context.WithoutCancel(ctx), b.pool, q, to, n, rp.Visibility, nil, "")
+	if inflight < 0 && req.InFlightCap > 0 {
+		// expireLeases ran after the promotion's count: count again.
+		if err := b.pool.QueryRow(ctx, "SELECT coalesce(sum(inflight), 0) FROM counts WHERE queue_id = $1", q.mid).Scan(&inflight); err != nil {
+			return nil, nil, limitWait{}, dbErr("read counts", err)
+		}
+	}
+	room, err := plan.ClaimRoom(q.cfg, q.name, plan.ClaimFacts{Max: rp.Max, InFlight: inflight, Cap: req.InFlightCap})
+	if err != nil || room.N == 0 {
+		// N == 0: a FIFO queue at its in-flight cap waits as on an empty
+		// queue (ClaimRoom).
+		return nil, nil, limitWait{}, err
+	}
+	var ds []model.Delivery
+	var moved []movedLetter
+	if q.cfg.Fifo {
+		ds, moved, err = b.claimFifo(context.WithoutCancel(ctx), q, room.N, nil, rp.Visibility, attemptID)
+	} else {
+		ds, moved, err = b.claim(context.WithoutCancel(ctx), b.pool, q, to, room.N, rp.Visibility, nil, "")
+	}
+	return ds, moved, limitWait{}, err
 }
 
 // deadLettered is the work after a commit that moved messages of queue q to
@@ -659,8 +687,8 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 		}
 		return rows.Err()
 	}
-	if q.cfg.Fifo {
-		err = run() // inside claimFifo's transaction, which retries as a whole
+	if _, inTx := db.(pgx.Tx); inTx {
+		err = run() // inside claimFifo's or claimLimited's transaction, which retries as a whole
 	} else {
 		err = retry(run)
 	}

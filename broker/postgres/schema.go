@@ -327,6 +327,26 @@ CREATE INDEX IF NOT EXISTS messages_dedup ON messages (queue_id, dedup_id) WHERE
 	`
 CREATE INDEX IF NOT EXISTS messages_ready_age ON messages (queue_id, visible_at) WHERE state = 'r';
 `,
+	// 13: rate limits (issue 25, limits.go): the claims of a queue with a
+	// MaxInFlight or MaxReceivesPerSecond lock its queue_limits row (keyed
+	// by the queue id, so a purge keeps it), made by the first such claim;
+	// rate_at is the rate's instant (plan.RateTaken; NULL: none yet). A
+	// table of its own, not a column of queues: a transactional send holds
+	// its queue row FOR SHARE until the application commits, which a claim
+	// locking or updating that row would wait for. The settings are in
+	// queues.config (JSON): an existing queue reads them as unset, the
+	// defaults, and has no row here.
+	`
+CREATE TABLE queue_limits (
+	queue_id bigint PRIMARY KEY,
+	rate_at  timestamptz
+) WITH (
+	fillfactor = 30,
+	autovacuum_vacuum_scale_factor = 0.0,
+	autovacuum_vacuum_threshold = 1000,
+	autovacuum_vacuum_cost_delay = 0
+);
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

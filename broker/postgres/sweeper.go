@@ -239,7 +239,7 @@ const reclaimBudget = 5000
 
 // reclaim deletes a batch of the messages of deleted queues and of purged
 // message spaces (the old mids recorded by PurgeQueue); a deleted queue
-// left with none loses its counters, fair-queue cursors, FIFO state and ended move tasks (an
+// left with none loses its counters, fair-queue cursors, FIFO state, limits row and ended move tasks (an
 // active one is failed by its next step, and pruned by a later start on a
 // queue of the same name) and is marked reclaimed; a purged mid left with
 // none loses its counters, cursors and FIFO state and its purged row. Both wait a
@@ -262,6 +262,7 @@ func (b *Backend) reclaim(ctx context.Context) (bool, error) {
 		g AS (DELETE FROM groups WHERE queue_id IN (SELECT id FROM empty)),
 		x AS (DELETE FROM dedup WHERE queue_id IN (SELECT id FROM empty)),
 		a AS (DELETE FROM attempts WHERE queue_id IN (SELECT id FROM empty)),
+		l AS (DELETE FROM queue_limits WHERE queue_id IN (SELECT qid FROM empty)),
 		mt AS (DELETE FROM move_tasks WHERE source_id IN (SELECT qid FROM empty) AND NOT `+activeSQL+`),
 		p AS (DELETE FROM purged WHERE mid IN (SELECT id FROM empty WHERE qid IS NULL) RETURNING mid),
 		r AS (UPDATE queues SET reclaimed = true WHERE id IN (SELECT qid FROM empty) RETURNING id)

@@ -122,25 +122,6 @@ func Receive(c model.QueueConfig, req model.ReceiveRequest) (ReceivePlan, error)
 	return p, nil
 }
 
-// ClaimRoom is how many messages a receive of up to max messages may lease
-// on queue name with inFlight messages leased, under the cap (the front's
-// MaxInFlight, passed in ReceiveRequest.InFlightCap; <= 0: no cap). A standard
-// queue at its cap fails with ErrOverLimit; a FIFO queue at its cap gets 0
-// (the receive waits as on an empty queue), as in SQS.
-func ClaimRoom(name string, fifo bool, max int, inFlight, cap int64) (int, error) {
-	if cap <= 0 {
-		return max, nil
-	}
-	room := cap - inFlight
-	if room <= 0 {
-		if fifo {
-			return 0, nil
-		}
-		return 0, model.Errorf(model.ErrOverLimit, "Too many messages in flight on queue %s (the limit is %d).", name, cap)
-	}
-	return int(min(int64(max), room)), nil
-}
-
 // DeadLetter is what a message keeps and what it becomes when a receive past
 // its queue's maxReceiveCount moves it to the dead-letter queue (the
 // dead-letter rule, the same in every backend).

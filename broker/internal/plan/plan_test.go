@@ -253,49 +253,6 @@ func TestPlanReceive(t *testing.T) {
 	}
 }
 
-func TestClaimRoom(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name          string
-		fifo          bool
-		max           int
-		inFlight, cap int64
-		want          int
-		wantErr       bool
-	}{
-		{name: "no cap", max: 10, inFlight: 1 << 40, cap: 0, want: 10},
-		{name: "negative cap is no cap", max: 10, inFlight: 1 << 40, cap: -1, want: 10},
-		{name: "no cap FIFO", fifo: true, max: 7, inFlight: 5, cap: 0, want: 7},
-		{name: "room above max", max: 10, inFlight: 0, cap: 100, want: 10},
-		{name: "room equal to max", max: 10, inFlight: 90, cap: 100, want: 10},
-		{name: "room below max", max: 10, inFlight: 95, cap: 100, want: 5},
-		{name: "room of one", max: 10, inFlight: 99, cap: 100, want: 1},
-		{name: "room below max FIFO", fifo: true, max: 10, inFlight: 97, cap: 100, want: 3},
-		{name: "huge cap", max: 10, inFlight: 0, cap: 1 << 62, want: 10},
-		{name: "standard at cap", max: 10, inFlight: 100, cap: 100, wantErr: true},
-		{name: "standard past cap", max: 1, inFlight: 150, cap: 100, wantErr: true},
-		{name: "FIFO at cap", fifo: true, max: 10, inFlight: 100, cap: 100, want: 0},
-		{name: "FIFO past cap", fifo: true, max: 10, inFlight: 150, cap: 100, want: 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := ClaimRoom("q1", tc.fifo, tc.max, tc.inFlight, tc.cap)
-			if tc.wantErr {
-				if got != 0 || !errors.Is(err, model.ErrOverLimit) {
-					t.Fatalf("ClaimRoom = %d, %v; want 0 and ErrOverLimit", got, err)
-				}
-				if msg := model.ErrorMessage(err); !strings.Contains(msg, "q1") || !strings.Contains(msg, "100") {
-					t.Errorf("message %q names neither the queue nor the cap", msg)
-				}
-				return
-			}
-			if got != tc.want || err != nil {
-				t.Errorf("ClaimRoom = %d, %v; want %d, nil", got, err, tc.want)
-			}
-		})
-	}
-}
-
 func TestDeadLetterRule(t *testing.T) {
 	t.Parallel()
 	sent, now := time.Unix(100, 0), time.Unix(500, 0)

@@ -1,0 +1,257 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/postgres"
+)
+
+// hammer has receivers on both brokers, at once, each short-poll queue
+// polls times for up to 10 messages; it returns every delivery.
+func hammer(t *testing.T, brokers []*broker.Broker, queue string, receivers, polls int) []model.Delivery {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var out []model.Delivery
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range receivers {
+		be := brokers[i%len(brokers)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for range polls {
+				ds, err := be.Receive(ctx, model.ReceiveRequest{Queue: queue, MaxMessages: 10, WaitTime: new(time.Duration)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				out = append(out, ds...)
+				mu.Unlock()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+// sendMany sends n messages to queue through b.
+func sendMany(t *testing.T, b *broker.Broker, queue string, n int) {
+	t.Helper()
+	for i := 0; i < n; i += 10 {
+		var entries []model.SendEntry
+		for j := i; j < min(i+10, n); j++ {
+			entries = append(entries, model.SendEntry{ID: fmt.Sprint(j), Body: fmt.Sprint("m", j)})
+		}
+		if _, err := b.Send(context.Background(), queue, entries); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRateLimitAcrossBrokers: receives racing on two brokers over one
+// schema hand out exactly one burst of a queue's MaxReceivesPerSecond
+// (10) at one instant, and exactly one second's worth more at each second
+// of the fake clock: the claims are serialized by the queue's limits row.
+func TestRateLimitAcrossBrokers(t *testing.T) {
+	t.Parallel()
+	a, b, clock := openPair(t, schemaFor(t), nil)
+	ctx := context.Background()
+	if _, err := a.CreateQueue(ctx, "q", map[string]string{model.AttrMaxReceivesPerSecond: "10"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sendMany(t, b, "q", 100)
+	seen := map[string]bool{}
+	for round := range 4 {
+		if round > 0 {
+			clock.Advance(time.Second)
+		}
+		ds := hammer(t, []*broker.Broker{a, b}, "q", 6, 4)
+		if len(ds) != 10 {
+			t.Fatalf("second %d: %d messages handed out across two brokers, want 10", round, len(ds))
+		}
+		for _, d := range ds {
+			if seen[d.ID] {
+				t.Fatalf("message %s handed out twice", d.ID)
+			}
+			seen[d.ID] = true
+		}
+	}
+	// Half a second on: five.
+	clock.Advance(500 * time.Millisecond)
+	if ds := hammer(t, []*broker.Broker{a, b}, "q", 4, 3); len(ds) != 5 {
+		t.Fatalf("half a second: %d messages, want 5", len(ds))
+	}
+}
+
+// TestMaxInFlightAcrossBrokers: receives racing on two brokers never lease
+// more than a queue's MaxInFlight; a receive waiting at the cap on one
+// broker is woken by a delete on the other (the fake clock never moves and
+// polling is off: only the notification can wake it).
+func TestMaxInFlightAcrossBrokers(t *testing.T) {
+	t.Parallel()
+	a, b, clock := openPair(t, schemaFor(t), func(c *postgres.Config) { c.PollInterval = model.MaxWaitTime })
+	ctx := context.Background()
+	if _, err := a.CreateQueue(ctx, "q", map[string]string{model.AttrMaxInFlight: "7"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sendMany(t, a, "q", 60)
+	ds := hammer(t, []*broker.Broker{a, b}, "q", 6, 3)
+	if len(ds) != 7 {
+		t.Fatalf("%d messages leased across two brokers under MaxInFlight 7", len(ds))
+	}
+	q, err := b.GetQueue(ctx, "q")
+	if err != nil || q.Stats.InFlight != 7 {
+		t.Fatalf("in flight %d (%v), want 7", q.Stats.InFlight, err)
+	}
+
+	wait := model.MaxWaitTime
+	var got atomic.Int64
+	done := make(chan error, 1)
+	timers := clock.Timers()
+	go func() {
+		ds, err := b.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: &wait})
+		got.Store(int64(len(ds)))
+		done <- err
+	}()
+	// Deletes before the receive waits would only make it claim at once
+	// (it gets the room they made either way): poll, with a deadline, for
+	// the timer it arms on the clock when it waits.
+	for deadline := time.Now().Add(5 * time.Second); clock.Timers() <= timers && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	var entries []model.DeleteEntry
+	for i, d := range ds[:3] {
+		entries = append(entries, model.DeleteEntry{ID: fmt.Sprint(i), Receipt: d.Receipt})
+	}
+	if errs, err := a.Delete(ctx, "q", entries); err != nil || errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatal(err, errs)
+	}
+	select {
+	case err := <-done:
+		if err != nil || got.Load() != 3 {
+			t.Fatalf("the receive waiting on b got %d messages (%v), want the 3 a's deletes made room for", got.Load(), err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the receive waiting at the cap on b was not woken by the deletes on a")
+	}
+}
+
+// TestMigration13OldQueues: a queue created before migration 13 reads no
+// limits (they are absent from its stored config) and has no limits row;
+// after the upgrade it takes them, and its claims make the row.
+func TestMigration13OldQueues(t *testing.T) {
+	t.Parallel()
+	url, schema, conn := schemaAtVersion(t, 12)
+	ctx := context.Background()
+	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+	cj := []byte(`{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
+		`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
+		`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`)
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at) VALUES ('q', $1, $2, $2)`, cj, at); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(url, schema)
+	cfg.Clock = clocktest.NewFakeClock(at.Add(time.Minute))
+	be, err := postgres.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	f := front(t, be, cfg.Options)
+	q, err := f.GetQueue(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Config.Limited() {
+		t.Fatalf("an old queue has limits: MaxInFlight %d, rate %v", q.Config.MaxInFlight, q.Config.ReceiveRate)
+	}
+	sendMany(t, f, "q", 5)
+	if ds := hammer(t, []*broker.Broker{f}, "q", 1, 1); len(ds) != 5 {
+		t.Fatalf("an old queue without limits: %d messages, want 5", len(ds))
+	}
+	rows := func() int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+tbl("queue_limits")).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("%d limits rows after claims without limits, want 0", n)
+	}
+	if err := f.SetQueueAttributes(ctx, "q", map[string]string{model.AttrMaxReceivesPerSecond: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	sendMany(t, f, "q", 5)
+	if ds := hammer(t, []*broker.Broker{f}, "q", 1, 2); len(ds) != 1 {
+		t.Fatalf("the old queue at 1 a second: %d messages, want 1", len(ds))
+	}
+	if n := rows(); n != 1 {
+		t.Fatalf("%d limits rows after a limited claim, want 1", n)
+	}
+}
+
+// TestLimitsRowKeptByPurgeReclaimedWithQueue: a queue's limits row (its
+// rate's instant) survives a purge, which keeps the queue, and goes with
+// the queue's other rows once a deleted queue is reclaimed.
+func TestLimitsRowKeptByPurgeReclaimedWithQueue(t *testing.T) {
+	t.Parallel()
+	schema := schemaFor(t)
+	a, _, clock := openPair(t, schema, nil)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, requirePostgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	rows := func() int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "queue_limits"}.Sanitize()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := a.CreateQueue(ctx, "q", map[string]string{model.AttrMaxReceivesPerSecond: "1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sendMany(t, a, "q", 3)
+	if ds := hammer(t, []*broker.Broker{a}, "q", 1, 2); len(ds) != 1 || rows() != 1 {
+		t.Fatalf("%d messages, %d limits rows; want 1 and 1", len(ds), rows())
+	}
+	if err := a.PurgeQueue(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	sendMany(t, a, "q", 3)
+	if ds := hammer(t, []*broker.Broker{a}, "q", 1, 2); len(ds) != 0 || rows() != 1 {
+		t.Fatalf("after a purge within the second: %d messages, %d limits rows; want 0 (the rate's instant kept) and 1", len(ds), rows())
+	}
+	if err := a.DeleteQueue(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute)
+	for i := 0; rows() != 0; i++ {
+		if i == 100 {
+			t.Fatal("the deleted queue's limits row was never reclaimed")
+		}
+		if err := raw(a).SweepOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
