@@ -23,8 +23,8 @@ type Queue struct {
 	// Attributes are all of its settable attributes as SQS strings
 	// ("VisibilityTimeout": "30"), the Sluice ones (RetryPolicy, MaxDepth,
 	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook,
-	// DeduplicationWindowSeconds, DeduplicationUntil, HealthDepth, HealthAge)
-	// with their defaults when unset.
+	// DeduplicationWindowSeconds, DeduplicationUntil, HealthDepth, HealthAge,
+	// MaxInFlight, MaxReceivesPerSecond) with their defaults when unset.
 	Attributes map[string]string
 	Tags       map[string]string
 	Stats      Stats

@@ -20,6 +20,7 @@ var sluiceAttributes = []string{
 	model.AttrPaused, model.AttrDeliveryMode, model.AttrDeadLetterWebhook,
 	model.AttrDeduplicationWindowSeconds, model.AttrDeduplicationUntil,
 	model.AttrHealthDepth, model.AttrHealthAge,
+	model.AttrMaxInFlight, model.AttrMaxReceivesPerSecond,
 }
 
 // arn is the ARN of queue name of account.

@@ -17,7 +17,8 @@ import (
 
 // The Sluice queue attributes (RetryPolicy, MaxDepth, LowPriorityMaxDepth,
 // Paused, DeliveryMode, DeadLetterWebhook, DeduplicationWindowSeconds,
-// DeduplicationUntil, HealthDepth, HealthAge) through CreateQueue,
+// DeduplicationUntil, HealthDepth, HealthAge, MaxInFlight,
+// MaxReceivesPerSecond) through CreateQueue,
 // SetQueueAttributes and GetQueueAttributes, in both protocols: JSON with
 // aws-sdk-go-v2, query with raw form requests.
 
@@ -34,6 +35,8 @@ var sluiceDefaults = map[string]string{
 	"DeduplicationUntil":         "window",
 	"HealthDepth":                "",
 	"HealthAge":                  "",
+	"MaxInFlight":                "",
+	"MaxReceivesPerSecond":       "",
 }
 
 // sluiceSet are Sluice attributes as a client might write them (keys of the
@@ -49,6 +52,8 @@ var (
 		"DeduplicationUntil":         "settled",
 		"HealthDepth":                " 5 , 50",
 		"HealthAge":                  "60,300",
+		"MaxInFlight":                " 100",
+		"MaxReceivesPerSecond":       "0.50",
 	}
 	sluiceWant = map[string]string{
 		"RetryPolicy":                `{"baseSeconds":2,"maxSeconds":300,"jitter":"none"}`,
@@ -60,12 +65,14 @@ var (
 		"DeduplicationUntil":         "settled",
 		"HealthDepth":                "5,50",
 		"HealthAge":                  "60,300",
+		"MaxInFlight":                "100",
+		"MaxReceivesPerSecond":       "0.5",
 	}
 )
 
 // sluiceNames are the Sluice attribute names, in a fixed order.
 var sluiceNames = []string{"RetryPolicy", "MaxDepth", "LowPriorityMaxDepth", "Paused", "DeliveryMode", "DeadLetterWebhook",
-	"DeduplicationWindowSeconds", "DeduplicationUntil", "HealthDepth", "HealthAge"}
+	"DeduplicationWindowSeconds", "DeduplicationUntil", "HealthDepth", "HealthAge", "MaxInFlight", "MaxReceivesPerSecond"}
 
 // sluiceRefusals are attribute sets every protocol must refuse with
 // InvalidAttributeValue.
@@ -98,6 +105,17 @@ var sluiceRefusals = []map[string]string{
 	{"HealthDepth": "-1,5"},
 	{"HealthAge": "1m,5m"},
 	{"HealthAge": "60,1209601"},
+	{"MaxInFlight": "0"},
+	{"MaxInFlight": "-5"},
+	{"MaxInFlight": "120001"},
+	{"MaxInFlight": "ten"},
+	{"MaxInFlight": "3", "DeliveryMode": "at-most-once"},
+	{"MaxReceivesPerSecond": "0"},
+	{"MaxReceivesPerSecond": "-1"},
+	{"MaxReceivesPerSecond": "100000.5"},
+	{"MaxReceivesPerSecond": "1e2"},
+	{"MaxReceivesPerSecond": "0.0000001"},
+	{"MaxReceivesPerSecond": "fast"},
 }
 
 func TestSluiceAttributesJSON(t *testing.T) {
@@ -163,6 +181,7 @@ func TestSluiceAttributesJSON(t *testing.T) {
 	for attr, v := range map[string]string{
 		"RetryPolicy": `{"baseSeconds":2,"maxSeconds":300,"jitter":"full"}`, "MaxDepth": "11", "Paused": "false",
 		"DeliveryMode": "at-most-once", "DeadLetterWebhook": "https://hooks.example.com/other", "HealthDepth": "6,60",
+		"MaxInFlight": "99", "MaxReceivesPerSecond": "0.25",
 	} {
 		_, err := e.client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String("set"), Attributes: map[string]string{attr: v}})
 		var exists *types.QueueNameExists
@@ -174,15 +193,15 @@ func TestSluiceAttributesJSON(t *testing.T) {
 	// SetQueueAttributes changes them; back to the default, All drops them.
 	if _, err := e.client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: &set, Attributes: map[string]string{
 		"Paused": "false", "LowPriorityMaxDepth": "0", "MaxDepth": "7", "RetryPolicy": `{"baseSeconds":1,"maxSeconds":"8"}`, "DeadLetterWebhook": "",
-		"HealthAge": "", "HealthDepth": "0,20",
+		"HealthAge": "", "HealthDepth": "0,20", "MaxInFlight": "", "MaxReceivesPerSecond": "20",
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	all = get(set, "All")
-	if all["HealthDepth"] != "0,20" {
-		t.Errorf("HealthDepth after SetQueueAttributes: %q, want 0,20", all["HealthDepth"])
+	if all["HealthDepth"] != "0,20" || all["MaxReceivesPerSecond"] != "20" {
+		t.Errorf("HealthDepth and MaxReceivesPerSecond after SetQueueAttributes: %q %q, want 0,20 and 20", all["HealthDepth"], all["MaxReceivesPerSecond"])
 	}
-	for _, n := range []string{"Paused", "LowPriorityMaxDepth", "DeadLetterWebhook", "HealthAge"} {
+	for _, n := range []string{"Paused", "LowPriorityMaxDepth", "DeadLetterWebhook", "HealthAge", "MaxInFlight"} {
 		if _, ok := all[n]; ok {
 			t.Errorf("All after resetting %s still has it: %v", n, all)
 		}

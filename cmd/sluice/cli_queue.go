@@ -90,6 +90,10 @@ type settingFlags struct {
 	visibility       time.Duration
 	retention        time.Duration
 	maxDepth         int64
+	// maxInFlight and rate are --max-in-flight and
+	// --max-receives-per-second as given (nil: not given); the broker
+	// checks them.
+	maxInFlight, rate *string
 }
 
 func (f *settingFlags) add(c *cli) {
@@ -98,6 +102,14 @@ func (f *settingFlags) add(c *cli) {
 	c.fs.DurationVar(&f.visibility, "visibility", 0, "VisibilityTimeout, in whole seconds (30s, 5m)")
 	c.fs.DurationVar(&f.retention, "retention", 0, "MessageRetentionPeriod, in whole seconds (96h)")
 	c.fs.Int64Var(&f.maxDepth, "max-depth", -1, "MaxDepth: sends past this depth are refused (0: no limit)")
+	c.fs.Func("max-in-flight", "MaxInFlight: at most `N` messages in flight; receives past it wait (0: no limit)", func(v string) error {
+		f.maxInFlight = &v
+		return nil
+	})
+	c.fs.Func("max-receives-per-second", "MaxReceivesPerSecond: at most `R` messages handed out per second, e.g. 0.5 or 20 (0: no limit)", func(v string) error {
+		f.rate = &v
+		return nil
+	})
 }
 
 // apply adds the flags' attributes to attrs; it reads the dead-letter
@@ -138,6 +150,16 @@ func (f *settingFlags) apply(c *cli, queue string, attrs map[string]string) erro
 	}
 	if f.maxDepth >= 0 {
 		attrs["MaxDepth"] = strconv.FormatInt(f.maxDepth, 10)
+	}
+	// 0 removes a limit, as with --max-depth: the attributes themselves
+	// take "" for that.
+	for name, v := range map[string]*string{"MaxInFlight": f.maxInFlight, "MaxReceivesPerSecond": f.rate} {
+		if v != nil {
+			attrs[name] = strings.TrimSpace(*v)
+			if attrs[name] == "0" {
+				attrs[name] = ""
+			}
+		}
 	}
 	return nil
 }
@@ -382,6 +404,7 @@ func queueSet(ctx context.Context, args []string, env func(string) string, stdou
 		examples: []string{
 			"sluice queue set orders VisibilityTimeout=60 MaxDepth=100000",
 			"sluice queue set orders --dlq orders-dlq --max-receives 5",
+			"sluice queue set orders --max-in-flight 50 --max-receives-per-second 20",
 			"sluice queue set orders RedrivePolicy=   # no dead-letter queue any more",
 		}}, env, stdout, stderr)
 	var sf settingFlags

@@ -196,6 +196,15 @@ func TestCLIQueue(t *testing.T) {
 		t.Errorf("RedrivePolicy after set --max-receives 7: %s", got)
 	}
 	e.fails(2, []string{"queue", "set", "orders-dlq", "--max-receives", "7"}, "orders-dlq has no dead-letter queue", "--dlq")
+	// The rate limits' flags; 0 removes a limit; a bad value answers the
+	// broker's reason.
+	r = e.ok("queue", "set", "orders", "--max-in-flight", "50", "--max-receives-per-second", "2.50")
+	wantContains(t, "queue set of the limits", r.stdout, "MaxInFlight = 50", "MaxReceivesPerSecond = 2.5")
+	e.ok("queue", "set", "orders", "--max-in-flight", "0", "--max-receives-per-second", "0")
+	if q := e.queue("orders"); q.Attributes["MaxInFlight"] != "" || q.Attributes["MaxReceivesPerSecond"] != "" {
+		t.Errorf("after removing the limits: %v", q.Attributes)
+	}
+	e.fails(1, []string{"queue", "set", "orders", "--max-receives-per-second", "-1"}, "invalid_attribute_value", "above 0")
 	// RetryPolicy's schedule form, as an attribute: read back normalized;
 	// a bad one answers the broker's reason.
 	e.ok("queue", "set", "orders", `RetryPolicy={"delays":[10,60,300]}`)
@@ -686,7 +695,8 @@ func TestCLICompletion(t *testing.T) {
 				{[]string{"sluice", "queue", "cr"}, []string{"create"}},
 				{[]string{"sluice", "dlq", "re"}, []string{"replay"}},
 				{[]string{"sluice", "send", "--from"}, []string{"--from-export"}},
-				{[]string{"sluice", "queue", "create", "x", "--max-r"}, []string{"--max-receives"}},
+				{[]string{"sluice", "queue", "create", "x", "--max-r"}, []string{"--max-receives", "--max-receives-per-second"}},
+				{[]string{"sluice", "queue", "set", "x", "--max-i"}, []string{"--max-in-flight"}},
 				{[]string{"sluice", "send", "o"}, []string{"orders", "other"}},
 				{[]string{"sluice", "dlq", "list", "or"}, []string{"orders"}},
 				{[]string{"sluice", "queue", "cons"}, []string{"consumers"}},

@@ -20,8 +20,8 @@ type Queue struct {
 	// Attributes are every settable attribute as SQS strings
 	// ("VisibilityTimeout": "30"), the Sluice ones (RetryPolicy, MaxDepth,
 	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook,
-	// DeduplicationWindowSeconds, DeduplicationUntil, HealthDepth, HealthAge)
-	// with their defaults when unset.
+	// DeduplicationWindowSeconds, DeduplicationUntil, HealthDepth, HealthAge,
+	// MaxInFlight, MaxReceivesPerSecond) with their defaults when unset.
 	Attributes map[string]string `json:"attributes"`
 	// Tags are its tags ({} when none).
 	Tags map[string]string `json:"tags"`
