@@ -264,7 +264,7 @@ func jsonKind(v string) string {
 func checkMembers(body []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	err := walkMembers(dec, t, "")
+	err := walkMembers(dec, t, "", 0)
 	var se serializationErr
 	if errors.As(err, &se) {
 		return se.err
@@ -278,9 +278,22 @@ type serializationErr struct{ err error }
 
 func (e serializationErr) Error() string { return e.err.Error() }
 
+// maxMemberDepth is how deep walkMembers reads: SQS's inputs nest four
+// levels at most (Entries, an entry, MessageAttributes, a value). Past it
+// the check stops, and json.Unmarshal answers the body as it would (it
+// refuses nesting past 10,000 levels).
+const maxMemberDepth = 16
+
+// errTooDeep stops walkMembers at maxMemberDepth.
+var errTooDeep = errors.New("nested too deep for the member check")
+
 // walkMembers reads one JSON value of type t (nil: not a field of the input,
-// read for its objects' duplicates only), at path (the member names to it).
-func walkMembers(dec *json.Decoder, t reflect.Type, path string) error {
+// read for its objects' duplicates only), at path (the member names to it),
+// depth levels down.
+func walkMembers(dec *json.Decoder, t reflect.Type, path string, depth int) error {
+	if depth > maxMemberDepth {
+		return errTooDeep
+	}
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -299,7 +312,7 @@ func walkMembers(dec *json.Decoder, t reflect.Type, path string) error {
 			elem = t.Elem()
 		}
 		for i := 1; dec.More(); i++ {
-			if err := walkMembers(dec, elem, join(path, strconv.Itoa(i))); err != nil {
+			if err := walkMembers(dec, elem, join(path, strconv.Itoa(i)), depth+1); err != nil {
 				return err
 			}
 		}
@@ -345,7 +358,7 @@ func walkMembers(dec *json.Decoder, t reflect.Type, path string) error {
 				}
 				vt = ft
 			}
-			if err := walkMembers(dec, vt, member); err != nil {
+			if err := walkMembers(dec, vt, member, depth+1); err != nil {
 				return err
 			}
 		}
