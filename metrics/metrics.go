@@ -292,6 +292,8 @@ var (
 			"Messages of the queue this broker moved to its dead-letter queue (the seed's DLQ total).", []string{"queue"}, nil),
 		model.CountDamaged: prometheus.NewDesc("sluice_messages_damaged_total",
 			"Messages set aside because their stored body could not be read (on-disk corruption; the log names the file and message id).", []string{"queue"}, nil),
+		model.CountExpired: prometheus.NewDesc("sluice_messages_expired_total",
+			"Messages of the queue whose time to live passed, dropped or moved to its dead-letter queue by this broker.", []string{"queue"}, nil),
 	}
 )
 

@@ -80,6 +80,14 @@ type QueueConfig struct {
 	// ReceiveRate is MaxReceivesPerSecond, the messages handed out per
 	// second (config_limits.go); 0 = no limit.
 	ReceiveRate Rate `json:",omitempty"`
+	// TimeToLive is the queue's MessageTimeToLive: the time to live of the
+	// messages sent without their own Sluice.TimeToLive; 0 = none;
+	// 1 s..MaxTimeToLive, never longer than Retention and always longer
+	// than Delay (config_ttl.go).
+	TimeToLive time.Duration `json:",omitempty"`
+	// ExpiredAction is the queue's ExpiredMessageAction: "" (the default,
+	// ExpiredActionOf), ExpiredDeadLetter (needs Redrive) or ExpiredDrop.
+	ExpiredAction ExpiredAction `json:",omitempty"`
 }
 
 // RedrivePolicy is the parsed RedrivePolicy attribute.

@@ -46,6 +46,7 @@ var sluiceAttrs = map[string]bool{
 	AttrDeduplicationWindowSeconds: true, AttrDeduplicationUntil: true,
 	AttrHealthDepth: true, AttrHealthAge: true,
 	AttrMaxInFlight: true, AttrMaxReceivesPerSecond: true,
+	AttrMessageTimeToLive: true, AttrExpiredMessageAction: true,
 }
 
 // IsSluiceAttribute reports whether name is one of the Sluice queue attributes.
@@ -65,6 +66,10 @@ func SluiceAttributeDefault(name string) string {
 		return strconv.FormatInt(int64(DefaultDedupWindow/time.Second), 10)
 	case AttrDeduplicationUntil:
 		return string(DedupUntilWindow)
+	case AttrMessageTimeToLive:
+		return "0"
+	case AttrExpiredMessageAction:
+		return string(ExpiredDrop) // on a queue without a RedrivePolicy (QueueConfig.DefaultOf)
 	}
 	return "" // RetryPolicy, DeadLetterWebhook, MaxInFlight, MaxReceivesPerSecond: none; HealthDepth, HealthAge: the broker's thresholds
 }
@@ -97,6 +102,8 @@ func (c *QueueConfig) applySluice(name, v string) error {
 		err = c.applyHealth(name, v) // config_health.go
 	case AttrMaxInFlight, AttrMaxReceivesPerSecond:
 		err = c.applyLimits(name, v) // config_limits.go
+	case AttrMessageTimeToLive, AttrExpiredMessageAction:
+		err = c.applyTTL(name, v) // config_ttl.go
 	}
 	return err
 }
@@ -120,7 +127,7 @@ func (c *QueueConfig) checkSluice() error {
 			return Errorf(ErrInvalidAttributeValue, "Invalid value for the parameter MaxInFlight. Reason: an at-most-once queue has no messages in flight (a receive removes them); limit it with MaxReceivesPerSecond.")
 		}
 	}
-	return nil
+	return c.checkTTL() // config_ttl.go
 }
 
 // sluiceAttributes adds the set Sluice settings to m (Attributes).
@@ -146,6 +153,7 @@ func (c QueueConfig) sluiceAttributes(m map[string]string) {
 	c.dedupAttributes(m)
 	c.healthAttributes(m)
 	c.limitsAttributes(m)
+	c.ttlAttributes(m)
 }
 
 // AtMostOnce reports whether a receive removes the message (DeliveryMode).

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The Sluice message options: message attributes named "Sluice.*". On the
@@ -24,6 +25,11 @@ const (
 	// MsgAttrCorrelationID (String, up to 128 characters): carried with the
 	// message, through a dead-letter queue and a replay.
 	MsgAttrCorrelationID = "Sluice.CorrelationId"
+	// MsgAttrTimeToLive (Number, 1..1209600 seconds): the message expires
+	// that long after its send (config_ttl.go), in place of its queue's
+	// MessageTimeToLive; refused when longer than the queue's
+	// MessageRetentionPeriod, or not longer than the message's delay.
+	MsgAttrTimeToLive = "Sluice.TimeToLive"
 	// MsgAttrTraceParent is the W3C trace context attribute that
 	// OpenTelemetry's SQS instrumentations inject (not a Sluice.* name; read
 	// as the native envelope's trace context).
@@ -42,17 +48,23 @@ const MaxCorrelationIDBytes = 128
 // MessageOptions are the Sluice options of one message, read from its
 // Sluice.* attributes once, by the front (ParseMessageOptions), before the
 // send reaches a backend; the rules that depend on the queue (a FIFO queue
-// takes no priority, Sluice.MaxAttempts needs a RedrivePolicy) are the
-// planner's (plan.CheckOptions), inside the backend's atomic step.
+// takes no priority, Sluice.MaxAttempts needs a RedrivePolicy, a time to
+// live within the queue's retention and longer than the message's delay)
+// are the planner's (plan.CheckOptions, plan.Send), inside the backend's
+// atomic step.
 type MessageOptions struct {
 	// Priority (MinPriority..MaxPriority) and MaxAttempts (1..1000; 0: the
 	// queue's maxReceiveCount) are the values given, 0 when not given or
 	// refused.
 	Priority    int
 	MaxAttempts int
-	// PriorityGiven and MaxAttemptsGiven report that the message has the
-	// attribute, whether or not its value is valid.
-	PriorityGiven, MaxAttemptsGiven bool
+	// TTL is the message's own time to live (Sluice.TimeToLive, 1 s ..
+	// MaxTimeToLive), 0 when not given or refused: the queue's
+	// MessageTimeToLive applies then.
+	TTL time.Duration
+	// PriorityGiven, MaxAttemptsGiven and TTLGiven report that the message
+	// has the attribute, whether or not its value is valid.
+	PriorityGiven, MaxAttemptsGiven, TTLGiven bool
 	// Err is why the attributes are refused (an unknown Sluice.* name, a
 	// wrong type, a value out of range), nil when they are not. It fails
 	// the message's entry, after the queue's own rules.
@@ -83,6 +95,11 @@ func ParseMessageOptions(attrs map[string]MessageAttribute) MessageOptions {
 		case MsgAttrMaxAttempts:
 			o.MaxAttemptsGiven = true
 			o.MaxAttempts, err = OptInt(name, a, 1, 1000)
+		case MsgAttrTimeToLive:
+			o.TTLGiven = true
+			var n int
+			n, err = OptInt(name, a, 1, MaxTimeToLiveSeconds)
+			o.TTL = time.Duration(n) * time.Second
 		case MsgAttrCorrelationID:
 			if BaseType(a.DataType) != "String" {
 				err = InvalidParameterError(a.DataType, MsgAttrCorrelationID+" DataType", "must be String.")
@@ -90,8 +107,8 @@ func ParseMessageOptions(attrs map[string]MessageAttribute) MessageOptions {
 				err = InvalidParameterError(len(a.StringValue), MsgAttrCorrelationID+" length", fmt.Sprintf("must be at most %d bytes.", MaxCorrelationIDBytes))
 			}
 		default:
-			err = Errorf(ErrInvalidParameterValue, "Message attribute name '%s' is reserved: the Sluice.* attributes are %s, %s and %s.",
-				name, MsgAttrPriority, MsgAttrMaxAttempts, MsgAttrCorrelationID)
+			err = Errorf(ErrInvalidParameterValue, "Message attribute name '%s' is reserved: the Sluice.* attributes are %s, %s, %s and %s.",
+				name, MsgAttrPriority, MsgAttrMaxAttempts, MsgAttrCorrelationID, MsgAttrTimeToLive)
 		}
 		if err != nil && o.Err == nil {
 			o.Err = err

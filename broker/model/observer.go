@@ -42,6 +42,10 @@ const (
 	// CountDamaged: messages set aside because their stored body could not
 	// be read (on-disk corruption); never delivered again.
 	CountDamaged
+	// CountExpired: messages whose time to live passed, dropped or moved to
+	// the queue's dead-letter queue (a move counts as CountDeadLettered
+	// too).
+	CountExpired
 	// NumCounters is the number of counters.
 	NumCounters
 )
@@ -61,6 +65,8 @@ func (c Counter) String() string {
 		return "dead_lettered"
 	case CountDamaged:
 		return "damaged"
+	case CountExpired:
+		return "expired"
 	}
 	return "unknown"
 }

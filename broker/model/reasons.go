@@ -9,6 +9,9 @@ const (
 	// ReasonMaxAttempts: a receive found the message past its attempts (its
 	// queue's maxReceiveCount was lowered, or its failure was not seen).
 	ReasonMaxAttempts = "maximum attempts reached"
+	// ReasonExpired: the message's time to live passed (config_ttl.go) and
+	// its queue moved it to the dead-letter queue.
+	ReasonExpired = "expired"
 )
 
 // MaxReasonBytes bounds a failure reason; a longer one is cut (at a UTF-8

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/sluicemq/sluice/broker/model"
@@ -29,6 +30,11 @@ type SendPlan struct {
 	// Priority and MaxAttempts are the message's Sluice options
 	// (SendEntry.Options, checked by CheckOptions), stored with it.
 	Priority, MaxAttempts int
+	// TTL is the message's time to live (MessageTTL: its own
+	// Sluice.TimeToLive, else the queue's MessageTimeToLive; 0: none),
+	// always longer than Delay. The backend stores the expiry, the send's
+	// instant plus TTL, with the message.
+	TTL time.Duration
 }
 
 // Send validates the entries of one send to queue (its name, for the
@@ -60,9 +66,14 @@ func Send(c model.QueueConfig, queue string, depth int64, entries []model.SendEn
 			plans[i].Err = err
 			continue
 		}
+		delay, ttl := model.MessageDelay(c, e), MessageTTL(c, opts)
+		if err := checkDelayTTL(opts, delay, ttl); err != nil {
+			plans[i].Err = err
+			continue
+		}
 		p := &plans[i]
 		p.MessageID = model.NewMessageID()
-		p.Delay = model.MessageDelay(c, e)
+		p.Delay, p.TTL = delay, ttl
 		p.Priority, p.MaxAttempts = opts.Priority, opts.MaxAttempts
 		if p.DedupID = DedupID(c, e); p.DedupID != "" {
 			p.DedupKey = DedupKey(c, e.GroupID, p.DedupID)
@@ -154,10 +165,12 @@ func DeadLetter(messageID string, sentAt time.Time, dlqFifo bool, now time.Time)
 
 // CheckOptions is the part of a message's Sluice options' rules that
 // depends on the queue it is sent to (settings c): a FIFO queue keeps its
-// group order and takes no Sluice.Priority, and Sluice.MaxAttempts needs a
-// RedrivePolicy (a dead-letter queue to move the message to). Then the
-// options' own refusal (o.Err, from model.ParseMessageOptions) applies.
-// attrs are the message's attributes, for the errors' texts.
+// group order and takes no Sluice.Priority, Sluice.MaxAttempts needs a
+// RedrivePolicy (a dead-letter queue to move the message to), and a
+// Sluice.TimeToLive is not longer than the queue's MessageRetentionPeriod
+// (the retention would delete the message first). Then the options' own
+// refusal (o.Err, from model.ParseMessageOptions) applies. attrs are the
+// message's attributes, for the errors' texts.
 func CheckOptions(c model.QueueConfig, attrs map[string]model.MessageAttribute, o model.MessageOptions) error {
 	if c.Fifo && o.PriorityGiven {
 		return model.InvalidParameterError(attrs[model.MsgAttrPriority].StringValue, model.MsgAttrPriority, "FIFO queues keep their group order and take no priority.")
@@ -165,5 +178,36 @@ func CheckOptions(c model.QueueConfig, attrs map[string]model.MessageAttribute, 
 	if c.Redrive == nil && o.MaxAttemptsGiven {
 		return model.InvalidParameterError(attrs[model.MsgAttrMaxAttempts].StringValue, model.MsgAttrMaxAttempts, "the queue has no RedrivePolicy (no dead-letter queue to move the message to).")
 	}
+	if o.Err == nil && o.TTL > c.Retention {
+		return model.InvalidParameterError(attrs[model.MsgAttrTimeToLive].StringValue, model.MsgAttrTimeToLive,
+			fmt.Sprintf("must not be longer than the queue's MessageRetentionPeriod (%d seconds), which would delete the message first.", int64(c.Retention/time.Second)))
+	}
 	return o.Err
+}
+
+// MessageTTL is the time to live of a message with options o sent to a
+// queue with settings c: its own Sluice.TimeToLive, else the queue's
+// MessageTimeToLive (0: none).
+func MessageTTL(c model.QueueConfig, o model.MessageOptions) time.Duration {
+	if o.TTL > 0 {
+		return o.TTL
+	}
+	return c.TimeToLive
+}
+
+// checkDelayTTL refuses a message whose delay (its own DelaySeconds or
+// deliverAt, else its queue's DelaySeconds) is not shorter than its time to
+// live: it would expire before it could be received. The queue's own pair
+// is checked when set (model.QueueConfig's rules), so the refusal names the
+// message's own setting.
+func checkDelayTTL(o model.MessageOptions, delay, ttl time.Duration) error {
+	if ttl <= 0 || delay < ttl {
+		return nil
+	}
+	if o.TTL > 0 {
+		return model.InvalidParameterError(int64(ttl/time.Second), model.MsgAttrTimeToLive,
+			fmt.Sprintf("must be longer than the message's delay (%d seconds): it would expire before it is visible.", int64(delay/time.Second)))
+	}
+	return model.InvalidParameterError(int64(delay/time.Second), "DelaySeconds",
+		fmt.Sprintf("must be shorter than the queue's MessageTimeToLive (%d seconds): the message would expire before it is visible.", int64(ttl/time.Second)))
 }

@@ -100,6 +100,8 @@ type LeaseFacts struct {
 	Attempts int
 	// MaxAttempts is its own Sluice.MaxAttempts (0: the queue's).
 	MaxAttempts int
+	// ExpiresAt is when its time to live passes (zero: it has none).
+	ExpiresAt time.Time
 }
 
 // LeaseFate is where a lease change or an expiry leaves a message.
@@ -120,6 +122,13 @@ const (
 	// FateDeadLetter: moves to the queue's dead-letter queue now, with
 	// Reason.
 	FateDeadLetter
+	// FateExpired: its time to live has passed (model.Expired), so it
+	// leaves the queue now instead of being visible or delayed again: to
+	// the dead-letter queue with Reason (model.ReasonExpired) when the
+	// queue's ExpiredMessageAction is dead-letter
+	// (model.QueueConfig.ExpiredToDeadLetter) and that queue exists, else
+	// it is dropped.
+	FateExpired
 )
 
 // LeasePlan is the planned change of one leased message.
@@ -148,7 +157,19 @@ type LeasePlan struct {
 //     Never dead-letters; keeps the reason.
 //   - DeadLetterNow: dead-lettered with the reason, whatever its attempts.
 //     The front has checked that the queue has a dead-letter queue.
+//
+// A message whose time to live has passed (m.ExpiresAt) may still be
+// extended or dead-lettered now by its holder, as it may be deleted; any
+// other change (a nack, a snooze, a release) expires it (FateExpired).
 func LeaseChange(c model.QueueConfig, m LeaseFacts, ch model.VisibilityChange, now time.Time) LeasePlan {
+	p := leaseChange(c, m, ch, now)
+	if p.Fate != FateInFlight && ch.Kind != model.DeadLetterNow && model.Expired(m.ExpiresAt, now) {
+		return expiredPlan(p.Attempts, now)
+	}
+	return p
+}
+
+func leaseChange(c model.QueueConfig, m LeaseFacts, ch model.VisibilityChange, now time.Time) LeasePlan {
 	p := LeasePlan{Attempts: m.Attempts}
 	switch ch.Kind {
 	case model.DeadLetterNow:
@@ -179,12 +200,18 @@ func LeaseChange(c model.QueueConfig, m LeaseFacts, ch model.VisibilityChange, n
 }
 
 // LeaseExpiry plans what happens to a message whose lease ended at
-// expiredAt without a delete or a nack: it is dead-lettered ("lease
-// expired") if that was its last attempt, else it backs off from expiredAt
-// under the retry policy, else it is visible from expiredAt. A backend may
-// apply it late (when it next looks at the queue): the instants are computed
-// from expiredAt, not from when the backend noticed.
+// expiredAt without a delete or a nack: it expires (FateExpired) if its
+// time to live passed by then, else it is dead-lettered ("lease expired")
+// if that was its last attempt, else it backs off from expiredAt under the
+// retry policy, else it is visible from expiredAt. A backend may apply it
+// late (when it next looks at the queue): the instants are computed from
+// expiredAt, not from when the backend noticed (a time to live that passed
+// after expiredAt is the backend's to apply to the visible or backing-off
+// message then).
 func LeaseExpiry(c model.QueueConfig, m LeaseFacts, expiredAt time.Time) LeasePlan {
+	if model.Expired(m.ExpiresAt, expiredAt) {
+		return expiredPlan(m.Attempts, expiredAt)
+	}
 	p := LeasePlan{Attempts: m.Attempts, Reason: model.ReasonLeaseExpired, SetReason: true}
 	if limit := model.MaxAttempts(c.Redrive, m.MaxAttempts); limit > 0 && m.Attempts >= limit {
 		p.Fate, p.At = FateDeadLetter, expiredAt
@@ -205,6 +232,12 @@ func ExpiryVisibleAt(c model.QueueConfig, messageID string, attempts int, expire
 		return expiredAt
 	}
 	return expiredAt.Add(Backoff(*c.Retry, attempts, JitterSeed(messageID, attempts)))
+}
+
+// expiredPlan is FateExpired at `at`, keeping attempts: the failure reason
+// becomes model.ReasonExpired (what a dead letter of it says).
+func expiredPlan(attempts int, at time.Time) LeasePlan {
+	return LeasePlan{Fate: FateExpired, At: at, Attempts: attempts, Reason: model.ReasonExpired, SetReason: true}
 }
 
 func delayPlan(p LeasePlan, from time.Time, d time.Duration) LeasePlan {
