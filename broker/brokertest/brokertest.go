@@ -35,7 +35,8 @@
 // sluice_restart.go (that state across restarts) and webhook.go (the
 // dead-letter webhooks' outbox events), with their helpers in sluice.go;
 // accounts.go (accounts as namespaces, and cross-account grants);
-// dedup.go (idempotent sends and unique jobs on standard queues).
+// dedup.go (idempotent sends and unique jobs on standard queues);
+// ttl.go (a message's time to live, and its queue's).
 // receipts.go checks that receipt handles are signed (issue 12).
 package brokertest
 
@@ -114,6 +115,7 @@ func groups() []group {
 		{"Streams", streamTests},
 		{"Dedup", dedupTests},
 		{"RateLimits", rateLimitTests},
+		{"TTL", ttlTests},
 	}
 }
 

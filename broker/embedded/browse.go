@@ -93,8 +93,8 @@ func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.Bro
 		now := b.now()
 		for i, r := range chunk {
 			m := q.msgs[r.key]
-			if m == nil || q.expired(m, now) {
-				continue
+			if m == nil || q.expired(m, now) || (m.ttlPassed(now) && m.state != stateInflight) {
+				continue // gone, or going (an expired message in flight is still its holder's)
 			}
 			bm := &model.BrowsedMessage{Message: messageOf(m)}
 			switch m.state {

@@ -109,13 +109,13 @@ func (r *queueRecord) encode() []byte {
 
 var errCorrupt = errors.New("embedded: corrupt record")
 
-// Metadata record format, version 2 (written since issue 8):
+// Metadata record format, version 3 (written since issue 25's time to live):
 //
-//	ver(1)=2 state(1) visibleAt(varint ns) lease(uvarint) receiveCount(uvarint)
+//	ver(1)=3 state(1) visibleAt(varint ns) lease(uvarint) receiveCount(uvarint)
 //	firstReceiveAt(varint ns) sentAt(varint ns) priority(varint) seq(uvarint)
 //	size(uvarint) groupID(str) dedupID(str) deadLetterSource(str)
 //	attempts(uvarint) maxAttempts(uvarint) lastReceiveAt(varint ns)
-//	failureReason(str) messageID(str)
+//	failureReason(str) messageID(str) expiresAt(varint ns; 0 = none)
 //
 // where str is uvarint length + bytes. Times are wall-clock instants from the
 // injected clock (Unix nanoseconds), so a lease keeps its deadline across a
@@ -123,20 +123,25 @@ var errCorrupt = errors.New("embedded: corrupt record")
 // the index knows it without reading bodies: the backoff's jitter is seeded
 // by it, and DeleteMessages finds messages by it.
 //
-// Version 1 is version 2's first thirteen fields; a version-1 record decodes
-// with attempts = receiveCount, maxAttempts 0, lastReceiveAt zero, no reason
-// and no message id (recover reads the id from the body and rewrites the
-// record as version 2).
+// Version 2 (written since issue 8) is version 3 without expiresAt: it
+// decodes as a message without a time to live, as every message stored
+// before one could be set was; it is read as it is, and rewritten as
+// version 3 by the next change of the message. Version 1 is version 2's
+// first thirteen fields; a version-1 record decodes with attempts =
+// receiveCount, maxAttempts 0, lastReceiveAt zero, no reason and no message
+// id (recover reads the id from the body and rewrites the record as the
+// current version).
 const (
 	metaV1 = 1
 	metaV2 = 2
+	metaV3 = 3
 )
 
 func encodeMeta(m *msg) []byte {
 	x := m.extra()
 	id := m.id()
 	b := make([]byte, 0, 64+len(id)+len(x.groupID)+len(x.dedupID)+len(x.deadLetterSource)+len(x.failureReason))
-	b = append(b, metaV2, byte(m.state))
+	b = append(b, metaV3, byte(m.state))
 	b = binary.AppendVarint(b, m.visibleAt)
 	b = binary.AppendUvarint(b, m.lease)
 	b = binary.AppendUvarint(b, uint64(m.receiveCount))
@@ -153,14 +158,15 @@ func encodeMeta(m *msg) []byte {
 	b = binary.AppendVarint(b, x.lastReceiveAt)
 	b = appendStr(b, x.failureReason)
 	b = appendStr(b, id)
+	b = binary.AppendVarint(b, x.expiresAt)
 	return b
 }
 
-// decodeMeta decodes a version-1 or version-2 metadata record. It copies no
+// decodeMeta decodes a metadata record of version 1, 2 or 3. It copies no
 // string it does not keep, and allocates the extra fields only when the
 // record sets one (a plain queued message decodes into one allocation).
 func decodeMeta(key uint64, b []byte) (*msg, error) {
-	if len(b) < 2 || (b[0] != metaV1 && b[0] != metaV2) {
+	if len(b) < 2 || b[0] < metaV1 || b[0] > metaV3 {
 		return nil, errCorrupt
 	}
 	d := decoder{b: b[2:]}
@@ -190,6 +196,9 @@ func decodeMeta(key uint64, b []byte) (*msg, error) {
 		last = d.varint()
 		m.setFailureReason(d.str())
 		m.setIDBytes(d.bytes())
+		if b[0] == metaV3 {
+			m.setExpiresAt(d.varint())
+		}
 	}
 	m.setReceiveTimes(first, last)
 	if d.err != nil {

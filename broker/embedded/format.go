@@ -11,14 +11,18 @@ import (
 //	0x01 "fmt"   format version (uint64)
 //
 // Version 1 is the format before the record existed (a directory without
-// it); version 2 adds damage records (damage.go). Open upgrades an older
+// it); version 2 adds damage records (damage.go); version 3 adds version-3
+// metadata records, which carry a message's expiry (its time to live): an
+// older Sluice would read them as corrupt, or, had it read them, deliver
+// expired messages. Version-2 records stay valid (messages without a time
+// to live), so the upgrade rewrites nothing. Open upgrades an older
 // directory by writing the record (recover rewrites version-1 metadata
 // records as it reads them), and refuses a directory of a newer version:
 // it was written by a newer Sluice, whose records this one may misread.
 // A downgrade is not supported.
 const (
 	formatImplicit = 1 // a directory with no format record
-	formatCurrent  = 2
+	formatCurrent  = 3
 )
 
 var keyFormat = []byte{pfxCounter, 'f', 'm', 't'}

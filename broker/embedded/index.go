@@ -73,6 +73,9 @@ type msg struct {
 //   - every message of msgs is in exactly one of ready (stateReady), timed
 //     (stateDelayed, stateInflight, stateBackoff) or doomed (stateDoomed),
 //     and in age;
+//   - ttlCount is the number of messages of msgs with an expiry; ttl
+//     holds those of them whose expiry is after the last expireDueLocked,
+//     and those in flight when it ran are out of it;
 //   - inflight + delayed == len(timed) + len(doomed), Visible == len(ready);
 //   - after promote(now), no entry of timed has visibleAt <= now;
 //   - on a standard queue, every message of msgs is counted once in
@@ -103,6 +106,11 @@ type queue struct {
 	// fair is the fair-queue state by priority level (fair.go), nil on FIFO
 	// queues. The index hooks keep it in step.
 	fair map[int]*fairLevel
+	// ttl holds the messages with an expiry not yet reached or handled,
+	// by expiry; ttlCount counts the messages with an expiry (ttl.go). The
+	// index hooks keep them in step.
+	ttl      ttlHeap
+	ttlCount int
 
 	// wake is closed (and replaced) to wake the receives waiting on this
 	// queue: a message became ready, the earliest timed deadline moved
@@ -184,6 +192,7 @@ func (q *queue) add(m *msg, now int64) {
 	q.fifoInsert(m)
 	q.fairInsert(m)
 	q.dedupInsert(m)
+	q.ttlInsert(m)
 	q.place(m, now)
 }
 
@@ -216,6 +225,7 @@ func (q *queue) load(ms []*msg) {
 		q.fifoInsert(m)
 		q.fairInsert(m)
 		q.dedupInsert(m)
+		q.ttlInsert(m)
 		if m.state == stateReady {
 			m.pos = int32(len(q.ready))
 			q.ready = append(q.ready, m)
@@ -317,14 +327,18 @@ func (q *queue) forget(m *msg) {
 	q.fifoDrop(m)
 	q.fairDrop(m)
 	q.dedupDrop(m)
+	q.ttlDrop(m)
 }
 
 // promote applies what the clock says to the timed messages whose visibleAt
 // has passed: an ended delay or backoff makes its message ready; an expired
 // lease is planned with plan.LeaseExpiry (from the lease's end, however
 // late this runs): ready, backing off (stateBackoff, holding its FIFO group),
-// or doomed (queue.doomed, for flushDoomedLocked). It reports whether any
-// message became ready.
+// or doomed (queue.doomed, for flushDoomedLocked: a dead letter, or an
+// expiry of its time to live, whose reason is model.ReasonExpired). It
+// reports whether any message became ready. (A message whose time to live
+// passed while it was delayed or backing off becomes ready here all the
+// same: expireDueLocked, which runs after it, removes it.)
 func (q *queue) promote(now int64) bool {
 	moved, rearm := false, false
 	for len(q.timed) > 0 && q.timed[0].visibleAt <= now {
@@ -345,7 +359,7 @@ func (q *queue) promote(now int64) bool {
 		}
 		m.attempts = int32(lp.Attempts)
 		switch {
-		case lp.Fate == plan.FateDeadLetter:
+		case lp.Fate == plan.FateDeadLetter || lp.Fate == plan.FateExpired:
 			m.state = stateDoomed // still counted in flight, the group still held
 			q.doomed = append(q.doomed, m)
 			continue
@@ -373,7 +387,8 @@ func (q *queue) promote(now int64) bool {
 
 // facts is what the retry planners know of m.
 func (m *msg) facts() plan.LeaseFacts {
-	return plan.LeaseFacts{MessageID: m.id(), Attempts: int(m.attempts), MaxAttempts: int(m.maxAttempts)}
+	return plan.LeaseFacts{MessageID: m.id(), Attempts: int(m.attempts), MaxAttempts: int(m.maxAttempts),
+		ExpiresAt: fromNanos(m.expiresAt())}
 }
 
 // expired reports whether m is past its queue's retention at now.

@@ -103,6 +103,9 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 		if p.Delay > 0 {
 			m.state, m.visibleAt = stateDelayed, now+int64(p.Delay)
 		}
+		if p.TTL > 0 {
+			m.setExpiresAt(now + int64(p.TTL)) // ttl.go
+		}
 		_ = batch.Set(msgKey(q.ID, kindBody, m.key), bodies[i], nil)
 		_ = batch.Set(msgKey(q.ID, kindMeta, m.key), encodeMeta(m), nil)
 		q.add(m, now)

@@ -469,7 +469,7 @@ func (b *Backend) moveStepLocked(t *moveTask, batch *pebble.Batch, now int64) {
 		m := src.msgs[t.cands[t.cursor]]
 		it := plan.MoveItem{Gone: m == nil}
 		if m != nil {
-			it = plan.MoveItem{Gone: src.expired(m, now), Held: m.state == stateInflight,
+			it = plan.MoveItem{Gone: src.expired(m, now) || (m.ttlPassed(now) && m.state != stateInflight), Held: m.state == stateInflight,
 				DeadLetterSource: m.deadLetterSource(), Low: plan.EditedPriority(t.Edit, int(m.priority)) < 0}
 			if src.fifo != nil { // a standard queue's group ids order nothing
 				it.Group = m.groupID()

@@ -65,6 +65,12 @@ type msgExtra struct {
 	failureReason    string
 	// id is the message id when it is not a canonical UUID (msgID).
 	id string
+	// expiresAt is when the message's time to live passes (Unix ns; 0 =
+	// none: ttl.go).
+	expiresAt int64
+	// ttlPos is the message's index in queue.ttl plus one; 0 when it is not
+	// there.
+	ttlPos int32
 }
 
 // ext returns m's extra fields, allocating them on first use.
@@ -93,6 +99,7 @@ func (m *msg) failureReason() string    { return m.extra().failureReason }
 func (m *msg) firstReceiveAt() int64    { return m.extra().firstReceiveAt }
 func (m *msg) lastReceiveAt() int64     { return m.extra().lastReceiveAt }
 func (m *msg) seq() uint64              { return m.extra().seq }
+func (m *msg) expiresAt() int64         { return m.extra().expiresAt }
 
 // The setters below allocate the extra fields only for a value that is not
 // zero.
@@ -118,6 +125,12 @@ func (m *msg) setDeadLetterSource(s string) {
 func (m *msg) setFailureReason(s string) {
 	if s != "" || m.x != nil {
 		m.ext().failureReason = s
+	}
+}
+
+func (m *msg) setExpiresAt(v int64) {
+	if v != 0 || m.x != nil {
+		m.ext().expiresAt = v
 	}
 }
 

@@ -182,6 +182,7 @@ func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, minInterv
 		}
 		q.window, q.live = dedupWindow{}, nil // and the dedup window
 		q.fair = newFairState(q.Config)
+		q.ttl, q.ttlCount = nil, 0 // and the expiries
 		// Metadata, bodies, dedup and attempt records; not the queue record.
 		lo, _ = kindRange(q.ID, kindMeta)
 		_, hi = kindRange(q.ID, kindAttempt)

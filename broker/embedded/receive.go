@@ -193,7 +193,8 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 }
 
 // leaseLocked takes m (ready, unplaced) for a receive (b.mu held): a message
-// past retention is deleted; one whose receive would start an attempt past
+// past retention is deleted; one past its time to live expires
+// (expireLocked); one whose receive would start an attempt past
 // its limit (plan.ShouldDeadLetterOnReceive) moves to the dead-letter queue
 // (when that exists); any other gets a new lease version, one more receive
 // and attempt, and is in flight until now+vis. The caller places a leased m
@@ -202,6 +203,10 @@ func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now in
 	if q.expired(m, now) {
 		q.forget(m)
 		deleteMessageRecords(batch, q.ID, m.key)
+		return false
+	}
+	if m.ttlPassed(now) {
+		b.expireLocked(q, m, batch, now) // never handed out (ttl.go)
 		return false
 	}
 	if rp := q.Config.Redrive; plan.ShouldDeadLetterOnReceive(rp, int(m.attempts), int(m.maxAttempts)) {
@@ -259,6 +264,10 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	nm.visibleAt = now
 	nm.setDeadLetterSource(q.Name)
 	nm.setFailureReason(reason)
+	nm.setExpiresAt(0) // a dead letter leaves its time to live behind (ttl.go)
+	if nm.x != nil {
+		nm.x.ttlPos = 0
+	}
 	nm.pos, nm.agePos = -1, -1
 	deadLetter(&nm, body, dlq.fifo != nil, now)
 	_ = batch.Set(msgKey(dlq.ID, kindBody, nm.key), body, nil)

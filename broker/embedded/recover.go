@@ -55,7 +55,7 @@ func (b *Backend) recover() error {
 
 	now := b.now()
 	total := 0
-	upgrade := b.db.NewBatch() // version-1 metadata records rewritten as version 2
+	upgrade := b.db.NewBatch() // version-1 metadata records rewritten as the current version
 	defer upgrade.Close()
 	defer gcPaused()()
 	for _, q := range b.queues {
@@ -96,7 +96,8 @@ func (b *Backend) recover() error {
 func (b *Backend) getU64(key []byte) (uint64, error) { return getU64(b.db, key) }
 
 // upgradeMeta fills in the message id of m, decoded from a version-1
-// metadata record, from its body record, and writes m as version 2 in batch.
+// metadata record, from its body record, and writes m in the current
+// version in batch.
 func (b *Backend) upgradeMeta(q *queue, m *msg, batch *pebble.Batch) error {
 	v, closer, err := b.db.Get(msgKey(q.ID, kindBody, m.key))
 	if err != nil {

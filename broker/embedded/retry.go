@@ -22,13 +22,22 @@ import (
 //     for the lease ends of messages on their last attempt (noteLeaseLocked).
 //   - ChangeVisibility plans each change with plan.LeaseChange
 //     (changeLeaseLocked).
+//   - A message whose time to live passed expires instead of failing
+//     (plan.FateExpired; ttl.go).
 
 // promoteLocked brings q up to now (promote) and, with batch, moves the
-// doomed messages to the dead-letter queue in it; without one (a read), it
-// leaves them to the sweeper, which it kicks. b.mu must be held.
+// doomed messages to the dead-letter queue in it and expires the messages
+// whose time to live passed (expireDueLocked, up to sweepBudget: the
+// sweeper does the rest, and a receive checks what it claims); without one
+// (a read), it leaves them to the sweeper, which it kicks. b.mu must be
+// held.
 func (b *Backend) promoteLocked(q *queue, batch *pebble.Batch, now int64) {
 	q.promote(now)
-	if len(q.doomed) == 0 {
+	due := len(q.doomed) > 0
+	if t, ok := q.nextTTL(); ok && t <= now {
+		due = true
+	}
+	if !due {
 		return
 	}
 	if batch == nil {
@@ -36,19 +45,27 @@ func (b *Backend) promoteLocked(q *queue, batch *pebble.Batch, now int64) {
 		return
 	}
 	b.flushDoomedLocked(q, batch, now, -1)
+	if _, more := b.expireDueLocked(q, batch, now, sweepBudget); more {
+		b.sweeper.Kick()
+	}
 }
 
 // flushDoomedLocked moves up to limit (< 0: all) of q's doomed messages to
-// its dead-letter queue in batch, with their reason (ReasonLeaseExpired).
-// When the dead-letter queue is gone (or the body cannot be read), the
-// message is left visible instead. It returns how many it handled. b.mu
-// must be held.
+// its dead-letter queue in batch, with their reason (ReasonLeaseExpired),
+// or expires them (expireLocked) when their reason is ReasonExpired (their
+// time to live passed). When the dead-letter queue is gone (or the body
+// cannot be read), a message that did not expire is left visible instead.
+// It returns how many it handled. b.mu must be held.
 func (b *Backend) flushDoomedLocked(q *queue, batch *pebble.Batch, now int64, limit int) int {
 	n := 0
 	for len(q.doomed) > 0 && (limit < 0 || n < limit) {
 		m := q.doomed[0]
 		q.unplace(m)
 		n++
+		if m.failureReason() == model.ReasonExpired {
+			b.expireLocked(q, m, batch, now)
+			continue
+		}
 		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, m.failureReason()) {
 			continue
 		}
@@ -61,10 +78,11 @@ func (b *Backend) flushDoomedLocked(q *queue, batch *pebble.Batch, now int64, li
 }
 
 // noteLeaseLocked makes the sweeper wake when m's new lease ends, if that
-// end would dead-letter it (its last attempt), so that the move is prompt
-// even when no one calls. b.mu must be held.
+// end would dead-letter it (its last attempt) or expire it (its time to
+// live passes by then), so that the move is prompt even when no one calls.
+// b.mu must be held.
 func (b *Backend) noteLeaseLocked(q *queue, m *msg) {
-	if limit := model.MaxAttempts(q.Config.Redrive, int(m.maxAttempts)); limit > 0 && int(m.attempts) >= limit {
+	if limit := model.MaxAttempts(q.Config.Redrive, int(m.maxAttempts)); (limit > 0 && int(m.attempts) >= limit) || m.ttlPassed(m.visibleAt) {
 		b.noteDeadlineLocked(m.visibleAt)
 	}
 }
@@ -96,6 +114,9 @@ func (b *Backend) changeLeaseLocked(q *queue, m *msg, c model.VisibilityChange, 
 	case plan.FateDelayed:
 		m.state, m.visibleAt = stateBackoff, nanos(lp.At)
 		q.place(m, now)
+	case plan.FateExpired:
+		b.expireLocked(q, m, batch, now)
+		return // expireLocked wrote (or deleted) the records
 	case plan.FateDeadLetter:
 		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, lp.Reason) {
 			return // moveLocked wrote the records

@@ -71,22 +71,39 @@ func TestMetaRecordVersions(t *testing.T) {
 	if flat(v1) != want {
 		t.Fatalf("v1 decodes to %+v, want %+v", flat(v1), want)
 	}
-	// Version 2 keeps every field, with an id of any form.
+	// Version 3 keeps every field, with an id of any form, and the expiry.
 	for _, id := range []string{"id-1", "5fea7756-0ea4-451a-a703-a558b933e274", "5FEA7756-0EA4-451A-A703-A558B933E274", "00000000-0000-0000-0000-000000000000"} {
 		m.attempts, m.maxAttempts = 2, 5
 		m.setReceiveTimes(11, 13)
 		m.setFailureReason("boom ☃")
 		m.setID(id)
+		m.setExpiresAt(8e18)
 		m.state = stateBackoff
-		v2, err := decodeMeta(9, encodeMeta(m))
+		enc := encodeMeta(m)
+		if enc[0] != metaV3 {
+			t.Fatalf("encodeMeta writes version %d, want %d", enc[0], metaV3)
+		}
+		v3, err := decodeMeta(9, enc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want = flat(m)
 		want.key, want.pos, want.agePos = 9, -1, -1
-		if flat(v2) != want || v2.id() != id {
+		if flat(v3) != want || v3.id() != id || v3.expiresAt() != 8e18 {
+			t.Fatalf("v3 decodes to %+v, want %+v", flat(v3), want)
+		}
+		// Version 2, written before a time to live could be set: the same
+		// without the expiry, which reads as none.
+		v2rec := append([]byte{metaV2}, enc[1:len(enc)-binary.PutVarint(make([]byte, binary.MaxVarintLen64), 8e18)]...)
+		v2, err := decodeMeta(9, v2rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.extra.expiresAt = 0
+		if flat(v2) != want || v2.expiresAt() != 0 {
 			t.Fatalf("v2 decodes to %+v, want %+v", flat(v2), want)
 		}
+		m.setExpiresAt(0)
 	}
 	// A plain queued message keeps no extra fields.
 	plain := &msg{state: stateReady, sentAt: 5}
@@ -96,7 +113,7 @@ func TestMetaRecordVersions(t *testing.T) {
 	}
 	// Truncated, unknown version, unknown state: corrupt.
 	enc := encodeMeta(m)
-	for _, bad := range [][]byte{enc[:len(enc)-1], append([]byte{3}, enc[1:]...), append([]byte{metaV2, 9}, enc[2:]...)} {
+	for _, bad := range [][]byte{enc[:len(enc)-1], append([]byte{4}, enc[1:]...), append([]byte{metaV3, 9}, enc[2:]...)} {
 		if _, err := decodeMeta(9, bad); !errors.Is(err, errCorrupt) {
 			t.Errorf("decodeMeta(%x) = %v, want errCorrupt", bad, err)
 		}
@@ -106,7 +123,7 @@ func TestMetaRecordVersions(t *testing.T) {
 // TestRecoverUpgradesV1Records: a store written before issue 8 (version-1
 // metadata) opens with attempts = receive count, the message ids read from
 // the bodies (DeleteMessages finds them), and its records rewritten as
-// version 2.
+// the current version.
 func TestRecoverUpgradesV1Records(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -134,8 +151,8 @@ func TestRecoverUpgradesV1Records(t *testing.T) {
 	n := 0
 	for it.First(); it.Valid(); it.Next() {
 		n++
-		if it.Value()[0] != metaV2 {
-			t.Errorf("record %x is version %d after the restart, want %d", it.Key(), it.Value()[0], metaV2)
+		if it.Value()[0] != metaV3 {
+			t.Errorf("record %x is version %d after the restart, want %d", it.Key(), it.Value()[0], metaV3)
 		}
 	}
 	_ = it.Close()

@@ -13,10 +13,15 @@ const sweepBudget = 1000
 // that needs an earlier sweep kicks it).
 const sweepIdle = time.Hour
 
-// noteExpiryLocked kicks the sweeper when m, just added to q, expires before
-// the sweeper's current deadline. b.mu must be held.
+// noteExpiryLocked kicks the sweeper when m, just added to q, expires (by
+// its queue's retention or its time to live) before the sweeper's current
+// deadline. b.mu must be held.
 func (b *Backend) noteExpiryLocked(q *queue, m *msg) {
-	if exp := m.sentAt + int64(q.Config.Retention); b.sweepAt == 0 || exp < b.sweepAt {
+	exp := m.sentAt + int64(q.Config.Retention)
+	if t := m.expiresAt(); t != 0 && t < exp {
+		exp = t
+	}
+	if b.sweepAt == 0 || exp < b.sweepAt {
 		b.sweepAt = exp
 		b.sweeper.Kick()
 	}
@@ -24,11 +29,12 @@ func (b *Backend) noteExpiryLocked(q *queue, m *msg) {
 
 // sweepStep is the retention sweeper's step (b.sweeper, a lifecycle.Duty): it
 // moves the messages whose lease ended on their last attempt to their
-// dead-letter queue (retry.go), deletes messages whose SentAt + the queue's
-// Retention has passed, whatever their state (ready, in flight, delayed,
-// dead-lettered), sweepBudget at a time, and asks to run again at the next
-// expiry or lease end that may dead-letter. All state it touches is under
-// Backend.mu.
+// dead-letter queue (retry.go), expires the messages whose time to live
+// passed (ttl.go), deletes messages whose SentAt + the queue's Retention has
+// passed, whatever their state (ready, in flight, delayed, dead-lettered),
+// sweepBudget at a time, and asks to run again at the next expiry or lease
+// end that may dead-letter or expire a message. All state it touches is
+// under Backend.mu.
 func (b *Backend) sweepStep(context.Context) (time.Time, error) {
 	next, more := b.sweepOnce()
 	switch {
@@ -52,9 +58,10 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 	batch := b.db.NewBatch()
 	n := 0
 	for _, q := range b.queues {
-		// Leases that ended on their last attempt: their messages move to
-		// the dead-letter queue now, even when no one calls.
-		if q.Config.Redrive != nil || len(q.doomed) > 0 {
+		// Leases that ended on their last attempt, or past their
+		// message's time to live: their messages move to the dead-letter
+		// queue (or are dropped) now, even when no one calls.
+		if q.Config.Redrive != nil || len(q.doomed) > 0 || q.ttlCount > 0 {
 			q.promote(now)
 			if len(q.doomed) > 0 {
 				k := b.flushDoomedLocked(q, batch, now, max(sweepBudget-n, 0))
@@ -63,6 +70,13 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 					more = true
 				}
 			}
+		}
+		// Messages whose time to live passed (after promote: see ttl.go).
+		k, due := b.expireDueLocked(q, batch, now, max(sweepBudget-n, 0))
+		n += k
+		more = more || due
+		if t, ok := q.nextTTL(); ok && (next == 0 || t < next) {
+			next = t
 		}
 		for len(q.age) > 0 && q.expired(q.age[0], now) {
 			if n >= sweepBudget {
@@ -77,9 +91,9 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 		if exp, ok := q.nextExpiry(); ok && (next == 0 || exp < next) {
 			next = exp
 		}
-		// The next lease end that may dead-letter a message (an earlier
-		// delay's end, at worst, makes a spare step).
-		if t, ok := q.nextTimed(); ok && q.Config.Redrive != nil && q.inflight > 0 && (next == 0 || t < next) {
+		// The next lease end that may dead-letter or expire a message (an
+		// earlier delay's end, at worst, makes a spare step).
+		if t, ok := q.nextTimed(); ok && (q.Config.Redrive != nil || q.ttlCount > 0) && q.inflight > 0 && (next == 0 || t < next) {
 			next = t
 		}
 	}
