@@ -47,6 +47,7 @@ func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.Bro
 	}
 	sql := `SELECT state::text, visible_at, ` + nowSQL + `, ` + msgCols("m") + ` FROM messages m
 		WHERE queue_id = $2 AND sent_at > ` + nowSQL + ` - $3 * interval '1 microsecond'
+			AND NOT (coalesce(expires_at <= ` + nowSQL + `, false) AND NOT (state = 'i' AND visible_at > ` + nowSQL + `))
 			AND ($4::bigint IS NULL OR id ` + cmp + ` $4)
 		ORDER BY id ` + order + ` LIMIT $5`
 	var page model.BrowsePage

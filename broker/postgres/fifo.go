@@ -103,11 +103,13 @@ func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []model.SendEn
 						RETURNING seq),
 					m AS (
 						INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, seq, message_id,
-							group_id, dedup_id, sender_id, attrs, body, max_attempts)
+							group_id, dedup_id, sender_id, attrs, body, max_attempts, expires_at)
 						SELECT $2, $6::"char", `+nowSQL+` + $7 * interval '1 microsecond', `+nowSQL+`, $8, d.seq, $4,
-							$9, $10, $11, $12, $13, $14 FROM d)
+							$9, $10, $11, $12, $13, $14,
+							CASE WHEN $15::bigint > 0 THEN `+nowSQL+` + $15 * interval '1 microsecond' END FROM d)
 					SELECT seq FROM d`, s.now, q.mid, key, mid, micros(q.cfg.DedupWindowOf()), state,
-					micros(q.cfg.Delay), p.Priority, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body, p.MaxAttempts).Scan(&seq)
+					micros(q.cfg.Delay), p.Priority, e.GroupID, dedupID, e.SenderID, encodeAttrs(e), e.Body, p.MaxAttempts,
+					micros(p.TTL)).Scan(&seq)
 				if errors.Is(err, pgx.ErrNoRows) {
 					// A duplicate: the original's id and sequence number.
 					err = tx.QueryRow(ctx, `SELECT message_id::text, seq FROM dedup WHERE queue_id = $1 AND key = $2`,
@@ -169,31 +171,36 @@ WHERE g.queue_id = $1 AND h.state = 'r'
 ORDER BY h.seq LIMIT $2
 FOR UPDATE OF g`
 
-// fifoHeadSQL reads the first 10 messages of group $2 of queue $1, in
-// sequence order. In-flight messages are always among them (see "Group
-// lock" above), so they show whether the group is locked.
-const fifoHeadSQL = `SELECT id, state::text, coalesce(attempts, receive_count), max_attempts FROM messages
-	WHERE queue_id = $1 AND group_id = $2 AND seq IS NOT NULL ORDER BY seq LIMIT 10`
+// fifoHeadSQL reads the first 10 messages of group $2 of queue $3, in
+// sequence order, with whether each is past its time to live at $1 (nowSQL).
+// In-flight messages are always among them (see "Group lock" above), so
+// they show whether the group is locked.
+const fifoHeadSQL = `SELECT id, state::text, coalesce(attempts, receive_count), max_attempts,
+		coalesce(expires_at <= ` + nowSQL + `, false) FROM messages
+	WHERE queue_id = $3 AND group_id = $2 AND seq IS NOT NULL ORDER BY seq LIMIT 10`
 
 // fifoGroupRun returns the ids of up to max consecutive ready messages at the
 // head of group g of queue qid, or none when a message of the group is in
 // flight (the group is locked) or its head is not ready (delayed: a message
 // backing off after a failure, or snoozed, keeps holding its group); moves
-// tells whether one of them used its attempts (the claim moves it to the
-// dead-letter queue, claimTo.deadLetters). The caller holds the group's row lock, so no claim can
+// tells whether one of them used its attempts, or is past its time to live
+// on a queue that dead-letters its expired messages (the claim moves it to
+// the dead-letter queue, claimTo.deadLetters, claimTo.expiredDL). The caller
+// holds the group's row lock, so no claim can
 // lease a message of the group after this statement's snapshot: what it
 // sees in flight stays locked, and what it sees ready can only be deleted
-// (or moved) before the claim.
-func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, to claimTo) (run []int64, moves bool, err error) {
-	rows, err := tx.Query(ctx, fifoHeadSQL, qid, g)
+// (or moved) before the claim. now is the statement's instant (tnow).
+func fifoGroupRun(ctx context.Context, tx pgx.Tx, now any, qid int64, g string, max int, to claimTo) (run []int64, moves bool, err error) {
+	rows, err := tx.Query(ctx, fifoHeadSQL, now, g, qid)
 	if err != nil {
 		return nil, false, err
 	}
 	var id int64
 	var attempts, maxAttempts int
 	var state rowState
+	var expired bool
 	ended, locked := false, false
-	_, err = pgx.ForEachRow(rows, []any{&id, &state, &attempts, &maxAttempts}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &state, &attempts, &maxAttempts, &expired}, func() error {
 		switch {
 		case state == rowInFlight:
 			locked = true
@@ -201,7 +208,7 @@ func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, 
 			ended = true
 		case !ended && len(run) < max:
 			run = append(run, id)
-			moves = moves || to.deadLetters(attempts, maxAttempts)
+			moves = moves || (expired && to.expiredDL) || (!expired && to.deadLetters(attempts, maxAttempts))
 		default:
 			ended = true
 		}
@@ -221,15 +228,16 @@ func fifoGroupRun(ctx context.Context, tx pgx.Tx, qid int64, g string, max int, 
 // transaction. With lc (a queue with limits), the transaction first locks
 // the queue's limits row and plans the room (lockLimits), which bounds
 // want, and stores the rate's instant after the claim (storeRate).
-func (b *Backend) claimFifo(ctx context.Context, q queueRow, want int, lc *limitedClaim, vis time.Duration, attemptID string) ([]model.Delivery, []movedLetter, error) {
+func (b *Backend) claimFifo(ctx context.Context, q queueRow, want int, lc *limitedClaim, vis time.Duration, attemptID string) ([]model.Delivery, []movedLetter, int, error) {
 	to, err := b.claimTarget(ctx, b.pool, q)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	var out []model.Delivery
 	var moved []movedLetter
+	var dropped int
 	err = retry(func() error {
-		out, moved = nil, nil
+		out, moved, dropped = nil, nil, 0
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			n := want
 			if lc != nil {
@@ -285,7 +293,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, want int, lc *limit
 				if len(ids) >= n {
 					break
 				}
-				run, moves, err := fifoGroupRun(ctx, tx, q.mid, g, n-len(ids), to)
+				run, moves, err := fifoGroupRun(ctx, tx, b.tnow(), q.mid, g, n-len(ids), to)
 				if err != nil {
 					return err
 				}
@@ -308,7 +316,7 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, want int, lc *limit
 					return err
 				}
 			}
-			if out, moved, err = b.claim(ctx, tx, q, to, len(ids), vis, ids, attemptID); err != nil {
+			if out, moved, dropped, err = b.claim(ctx, tx, q, to, len(ids), vis, ids, attemptID); err != nil {
 				return err
 			}
 			if lc != nil {
@@ -334,9 +342,9 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, want int, lc *limit
 		})
 	})
 	if err != nil {
-		return nil, nil, dbErr("receive", err)
+		return nil, nil, 0, dbErr("receive", err)
 	}
-	return out, moved, nil
+	return out, moved, dropped, nil
 }
 
 // replayAttempt answers a FIFO receive whose attempt id is in the cache:

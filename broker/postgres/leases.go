@@ -31,6 +31,10 @@ import (
 //   - FateDeadLetter: moved to the queue's dead-letter queue now, as a
 //     receive past the limit moves it (moveToDLQ); with no dead-letter queue
 //     (or it is gone) the message is made visible instead.
+//   - FateExpired: its time to live passed (ttl.go): moved to the
+//     dead-letter queue with the reason "expired" when the queue
+//     dead-letters its expired messages and that queue exists, else deleted
+//     (leaseApply.expire).
 //
 // Queues without either policy keep the fast path: an ended lease is
 // promoted to ready in SQL (promote), which is plan.LeaseExpiry's answer for
@@ -82,6 +86,10 @@ type leaseApply struct {
 	reasons  []*string // nil: keep the reason
 	dead     []deadLetter
 	attempt  []string // FIFO receive attempts to invalidate
+	// drop are the rows deleted past their time to live; expired counts
+	// them with the ones moved to the dead-letter queue for it.
+	drop    []int64
+	expired int
 	// src counter deltas; earliest is the earliest instant a message becomes
 	// visible or a lease ends (for wake-ups).
 	ready, inflight, delayed int64
@@ -130,10 +138,40 @@ func (a *leaseApply) add(r leaseRow, p plan.LeasePlan) {
 	}
 }
 
+// expire records that row r, in state r.state, expired (plan.FateExpired,
+// or its time to live passed while it was ready or delayed: ttl.go) with
+// attempts attempts: moved to the dead-letter queue with the reason
+// "expired" when toDLQ (the queue dead-letters its expired messages and that
+// queue exists), else deleted.
+func (a *leaseApply) expire(r leaseRow, attempts int, toDLQ bool) {
+	switch r.state {
+	case rowReady:
+		a.ready--
+	case rowDelayed:
+		a.delayed--
+	default:
+		a.inflight--
+		if r.attempt != nil {
+			a.attempt = append(a.attempt, *r.attempt)
+		}
+	}
+	a.expired++
+	if toDLQ {
+		a.dead = append(a.dead, deadLetter{r.id, r.facts.MessageID, r.sentAt, r.seq, attempts, model.ReasonExpired})
+		return
+	}
+	a.drop = append(a.drop, r.id)
+}
+
 // apply writes the collected changes of queue q's messages in tx; to is
 // where dead letters go (its dlq is set whenever a.dead is not empty), and
 // their webhook events (to.hook). now is the transaction's instant.
 func (b *Backend) apply(ctx context.Context, tx pgx.Tx, q queueRow, to claimTo, a *leaseApply, now time.Time) error {
+	if len(a.drop) > 0 {
+		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = ANY($1::bigint[])", a.drop); err != nil {
+			return err
+		}
+	}
 	if len(a.ids) > 0 {
 		if _, err := tx.Exec(ctx, `UPDATE messages m SET state = u.state::"char", visible_at = u.at,
 				attempts = u.attempts, reason = coalesce(u.reason, m.reason)
@@ -196,9 +234,10 @@ func compareInt64(x, y int64) int {
 // move does (claimSQL's red), with plan.DeadLetter's fields: on a FIFO
 // dead-letter queue a new sequence number (taken under the group rows'
 // locks, in the source's order), its message id as dedup id and SentAt now.
-// Each keeps its body, attributes, counts, receive times and max attempts;
-// attempts and reason are the plan's; into a standard dead-letter queue it
-// takes a fair-queue turn there, as a send does.
+// Each keeps its body, attributes, counts, receive times and max attempts,
+// and leaves its time to live behind; attempts and reason are the plan's;
+// into a standard dead-letter queue it takes a fair-queue turn there, as a
+// send does.
 func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, dead []deadLetter, now time.Time) error {
 	slices.SortFunc(dead, func(x, y deadLetter) int {
 		if x.seq != nil && y.seq != nil && *x.seq != *y.seq {
@@ -241,7 +280,8 @@ func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, d
 			FROM unnest($4::bigint[]) WITH ORDINALITY AS x (id, ord) JOIN messages s ON s.id = x.id WHERE NOT $10)`)+`)
 		UPDATE messages m SET queue_id = $1, state = 'r', visible_at = $2, dl_source = $3,
 			attempt = NULL, seq = coalesce(u.seq, m.seq), dedup_id = coalesce(u.dedup, m.dedup_id),
-			sent_at = u.sent_at, attempts = u.attempts, reason = u.reason, turn = coalesce(t.turn, m.turn)
+			sent_at = u.sent_at, attempts = u.attempts, reason = u.reason, turn = coalesce(t.turn, m.turn),
+			expires_at = NULL
 		FROM (SELECT id, dedup, sent_at, attempts, reason, CASE WHEN newseq THEN nextval('fifo_seq') END AS seq
 			FROM unnest($4::bigint[], $5::boolean[], $6::text[], $7::timestamptz[], $8::integer[], $9::text[])
 				WITH ORDINALITY AS x (id, newseq, dedup, sent_at, attempts, reason, ord)
@@ -253,12 +293,17 @@ func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, d
 // readLease reads, under its row lock, the message of queue q that a
 // receipt names (row id key, lease version lease); ok is false when none.
 const readLeaseSQL = `SELECT id, state::text, state = 'i' AND visible_at > ` + nowSQL + `, visible_at,
-		message_id::text, coalesce(attempts, receive_count), max_attempts, sent_at, seq, attempt, ` + nowSQL + `
+		message_id::text, coalesce(attempts, receive_count), max_attempts, sent_at, seq, attempt, expires_at, ` + nowSQL + `
 	FROM messages WHERE id = $2 AND queue_id = $3 AND lease = $4 FOR UPDATE`
 
+// scanLease reads a row of readLeaseSQL's columns.
 func scanLease(row pgx.Row) (r leaseRow, now time.Time, err error) {
+	var expiresAt *time.Time
 	err = row.Scan(&r.id, &r.state, &r.live, &r.visibleAt, &r.facts.MessageID, &r.facts.Attempts,
-		&r.facts.MaxAttempts, &r.sentAt, &r.seq, &r.attempt, &now)
+		&r.facts.MaxAttempts, &r.sentAt, &r.seq, &r.attempt, &expiresAt, &now)
+	if expiresAt != nil {
+		r.facts.ExpiresAt = *expiresAt
+	}
 	return r, now, err
 }
 
@@ -269,6 +314,7 @@ type leaseResult struct {
 	earliest time.Time
 	groups   bool // a FIFO message left in flight (its group may be free)
 	freed    bool // a message left flight (a queue's MaxInFlight may have room)
+	expired  int  // messages expired (leaseApply.expired)
 }
 
 // ChangeVisibility implements storage.Backend: one transaction that locks
@@ -314,10 +360,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 			// deadLetterTo resolves the dead-letter queue once; a plan to
 			// move a message there becomes visible at `at` when there is
 			// none (any more).
-			deadLetterTo := func(p *plan.LeasePlan, at time.Time) error {
-				if p.Fate != plan.FateDeadLetter {
-					return nil
-				}
+			resolve := func() error {
 				if to == nil {
 					t, err := b.claimTarget(ctx, tx, q)
 					if err != nil {
@@ -325,9 +368,35 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 					}
 					to = &t
 				}
+				return nil
+			}
+			deadLetterTo := func(p *plan.LeasePlan, at time.Time) error {
+				if p.Fate != plan.FateDeadLetter {
+					return nil
+				}
+				if err := resolve(); err != nil {
+					return err
+				}
 				if to.dlq == nil {
 					p.Fate, p.At = plan.FateVisible, at
 				}
+				return nil
+			}
+			// record records p for r: an expiry moves the message to the
+			// dead-letter queue or deletes it (leaseApply.expire).
+			record := func(r leaseRow, p plan.LeasePlan) error {
+				if p.Fate != plan.FateExpired {
+					a.add(r, p)
+					return nil
+				}
+				toDLQ := false
+				if q.cfg.ExpiredToDeadLetter() {
+					if err := resolve(); err != nil {
+						return err
+					}
+					toDLQ = to.dlq != nil
+				}
+				a.expire(r, p.Attempts, toDLQ)
 				return nil
 			}
 			// flush applies the plans collected so far. A receipt named
@@ -339,7 +408,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 			planned := map[int64]bool{}
 			flush := func() error {
 				clear(planned)
-				if len(a.ids) == 0 && len(a.dead) == 0 {
+				if len(a.ids) == 0 && len(a.dead) == 0 && len(a.drop) == 0 {
 					return nil
 				}
 				var target claimTo
@@ -356,6 +425,8 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 				for _, d := range a.dead {
 					res.moved = append(res.moved, movedLetter{d.messageID, d.attempts, d.reason})
 				}
+				res.expired += a.expired
+				res.groups = res.groups || (q.cfg.Fifo && a.expired > 0) // an expired message freed its group
 				a = leaseApply{}
 				return nil
 			}
@@ -390,7 +461,9 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 						out[c.i] = model.LeaseEnded
 					}
 					r.attempt = nil
-					a.add(r, p)
+					if err := record(r, p); err != nil {
+						return err
+					}
 					res.groups = res.groups || q.cfg.Fifo // its group may be free
 					continue
 				case !r.live:
@@ -406,7 +479,9 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 				if p.Fate != plan.FateInFlight && q.cfg.Fifo {
 					res.groups = true
 				}
-				a.add(r, p)
+				if err := record(r, p); err != nil {
+					return err
+				}
 			}
 			return flush()
 		})
@@ -432,6 +507,7 @@ func visibilityOutcomes(c model.QueueConfig, out []model.LeaseOutcome) []model.L
 // the sweeper's deadline for the leases that now end sooner.
 func (b *Backend) afterLeases(ctx context.Context, q queueRow, res leaseResult) {
 	b.deadLettered(ctx, q, res.moved)
+	b.countExpired(q, res.expired)
 	switch {
 	case res.groups, res.freed && q.cfg.MaxInFlight > 0:
 		// A FIFO group, or room under the queue's MaxInFlight, may be
@@ -471,7 +547,7 @@ func (b *Backend) expireEnded(ctx context.Context, q queueRow) ([]movedLetter, b
 		res, full = leaseResult{}, false
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, `SELECT id, state::text, false, visible_at, message_id::text,
-					coalesce(attempts, receive_count), max_attempts, sent_at, seq, attempt, `+nowSQL+`
+					coalesce(attempts, receive_count), max_attempts, sent_at, seq, attempt, expires_at, `+nowSQL+`
 				FROM messages WHERE queue_id = $2 AND state = 'i' AND visible_at <= `+nowSQL+`
 				ORDER BY visible_at LIMIT $3 FOR UPDATE SKIP LOCKED`, b.tnow(), q.mid, expireBatch)
 			if err != nil {
@@ -497,16 +573,20 @@ func (b *Backend) expireEnded(ctx context.Context, q queueRow) ([]movedLetter, b
 			for _, r := range ended {
 				r.attempt = nil // replayAttempt checks the lease itself
 				p := plan.LeaseExpiry(q.cfg, r.facts, r.visibleAt)
-				if p.Fate == plan.FateDeadLetter {
+				if p.Fate == plan.FateDeadLetter || (p.Fate == plan.FateExpired && q.cfg.ExpiredToDeadLetter()) {
 					if !resolved {
 						if to, err = b.claimTarget(ctx, tx, q); err != nil {
 							return err
 						}
 						resolved = true
 					}
-					if to.dlq == nil {
+					if to.dlq == nil && p.Fate == plan.FateDeadLetter {
 						p.Fate = plan.FateVisible // no dead-letter queue (any more)
 					}
+				}
+				if p.Fate == plan.FateExpired {
+					a.expire(r, p.Attempts, q.cfg.ExpiredToDeadLetter() && to.dlq != nil)
+					continue
 				}
 				a.add(r, p)
 			}
@@ -518,6 +598,7 @@ func (b *Backend) expireEnded(ctx context.Context, q queueRow) ([]movedLetter, b
 			}
 			res.earliest = a.earliest
 			res.groups = q.cfg.Fifo
+			res.expired = a.expired
 			for _, d := range a.dead {
 				res.moved = append(res.moved, movedLetter{d.messageID, d.attempts, d.reason})
 			}
@@ -532,5 +613,6 @@ func (b *Backend) expireEnded(ctx context.Context, q queueRow) ([]movedLetter, b
 	if !res.earliest.IsZero() || res.groups {
 		b.changed(q.id, time.Time{}, false)
 	}
+	b.countExpired(q, res.expired)
 	return res.moved, full, nil
 }

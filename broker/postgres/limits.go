@@ -103,27 +103,29 @@ func (b *Backend) storeRate(ctx context.Context, tx pgx.Tx, q queueRow, lc *limi
 // claimLimited is the claim of standard queue q under its limits (see the
 // top of this file): lockLimits, the claim of at most the room, and the
 // rate's instant, in one transaction. It returns what was leased and moved,
-// and lc's plan (lc.room.N == 0: the limits left no room).
-func (b *Backend) claimLimited(ctx context.Context, q queueRow, to claimTo, lc *limitedClaim, vis time.Duration) ([]model.Delivery, []movedLetter, error) {
+// how many it dropped past their time to live (leased messages only take
+// the rate's room), and lc's plan (lc.room.N == 0: the limits left no room).
+func (b *Backend) claimLimited(ctx context.Context, q queueRow, to claimTo, lc *limitedClaim, vis time.Duration) ([]model.Delivery, []movedLetter, int, error) {
 	var out []model.Delivery
 	var moved []movedLetter
+	var dropped int
 	err := retry(func() error {
-		out, moved = nil, nil
+		out, moved, dropped = nil, nil, 0
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			if err := b.lockLimits(ctx, tx, q, lc); err != nil || lc.room.N == 0 {
 				return err
 			}
 			var err error
-			if out, moved, err = b.claim(ctx, tx, q, to, lc.room.N, vis, nil, ""); err != nil {
+			if out, moved, dropped, err = b.claim(ctx, tx, q, to, lc.room.N, vis, nil, ""); err != nil {
 				return err
 			}
 			return b.storeRate(ctx, tx, q, lc, len(out))
 		})
 	})
 	if err != nil {
-		return nil, nil, txErr("receive", err)
+		return nil, nil, 0, txErr("receive", err)
 	}
-	return out, moved, nil
+	return out, moved, dropped, nil
 }
 
 // limitWait is how a receive whose claim the limits left without room

@@ -57,7 +57,13 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 	} else {
 		b.changed(q.id, b.clock.Now().Add(delay), false)
 	}
-	b.noteExpiry(q)
+	var ttl time.Duration // the shortest time to live stored
+	for i := range results {
+		if d := plan.MessageTTL(q.cfg, entries[i].Options); results[i].Err == nil && d > 0 && (ttl == 0 || d < ttl) {
+			ttl = d
+		}
+	}
+	b.noteExpiry(q, ttl)
 	return results, nil
 }
 
@@ -249,6 +255,12 @@ func (s sendOn) insertStandard(ctx context.Context, q queueRow, cached bool, ent
 	var turns sendTurns
 	minDelay = -1
 	withDedup := skip != nil
+	// withTTL: some entry has a time to live (stored as expires_at); the
+	// statement of a send without one does not name the column.
+	withTTL := false
+	for i := range plans {
+		withTTL = withTTL || (plans[i].Err == nil && plans[i].TTL > 0)
+	}
 	for i := range entries {
 		e := &entries[i]
 		if plans[i].Err != nil || (skip != nil && skip[i]) {
@@ -274,8 +286,12 @@ func (s sendOn) insertStandard(ctx context.Context, q queueRow, cached bool, ent
 			if plans[i].DedupID != "" {
 				dedup = plans[i].DedupID
 			}
-			row += fmt.Sprintf(", $%d::text", n+9)
+			row += fmt.Sprintf(", $%d::text", len(args)+1)
 			args = append(args, dedup)
+		}
+		if withTTL {
+			row += fmt.Sprintf(", $%d::bigint", len(args)+1)
+			args = append(args, micros(plans[i].TTL))
 		}
 		rows = append(rows, row+")")
 	}
@@ -292,16 +308,20 @@ func (s sendOn) insertStandard(ctx context.Context, q queueRow, cached bool, ent
 		args = append(args, q.id, q.rawCfg)
 		guard = fmt.Sprintf("EXISTS (SELECT 1 FROM queues WHERE id = $%d AND mid = $2 AND NOT deleted AND config = $%d::jsonb)", len(args)-1, len(args))
 	}
-	cols, dedupCol := "delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts, slot, n", ""
+	cols, dedupCol, ttlCol, ttlVal := "delay, priority, message_id, sender_id, attrs, body, group_id, max_attempts, slot, n", "", "", ""
 	if withDedup {
 		cols, dedupCol = cols+", dedup_id", ", dedup_id"
 	}
+	if withTTL {
+		// The expiry: the send's instant plus the time to live (ttl.go).
+		cols, ttlCol, ttlVal = cols+", ttl", ", expires_at", ", CASE WHEN ttl > 0 THEN "+nowSQL+" + ttl * interval '1 microsecond' END"
+	}
 	sql := `WITH v (` + cols + `) AS (VALUES ` + strings.Join(rows, ", ") + `),
 		ins AS (
-			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts, turn` + dedupCol + `)
+			INSERT INTO messages (queue_id, state, visible_at, sent_at, priority, message_id, sender_id, attrs, body, group_id, max_attempts, turn` + dedupCol + ttlCol + `)
 			SELECT $2, CASE WHEN delay > 0 THEN 'd' ELSE 'r' END::"char",
 				` + nowSQL + ` + delay * interval '1 microsecond', ` + nowSQL + `,
-				priority, message_id, sender_id, attrs, body, group_id, max_attempts, ` + turn + dedupCol + `
+				priority, message_id, sender_id, attrs, body, group_id, max_attempts, ` + turn + dedupCol + ttlVal + `
 			FROM v WHERE ` + guard + ` RETURNING state),
 		cnt AS (INSERT INTO counts AS c (queue_id, shard, ready, delayed)
 		SELECT $2, $3, count(*) FILTER (WHERE state = 'r'), count(*) FILTER (WHERE state = 'd') FROM ins HAVING count(*) > 0
@@ -590,12 +610,15 @@ const promoteLimit = 10000
 // FateVisible), and the counters move with them. mid is the SQL of the
 // queue's mid; policy the SQL of whether it has a RetryPolicy or
 // RedrivePolicy, whose ended leases are not promoted here but planned one by
-// one (expireLeases). Rows locked by another transaction are skipped (it is
-// changing them). up returns the old state of each promoted row.
+// one (expireLeases). Rows past their time to live are not promoted either
+// (expireDue removes them: ttl.go). Rows locked by another transaction are
+// skipped (it is changing them). up returns the old state of each promoted
+// row.
 func promoteSQL(mid, policy string) string {
 	return `due AS (
 			SELECT id, state FROM messages
 			WHERE queue_id = ` + mid + ` AND state <> 'r' AND visible_at <= ` + nowSQL + ` AND (NOT ` + policy + ` OR state = 'd')
+				AND NOT coalesce(expires_at <= ` + nowSQL + `, false)
 			ORDER BY visible_at LIMIT $4 FOR UPDATE SKIP LOCKED),
 		up AS (UPDATE messages m SET state = 'r', reason = CASE WHEN due.state = 'i' THEN $5 ELSE m.reason END
 			FROM due WHERE m.id = due.id RETURNING due.state AS old),
@@ -644,8 +667,8 @@ type looked struct {
 	// inflight is the queue's in-flight count after the promotion (see
 	// promote); -1 when ended leases were planned after it.
 	inflight int64
-	// moved are the messages the planning of ended leases moved to the
-	// dead-letter queue.
+	// moved are the messages the planning of ended leases, and the
+	// expiries, moved to the dead-letter queue.
 	moved []movedLetter
 	// dlq and hook are the queue's dead-letter queue and the webhook
 	// outbox, when they exist and the queue names them (see lookSQL).
@@ -661,8 +684,9 @@ const storedPolicySQL = "(coalesce(jsonb_typeof(config->'Retry'), '') = 'object'
 // messages (promoteSQL) in one statement, one round trip: the start of a
 // receive attempt and of a GetQueue. Its first row (none when the queue
 // does not exist), of kind 0 (the last column), is the queue's columns, its in-flight count
-// after the promotion, and, on a queue with a policy, whether some of its
-// leases have ended (planned by expireLeases after it). The rows after it
+// after the promotion, on a queue with a policy, whether some of its
+// leases have ended (planned by expireLeases after it), and whether some of
+// its messages' times to live passed (expired by expireDue after that). The rows after it
 // are the queues a claim may move messages to (claimTarget): kind 1, the
 // dead-letter queue its RedrivePolicy names, if it exists; kind 2, when the
 // queue also has a DeadLetterWebhook, the webhook outbox (account $7, name
@@ -673,26 +697,28 @@ var lookSQL = `WITH q AS (
 		` + promoteSQL("(SELECT mid FROM q)", "(SELECT policy FROM q)") + `
 		SELECT ` + queueCols + `, ` + inflightAfterSQL("q.mid") + `,
 			q.policy AND EXISTS (SELECT 1 FROM messages WHERE queue_id = q.mid AND state = 'i' AND visible_at <= ` + nowSQL + `),
+			` + ttlDueSQL("q.mid") + `,
 			0 AS kind
 		FROM q
 		UNION ALL
-		SELECT ` + queueCols + `, 0, false, 1 FROM queues
+		SELECT ` + queueCols + `, 0, false, false, 1 FROM queues
 		WHERE account = (SELECT account FROM q) AND name = (SELECT config->'Redrive'->>'DeadLetterQueue' FROM q) AND NOT deleted
 		UNION ALL
-		SELECT ` + queueCols + `, 0, false, 2 FROM queues
+		SELECT ` + queueCols + `, 0, false, false, 2 FROM queues
 		WHERE account = $7 AND name = $8 AND NOT deleted
 			AND (SELECT coalesce(config->>'DeadLetterWebhook', '') <> '' AND jsonb_typeof(config->'Redrive') = 'object' FROM q)
 		ORDER BY kind`
 
 // look reads queue ref (ErrQueueDoesNotExist if none) and promotes its due
 // messages in one statement (lookSQL); on a queue with a policy whose leases
-// ended, it then plans them (expireLeases).
+// ended, it then plans them (expireLeases); on a queue with messages past
+// their time to live, it then expires them (expireDue).
 func (b *Backend) look(ctx context.Context, ref model.QueueRef) (queueRow, looked, error) {
 	var q queueRow
 	var lk looked
-	var ended, found bool
+	var ended, ttlDue, found bool
 	err := retry(func() error {
-		q, lk, ended, found = queueRow{}, looked{}, false, false
+		q, lk, ended, ttlDue, found = queueRow{}, looked{}, false, false, false
 		rows, err := b.pool.Query(ctx, lookSQL, b.tnow(), ref.Account, shard(), promoteLimit,
 			model.ReasonLeaseExpired, ref.Name, plan.WebhookOutbox().Account, plan.WebhookOutbox().Name)
 		if err != nil {
@@ -702,14 +728,14 @@ func (b *Backend) look(ctx context.Context, ref model.QueueRef) (queueRow, looke
 		for rows.Next() {
 			var kind int
 			var inflight int64
-			var e bool
-			r, err := scanQueueWith(rows, &inflight, &e, &kind)
+			var e, t bool
+			r, err := scanQueueWith(rows, &inflight, &e, &t, &kind)
 			if err != nil {
 				return err
 			}
 			switch kind {
 			case 0:
-				q, lk.inflight, ended, found = r, inflight, e, true
+				q, lk.inflight, ended, ttlDue, found = r, inflight, e, t, true
 			case 1:
 				lk.dlq = &r
 			case 2:
@@ -730,6 +756,14 @@ func (b *Backend) look(ctx context.Context, ref model.QueueRef) (queueRow, looke
 			return q, lk, err
 		}
 	}
+	if ttlDue {
+		lk.inflight = -1
+		moved, _, err := b.expireDue(ctx, q)
+		if err != nil {
+			return q, lk, err
+		}
+		lk.moved = append(lk.moved, moved...)
+	}
 	return q, lk, nil
 }
 
@@ -740,7 +774,7 @@ func (lk looked) target(q queueRow) claimTo {
 	if rp == nil || lk.dlq == nil || lk.dlq.id == q.id || lk.dlq.name != rp.DeadLetterQueue {
 		return claimTo{}
 	}
-	to := claimTo{dlq: lk.dlq, redrive: rp}
+	to := claimTo{dlq: lk.dlq, redrive: rp, expiredDL: q.cfg.ExpiredToDeadLetter()}
 	if q.cfg.DeadLetterWebhook != "" {
 		to.hook = lk.hook
 	}

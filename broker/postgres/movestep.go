@@ -62,7 +62,7 @@ type stepMsg struct {
 	dlSource    string
 	group       *string
 	held        bool // in flight under a live lease
-	expired     bool // past the source's retention: the sweeper's
+	expired     bool // past the source's retention, or past its time to live and held by no lease: the sweeper's
 	priority    int
 	maxAttempts int
 	messageID   string
@@ -95,7 +95,7 @@ func (b *Backend) moveStep(ctx context.Context) (bool, time.Time, error) {
 	now := b.clock.Now()
 	for _, q := range o.targets {
 		b.changed(q.id, now.Add(q.cfg.Delay), false)
-		b.noteExpiry(q)
+		b.noteExpiry(q, 0)
 	}
 	if o.ended != "" {
 		b.log.Info("move task ended", "queue", o.task.source, "task_id", o.task.id, "status", string(o.ended),
@@ -271,7 +271,8 @@ func stepTargets(ctx context.Context, tx pgx.Tx, t *stepTask, src queueRow, item
 // shows as held.
 func (b *Backend) lockStepMessages(ctx context.Context, tx pgx.Tx, src queueRow, items []int64, edit *model.MessageEdit) (map[int64]stepMsg, error) {
 	rows, err := tx.Query(ctx, `SELECT id, state::text, coalesce(dl_source, ''), group_id,
-			state = 'i' AND visible_at > `+nowSQL+`, sent_at <= `+nowSQL+` - $4 * interval '1 microsecond',
+			state = 'i' AND visible_at > `+nowSQL+`, sent_at <= `+nowSQL+` - $4 * interval '1 microsecond'
+				OR (coalesce(expires_at <= `+nowSQL+`, false) AND NOT (state = 'i' AND visible_at > `+nowSQL+`)),
 			priority, max_attempts, message_id::text, CASE WHEN $5 THEN body END, CASE WHEN $6 THEN attrs END
 		FROM messages WHERE id = ANY($2::bigint[]) AND queue_id = $3 ORDER BY id FOR UPDATE`,
 		b.tnow(), items, src.mid, micros(src.cfg.Retention), edit != nil && edit.Body == nil, edit != nil)

@@ -117,12 +117,13 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) (_ []mo
 		}
 		var ds []model.Delivery
 		var lw limitWait
-		moved := lk.moved // by the planning of ended leases (look)
+		moved := lk.moved // by the planning of ended leases and expiries (look)
+		dropped := 0      // messages the claim dropped past their time to live
 		if !q.cfg.Paused {
 			// A paused queue delivers nothing: the receive waits as on an
 			// empty queue, and is woken when an UpdateQueue resumes it.
 			var more []movedLetter
-			if ds, more, lw, err = b.attempt(ctx, q, lk.inflight, lk.target(q), req, rp, attemptID); err != nil {
+			if ds, more, dropped, lw, err = b.attempt(ctx, q, lk.inflight, lk.target(q), req, rp, attemptID); err != nil {
 				return nil, err
 			}
 			moved = append(moved, more...)
@@ -139,8 +140,8 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) (_ []mo
 			}
 			return ds, nil
 		}
-		if len(moved) > 0 {
-			// The moved messages made room: look again at once.
+		if len(moved) > 0 || dropped > 0 {
+			// The moved or dropped messages made room: look again at once.
 			if q, lk, err = b.relook(ctx, req.Ref(), q.id); err != nil {
 				return nil, err
 			}
@@ -267,46 +268,52 @@ func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.T
 // in-flight cap and the queue's limits (plan.ClaimRoom), moving those past
 // their attempts to to (claimTarget's answer, read by look; FIFO queues
 // read it in their claim's transaction). It returns the deliveries, the
-// messages moved to the dead-letter queue instead, and, when the queue's
-// limits left no room, how to wait.
-func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to claimTo, req model.ReceiveRequest, rp plan.ReceivePlan, attemptID string) ([]model.Delivery, []movedLetter, limitWait, error) {
+// messages moved to the dead-letter queue instead, how many it dropped
+// past their time to live, and, when the queue's limits left no room, how
+// to wait.
+func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to claimTo, req model.ReceiveRequest, rp plan.ReceivePlan, attemptID string) ([]model.Delivery, []movedLetter, int, limitWait, error) {
 	// The claim is not cancelled with ctx: once sent it either commits
 	// and its messages are returned, or fails; a cancel mid-statement
 	// would leave it unknown whether leases were taken.
+	var ds []model.Delivery
+	var moved []movedLetter
+	var dropped int
+	var err error
 	if q.cfg.Limited() {
 		// The queue's limits are planned inside the claim's transaction,
 		// under the queue's limits row lock (limits.go).
 		lc := &limitedClaim{max: rp.Max, cap: req.InFlightCap}
-		var ds []model.Delivery
-		var moved []movedLetter
-		var err error
 		if q.cfg.Fifo {
-			ds, moved, err = b.claimFifo(context.WithoutCancel(ctx), q, rp.Max, lc, rp.Visibility, attemptID)
+			ds, moved, dropped, err = b.claimFifo(context.WithoutCancel(ctx), q, rp.Max, lc, rp.Visibility, attemptID)
 		} else {
-			ds, moved, err = b.claimLimited(context.WithoutCancel(ctx), q, to, lc, rp.Visibility)
+			ds, moved, dropped, err = b.claimLimited(context.WithoutCancel(ctx), q, to, lc, rp.Visibility)
 		}
-		return ds, moved, lc.wait(), err
+		if err == nil {
+			b.countExpired(q, dropped+expiredIn(moved))
+		}
+		return ds, moved, dropped, lc.wait(), err
 	}
 	if inflight < 0 && req.InFlightCap > 0 {
 		// expireLeases ran after the promotion's count: count again.
 		if err := b.pool.QueryRow(ctx, "SELECT coalesce(sum(inflight), 0) FROM counts WHERE queue_id = $1", q.mid).Scan(&inflight); err != nil {
-			return nil, nil, limitWait{}, dbErr("read counts", err)
+			return nil, nil, 0, limitWait{}, dbErr("read counts", err)
 		}
 	}
 	room, err := plan.ClaimRoom(q.cfg, q.name, plan.ClaimFacts{Max: rp.Max, InFlight: inflight, Cap: req.InFlightCap})
 	if err != nil || room.N == 0 {
 		// N == 0: a FIFO queue at its in-flight cap waits as on an empty
 		// queue (ClaimRoom).
-		return nil, nil, limitWait{}, err
+		return nil, nil, 0, limitWait{}, err
 	}
-	var ds []model.Delivery
-	var moved []movedLetter
 	if q.cfg.Fifo {
-		ds, moved, err = b.claimFifo(context.WithoutCancel(ctx), q, room.N, nil, rp.Visibility, attemptID)
+		ds, moved, dropped, err = b.claimFifo(context.WithoutCancel(ctx), q, room.N, nil, rp.Visibility, attemptID)
 	} else {
-		ds, moved, err = b.claim(context.WithoutCancel(ctx), b.pool, q, to, room.N, rp.Visibility, nil, "")
+		ds, moved, dropped, err = b.claim(context.WithoutCancel(ctx), b.pool, q, to, room.N, rp.Visibility, nil, "")
 	}
-	return ds, moved, limitWait{}, err
+	if err == nil {
+		b.countExpired(q, dropped+expiredIn(moved))
+	}
+	return ds, moved, dropped, limitWait{}, err
 }
 
 // deadLettered is the work after a commit that moved messages of queue q to
@@ -335,13 +342,19 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     receive order (priority, fair-queue turn, ready order), skipping rows that other transactions hold (another
 //     broker's claim, a delete); on a FIFO queue the rows @ids chosen under
 //     the group locks (claimFifo), in that order;
-//   - exp deletes those past retention (@retention µs after sent_at);
-//   - dl picks, and red moves to the dead-letter queue @dlq (NULL: none), those whose
+//   - exp deletes those past retention (@retention µs after sent_at), and
+//     those past their time to live (expired: expires_at has passed, ttl.go)
+//     when they are not to move to the dead-letter queue (expDL);
+//   - dl picks, and red moves to the dead-letter queue @dlq (NULL: none),
+//     those past their time to live when the queue dead-letters its expired
+//     messages (expDL: @ttl_dl, model.QueueConfig.ExpiredToDeadLetter), with
+//     the reason @reason_expired, and the others whose
 //     receive would start an attempt past their limit: toDLQ below is
 //     plan.ShouldDeadLetterOnReceive spelled in SQL (the message's own
 //     max_attempts when > 0, else the queue's maxReceiveCount @max_receives,
-//     against its attempts), with the fields of plan.DeadLetter: ready
-//     there, named after @source, with the reason @reason_max; into a FIFO
+//     against its attempts), with the reason @reason_max; with the fields of
+//     plan.DeadLetter: ready there, without a time to live, named after
+//     @source; into a FIFO
 //     dead-letter queue (@dlq_fifo) with a new sequence number, its message
 //     id as dedup id and a new SentAt (as SQS resets a FIFO dead letter's
 //     enqueue time), and a group row there (locked: created again if the
@@ -367,14 +380,22 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     the DLQ's ready, the events the outbox's ready.
 //
 // @now is the statement's instant (see nowSQL). The final SELECT has one row
-// even when nothing was leased (id -1); every row carries the message ids
-// and attempts of the moved messages (for the dead-letter log).
+// even when nothing was leased (id -1); every row carries the message ids,
+// attempts and expiries (whether each was moved for its time to live) of the
+// moved messages (for the dead-letter log), and the number of messages
+// dropped past their time to live.
 func claimSQL(fifo, atMostOnce bool) string {
 	const now = "coalesce(@now::timestamptz, now())"
 	const live = "c.sent_at > " + now + " - @retention * interval '1 microsecond'"
 	const toDLQ = "@dlq::bigint IS NOT NULL AND coalesce(c.attempts, c.receive_count) >= " +
 		"CASE WHEN c.max_attempts > 0 THEN c.max_attempts ELSE @max_receives END"
-	const cols = "id, priority, turn, visible_at, receive_count, attempts, max_attempts, sent_at, group_id"
+	const expired = "coalesce(c.expires_at <= " + now + ", false)"
+	const expDL = "@ttl_dl::boolean AND @dlq::bigint IS NOT NULL"
+	// moves: the row goes to the dead-letter queue (for its time to live, or
+	// its attempts); lease: the row is leased.
+	const moves = "(" + live + " AND CASE WHEN " + expired + " THEN " + expDL + " ELSE " + toDLQ + " END)"
+	const lease = "(" + live + " AND NOT " + expired + " AND NOT (" + toDLQ + "))"
+	const cols = "id, priority, turn, visible_at, receive_count, attempts, max_attempts, sent_at, group_id, expires_at"
 	c := `SELECT ` + cols + ` FROM messages
 	WHERE queue_id = @queue AND state = 'r'
 	ORDER BY priority DESC, turn, visible_at, id LIMIT @limit FOR UPDATE SKIP LOCKED`
@@ -387,7 +408,7 @@ func claimSQL(fifo, atMostOnce bool) string {
 		first_receive_at = coalesce(m.first_receive_at, ` + now + `),
 		visible_at = ` + now + ` + @visibility * interval '1 microsecond', attempt = @attempt
 	FROM c
-	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
+	WHERE m.id = c.id AND ` + lease + `
 	RETURNING ` + msgCols("m")
 	inflight := "(SELECT count(*) FROM up)"
 	cur := "" // FIFO queues have no turns
@@ -396,7 +417,7 @@ func claimSQL(fifo, atMostOnce bool) string {
 	}
 	if atMostOnce {
 		up = `DELETE FROM messages m USING c
-	WHERE m.id = c.id AND NOT (` + toDLQ + `) AND ` + live + `
+	WHERE m.id = c.id AND ` + lease + `
 	RETURNING ` + receivedCols("m", now)
 		inflight = "0"
 	}
@@ -404,24 +425,26 @@ func claimSQL(fifo, atMostOnce bool) string {
 WITH c AS (` + c + `),
 exp AS (
 	DELETE FROM messages m USING c
-	WHERE m.id = c.id AND NOT (` + live + `) RETURNING m.id),
+	WHERE m.id = c.id AND (NOT (` + live + `) OR (` + expired + ` AND NOT (` + expDL + `)))
+	RETURNING m.id, ` + live + ` AS ttl),
 dl AS (
-	SELECT c.id, t.turn FROM c LEFT JOIN (` + turnsSQL("@dlq::bigint",
-		"(SELECT c.id AS k, c.group_id, c.priority, c.id AS ord FROM c WHERE NOT @dlq_fifo AND "+toDLQ+" AND "+live+")") + `) t ON t.k = c.id
-	WHERE ` + toDLQ + ` AND ` + live + `),
+	SELECT c.id, t.turn, ` + expired + ` AS expired FROM c LEFT JOIN (` + turnsSQL("@dlq::bigint",
+		"(SELECT c.id AS k, c.group_id, c.priority, c.id AS ord FROM c WHERE NOT @dlq_fifo AND "+moves+")") + `) t ON t.k = c.id
+	WHERE ` + moves + `),
 red AS (
 	UPDATE messages m SET queue_id = @dlq, visible_at = ` + now + `, dl_source = @source, attempt = NULL,
-		reason = @reason_max, turn = coalesce(dl.turn, m.turn),
+		reason = CASE WHEN dl.expired THEN @reason_expired ELSE @reason_max END, turn = coalesce(dl.turn, m.turn),
 		seq = CASE WHEN @dlq_fifo THEN nextval('fifo_seq') ELSE m.seq END,
 		dedup_id = CASE WHEN @dlq_fifo THEN m.message_id::text ELSE m.dedup_id END,
-		sent_at = CASE WHEN @dlq_fifo THEN ` + now + ` ELSE m.sent_at END
+		sent_at = CASE WHEN @dlq_fifo THEN ` + now + ` ELSE m.sent_at END, expires_at = NULL
 	FROM dl
 	WHERE m.id = dl.id
-	RETURNING m.id, m.group_id, m.message_id, coalesce(m.attempts, m.receive_count) AS attempts, m.receive_count),
+	RETURNING m.id, m.group_id, m.message_id, coalesce(m.attempts, m.receive_count) AS attempts, m.receive_count, dl.expired),
 hook AS (
 	INSERT INTO messages (queue_id, state, visible_at, sent_at, message_id, body)
 	SELECT @hook::bigint, 'r', ` + now + `, ` + now + `, gen_random_uuid(), ` + webhookEventJSON("@source::text",
-		"@dlq_name::text", "red.message_id::text", "@reason_max::text", "red.attempts", "red.receive_count", now) + `
+		"@dlq_name::text", "red.message_id::text", "CASE WHEN red.expired THEN @reason_expired::text ELSE @reason_max::text END",
+		"red.attempts", "red.receive_count", now) + `
 	FROM red WHERE @hook::bigint IS NOT NULL ORDER BY red.id
 	RETURNING 1),
 grp AS (
@@ -439,13 +462,15 @@ up AS (
 	WHERE q IS NOT NULL AND (r <> 0 OR i <> 0) ORDER BY q
 	ON CONFLICT (queue_id, shard) DO UPDATE SET ready = k.ready + excluded.ready,
 		inflight = k.inflight + excluded.inflight)
-SELECT s.moved, s.moved_attempts, coalesce(u.id, -1), coalesce(u.lease, 0), coalesce(u.receive_count, 0), u.first_receive_at,
+SELECT s.moved, s.moved_attempts, s.moved_expired, s.dropped, coalesce(u.id, -1), coalesce(u.lease, 0), coalesce(u.receive_count, 0), u.first_receive_at,
 	coalesce(u.sent_at, 'epoch'), coalesce(u.priority, 0), u.seq, coalesce(u.message_id, ''),
 	coalesce(u.group_id, ''), coalesce(u.dedup_id, ''), coalesce(u.dl_source, ''), coalesce(u.sender_id, ''),
 	u.attrs, coalesce(u.body, ''), coalesce(u.attempts, 0), coalesce(u.max_attempts, 0), u.last_receive_at,
 	coalesce(u.reason, '')
 FROM (SELECT (SELECT coalesce(array_agg(message_id::text ORDER BY id), '{}') FROM red) AS moved,
-	(SELECT coalesce(array_agg(attempts ORDER BY id), '{}') FROM red) AS moved_attempts) s
+	(SELECT coalesce(array_agg(attempts ORDER BY id), '{}') FROM red) AS moved_attempts,
+	(SELECT coalesce(array_agg(expired ORDER BY id), '{}') FROM red) AS moved_expired,
+	(SELECT count(*) FROM exp WHERE ttl) AS dropped) s
 LEFT JOIN (SELECT up.*, c.priority AS cp, c.turn AS ct, c.visible_at AS cv FROM up JOIN c USING (id)) u ON true
 ORDER BY array_position(@ids::bigint[], u.id), u.cp DESC, u.ct, u.cv, u.id`
 }
@@ -458,7 +483,7 @@ var (
 
 // claimArgs are the names of claimSQL's arguments.
 var claimArgs = []string{"now", "queue", "limit", "retention", "dlq", "source", "max_receives", "visibility",
-	"shard", "ids", "dlq_fifo", "attempt", "reason_max", "hook", "dlq_name"}
+	"shard", "ids", "dlq_fifo", "attempt", "reason_max", "hook", "dlq_name", "ttl_dl", "reason_expired"}
 
 // namedQuery is a statement written with pgx's named arguments (@name),
 // rewritten once to positional ones ($n): pgx.NamedArgs parses the
@@ -573,6 +598,9 @@ type claimTo struct {
 	dlq     *queueRow
 	redrive *model.RedrivePolicy
 	hook    *queueRow
+	// expiredDL: the queue moves its expired messages to dlq
+	// (model.QueueConfig.ExpiredToDeadLetter, and dlq is set).
+	expiredDL bool
 }
 
 // hookMid is the claim's @hook: the outbox's mid, or SQL NULL.
@@ -619,7 +647,7 @@ func (b *Backend) claimTarget(ctx context.Context, db querier, q queueRow) (clai
 	if rp := q.cfg.Redrive; rp != nil {
 		d, err := b.getQueue(ctx, db, model.QueueRef{Account: q.account, Name: rp.DeadLetterQueue})
 		if err == nil && d.id != q.id {
-			to := claimTo{dlq: &d, redrive: rp}
+			to := claimTo{dlq: &d, redrive: rp, expiredDL: q.cfg.ExpiredToDeadLetter()}
 			return to, b.hookTarget(ctx, db, q, &to)
 		}
 		if err != nil && !errors.Is(err, model.ErrQueueDoesNotExist) {
@@ -640,8 +668,10 @@ type movedLetter struct {
 // claim runs claimSQL for queue q on db (the pool, or a FIFO claim's
 // transaction) and builds the deliveries, in receive order; to is
 // claimTarget's answer for q. ids and attemptID are the FIFO claim's rows
-// and receive attempt (nil, "" on standard queues).
-func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo, n int, vis time.Duration, ids []int64, attemptID string) ([]model.Delivery, []movedLetter, error) {
+// and receive attempt (nil, "" on standard queues). It also returns the
+// messages moved to the dead-letter queue and how many were dropped past
+// their time to live.
+func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo, n int, vis time.Duration, ids []int64, attemptID string) ([]model.Delivery, []movedLetter, int, error) {
 	var err error
 	sql, idArg, attempt := claimStandardSQL, any(nil), any(nil)
 	switch {
@@ -655,13 +685,15 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 	}
 	var out []model.Delivery
 	var moved []movedLetter
+	var dropped int
 	run := func() error {
-		out, moved = nil, nil
+		out, moved, dropped = nil, nil, 0
 		rows, err := db.Query(ctx, sql.sql, sql.args(map[string]any{
 			"now": b.tnow(), "queue": q.mid, "limit": n, "retention": micros(q.cfg.Retention),
 			"dlq": to.dlqMid(), "source": q.name, "max_receives": to.maxReceives(), "visibility": micros(vis),
 			"shard": shard(), "ids": idArg, "dlq_fifo": to.dlq != nil && to.dlq.cfg.Fifo, "attempt": attempt,
 			"reason_max": model.ReasonMaxAttempts, "hook": to.hookMid(), "dlq_name": to.dlqName(),
+			"ttl_dl": to.expiredDL, "reason_expired": model.ReasonExpired,
 		})...)
 		if err != nil {
 			return err
@@ -669,14 +701,23 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 		defer rows.Close()
 		var movedIDs []string
 		var movedAttempts []int32
+		var movedExpired []bool
+		var droppedN int64
+		first := true
 		for rows.Next() {
-			id, lease, d, err := b.scanDelivery(rows.Scan, []any{&movedIDs, &movedAttempts}, q)
+			id, lease, d, err := b.scanDelivery(rows.Scan, []any{&movedIDs, &movedAttempts, &movedExpired, &droppedN}, q)
 			if err != nil {
 				return err
 			}
-			if moved == nil {
+			if first {
+				first = false
+				dropped = int(droppedN)
 				for i, m := range movedIDs {
-					moved = append(moved, movedLetter{m, int(movedAttempts[i]), model.ReasonMaxAttempts})
+					reason := model.ReasonMaxAttempts
+					if movedExpired[i] {
+						reason = model.ReasonExpired
+					}
+					moved = append(moved, movedLetter{m, int(movedAttempts[i]), reason})
 				}
 			}
 			if id < 0 {
@@ -693,7 +734,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 		err = retry(run)
 	}
 	if err != nil {
-		return nil, nil, dbErr("receive", err)
+		return nil, nil, 0, dbErr("receive", err)
 	}
-	return out, moved, nil
+	return out, moved, dropped, nil
 }

@@ -347,6 +347,23 @@ CREATE TABLE queue_limits (
 	autovacuum_vacuum_cost_delay = 0
 );
 `,
+	// 14: time to live (issue 25, model/config_ttl.go, ttl.go). expires_at
+	// is when a message's time to live passes (NULL: it has none, as every
+	// row stored before this migration: a column without a default changes
+	// only the catalog, no row is rewritten). messages_expiry holds only the
+	// rows that have one (partial), so a send without a time to live adds
+	// nothing to it and one with a time to live adds one entry (as does
+	// every later change of such a row that is not a HOT update: a claim, a
+	// lease change). It serves the expiry pass of a receive and of the
+	// sweeper (expireDueSQL): a queue's rows by expiry. IF NOT EXISTS: an
+	// operator may build it beforehand with CREATE INDEX CONCURRENTLY
+	// (docs/postgres.md). The queue settings (MessageTimeToLive,
+	// ExpiredMessageAction) are in queues.config (JSON): an existing queue
+	// reads them as unset, the defaults.
+	`
+ALTER TABLE messages ADD COLUMN IF NOT EXISTS expires_at timestamptz;
+CREATE INDEX IF NOT EXISTS messages_expiry ON messages (queue_id, expires_at) WHERE expires_at IS NOT NULL;
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

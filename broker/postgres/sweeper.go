@@ -16,10 +16,15 @@ const sweepBudget = 1000
 // may have lowered a retention period or deleted a queue.
 const sweepIdle = time.Minute
 
-// noteExpiry kicks the sweeper when a message just sent to q expires before
-// the sweeper's current deadline.
-func (b *Backend) noteExpiry(q queueRow) {
-	exp := b.clock.Now().Add(q.cfg.Retention)
+// noteExpiry kicks the sweeper when a message just sent to q expires (by
+// the queue's retention, or by ttl, the shortest time to live of the send:
+// 0 for none) before the sweeper's current deadline.
+func (b *Backend) noteExpiry(q queueRow, ttl time.Duration) {
+	d := q.cfg.Retention
+	if ttl > 0 && ttl < d {
+		d = ttl
+	}
+	exp := b.clock.Now().Add(d)
 	b.mu.Lock()
 	kick := b.sweepAt.IsZero() || exp.Before(b.sweepAt)
 	if kick {
@@ -33,8 +38,9 @@ func (b *Backend) noteExpiry(q queueRow) {
 
 // sweepStep is the sweeper's step (b.sweeper, a lifecycle.Duty): it deletes
 // messages past their queue's retention, whatever their state, and the
-// messages of deleted queues, and applies the ended leases of queues with a
-// retry or redrive policy (sweepLeases), in bounded statements, at once
+// messages of deleted queues, applies the ended leases of queues with a
+// retry or redrive policy (sweepLeases) and the expiries of messages' times
+// to live (sweepTTL), in bounded statements, at once
 // again while more is due, else at the next expiry or lease end (at most
 // sweepIdle: other brokers may have lowered a retention period, deleted a
 // queue or leased a message). Every broker runs
@@ -107,6 +113,10 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	if err != nil {
 		return -1, false, err
 	}
+	ttlMore, err := b.sweepTTL(ctx) // after the leases: see ttl.go
+	if err != nil {
+		return -1, false, err
+	}
 	pruned, err := b.pruneGroups(ctx)
 	if err != nil {
 		return -1, false, err
@@ -134,15 +144,20 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	if err != nil {
 		return -1, false, dbErr("next lease end", err)
 	}
+	// The next expiry of a message's time to live (ttl.go).
+	var ttlIn *int64
+	if err := b.pool.QueryRow(ctx, nextExpirySQL, b.tnow()).Scan(&ttlIn); err != nil {
+		return -1, false, dbErr("next time to live", err)
+	}
 	next = -1
-	for _, in := range []*int64{dueIn, leaseIn} {
+	for _, in := range []*int64{dueIn, leaseIn, ttlIn} {
 		if in != nil {
 			if d := max(time.Duration(*in)*time.Microsecond, 0); next < 0 || d < next {
 				next = d
 			}
 		}
 	}
-	return next, expired > 0 || reclaimed || pruned >= sweepBudget || leasesMore, nil
+	return next, expired > 0 || reclaimed || pruned >= sweepBudget || leasesMore || ttlMore, nil
 }
 
 // policySQL selects the queues (alias q) whose ended leases are planned in

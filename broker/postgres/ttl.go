@@ -1,0 +1,179 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker/model"
+)
+
+// Time to live (model/config_ttl.go) in the PostgreSQL backend.
+//
+//   - A message's expiry is messages.expires_at (migration 14), the send's
+//     instant plus its time to live (plan.SendPlan.TTL); NULL when it has
+//     none. A move to another queue (a dead letter, a move task) leaves it
+//     behind (NULL).
+//   - A claim never leases an expired row: claimSQL drops it or moves it
+//     to the dead-letter queue with the reason "expired" instead.
+//   - A lease that ends, or changes, after the expiry is planned as an
+//     expiry (plan.LeaseExpiry, plan.LeaseChange: FateExpired;
+//     leaseApply.expire). A lease that is still live is left alone: its
+//     holder may still delete it.
+//   - The promotion of due delays and ended leases (promoteSQL) skips the
+//     rows whose expiry has passed: expireDue removes them instead, with
+//     the expired ready rows that no claim reached. look runs it when its
+//     statement found such rows (after the planning of ended leases, whose
+//     plans come first: a lease that ended before the expiry may have
+//     dead-lettered its message), and so does the sweeper (sweepTTL), which
+//     wakes at the next expiry (nextExpirySQL).
+
+// expireDueSQL locks up to $3 rows of queue $2 whose expiry has passed and
+// that no live lease holds (ready, delayed, or in flight under an ended
+// lease), in expiry order through messages_expiry, skipping rows other
+// transactions hold; its columns are readLeaseSQL's.
+const expireDueSQL = `SELECT id, state::text, false, visible_at, message_id::text,
+		coalesce(attempts, receive_count), max_attempts, sent_at, seq, attempt, expires_at, ` + nowSQL + `
+	FROM messages WHERE queue_id = $2 AND expires_at <= ` + nowSQL + ` AND (state <> 'i' OR visible_at <= ` + nowSQL + `)
+	ORDER BY expires_at LIMIT $3 FOR UPDATE SKIP LOCKED`
+
+// ttlDueSQL is whether queue mid has rows for expireDue (expireDueSQL's
+// condition), in a statement whose $1 is the instant.
+func ttlDueSQL(mid string) string {
+	return `EXISTS (SELECT 1 FROM messages WHERE queue_id = ` + mid + ` AND expires_at <= ` + nowSQL + `
+		AND (state <> 'i' OR visible_at <= ` + nowSQL + `))`
+}
+
+// expireDue removes up to expireBatch rows of queue q whose time to live
+// passed (expireDueSQL) in one transaction: to its dead-letter queue with
+// the reason "expired" when q dead-letters its expired messages and that
+// queue exists, else deleted (leaseApply.expire). It returns the messages
+// moved and whether more may be due (a full batch).
+func (b *Backend) expireDue(ctx context.Context, q queueRow) ([]movedLetter, bool, error) {
+	var res leaseResult
+	var full bool
+	err := retry(func() error {
+		res, full = leaseResult{}, false
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, expireDueSQL, b.tnow(), q.mid, expireBatch)
+			if err != nil {
+				return err
+			}
+			var due []leaseRow
+			var now time.Time
+			for rows.Next() {
+				r, at, err := scanLease(rows)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				due, now = append(due, r), at
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(due) == 0 {
+				return nil
+			}
+			full = len(due) == expireBatch
+			var to claimTo
+			if q.cfg.ExpiredToDeadLetter() {
+				if to, err = b.claimTarget(ctx, tx, q); err != nil {
+					return err
+				}
+			}
+			var a leaseApply
+			for _, r := range due {
+				a.expire(r, r.facts.Attempts, to.dlq != nil)
+			}
+			if err := b.apply(ctx, tx, q, to, &a, now); err != nil {
+				return err
+			}
+			for _, d := range a.dead {
+				res.moved = append(res.moved, movedLetter{d.messageID, d.attempts, d.reason})
+			}
+			res.expired = a.expired
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, false, txErr("expire messages", err)
+	}
+	if res.expired > 0 && q.cfg.Fifo {
+		b.changed(q.id, time.Time{}, false) // an expired head, or lease, freed its group
+	}
+	b.countExpired(q, res.expired)
+	return res.moved, full, nil
+}
+
+// countExpired counts n messages of q expired (model.CountExpired), once
+// their change is committed.
+func (b *Backend) countExpired(q queueRow, n int) {
+	if o := b.cfg.Observer; o != nil && n > 0 {
+		o.Count(model.QueueRef{Account: q.account, Name: q.name}.String(), model.CountExpired, n)
+	}
+}
+
+// expiredIn is how many of the moved messages moved for their time to live.
+func expiredIn(moved []movedLetter) int {
+	n := 0
+	for _, m := range moved {
+		if m.reason == model.ReasonExpired {
+			n++
+		}
+	}
+	return n
+}
+
+// sweepTTLQueues bounds the queues one sweep expires messages of.
+const sweepTTLQueues = 100
+
+// sweepTTL expires the messages whose time to live passed in the queues
+// that have any (expireDue), after their due promotions and ended leases
+// (promote), so that they go without waiting for a receive or GetQueue of
+// their queue. It reports whether more is due.
+func (b *Backend) sweepTTL(ctx context.Context) (bool, error) {
+	rows, err := b.pool.Query(ctx, `SELECT `+queueCols+` FROM queues q
+		WHERE NOT q.deleted AND `+ttlDueSQL("q.mid")+`
+		ORDER BY q.id LIMIT $2`, b.tnow(), sweepTTLQueues)
+	if err != nil {
+		return false, dbErr("sweep expiries", err)
+	}
+	var queues []queueRow
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			rows.Close()
+			return false, dbErr("sweep expiries", err)
+		}
+		queues = append(queues, q)
+	}
+	if err := rows.Err(); err != nil {
+		return false, dbErr("sweep expiries", err)
+	}
+	more := len(queues) == sweepTTLQueues
+	for _, q := range queues {
+		moved, _, err := b.promote(ctx, q)
+		if err != nil {
+			return false, err
+		}
+		b.deadLettered(ctx, q, moved)
+		moved, full, err := b.expireDue(ctx, q)
+		if err != nil {
+			return false, err
+		}
+		b.deadLettered(ctx, q, moved)
+		more = more || full
+	}
+	return more, nil
+}
+
+// nextExpirySQL is the time, in µs from the statement's instant, until the
+// next expiry of a message that no live lease holds, or the lease end of a
+// message whose expiry comes first (NULL: none): when the sweeper runs
+// next for expiries. One index range per queue with such messages.
+const nextExpirySQL = `SELECT (extract(epoch FROM min(greatest(m.expires_at, CASE WHEN m.state = 'i' THEN m.visible_at END)) - ` + nowSQL + `) * 1000000)::bigint
+	FROM queues q CROSS JOIN LATERAL (SELECT expires_at, state, visible_at FROM messages
+		WHERE queue_id = q.mid AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 100) m
+	WHERE NOT q.deleted`

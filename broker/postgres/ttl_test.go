@@ -1,0 +1,105 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/postgres"
+)
+
+// TestMigration14OldQueues: a queue and a message stored before migration
+// 14 (time to live) read as a queue without a default time to live and a
+// message without an expiry: the message stays receivable past any time to
+// live, and the queue takes the settings after the upgrade, for the
+// messages sent then. The migration adds the column without a default (no
+// row is rewritten) and the partial index messages_expiry.
+func TestMigration14OldQueues(t *testing.T) {
+	t.Parallel()
+	url, schema, conn := schemaAtVersion(t, 13)
+	ctx := context.Background()
+	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+	// The config as a broker of version 13 stored it: no time-to-live fields.
+	cj := []byte(`{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
+		`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
+		`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`)
+	var mid int64
+	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
+		VALUES ('q', $1, $2, $2) RETURNING mid`, cj, at).Scan(&mid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("messages")+` (queue_id, state, visible_at, sent_at, message_id, body)
+		VALUES ($1, 'r', $2, $2, '00000000-0000-4000-8000-000000000001', 'old')`, mid, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("counts")+` (queue_id, shard, ready) VALUES ($1, 0, 1)`, mid); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := testConfig(url, schema)
+	clock := clocktest.NewFakeClock(at.Add(time.Minute))
+	cfg.Clock = clock
+	be, err := postgres.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	f := front(t, be, cfg.Options)
+	q, err := f.GetQueue(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Config.TimeToLive != 0 || q.Config.ExpiredActionOf() != model.ExpiredDrop {
+		t.Fatalf("an old queue's time-to-live settings: %v, %s; want none, drop", q.Config.TimeToLive, q.Config.ExpiredActionOf())
+	}
+	for name := range q.Config.Attributes() {
+		if name == model.AttrMessageTimeToLive || name == model.AttrExpiredMessageAction {
+			t.Fatalf("an old queue lists %s", name)
+		}
+	}
+	var indexed bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'messages_expiry')`, schema).Scan(&indexed); err != nil || !indexed {
+		t.Fatalf("messages_expiry after the upgrade: %v, %v", indexed, err)
+	}
+	if err := f.SetQueueAttributes(ctx, "q", map[string]string{model.AttrMessageTimeToLive: "60"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.Send(ctx, "q", []model.SendEntry{{Body: "new"}}); err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	clock.Advance(time.Hour)
+	ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Body != "old" {
+		t.Fatalf("received %d messages (%v), want the old one only: the new one expired", len(ds), ds)
+	}
+}
+
+// TestMigration14IndexBuiltBeforehand: an operator with a large messages
+// table may add the column and build messages_expiry beforehand with
+// CREATE INDEX CONCURRENTLY, as docs/postgres.md says; migration 14 then
+// skips both.
+func TestMigration14IndexBuiltBeforehand(t *testing.T) {
+	t.Parallel()
+	url, schema, conn := schemaAtVersion(t, 13)
+	ctx := context.Background()
+	messages := pgx.Identifier{schema, "messages"}.Sanitize()
+	for _, stmt := range []string{
+		`ALTER TABLE ` + messages + ` ADD COLUMN expires_at timestamptz`,
+		`CREATE INDEX CONCURRENTLY messages_expiry ON ` + messages + ` (queue_id, expires_at) WHERE expires_at IS NOT NULL`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := postgres.MigrateTo(ctx, url, schema, 14); err != nil {
+		t.Fatalf("migration 14 after its column and index were made beforehand: %v", err)
+	}
+}
