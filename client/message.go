@@ -32,6 +32,12 @@ type Message struct {
 	Priority int
 	// MaxAttempts (1..1000) overrides the queue's maxReceiveCount.
 	MaxAttempts int
+	// TTL is the message's time to live (whole seconds, rounded up; 1 s to
+	// 14 days, and at most the queue's retention period), in place of the
+	// queue's MessageTimeToLive: after it the message is never received
+	// (dropped, or moved to the dead-letter queue). It must be longer than
+	// the message's delay.
+	TTL time.Duration
 	// CorrelationID (up to 128 bytes) is kept through the dead-letter queue
 	// and a replay.
 	CorrelationID string
@@ -64,7 +70,10 @@ type Delivery struct {
 	Attempts     int
 	ReceiveCount int
 	// MaxAttempts is the message's attempt limit; 0 when it has none.
-	MaxAttempts      int
+	MaxAttempts int
+	// TTL is the time to live the message was sent with; 0 when none was
+	// given (the queue's MessageTimeToLive may apply).
+	TTL              time.Duration
 	CreatedAt        time.Time
 	FirstReceivedAt  time.Time
 	LastReceivedAt   time.Time

@@ -30,6 +30,7 @@ func TestSendReceiveRoundTrip(t *testing.T) {
 		},
 		Priority:      10,
 		MaxAttempts:   2,
+		TTL:           1500 * time.Second,
 		CorrelationID: "checkout-7f3a",
 		TraceContext:  "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 	}
@@ -42,7 +43,7 @@ func TestSendReceiveRoundTrip(t *testing.T) {
 		t.Fatalf("Receive = %d messages, %v", len(ds), err)
 	}
 	d := ds[0]
-	if d.ID != sent.ID || d.Body != m.Body || d.Priority != 10 || d.MaxAttempts != 2 || d.CorrelationID != m.CorrelationID ||
+	if d.ID != sent.ID || d.Body != m.Body || d.Priority != 10 || d.MaxAttempts != 2 || d.TTL != 1500*time.Second || d.CorrelationID != m.CorrelationID ||
 		d.TraceContext != m.TraceContext || d.Attempts != 1 || d.ReceiveCount != 1 || d.Receipt == "" ||
 		d.CreatedAt.IsZero() || d.FirstReceivedAt.IsZero() || d.LastReceivedAt.IsZero() {
 		t.Fatalf("delivery %+v", d)

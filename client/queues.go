@@ -24,7 +24,8 @@ type Queue struct {
 	// ("VisibilityTimeout": "30"), the Sluice ones (RetryPolicy, MaxDepth,
 	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook,
 	// DeduplicationWindowSeconds, DeduplicationUntil, HealthDepth, HealthAge,
-	// MaxInFlight, MaxReceivesPerSecond) with their defaults when unset.
+	// MaxInFlight, MaxReceivesPerSecond, MessageTimeToLive,
+	// ExpiredMessageAction) with their defaults when unset.
 	Attributes map[string]string
 	Tags       map[string]string
 	Stats      Stats

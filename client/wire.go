@@ -56,6 +56,9 @@ func toEnvelope(m *Message) wire.Envelope {
 	if m.MaxAttempts != 0 {
 		e.MaxAttempts = ptr(m.MaxAttempts)
 	}
+	if m.TTL != 0 {
+		e.TTLSeconds = ptr(int(seconds(m.TTL)))
+	}
 	if m.CorrelationID != "" {
 		e.CorrelationID = ptr(m.CorrelationID)
 	}
@@ -87,7 +90,8 @@ func fromWireMessages(in []wire.Message) ([]Delivery, error) {
 		}
 		out[i] = Delivery{
 			ID: m.ID, Body: m.Body, Attributes: attrs, Priority: m.Priority, Attempts: m.Attempts,
-			ReceiveCount: m.ReceiveCount, MaxAttempts: m.MaxAttempts, CreatedAt: m.CreatedAt,
+			ReceiveCount: m.ReceiveCount, MaxAttempts: m.MaxAttempts, TTL: time.Duration(m.TTLSeconds) * time.Second,
+			CreatedAt:       m.CreatedAt,
 			FirstReceivedAt: timeOf(m.FirstReceivedAt), LastReceivedAt: timeOf(m.LastReceivedAt),
 			CorrelationID: m.CorrelationID, TraceContext: m.TraceContext, GroupID: m.GroupID, DedupID: m.DedupID,
 			SequenceNumber: m.SequenceNumber, Receipt: m.Receipt, DeadLetterSource: m.DeadLetterSource,

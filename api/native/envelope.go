@@ -67,7 +67,7 @@ func toSendEntry(field string, e *wire.Envelope, now time.Time) (model.SendEntry
 	}
 	return model.EnvelopeEntry(field, &model.Envelope{
 		Body: e.Body, Attributes: attrs,
-		Priority: e.Priority, MaxAttempts: e.MaxAttempts,
+		Priority: e.Priority, MaxAttempts: e.MaxAttempts, TTLSeconds: e.TTLSeconds,
 		CorrelationID: e.CorrelationID, TraceContext: e.TraceContext,
 		DelaySeconds: e.DelaySeconds, DeliverAt: e.DeliverAt,
 		GroupID: e.GroupID, DedupID: e.DedupID,
@@ -92,6 +92,7 @@ func toMessage(m *model.Message, redrive *model.RedrivePolicy) wire.Message {
 		DeadLetterSource: m.DeadLetterSource, FailureReason: m.FailureReason,
 		CorrelationID: m.Attributes[model.MsgAttrCorrelationID].StringValue,
 		TraceContext:  m.Attributes[model.MsgAttrTraceParent].StringValue,
+		TTLSeconds:    attrInt(m.Attributes[model.MsgAttrTimeToLive]),
 	}
 	own := m.MaxAttempts
 	if own == 0 {

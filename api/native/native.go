@@ -13,10 +13,11 @@
 // status that one table (errors.go) gives the error.
 //
 // The message envelope's fields that SQS has no place for (priority,
-// maxAttempts, correlationId, traceContext) are stored as the message
-// attributes broker/model/msgopts.go names (Sluice.Priority, Sluice.MaxAttempts,
-// Sluice.CorrelationId, traceparent), so that SQS clients see them too; on
-// the way out they are lifted from the attributes back into the fields.
+// maxAttempts, ttlSeconds, correlationId, traceContext) are stored as the
+// message attributes broker/model/msgopts.go names (Sluice.Priority,
+// Sluice.MaxAttempts, Sluice.TimeToLive, Sluice.CorrelationId, traceparent),
+// so that SQS clients see them too; on the way out they are lifted from the
+// attributes back into the fields.
 package native
 
 import (

@@ -14,13 +14,14 @@ import (
 // resume, stats, consumers.
 
 // sluiceAttributes are the Sluice queue attributes, answered with their
-// defaults when unset (model.SluiceAttributeDefault).
+// defaults when unset (model.QueueConfig.DefaultOf).
 var sluiceAttributes = []string{
 	model.AttrRetryPolicy, model.AttrMaxDepth, model.AttrLowPriorityMaxDepth,
 	model.AttrPaused, model.AttrDeliveryMode, model.AttrDeadLetterWebhook,
 	model.AttrDeduplicationWindowSeconds, model.AttrDeduplicationUntil,
 	model.AttrHealthDepth, model.AttrHealthAge,
 	model.AttrMaxInFlight, model.AttrMaxReceivesPerSecond,
+	model.AttrMessageTimeToLive, model.AttrExpiredMessageAction,
 }
 
 // arn is the ARN of queue name of account.
@@ -57,7 +58,7 @@ func (h *Handler) view(c *call, name string) (*wire.Queue, error) {
 	attrs := q.Config.Attributes()
 	for _, a := range sluiceAttributes {
 		if _, ok := attrs[a]; !ok {
-			attrs[a] = model.SluiceAttributeDefault(a)
+			attrs[a] = q.Config.DefaultOf(a)
 		}
 	}
 	v := &wire.Queue{

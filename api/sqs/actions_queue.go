@@ -143,7 +143,7 @@ func (h *Handler) getQueueAttributes(c *call, in *getQueueAttributesInput) (any,
 		} else if model.IsSluiceAttribute(n) {
 			// Asked for by name (with All or not), an unset Sluice setting
 			// reads as its default; All alone includes only the set ones.
-			out.Attributes[n] = model.SluiceAttributeDefault(n)
+			out.Attributes[n] = info.Config.DefaultOf(n)
 		}
 	}
 	return out, nil

@@ -19,6 +19,8 @@ import (
 // Paused, DeliveryMode, DeadLetterWebhook, DeduplicationWindowSeconds,
 // DeduplicationUntil, HealthDepth, HealthAge, MaxInFlight,
 // MaxReceivesPerSecond) through CreateQueue,
+// DeduplicationUntil, HealthDepth, HealthAge, MessageTimeToLive,
+// ExpiredMessageAction) through CreateQueue,
 // SetQueueAttributes and GetQueueAttributes, in both protocols: JSON with
 // aws-sdk-go-v2, query with raw form requests.
 
@@ -37,6 +39,8 @@ var sluiceDefaults = map[string]string{
 	"HealthAge":                  "",
 	"MaxInFlight":                "",
 	"MaxReceivesPerSecond":       "",
+	"MessageTimeToLive":          "0",
+	"ExpiredMessageAction":       "drop",
 }
 
 // sluiceSet are Sluice attributes as a client might write them (keys of the
@@ -54,6 +58,8 @@ var (
 		"HealthAge":                  "60,300",
 		"MaxInFlight":                " 100",
 		"MaxReceivesPerSecond":       "0.50",
+		"MessageTimeToLive":          " 3600",
+		"ExpiredMessageAction":       "drop",
 	}
 	sluiceWant = map[string]string{
 		"RetryPolicy":                `{"baseSeconds":2,"maxSeconds":300,"jitter":"none"}`,
@@ -67,12 +73,15 @@ var (
 		"HealthAge":                  "60,300",
 		"MaxInFlight":                "100",
 		"MaxReceivesPerSecond":       "0.5",
+		"MessageTimeToLive":          "3600",
+		"ExpiredMessageAction":       "drop",
 	}
 )
 
 // sluiceNames are the Sluice attribute names, in a fixed order.
 var sluiceNames = []string{"RetryPolicy", "MaxDepth", "LowPriorityMaxDepth", "Paused", "DeliveryMode", "DeadLetterWebhook",
-	"DeduplicationWindowSeconds", "DeduplicationUntil", "HealthDepth", "HealthAge", "MaxInFlight", "MaxReceivesPerSecond"}
+	"DeduplicationWindowSeconds", "DeduplicationUntil", "HealthDepth", "HealthAge", "MaxInFlight", "MaxReceivesPerSecond",
+	"MessageTimeToLive", "ExpiredMessageAction"}
 
 // sluiceRefusals are attribute sets every protocol must refuse with
 // InvalidAttributeValue.
@@ -116,6 +125,11 @@ var sluiceRefusals = []map[string]string{
 	{"MaxReceivesPerSecond": "1e2"},
 	{"MaxReceivesPerSecond": "0.0000001"},
 	{"MaxReceivesPerSecond": "fast"},
+	{"MessageTimeToLive": "1209601"},
+	{"MessageTimeToLive": "345601"}, // past the default retention
+	{"MessageTimeToLive": "-1"},
+	{"ExpiredMessageAction": "dead-letter"}, // no RedrivePolicy
+	{"ExpiredMessageAction": "keep"},
 }
 
 func TestSluiceAttributesJSON(t *testing.T) {

@@ -43,6 +43,10 @@ func toSendEntry(field string, e *streampb.Envelope, now time.Time) (model.SendE
 		m := int(e.GetMaxAttempts())
 		env.MaxAttempts = &m
 	}
+	if e.TtlSeconds != nil {
+		t := int(e.GetTtlSeconds())
+		env.TTLSeconds = &t
+	}
 	if e.DeliverAtUnixMs != nil {
 		t := time.UnixMilli(e.GetDeliverAtUnixMs())
 		env.DeliverAt = &t
@@ -68,6 +72,7 @@ func toMessage(d *model.Delivery, redrive *model.RedrivePolicy) *streampb.Messag
 		FailureReason: m.FailureReason,
 		CorrelationId: m.Attributes[model.MsgAttrCorrelationID].StringValue,
 		TraceContext:  m.Attributes[model.MsgAttrTraceParent].StringValue,
+		TtlSeconds:    int32(attrInt(m.Attributes[model.MsgAttrTimeToLive])),
 	}
 	own := m.MaxAttempts
 	if own == 0 {

@@ -16,11 +16,12 @@ type Envelope struct {
 	// Attributes are the user message attributes, already decoded.
 	Attributes map[string]MessageAttribute
 	// Priority becomes Sluice.Priority, MaxAttempts Sluice.MaxAttempts,
-	// CorrelationID Sluice.CorrelationId, TraceContext traceparent: each is
-	// given as a field or as that attribute, not both. Their ranges are
-	// plan.Send's (ParseMessageOptions) to check, as for any message.
-	Priority, MaxAttempts       *int
-	CorrelationID, TraceContext *string
+	// TTLSeconds Sluice.TimeToLive, CorrelationID Sluice.CorrelationId,
+	// TraceContext traceparent: each is given as a field or as that
+	// attribute, not both. Their ranges are plan.Send's
+	// (ParseMessageOptions) to check, as for any message.
+	Priority, MaxAttempts, TTLSeconds *int
+	CorrelationID, TraceContext       *string
 	// DelaySeconds (0 up to MaxRetention in seconds) and DeliverAt (a time
 	// in the past is now) say when the message becomes visible; at most one.
 	DelaySeconds *int64
@@ -31,12 +32,12 @@ type Envelope struct {
 }
 
 // EnvelopeField reports whether a message attribute is one an envelope
-// gives as its own field (Priority, MaxAttempts, CorrelationID,
+// gives as its own field (Priority, MaxAttempts, TTLSeconds, CorrelationID,
 // TraceContext): the native and stream APIs answer it there, not among the
 // attributes.
 func EnvelopeField(name string) bool {
 	switch name {
-	case MsgAttrPriority, MsgAttrMaxAttempts, MsgAttrCorrelationID, MsgAttrTraceParent:
+	case MsgAttrPriority, MsgAttrMaxAttempts, MsgAttrTimeToLive, MsgAttrCorrelationID, MsgAttrTraceParent:
 		return true
 	}
 	return false
@@ -79,6 +80,11 @@ func EnvelopeEntry(field string, e *Envelope, now time.Time) (SendEntry, error) 
 	}
 	if e.MaxAttempts != nil {
 		if err := set("maxAttempts", MsgAttrMaxAttempts, "Number", strconv.Itoa(*e.MaxAttempts)); err != nil {
+			return SendEntry{}, err
+		}
+	}
+	if e.TTLSeconds != nil {
+		if err := set("ttlSeconds", MsgAttrTimeToLive, "Number", strconv.Itoa(*e.TTLSeconds)); err != nil {
 			return SendEntry{}, err
 		}
 	}

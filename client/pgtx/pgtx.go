@@ -167,6 +167,14 @@ func toEnvelope(m *client.Message) model.Envelope {
 		n := m.MaxAttempts
 		e.MaxAttempts = &n
 	}
+	if m.TTL != 0 {
+		// Whole seconds, rounded up, as the client sends it.
+		secs := int(m.TTL / time.Second)
+		if m.TTL%time.Second != 0 {
+			secs++
+		}
+		e.TTLSeconds = &secs
+	}
 	if m.CorrelationID != "" {
 		c := m.CorrelationID
 		e.CorrelationID = &c

@@ -52,6 +52,7 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 	c.fs.StringVar(&m.DedupID, "dedup", "", "deduplication id (FIFO queues without content-based deduplication; on a standard queue an idempotency key); of lines: ID-LINENUMBER each")
 	c.fs.StringVar(&m.CorrelationID, "correlation-id", "", "correlation id, kept through the dead-letter queue")
 	c.fs.DurationVar(&m.Delay, "delay", 0, "deliver this much later (whole seconds)")
+	c.fs.DurationVar(&m.TTL, "ttl", 0, "time to live: never deliver it after this long from the send (whole seconds; the queue's MessageTimeToLive without it)")
 	pos, code, ok := c.parse(args, 1, 2)
 	if !ok {
 		return code

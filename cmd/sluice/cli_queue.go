@@ -89,6 +89,7 @@ type settingFlags struct {
 	maxReceivesGiven bool
 	visibility       time.Duration
 	retention        time.Duration
+	ttl              time.Duration
 	maxDepth         int64
 	// maxInFlight and rate are --max-in-flight and
 	// --max-receives-per-second as given (nil: not given); the broker
@@ -101,6 +102,7 @@ func (f *settingFlags) add(c *cli) {
 	c.fs.IntVar(&f.maxReceives, "max-receives", 5, "receives before a message becomes a dead letter (RedrivePolicy's maxReceiveCount): with --dlq, or alone on queue set to change it")
 	c.fs.DurationVar(&f.visibility, "visibility", 0, "VisibilityTimeout, in whole seconds (30s, 5m)")
 	c.fs.DurationVar(&f.retention, "retention", 0, "MessageRetentionPeriod, in whole seconds (96h)")
+	c.fs.DurationVar(&f.ttl, "ttl", 0, "MessageTimeToLive: the time to live of the messages sent without their own, in whole seconds (1h)")
 	c.fs.Int64Var(&f.maxDepth, "max-depth", -1, "MaxDepth: sends past this depth are refused (0: no limit)")
 	c.fs.Func("max-in-flight", "MaxInFlight: at most `N` messages in flight; receives past it wait (0: no limit)", func(v string) error {
 		f.maxInFlight = &v
@@ -147,6 +149,9 @@ func (f *settingFlags) apply(c *cli, queue string, attrs map[string]string) erro
 	}
 	if f.retention > 0 {
 		attrs["MessageRetentionPeriod"] = strconv.Itoa(int(f.retention / time.Second))
+	}
+	if f.ttl > 0 {
+		attrs["MessageTimeToLive"] = strconv.Itoa(int(f.ttl / time.Second))
 	}
 	if f.maxDepth >= 0 {
 		attrs["MaxDepth"] = strconv.FormatInt(f.maxDepth, 10)

@@ -740,3 +740,25 @@ func TestCLISendStdin(t *testing.T) {
 		t.Fatalf("after the stdin send: %v, %d messages", err, len(page.Messages))
 	}
 }
+
+// TestCLISendTTL: send --ttl gives the message its time to live (whole
+// seconds, as Sluice.TimeToLive), and one past the queue's retention is
+// refused with the broker's reason.
+func TestCLISendTTL(t *testing.T) {
+	e := setupCLI(t)
+	ctx := context.Background()
+	e.ok("queue", "create", "jobs", "MessageRetentionPeriod=3600")
+	e.ok("send", "jobs", "soon", "--ttl", "90s")
+	page, err := e.c.Browse(ctx, "jobs")
+	if err != nil || len(page.Messages) != 1 || page.Messages[0].TTL != 90*time.Second {
+		t.Fatalf("Browse = %+v, %v; want one message with a time to live of 90 s", page, err)
+	}
+	e.fails(1, []string{"send", "jobs", "never", "--ttl", "2h"}, "invalid_parameter", "MessageRetentionPeriod")
+	// The queue's default, as queue set --ttl gives it.
+	e.ok("queue", "set", "jobs", "--ttl", "10m")
+	q, err := e.c.GetQueue(ctx, "jobs")
+	if err != nil || q.Attributes["MessageTimeToLive"] != "600" {
+		t.Fatalf("after queue set --ttl 10m: %v, %v", q.Attributes, err)
+	}
+	e.fails(1, []string{"queue", "set", "jobs", "--ttl", "2h"}, "invalid_attribute_value", "MessageRetentionPeriod")
+}

@@ -6,8 +6,9 @@ import "time"
 // /v1/queues/{queue}/messages, and (within a BatchEntry) of a batch send.
 // Every field but Body may be absent; the pointer fields tell an absent
 // one from a zero one, and are left out when nil. The fields the SQS model
-// has no place for (priority, maxAttempts, correlationId, traceContext) are
-// stored as message attributes and read back as Message's fields.
+// has no place for (priority, maxAttempts, ttlSeconds, correlationId,
+// traceContext) are stored as message attributes and read back as
+// Message's fields.
 type Envelope struct {
 	// Body is the message body, required: 1 byte up to the queue's
 	// MaximumMessageSize. A nil Body encodes as null (which the broker
@@ -22,6 +23,13 @@ type Envelope struct {
 	// MaxAttempts (1..1000) is stored as Sluice.MaxAttempts: it overrides
 	// the queue's maxReceiveCount (the queue needs a RedrivePolicy).
 	MaxAttempts *int `json:"maxAttempts,omitempty"`
+	// TTLSeconds (1..1209600) is stored as Sluice.TimeToLive: the message
+	// expires that many seconds after the send, in place of the queue's
+	// MessageTimeToLive. It must not be longer than the queue's
+	// MessageRetentionPeriod, and must be longer than the message's delay.
+	// An expired message is never received: it is dropped, or moved to the
+	// dead-letter queue (the queue's ExpiredMessageAction).
+	TTLSeconds *int `json:"ttlSeconds,omitempty"`
 	// CorrelationID (up to 128 bytes) is stored as Sluice.CorrelationId,
 	// and kept through a dead-letter queue and a replay.
 	CorrelationID *string `json:"correlationId,omitempty"`
@@ -114,7 +122,7 @@ type ReceiveRequest struct {
 // Message is a message as an answer gives it: a received one (with its
 // Receipt) or a browsed one (with its State and VisibleAt). Its Attributes
 // leave out the ones lifted into fields (Sluice.Priority,
-// Sluice.MaxAttempts, Sluice.CorrelationId, traceparent).
+// Sluice.MaxAttempts, Sluice.TimeToLive, Sluice.CorrelationId, traceparent).
 type Message struct {
 	// ID is the message id; Body its body.
 	ID   string `json:"id"`
@@ -131,6 +139,11 @@ type Message struct {
 	// MaxAttempts is its attempt limit (its own, else its queue's
 	// maxReceiveCount); absent (0) when there is none.
 	MaxAttempts int `json:"maxAttempts,omitempty"`
+	// TTLSeconds is the time to live it was sent with (its
+	// Sluice.TimeToLive); absent (0) when it was sent without one (the
+	// queue's MessageTimeToLive may apply). A dead letter, or a message
+	// moved by a redrive or a replay, keeps the field but no expiry.
+	TTLSeconds int `json:"ttlSeconds,omitempty"`
 	// CreatedAt is when it was sent.
 	CreatedAt time.Time `json:"createdAt"`
 	// FirstReceivedAt and LastReceivedAt are its first and latest

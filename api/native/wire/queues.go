@@ -21,7 +21,8 @@ type Queue struct {
 	// ("VisibilityTimeout": "30"), the Sluice ones (RetryPolicy, MaxDepth,
 	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook,
 	// DeduplicationWindowSeconds, DeduplicationUntil, HealthDepth, HealthAge,
-	// MaxInFlight, MaxReceivesPerSecond) with their defaults when unset.
+	// MaxInFlight, MaxReceivesPerSecond, MessageTimeToLive,
+	// ExpiredMessageAction) with their defaults when unset.
 	Attributes map[string]string `json:"attributes"`
 	// Tags are its tags ({} when none).
 	Tags map[string]string `json:"tags"`

@@ -145,6 +145,13 @@ type Envelope struct {
 	// Sluice.MaxAttempts: it overrides the queue's maxReceiveCount for this
 	// message (the queue needs a RedrivePolicy).
 	MaxAttempts *int32 `protobuf:"varint,4,opt,name=max_attempts,json=maxAttempts,proto3,oneof" json:"max_attempts,omitempty"`
+	// ttl_seconds is the message's time to live, 1..1209600 (not set: the
+	// queue's MessageTimeToLive, if any), stored as Sluice.TimeToLive: it
+	// expires that many seconds after the send and is never delivered after
+	// that (dropped, or moved to the dead-letter queue: the queue's
+	// ExpiredMessageAction). Not longer than the queue's
+	// MessageRetentionPeriod, and longer than the message's delay.
+	TtlSeconds *int32 `protobuf:"varint,11,opt,name=ttl_seconds,json=ttlSeconds,proto3,oneof" json:"ttl_seconds,omitempty"`
 	// correlation_id (up to 128 bytes) is stored as Sluice.CorrelationId and
 	// kept through a dead-letter queue and a replay.
 	CorrelationId *string `protobuf:"bytes,5,opt,name=correlation_id,json=correlationId,proto3,oneof" json:"correlation_id,omitempty"`
@@ -234,6 +241,13 @@ func (x *Envelope) GetPriority() int32 {
 func (x *Envelope) GetMaxAttempts() int32 {
 	if x != nil && x.MaxAttempts != nil {
 		return *x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *Envelope) GetTtlSeconds() int32 {
+	if x != nil && x.TtlSeconds != nil {
+		return *x.TtlSeconds
 	}
 	return 0
 }
@@ -1305,7 +1319,7 @@ type Message struct {
 	// body is the message as sent.
 	Body string `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
 	// attributes are its user message attributes, without those the fields
-	// below carry (Sluice.Priority, Sluice.MaxAttempts,
+	// below carry (Sluice.Priority, Sluice.MaxAttempts, Sluice.TimeToLive,
 	// Sluice.CorrelationId, traceparent).
 	Attributes map[string]*Attribute `protobuf:"bytes,3,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// priority is its priority, -100..100 (0: none given).
@@ -1344,7 +1358,12 @@ type Message struct {
 	// the other APIs (an ack, a nack, a visibility change through them also
 	// ends the stream's hold on the message and frees its credit). A
 	// receipt of an earlier lease of the same message settles nothing.
-	Receipt       string `protobuf:"bytes,15,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	Receipt string `protobuf:"bytes,15,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	// ttl_seconds is the time to live it was sent with (its
+	// Sluice.TimeToLive; 0: none given). A message whose time to live passes
+	// while it is delivered keeps its lease: settle it as any other; a nack
+	// or a release, or the lease's end, expires it.
+	TtlSeconds    int32 `protobuf:"varint,16,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1482,6 +1501,13 @@ func (x *Message) GetReceipt() string {
 		return x.Receipt
 	}
 	return ""
+}
+
+func (x *Message) GetTtlSeconds() int32 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
 }
 
 // Opened answers Open: the stream is registered on the queue.
@@ -1825,18 +1851,20 @@ const file_stream_proto_rawDesc = "" +
 	"\tAttribute\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12!\n" +
 	"\fstring_value\x18\x02 \x01(\tR\vstringValue\x12!\n" +
-	"\fbinary_value\x18\x03 \x01(\fR\vbinaryValue\"\xe3\x04\n" +
+	"\fbinary_value\x18\x03 \x01(\fR\vbinaryValue\"\x99\x05\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\tR\x04body\x12J\n" +
 	"\n" +
 	"attributes\x18\x02 \x03(\v2*.sluice.stream.v1.Envelope.AttributesEntryR\n" +
 	"attributes\x12\x1f\n" +
 	"\bpriority\x18\x03 \x01(\x05H\x00R\bpriority\x88\x01\x01\x12&\n" +
-	"\fmax_attempts\x18\x04 \x01(\x05H\x01R\vmaxAttempts\x88\x01\x01\x12*\n" +
-	"\x0ecorrelation_id\x18\x05 \x01(\tH\x02R\rcorrelationId\x88\x01\x01\x12(\n" +
-	"\rtrace_context\x18\x06 \x01(\tH\x03R\ftraceContext\x88\x01\x01\x12(\n" +
-	"\rdelay_seconds\x18\a \x01(\x03H\x04R\fdelaySeconds\x88\x01\x01\x120\n" +
-	"\x12deliver_at_unix_ms\x18\b \x01(\x03H\x05R\x0fdeliverAtUnixMs\x88\x01\x01\x12\x19\n" +
+	"\fmax_attempts\x18\x04 \x01(\x05H\x01R\vmaxAttempts\x88\x01\x01\x12$\n" +
+	"\vttl_seconds\x18\v \x01(\x05H\x02R\n" +
+	"ttlSeconds\x88\x01\x01\x12*\n" +
+	"\x0ecorrelation_id\x18\x05 \x01(\tH\x03R\rcorrelationId\x88\x01\x01\x12(\n" +
+	"\rtrace_context\x18\x06 \x01(\tH\x04R\ftraceContext\x88\x01\x01\x12(\n" +
+	"\rdelay_seconds\x18\a \x01(\x03H\x05R\fdelaySeconds\x88\x01\x01\x120\n" +
+	"\x12deliver_at_unix_ms\x18\b \x01(\x03H\x06R\x0fdeliverAtUnixMs\x88\x01\x01\x12\x19\n" +
 	"\bgroup_id\x18\t \x01(\tR\agroupId\x12\x19\n" +
 	"\bdedup_id\x18\n" +
 	" \x01(\tR\adedupId\x1aZ\n" +
@@ -1844,7 +1872,8 @@ const file_stream_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
 	"\x05value\x18\x02 \x01(\v2\x1b.sluice.stream.v1.AttributeR\x05value:\x028\x01B\v\n" +
 	"\t_priorityB\x0f\n" +
-	"\r_max_attemptsB\x11\n" +
+	"\r_max_attemptsB\x0e\n" +
+	"\f_ttl_secondsB\x11\n" +
 	"\x0f_correlation_idB\x10\n" +
 	"\x0e_trace_contextB\x10\n" +
 	"\x0e_delay_secondsB\x15\n" +
@@ -1906,7 +1935,7 @@ const file_stream_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x16.sluice.stream.v1.OpenH\x00R\x04open\x122\n" +
 	"\x06credit\x18\x02 \x01(\v2\x18.sluice.stream.v1.CreditH\x00R\x06credit\x122\n" +
 	"\x06settle\x18\x03 \x01(\v2\x18.sluice.stream.v1.SettleH\x00R\x06settleB\x06\n" +
-	"\x04kind\"\xe7\x04\n" +
+	"\x04kind\"\x88\x05\n" +
 	"\aMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04body\x18\x02 \x01(\tR\x04body\x12I\n" +
@@ -1925,7 +1954,9 @@ const file_stream_proto_rawDesc = "" +
 	"\bdedup_id\x18\f \x01(\tR\adedupId\x12'\n" +
 	"\x0fsequence_number\x18\r \x01(\tR\x0esequenceNumber\x12%\n" +
 	"\x0efailure_reason\x18\x0e \x01(\tR\rfailureReason\x12\x18\n" +
-	"\areceipt\x18\x0f \x01(\tR\areceipt\x1aZ\n" +
+	"\areceipt\x18\x0f \x01(\tR\areceipt\x12\x1f\n" +
+	"\vttl_seconds\x18\x10 \x01(\x05R\n" +
+	"ttlSeconds\x1aZ\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
 	"\x05value\x18\x02 \x01(\v2\x1b.sluice.stream.v1.AttributeR\x05value:\x028\x01\"t\n" +
