@@ -17,8 +17,8 @@ import (
 
 // TestDeadLetterNow: the emulated dead-letter-now sends a copy to the
 // queue's dead-letter queue (resolved from its RedrivePolicy) with the body,
-// the attributes (Sluice.MaxAttempts dropped) and the reason, then deletes
-// the message from the source.
+// the attributes (Sluice.MaxAttempts and Sluice.TimeToLive dropped) and the
+// reason, then deletes the message from the source.
 func TestDeadLetterNow(t *testing.T) {
 	t.Parallel()
 	e := setup(t, true)
@@ -31,6 +31,7 @@ func TestDeadLetterNow(t *testing.T) {
 		"Sluice.Priority":      num("-3"),
 		"Sluice.CorrelationId": str("corr-1"),
 		"Sluice.MaxAttempts":   num("2"),
+		"Sluice.TimeToLive":    num("3600"),
 		"traceparent":          str(traceparent),
 	}, "")
 	src := e.source(q, sqssource.Config{})

@@ -199,7 +199,9 @@ func (s *Source) deadLetter(ctx context.Context, m *worker.Message, reason strin
 // Sluice.Priority unless the dead-letter queue is FIFO, which refuses
 // priorities), without Sluice.MaxAttempts (an attempt limit of the source
 // queue; Sluice refuses it on a queue without a RedrivePolicy, as a
-// dead-letter queue usually is), plus DeadLetterReasonAttribute. When the
+// dead-letter queue usually is) and Sluice.TimeToLive (a dead letter leaves
+// its time to live behind, as Sluice's own dead-letter moves do; the copy
+// is a new send, which would expire again), plus DeadLetterReasonAttribute. When the
 // copy already has SQS's 10 attributes, the reason is dropped (the
 // message's own attributes are what a redrive replays) and logged at Warn.
 func (s *Source) deadLetterAttributes(m *worker.Message, reason string, fifo bool) map[string]types.MessageAttributeValue {
@@ -217,6 +219,7 @@ func (s *Source) deadLetterAttributes(m *worker.Message, reason string, fifo boo
 		attrs[attrPriority] = toSQS(worker.Attribute{Type: "Number", Value: strconv.Itoa(m.Priority)})
 	}
 	delete(attrs, attrMaxAttempts)
+	delete(attrs, attrTimeToLive)
 	if reason == "" {
 		reason = "dead-lettered by the handler"
 	}

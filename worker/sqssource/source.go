@@ -20,12 +20,14 @@ import (
 
 // The message attributes that Receive lifts into worker.Message's fields
 // (and leaves out of its Attributes, as Sluice's native API does), and that
-// a dead-letter send puts back.
+// a dead-letter send puts back; and Sluice.TimeToLive, which a dead-letter
+// send leaves out.
 const (
 	attrPriority      = "Sluice.Priority"
 	attrMaxAttempts   = "Sluice.MaxAttempts"
 	attrCorrelationID = "Sluice.CorrelationId"
 	attrTraceParent   = "traceparent"
+	attrTimeToLive    = "Sluice.TimeToLive"
 )
 
 // maxBatch is SQS's most entries in a batch call and messages in a receive.
