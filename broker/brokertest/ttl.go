@@ -23,6 +23,7 @@ var ttlTests = []testCase{
 	{"InFlightKeepsLease", testTTLInFlightKeepsLease},
 	{"InFlightExpiresAtLeaseEnd", testTTLInFlightLeaseEnd},
 	{"InFlightNackExpires", testTTLInFlightNack},
+	{"LeaseEndedThenExpired", testTTLLeaseEndedThenExpired},
 	{"BackingOffExpires", testTTLBackingOff},
 	{"DeadLetterReasonExpired", testTTLDeadLetter},
 	{"DeadLetterFromFlight", testTTLDeadLetterFromFlight},
@@ -175,6 +176,30 @@ func testTTLInFlightNack(t *testing.T, s suite) {
 	e.snooze("q", ds[2].Receipt, 0)
 	e.wantStats("q", 0, 0, 0)
 	e.receiveNone("q")
+}
+
+// testTTLLeaseEndedThenExpired: a message whose lease ended, then whose
+// time to live passed, is gone, whoever notices first (a visibility change
+// with the old receipt, or the sweeper): the change answers as for a
+// message that is gone, and a delete of the old receipt succeeds without
+// effect.
+func testTTLLeaseEndedThenExpired(t *testing.T, s suite) {
+	e := s.setup(t)
+	for _, policy := range []map[string]string{nil, {model.AttrRetryPolicy: retryPolicy(60, 300, model.JitterNone)}} {
+		e.createQueue("q", policy)
+		e.send("q", withTTL("a", 20), withTTL("b", 20))
+		ds := e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 2, Visibility: dur(10 * time.Second)}, 2)
+		e.advance(20 * time.Second) // the leases ended at 10 s, the messages expire at 20 s
+		wantErr(t, "ChangeVisibility of an ended lease past the time to live", e.changeVisErr("q", ds[0].Receipt, 0), model.ErrInvalidParameterValue)
+		if err := e.deleteErr("q", ds[1].Receipt); err != nil {
+			t.Fatalf("Delete of an ended lease past the time to live: %v, want success without effect", err)
+		}
+		e.eventuallyStats("q", 0, 0, 0)
+		e.receiveNone("q")
+		if err := e.b.DeleteQueue(e.ctx, "q"); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // testTTLBackingOff: a message backing off after a failure expires when its

@@ -447,12 +447,19 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 				case r.state == rowDelayed:
 					out[c.i] = model.LeaseStale // backing off or snoozed: not this lease's any more
 					continue
-				case !r.live && r.state == rowInFlight && hasRetryOrRedrive(q.cfg):
+				case !r.live && r.state == rowInFlight && (hasRetryOrRedrive(q.cfg) || model.Expired(r.facts.ExpiresAt, at)):
 					// The lease ended and nobody planned it yet: plan it
 					// now, as a receive would. Backing off or moved: the
 					// receipt is stale; visible again: the lease ended.
+					// A message visible or backing off since then whose
+					// time to live has passed by now expires now, as the
+					// expiry pass would have it (ttl.go; on a queue
+					// without a policy this is the only reason to plan).
 					now = at
 					p := plan.LeaseExpiry(q.cfg, r.facts, r.visibleAt)
+					if (p.Fate == plan.FateVisible || p.Fate == plan.FateDelayed) && model.Expired(r.facts.ExpiresAt, at) {
+						p = plan.LeaseExpiry(q.cfg, r.facts, at) // FateExpired
+					}
 					if err := deadLetterTo(&p, r.visibleAt); err != nil {
 						return err
 					}
