@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -234,10 +235,12 @@ func (c Config) Validate() error {
 
 // Server is Sluice's HTTP front end over the broker's front (broker.Broker).
 type Server struct {
-	cfg     Config
-	broker  *broker.Broker
-	log     *slog.Logger
-	handler http.Handler
+	cfg    Config
+	broker *broker.Broker
+	// readyBusy: a readiness check is under way (ready).
+	readyBusy atomic.Bool
+	log       *slog.Logger
+	handler   http.Handler
 	// mux routes every request; route.go asks it which route serves one.
 	mux *http.ServeMux
 	// gate is both APIs' waiting-receive gate (the cap, the drain).
@@ -398,12 +401,42 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "not ready: shutting down\n")
 		return
 	}
-	if err := s.broker.Ready(ctx); err != nil {
+	if err := s.ready(ctx); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = fmt.Fprintf(w, "not ready: %v\n", err)
 		return
 	}
 	_, _ = io.WriteString(w, "ready\n")
+}
+
+// errStoreSilent: the store did not answer the readiness check in time.
+var errStoreSilent = errors.New("the store did not answer within 2 s (a write may be stalled: is its disk full, or PostgreSQL unreachable?)")
+
+// ready runs the broker's readiness check, but answers by ctx's deadline
+// whatever the store does: a store whose writes are stalled (a full disk
+// under the embedded store's lock, a PostgreSQL that accepts and never
+// answers) may not return at all. One check runs at a time: a probe that
+// finds one still under way answers errStoreSilent at once rather than
+// piling goroutines onto a stuck store.
+func (s *Server) ready(ctx context.Context) error {
+	if !s.readyBusy.CompareAndSwap(false, true) {
+		return errStoreSilent
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer s.readyBusy.Store(false)
+		// Its own deadline: the check may outlive this probe, never for
+		// long where the store heeds a context.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		done <- s.broker.Ready(rctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return errStoreSilent
+	}
 }
 
 // withCaller records who made each request (broker.WithCaller), for the
