@@ -23,7 +23,7 @@ const browseChunk = 500
 // page examines at most model.BrowseScanLimit rows: a filter that matches
 // little returns a short page and a cursor to go on from.
 func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.BrowseRequest) (_ model.BrowsePage, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return model.BrowsePage{}, err
 	}
@@ -112,7 +112,7 @@ var messageIDRe = regexp.MustCompile(`^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]
 // an in-flight one held is free: the lock is derived from the rows). An id
 // that is not a UUID names no message.
 func (b *Backend) DeleteMessages(ctx context.Context, name model.QueueRef, ids []string) (_ []bool, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 // expired rows of every broker and broker's own rows are deleted, and recs
 // inserted.
 func (b *Backend) RecordConsumers(ctx context.Context, broker string, recs []model.ConsumerRecord, ttl time.Duration) (err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (b *Backend) RecordConsumers(ctx context.Context, broker string, recs []mod
 
 // ListConsumers implements storage.Backend.
 func (b *Backend) ListConsumers(ctx context.Context, q model.QueueRef) (_ []model.ConsumerInfo, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}

@@ -322,7 +322,7 @@ type leaseResult struct {
 // gone or backing off: stale; a lease that ended: ended), plans the change
 // with plan.LeaseChange and applies the plans (leaseApply).
 func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef, changes []model.VisibilityChange) (_ []model.LeaseOutcome, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}

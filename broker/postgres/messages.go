@@ -35,7 +35,7 @@ func encodeAttrs(e *model.SendEntry) []byte {
 // also adds them to a counter shard, in one autocommit statement (FIFO: one
 // transaction, sendFifo).
 func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []model.SendEntry) (_ []model.SendResult, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -396,7 +396,7 @@ var deleteByRefSQL = `WITH q AS (
 // subtracting them from the counters, in the statement that reads the queue
 // row (deleteByRefSQL).
 func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts []model.Receipt) (_ []model.LeaseOutcome, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func txErr(op string, err error) error {
 // StartMoveTask implements storage.Backend: one transaction, holding the
 // source queue row FOR UPDATE so that starts on one source are serialized.
 func (b *Backend) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) (_ model.MoveTask, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return model.MoveTask{}, err
 	}
@@ -219,7 +219,7 @@ func (b *Backend) StartMoveTask(ctx context.Context, req model.MoveTaskRequest) 
 
 // ListMoveTasks implements storage.Backend.
 func (b *Backend) ListMoveTasks(ctx context.Context, source model.QueueRef, limit int) (_ []model.MoveTask, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source model.QueueRef, limi
 // this broker's runner is woken for it. The UPDATE waits for a step in
 // progress, so the moved count it returns is final.
 func (b *Backend) CancelMoveTask(ctx context.Context, source model.QueueRef, id string) (_ model.MoveTask, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return model.MoveTask{}, err
 	}

@@ -92,6 +92,14 @@ type Config struct {
 	MaxConns int32
 	// StatementTimeout is the sessions' statement_timeout. Default 30 s; >= 1 s.
 	StatementTimeout time.Duration
+	// AnswerTimeout is how long a statement of the pool may go unanswered
+	// before the broker gives up on it and its connection (deadline.go): a
+	// PostgreSQL behind a partition that keeps the connection open would
+	// otherwise hold the request for ever. The request then answers
+	// ServiceUnavailable. Default 5 s; 100 ms..10 min; a StatementTimeout
+	// shorter than it is the deadline instead. (The
+	// server's own statement_timeout cannot help: the server never hears.)
+	AnswerTimeout time.Duration
 	// IdleInTxTimeout is the sessions' idle_in_transaction_session_timeout:
 	// a broker that stalls inside a transaction must not pin the xmin horizon
 	// (and so block vacuum) for long. Default 10 s; >= 1 s.
@@ -116,6 +124,7 @@ func DefaultConfig() Config {
 		Schema:           "sluice",
 		MaxConns:         16,
 		StatementTimeout: 30 * time.Second,
+		AnswerTimeout:    5 * time.Second,
 		IdleInTxTimeout:  10 * time.Second,
 		PollInterval:     time.Second,
 		NotifyInterval:   5 * time.Millisecond,
@@ -139,6 +148,9 @@ func (c Config) withDefaults() Config {
 	if c.IdleInTxTimeout == 0 {
 		c.IdleInTxTimeout = d.IdleInTxTimeout
 	}
+	if c.AnswerTimeout == 0 {
+		c.AnswerTimeout = d.AnswerTimeout
+	}
 	if c.PollInterval == 0 {
 		c.PollInterval = d.PollInterval
 	}
@@ -160,6 +172,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("postgres: Config.MaxConns %d: must be 1..1000", c.MaxConns)
 	case c.StatementTimeout < time.Second:
 		return fmt.Errorf("postgres: Config.StatementTimeout %v: must be at least 1s", c.StatementTimeout)
+	case c.AnswerTimeout < 100*time.Millisecond || c.AnswerTimeout > 10*time.Minute:
+		return fmt.Errorf("postgres: Config.AnswerTimeout %v: must be 100ms..10m", c.AnswerTimeout)
 	case c.IdleInTxTimeout < time.Second:
 		return fmt.Errorf("postgres: Config.IdleInTxTimeout %v: must be at least 1s", c.IdleInTxTimeout)
 	case c.PollInterval < 10*time.Millisecond || c.PollInterval > model.MaxWaitTime:
@@ -250,8 +264,13 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err := migrate(ctx, pcfg.ConnConfig, cfg.Schema, cfg.Logger); err != nil {
 		return nil, err
 	}
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
+		// A connection that does not come up within the answer deadline
+		// fails (deadline.go), unless the URL sets connect_timeout.
+		pcfg.ConnConfig.ConnectTimeout = min(cfg.AnswerTimeout, cfg.StatementTimeout)
+	}
 	dedicated := pcfg.ConnConfig.Copy() // the listener's and notifier's: untraced
-	pcfg.ConnConfig.Tracer = cfg.QueryTracer
+	pcfg.ConnConfig.Tracer = deadlineTracer{inner: cfg.QueryTracer, d: min(cfg.AnswerTimeout, cfg.StatementTimeout)}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
@@ -377,7 +396,7 @@ func retry(f func() error) error {
 
 // Ping implements storage.Diagnostics: a round trip on the pool.
 func (b *Backend) Ping(ctx context.Context) (err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ type querier interface {
 // once: the unique index on live names lets one insert win; the other reads
 // the winner and returns it (created == false).
 func (b *Backend) CreateQueue(ctx context.Context, spec storage.QueueSpec) (_ model.Queue, _ bool, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return model.Queue{}, false, err
 	}
@@ -144,7 +144,7 @@ func (b *Backend) CreateQueue(ctx context.Context, spec storage.QueueSpec) (_ mo
 // queue's due delayed and in-flight messages (amortised: each message is
 // promoted once; nothing is scanned when nothing is due).
 func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (_ model.QueueInfo, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return model.QueueInfo{}, err
 	}
@@ -177,7 +177,7 @@ func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (_ model.Qu
 
 // ListQueues implements storage.Backend. Names sort bytewise (COLLATE "C").
 func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) (_ []model.Queue, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string,
 // u.Modified) in one transaction, so concurrent updates never lose one
 // another's change.
 func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, change model.QueueChange) (err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (b *Backend) UpdateQueue(ctx context.Context, name model.QueueRef, change m
 // once (its id is never reused, so its receipts stop working); the sweeper of
 // any broker deletes its messages and counters in bounded batches.
 func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) (err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name model.QueueRef) (err err
 // never half. A purge runs under the queue row's lock (FOR UPDATE), which
 // also orders it with move-task steps (FOR SHARE).
 func (b *Backend) PurgeQueue(ctx context.Context, name model.QueueRef, minInterval time.Duration) (err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func countsFromStates(cte, qid, shardParam string) string {
 // is read by nothing else, and its messages' wait must show. (An ended
 // lease of a queue with a policy is planned by the sweeper at its end.)
 func (b *Backend) ListQueueStats(ctx context.Context, account string) (_ []model.QueueInfo, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}

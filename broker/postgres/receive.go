@@ -48,7 +48,7 @@ const maxContendedRetry = 64 * time.Millisecond
 // LISTEN/NOTIFY. Polling stays the source of truth: a lost notification
 // delays a receive by at most PollInterval.
 func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) (_ []model.Delivery, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}

@@ -44,8 +44,24 @@ func unreachable(err error) bool {
 // unreachable: the one place where this backend's connection failures
 // become the broker's retryable "unavailable" (503) instead of an internal
 // failure. Every method of the Backend seam defers it.
-func unavailable(err *error) {
-	if *err != nil && !errors.Is(*err, model.ErrUnavailable) && unreachable(*err) {
+//
+// A statement that ran out of its answer deadline (deadline.go) while the
+// caller's ctx is still live is unreachable too: the database did not
+// answer. A caller whose own ctx ended (a client gone, a deadline of its
+// own) gets its error as it is.
+func unavailable(ctx context.Context, err *error) {
+	if *err == nil || errors.Is(*err, model.ErrUnavailable) {
+		return
+	}
+	if unreachable(*err) || ctx.Err() == nil && timedOut(*err) {
 		*err = model.UnavailableError(*err)
 	}
+}
+
+// timedOut reports whether err is a deadline's: the context's, or the
+// connection's read or write deadline that pgx sets when it passes.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() ||
+		pgconn.Timeout(err)
 }
