@@ -198,7 +198,6 @@ func scanManifest(fs vfs.FS, path string) (*logDamage, error) {
 // are decoded; an edit that starts otherwise holds no log number
 // (TestMinUnflushedLog checks the order against Pebble's own MANIFESTs).
 func minUnflushedLog(data []byte) uint64 {
-	const tagComparator, tagLogNumber = 1, 2
 	var minLog uint64
 	r := record.NewReader(&byteReader{b: data}, 0)
 	for {
@@ -210,21 +209,31 @@ func minUnflushedLog(data []byte) uint64 {
 		if err != nil {
 			return minLog
 		}
-		tag, n := binary.Uvarint(edit)
-		if n > 0 && tag == tagComparator {
-			l, m := binary.Uvarint(edit[n:])
-			if m <= 0 || uint64(len(edit)-n-m) < l {
-				continue
-			}
-			edit = edit[n+m+int(l):]
-			tag, n = binary.Uvarint(edit)
-		}
-		if n > 0 && tag == tagLogNumber {
-			if num, m := binary.Uvarint(edit[n:]); m > 0 {
-				minLog = max(minLog, num)
-			}
+		if num, ok := editLogNumber(edit); ok {
+			minLog = max(minLog, num)
 		}
 	}
+}
+
+// editLogNumber is the log number of a MANIFEST version edit, if it has one
+// (see minUnflushedLog for the order of the fields).
+func editLogNumber(edit []byte) (uint64, bool) {
+	const tagComparator, tagLogNumber = 1, 2
+	tag, n := binary.Uvarint(edit)
+	if n > 0 && tag == tagComparator {
+		l, m := binary.Uvarint(edit[n:])
+		if m <= 0 || uint64(len(edit)-n-m) < l {
+			return 0, false
+		}
+		edit = edit[n+m+int(l):]
+		tag, n = binary.Uvarint(edit)
+	}
+	if n > 0 && tag == tagLogNumber {
+		if num, m := binary.Uvarint(edit[n:]); m > 0 {
+			return num, true
+		}
+	}
+	return 0, false
 }
 
 // byteReader is an io.Reader over b (bytes.Reader would do, but
