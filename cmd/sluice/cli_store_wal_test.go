@@ -18,7 +18,7 @@ import (
 // TestCLIStoreVerifyDamagedLog: a byte flipped in the middle of the newest
 // write-ahead log of a crash image (every send synced) makes sluice store
 // verify name the log and exit 1; salvage copies the messages before the
-// damage.
+// damage, and exits 1 (those after it are lost).
 func TestCLIStoreVerifyDamagedLog(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
@@ -68,7 +68,7 @@ func TestCLIStoreVerifyDamagedLog(t *testing.T) {
 	}
 	r = runOffline(t, "store", "salvage", "--data", img, "--to", filepath.Join(t.TempDir(), "salvaged"))
 	t.Logf("salvage:\n%s%s", r.stdout, r.stderr)
-	if r.code != 0 || !strings.Contains(r.stdout, "copied 1 queue ") {
-		t.Fatalf("salvage: %+v", r)
+	if r.code != 1 || !strings.Contains(r.stdout, "copied 1 queue ") || !strings.Contains(r.stdout, "the records after the damage are lost") {
+		t.Fatalf("salvage: %+v, want exit 1 (the records after the damage are lost)", r)
 	}
 }
