@@ -150,12 +150,16 @@ func openSource(ctx context.Context, dir string, fs vfs.FS, damaged []logDamage,
 	case errors.Is(err, ErrDirLocked):
 		return nil, err
 	default:
+		openErr := err
 		if e := errors.Unwrap(err); e != nil {
 			err = e // Pebble's error, without "open store in <dir>"
 		}
 		why = "the store does not open (" + firstLine(err) + ")"
 		if tables, err = tableFiles(cfs, dir); err != nil {
 			return nil, err
+		}
+		if len(tables) == 0 && errors.Is(openErr, pebble.ErrDBDoesNotExist) {
+			return nil, openErr // no store here at all
 		}
 	}
 	lock, err := fs.Lock(fs.PathJoin(dir, "LOCK"))

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
@@ -175,5 +177,18 @@ func TestVerifyListsSetAside(t *testing.T) {
 	}
 	if set == 0 || set != len(rep.Damaged) {
 		t.Fatalf("verify after receives: %d set aside of %d damaged, want all and some", set, len(rep.Damaged))
+	}
+}
+
+// TestVerifyNoStore: a directory without a store is refused, not read table
+// by table as an empty store.
+func TestVerifyNoStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := Verify(context.Background(), dir, nil, testLogger(t)); !errors.Is(err, pebble.ErrDBDoesNotExist) {
+		t.Fatalf("verify of an empty directory: %v, want pebble.ErrDBDoesNotExist", err)
+	}
+	if _, err := Salvage(context.Background(), dir, filepath.Join(t.TempDir(), "s"), nil, testLogger(t)); !errors.Is(err, pebble.ErrDBDoesNotExist) {
+		t.Fatalf("salvage of an empty directory: %v, want pebble.ErrDBDoesNotExist", err)
 	}
 }
