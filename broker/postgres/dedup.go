@@ -103,7 +103,7 @@ func (s sendOn) sendDeduped(ctx context.Context, q queueRow, entries []model.Sen
 					results[i].MessageID, skip[i] = orig, true
 				}
 			}
-			in := sendOn{db: tx, now: s.now, run: once}
+			in := sendOn{db: tx, now: s.now, run: once, txShard: s.txShard}
 			var err error
 			_, _, delay, err = in.insertStandard(ctx, q, false, entries, plans, results, skip)
 			return err

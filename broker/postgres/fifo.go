@@ -129,9 +129,9 @@ func (s sendOn) sendFifo(ctx context.Context, q queueRow, entries []model.SendEn
 				return nil
 			}
 			if state == rowDelayed {
-				return addCounts(ctx, tx, q.mid, 0, 0, stored)
+				return addCounts(ctx, tx, q.mid, s.shard(), 0, 0, stored)
 			}
-			return addCounts(ctx, tx, q.mid, stored, 0, 0)
+			return addCounts(ctx, tx, q.mid, s.shard(), stored, 0, 0)
 		})
 	})
 }
@@ -233,11 +233,40 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, want int, lc *limit
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	var out []model.Delivery
-	var moved []movedLetter
-	var dropped int
+	for waited := false; ; waited = true {
+		out, moved, dropped, blocked, err := b.claimFifoOnce(ctx, q, want, lc, vis, attemptID, to, !waited)
+		if err != nil || !blocked {
+			return out, moved, dropped, err
+		}
+		// A limited claim found every receivable group locked (or none
+		// receivable): wait for the oldest receivable one's lock here,
+		// outside the claim's transaction and so without the queue's
+		// limits row (the statement is its own transaction: the lock goes
+		// as soon as it is taken), then claim once more if there was one.
+		rows, err := b.pool.Query(ctx, fifoCandidatesWaitSQL, q.mid, 1)
+		if err != nil {
+			return nil, nil, 0, dbErr("receive", err)
+		}
+		groups, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, nil, 0, dbErr("receive", err)
+		}
+		if len(groups) == 0 {
+			return nil, nil, 0, nil
+		}
+	}
+}
+
+// claimFifoOnce is one transaction of claimFifo, which has read to. When
+// every receivable group is locked, an unlimited claim (lc nil) waits for
+// the oldest one's lock in the transaction; a limited one, holding its
+// queue's limits row, claims nothing and reports blocked when mayWait, for
+// claimFifo to wait outside the transaction (a limits row held while
+// waiting would hold every receive of the queue, on every broker, behind a
+// group that an application's open SendTx may lock until it commits).
+func (b *Backend) claimFifoOnce(ctx context.Context, q queueRow, want int, lc *limitedClaim, vis time.Duration, attemptID string, to claimTo, mayWait bool) (out []model.Delivery, moved []movedLetter, dropped int, blocked bool, err error) {
 	err = retry(func() error {
-		out, moved, dropped = nil, nil, 0
+		out, moved, dropped, blocked = nil, nil, 0, false
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			n := want
 			if lc != nil {
@@ -255,6 +284,12 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, want int, lc *limit
 			groups, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			if err != nil {
 				return err
+			}
+			if len(groups) == 0 && lc != nil {
+				// Every receivable group (if any) was locked: not here,
+				// under the limits row (see claimFifoOnce).
+				blocked = mayWait
+				return nil
 			}
 			if len(groups) == 0 {
 				// Every receivable group (if any) was locked. Not only
@@ -342,9 +377,9 @@ func (b *Backend) claimFifo(ctx context.Context, q queueRow, want int, lc *limit
 		})
 	})
 	if err != nil {
-		return nil, nil, 0, dbErr("receive", err)
+		return nil, nil, 0, false, dbErr("receive", err)
 	}
-	return out, moved, dropped, nil
+	return out, moved, dropped, blocked, nil
 }
 
 // replayAttempt answers a FIFO receive whose attempt id is in the cache:

@@ -212,7 +212,7 @@ func (b *Backend) apply(ctx context.Context, tx pgx.Tx, q queueRow, to claimTo, 
 		if d.ready == 0 && d.inflight == 0 && d.delayed == 0 {
 			continue
 		}
-		if err := addCounts(ctx, tx, d.mid, d.ready, d.inflight, d.delayed); err != nil {
+		if err := addCounts(ctx, tx, d.mid, shard(), d.ready, d.inflight, d.delayed); err != nil {
 			return err
 		}
 	}

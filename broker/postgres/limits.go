@@ -21,6 +21,14 @@ import (
 // (plan.RateTaken) before it commits. A queue without limits pays nothing:
 // its claim is the one statement it always was, with no row lock.
 //
+// A claim holding the row must not wait for what an application's open
+// transaction holds (SendTx), or every receive of the queue would wait
+// until that commits: a SendTx counts its messages on counter rows no
+// broker statement picks (txShard), and a FIFO claim that finds every
+// receivable group locked waits for one after its transaction, without the
+// row (claimFifo). Its queue row, which a SendTx holds FOR SHARE, is why
+// the row is in a table of its own (migration 13).
+//
 // A limited claim costs three round trips more than an unlimited one
 // (BEGIN, the lock and reads, COMMIT) and one more when it leased messages
 // on a queue with a rate (the instant's update); its claims wait for each

@@ -95,6 +95,17 @@ type sendOn struct {
 	// standard queue without a depth limit plans with the cached row, and
 	// its insert stores nothing unless the row is unchanged (see send).
 	cache *queueCache
+	// txShard, when > 0, is the counter row the send adds its messages to
+	// (SendTx's: see txShard); 0: one picked per statement (shard).
+	txShard int
+}
+
+// shard is the counter row a statement of s adds its deltas to.
+func (s sendOn) shard() int {
+	if s.txShard > 0 {
+		return s.txShard
+	}
+	return shard()
 }
 
 // queueCache is a broker's cache of queue rows by name, for sends.
@@ -250,7 +261,7 @@ func (s sendOn) sendTo(ctx context.Context, ref model.QueueRef, q queueRow, cach
 // sendDeduped's path, which passes skip) stores it in dedup_id; the
 // statement of a send without one does not name the column.
 func (s sendOn) insertStandard(ctx context.Context, q queueRow, cached bool, entries []model.SendEntry, plans []plan.SendPlan, results []model.SendResult, skip []bool) (stored, values int, minDelay time.Duration, err error) {
-	args := []any{s.now, q.mid, shard()}
+	args := []any{s.now, q.mid, s.shard()}
 	var rows []string
 	var turns sendTurns
 	minDelay = -1
@@ -588,13 +599,13 @@ func readDepth(ctx context.Context, db querier, mid int64) (int64, error) {
 	return d, nil
 }
 
-// addCounts adds deltas to one counter shard of queue qid (last in its
+// addCounts adds deltas to counter shard sh of queue qid (last in its
 // transaction: see the package comment).
-func addCounts(ctx context.Context, tx pgx.Tx, qid, ready, inflight, delayed int64) error {
+func addCounts(ctx context.Context, tx pgx.Tx, qid int64, sh int, ready, inflight, delayed int64) error {
 	_, err := tx.Exec(ctx, `INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
 			inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed`,
-		qid, shard(), ready, inflight, delayed)
+		qid, sh, ready, inflight, delayed)
 	return err
 }
 

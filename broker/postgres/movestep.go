@@ -520,7 +520,7 @@ func addStepCounts(ctx context.Context, tx pgx.Tx, src queueRow, p stepPlan) err
 		if *d == (delta{}) {
 			continue
 		}
-		if err := addCounts(ctx, tx, qid, d.ready, d.inflight, d.delayed); err != nil {
+		if err := addCounts(ctx, tx, qid, shard(), d.ready, d.inflight, d.delayed); err != nil {
 			return err
 		}
 	}

@@ -26,11 +26,14 @@
 // # Counters
 //
 // The approximate counts are maintained, never scanned: table counts holds
-// per queue (per mid: see PurgeQueue) countShards rows of (ready, inflight, delayed) deltas whose sums
+// per queue (per mid: see PurgeQueue) rows of (ready, inflight, delayed) deltas whose sums
 // are the number of messages in each stored state. Every statement that
-// changes a message's stored state adds its deltas to one random shard in the
+// changes a message's stored state adds its deltas to one shard in the
 // same transaction, so the sums are exact at every commit while concurrent
-// writers rarely wait on the same counter row. Invariant (deadlock freedom):
+// writers rarely wait on the same counter row: a broker's statement to one of
+// countShards picked at random, a transactional send (SendTx), which holds its
+// row until the application commits, to one of countShards more that no
+// broker statement picks (txShard). Invariant (deadlock freedom):
 // a transaction updates counters last, after every message row lock it
 // takes, and updates several counter rows in (queue_id, shard) order.
 //

@@ -14,7 +14,9 @@ import (
 	"github.com/sluicemq/sluice/broker/storage"
 )
 
-// countShards is the number of counter rows per queue (see the package comment).
+// countShards is the number of counter rows per queue that the brokers'
+// statements add to (shard), and as many more that transactional sends
+// add to (txShard); see the package comment.
 const countShards = 16
 
 // queueRow is a live queue as read from the queues table.
@@ -335,8 +337,24 @@ func (b *Backend) purgeTx(ctx context.Context, name model.QueueRef, minInterval 
 	})
 }
 
-// shard picks the counter row a statement adds its deltas to.
+// shard picks the counter row a broker's statement adds its deltas to:
+// 0..countShards-1, at random.
 func shard() int { return rand.IntN(countShards) }
+
+// txShard is the counter row that the transactional sends (SendTx) of the
+// database session pid add to: countShards..2*countShards-1, one per
+// session. A SendTx holds its counter row until the application's
+// transaction ends, so it must be one that no broker statement picks:
+// a claim, a delete or a send that picked it would wait for the
+// application's commit, and a limited queue's claim would wait holding the
+// queue's limits row, with every other receive of the queue behind it
+// (TestSendTxLeavesReceivesAlone). Sums over every row stay exact. One row
+// per session rather than one for all: the open transactions of several
+// sessions sending to one queue wait for each other only when their
+// sessions share a row (consecutive process ids do not); and the same row
+// for every SendTx of one transaction, so that two of them never lock two
+// rows of a queue in opposite orders.
+func txShard(pid uint32) int { return countShards + int(pid%countShards) }
 
 // countsFromStates is the tail of a statement whose CTE named cte returns the
 // stored states (column state) of the messages it deleted: it subtracts them

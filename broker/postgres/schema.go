@@ -333,7 +333,9 @@ CREATE INDEX IF NOT EXISTS messages_ready_age ON messages (queue_id, visible_at)
 	// rate_at is the rate's instant (plan.RateTaken; NULL: none yet). A
 	// table of its own, not a column of queues: a transactional send holds
 	// its queue row FOR SHARE until the application commits, which a claim
-	// locking or updating that row would wait for. The settings are in
+	// locking or updating that row would wait for (nor does a claim wait
+	// for the send's other rows while it holds this one: see txShard and
+	// claimFifo). The settings are in
 	// queues.config (JSON): an existing queue reads them as unset, the
 	// defaults, and has no row here.
 	`

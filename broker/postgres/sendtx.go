@@ -87,14 +87,17 @@ const txSender = "tx"
 // Send last, just before the commit: what SendTx writes stays locked until
 // tx ends. It reads the queue's row FOR SHARE (a purge, deletion or
 // attribute change of the queue waits for tx, so tx cannot leave messages
-// behind in a purged or deleted queue); it adds the messages to one of the
-// queue's 16 counter rows, which other sends, receives and deletes of the
-// queue that pick the same row wait for; on a FIFO queue it locks the
-// messages' group rows (the group's next sends wait, its receives skip it:
-// sequence order within a group is commit order) and their deduplication
-// keys (a duplicate sent meanwhile waits, then is deduplicated), as it locks
-// the deduplication keys of a standard queue's messages that carry one. A NOTIFY
-// also serializes commits that notify, cluster-wide, for an instant.
+// behind in a purged or deleted queue); it adds the messages to a counter
+// row of the queue that no broker statement uses (txShard: the brokers'
+// sends, receives and deletes never wait for it; the SendTx of another
+// session waits only when their process ids are equal modulo 16); on a
+// FIFO queue it locks the messages' group rows (the group's next sends
+// wait; its receives skip it, and a receive that finds no other group
+// receivable waits for it: sequence order within a group is commit order)
+// and their deduplication keys (a duplicate sent meanwhile waits, then is
+// deduplicated), as it locks the deduplication keys of a standard queue's
+// messages that carry one. A NOTIFY also serializes commits that notify,
+// cluster-wide, for an instant.
 func SendTx(ctx context.Context, tx pgx.Tx, cfg TxConfig, queue string, entries []model.SendEntry) ([]model.SendResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -127,7 +130,7 @@ func SendTx(ctx context.Context, tx pgx.Tx, cfg TxConfig, queue string, entries 
 	if _, ok := cfg.Clock.(model.OffsetClock); ok {
 		now = cfg.Clock.Now()
 	}
-	s := sendOn{db: sp, now: now, run: once, share: true, whole: true}
+	s := sendOn{db: sp, now: now, run: once, share: true, whole: true, txShard: sessionShard(sp)}
 	results, q, delay, err := s.send(ctx, model.QueueRef{Account: cfg.Account, Name: queue}, entries)
 	if err != nil {
 		var pe *pgconn.PgError
@@ -149,6 +152,15 @@ func SendTx(ctx context.Context, tx pgx.Tx, cfg TxConfig, queue string, entries 
 		return nil, dbErr("send: release savepoint", err)
 	}
 	return results, nil
+}
+
+// sessionShard is the counter row (txShard) of the database session of tx;
+// the first of SendTx's rows when tx does not name its connection.
+func sessionShard(tx pgx.Tx) int {
+	if c := tx.Conn(); c != nil && c.PgConn() != nil {
+		return txShard(c.PgConn().PID())
+	}
+	return countShards
 }
 
 // once runs f once: in a caller's transaction a failed statement aborts it,
