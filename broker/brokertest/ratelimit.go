@@ -25,6 +25,7 @@ var rateLimitTests = []testCase{
 	{"MaxInFlightUnderTheBrokerCap", testMaxInFlightBrokerCap},
 	{"MaxInFlightStreams", testMaxInFlightStreams},
 	{"RateBurstThenInterval", testRateBurst},
+	{"RateServesEveryWaiter", testRateEveryWaiter},
 	{"RateWaitEndsFirst", testRateWaitEndsFirst},
 	{"RateSlowerThanOneASecond", testRateSlow},
 	{"RateFIFO", testRateFifo},
@@ -214,6 +215,35 @@ func testRateBurst(t *testing.T, s suite) {
 		t.Fatalf("after a minute idle: got %d, want the burst of 2", len(ds))
 	}
 	e.wantStats("q", 8, 2, 0) // the first four leases ended in that minute
+}
+
+// testRateEveryWaiter: a send of more messages than the rate lets go at
+// once still serves every waiting receive: two wait on an empty queue
+// limited to 2 a second, a send of 3 gives one of them the burst of 2, and
+// the other gets the third at the rate's next instant, 500 ms later.
+func testRateEveryWaiter(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{model.AttrMaxReceivesPerSecond: "2"})
+	w1 := e.goWait(e.ctx, "q", model.MaxWaitTime)
+	w2 := e.goWait(e.ctx, "q", model.MaxWaitTime)
+	e.send("q", model.SendEntry{Body: "a"}, model.SendEntry{Body: "b"}, model.SendEntry{Body: "c"})
+	var other <-chan recvResult
+	select {
+	case r := <-w1:
+		wantReceived(t, "the first waiting receive served", r, 2)
+		other = w2
+	case r := <-w2:
+		wantReceived(t, "the first waiting receive served", r, 2)
+		other = w1
+	case <-time.After(promptly):
+		t.Fatal("no waiting receive got the burst")
+	}
+	e.notYet(other, "the other waiting receive before the rate's next instant")
+	e.advance(499 * time.Millisecond)
+	e.notYet(other, "the other waiting receive 499 ms after the burst")
+	e.advance(time.Millisecond)
+	wantReceived(t, "the other waiting receive at the rate's next instant",
+		e.await(other, promptly, "the other waiting receive at the rate's next instant"), 1)
 }
 
 // testRateWaitEndsFirst: a receive whose wait ends before the rate's next

@@ -45,7 +45,14 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 	if err != nil || delay < 0 {
 		return results, err
 	}
-	if delay == 0 {
+	switch {
+	case delay == 0 && q.cfg.ReceiveRate > 0:
+		// Some messages are ready now, on a queue with a rate: every
+		// waiting receive looks. A receive woken for n messages takes
+		// what the rate lets go now, and one that was not woken would
+		// sleep past the rate's next instant, which only a look arms.
+		b.changed(q.id, time.Time{}, false)
+	case delay == 0:
 		// Some messages are ready now: at most as many as were stored.
 		n := 0
 		for i := range results {
@@ -54,7 +61,7 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 			}
 		}
 		b.readied(q.id, n)
-	} else {
+	default:
 		b.changed(q.id, b.clock.Now().Add(delay), false)
 	}
 	var ttl time.Duration // the shortest time to live stored

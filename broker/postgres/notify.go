@@ -179,8 +179,9 @@ func (b *Backend) changed(qid int64, due time.Time, force bool) {
 }
 
 // readied is called after a commit that made n messages of queue qid ready
-// now (a send): it wakes n of this broker's sleeping waiters (wakeSome) and
-// asks the notifier to tell the other brokers.
+// now (a send to a queue without a MaxReceivesPerSecond: see Send): it wakes
+// n of this broker's sleeping waiters (wakeSome) and asks the notifier to
+// tell the other brokers.
 func (b *Backend) readied(qid int64, n int) {
 	b.waiters.wakeSome(qid, n)
 	b.notifier.add(qid)
