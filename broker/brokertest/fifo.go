@@ -33,6 +33,7 @@ var fifoTests = []testCase{
 	{"WaitingReceiveWokenByExpiry", testFifoWaiterWokenByExpiry},
 	{"WaitingReceiveWokenByExpiryAfterRestart", testFifoWaiterWokenByExpiryAfterRestart},
 	{"WaitingReceiveWokenByNack", testFifoWaiterWokenByNack},
+	{"WaitingReceiveWokenByRetention", testFifoWaiterWokenByRetention},
 	{"AttemptRetriedAfterRestartAndExpiry", testFifoAttemptAfterRestartAndExpiry},
 	{"DrainAfterRestart", testFifoDrainAfterRestart},
 	// The dedup window and sequence numbers (fifo_dedup.go).

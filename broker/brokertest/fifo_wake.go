@@ -63,6 +63,29 @@ func testFifoWaiterWokenByExpiryAfterRestart(t *testing.T, s suite) {
 	wantBodies(t, "the waiting receive", r.ds, "a1", "a2")
 }
 
+// testFifoWaiterWokenByRetention: the message that locks a group, deleted
+// by its queue's retention while in flight, unlocks it: a receive waiting
+// for the group gets its next message when the clock passes that
+// retention, long before the lease ends.
+func testFifoWaiterWokenByRetention(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.fifoQueue("q.fifo", map[string]string{model.AttrMessageRetentionPeriod: "60"})
+	e.fsend("q.fifo", "g", "1", "a1")
+	wantBodies(t, "the first receive", e.receiveN(model.ReceiveRequest{Queue: "q.fifo", MaxMessages: 1,
+		Visibility: dur(12 * time.Hour), WaitTime: dur(0)}, 1), "a1")
+	e.advance(50 * time.Second)
+	e.fsend("q.fifo", "g", "2", "a2")
+	e.advance(9500 * time.Millisecond) // 59.5 s after a1's send
+	ch := e.goWait(e.ctx, "q.fifo", model.MaxWaitTime)
+	e.notYet(ch, "a1 in flight holds the group")
+	e.advance(600 * time.Millisecond) // a1 is past its retention; a2 is not
+	r := e.await(ch, promptly, "long poll after a1's retention")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantBodies(t, "the waiting receive", r.ds, "a2")
+}
+
 // testFifoWaiterWokenByNack: a visibility change to 0 of the message that
 // locks a group wakes a receive waiting for it.
 func testFifoWaiterWokenByNack(t *testing.T, s suite) {

@@ -21,6 +21,7 @@ var rateLimitTests = []testCase{
 	{"MaxInFlightWaitsForADelete", testMaxInFlightDelete},
 	{"MaxInFlightWaitsForANack", testMaxInFlightNack},
 	{"MaxInFlightWaitsForALeaseEnd", testMaxInFlightLeaseEnd},
+	{"MaxInFlightWaitsForRetention", testMaxInFlightRetention},
 	{"MaxInFlightFIFO", testMaxInFlightFifo},
 	{"MaxInFlightUnderTheBrokerCap", testMaxInFlightBrokerCap},
 	{"MaxInFlightStreams", testMaxInFlightStreams},
@@ -130,6 +131,29 @@ func testMaxInFlightLeaseEnd(t *testing.T, s suite) {
 	e.advance(time.Second)
 	wantReceived(t, "the waiting receive at the lease's end", e.await(ch, promptly, "a long poll at the lease's end"), 1)
 	e.wantStats("q", 1, 1, 0)
+}
+
+// testMaxInFlightRetention: an in-flight message that its queue's retention
+// deletes makes room: a receive waiting at the cap gets the ready message
+// when the clock passes the in-flight one's retention, long before its
+// lease ends.
+func testMaxInFlightRetention(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{model.AttrMaxInFlight: "1", model.AttrMessageRetentionPeriod: "60"})
+	e.sendBody("q", "m1")
+	e.receiveOneFor("q", 12*time.Hour)
+	e.advance(50 * time.Second)
+	e.sendBody("q", "m2")
+	e.advance(9500 * time.Millisecond) // 59.5 s after m1's send
+	ch := e.goWait(e.ctx, "q", model.MaxWaitTime)
+	e.notYet(ch, "a long poll at the cap")
+	e.advance(600 * time.Millisecond) // m1 is past its retention; m2 is not
+	got := wantReceived(t, "the waiting receive once the in-flight message expired",
+		e.await(ch, promptly, "a long poll after the in-flight message's retention"), 1)
+	if got[0].Body != "m2" {
+		t.Fatalf("got %s, want m2", got[0].Body)
+	}
+	e.wantStats("q", 0, 1, 0)
 }
 
 // testMaxInFlightFifo: on a FIFO queue too, the cap bounds a receive and

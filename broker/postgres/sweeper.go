@@ -67,17 +67,25 @@ func (b *Backend) sweepStep(ctx context.Context) (time.Time, error) {
 // sweepOnce runs one retention sweep and one reclaim step. It returns the
 // time until the next expiry (-1 if no message exists) and whether more work
 // is due at once.
+//
+// The retention sweep's statement also returns the ids of the queues of
+// which it deleted a message in flight on a FIFO queue (its group may be
+// free) or a queue with a MaxInFlight (there is room): their waiting
+// receives are woken, on every broker, as by a delete.
 func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool, err error) {
 	var expired int64
+	var freed []int64
 	err = retry(func() error {
 		return b.pool.QueryRow(ctx, `
-		WITH q AS (SELECT mid AS id, (config->>'Retention')::bigint / 1000 AS ret FROM queues WHERE NOT deleted),
+		WITH q AS (SELECT mid AS id, id AS qid, (config->>'Retention')::bigint / 1000 AS ret,
+			coalesce(config->>'Fifo', '') = 'true' OR coalesce((config->>'MaxInFlight')::bigint, 0) > 0 AS wake
+			FROM queues WHERE NOT deleted),
 		exp AS (
-			SELECT m.id, m.queue_id, m.state FROM q CROSS JOIN LATERAL (
+			SELECT m.id, m.queue_id, m.state, q.qid, q.wake FROM q CROSS JOIN LATERAL (
 				SELECT id, queue_id, state FROM messages
 				WHERE queue_id = q.id AND sent_at <= `+nowSQL+` - q.ret * interval '1 microsecond'
 				ORDER BY sent_at LIMIT $2 FOR UPDATE SKIP LOCKED) m),
-		del AS (DELETE FROM messages d USING exp WHERE d.id = exp.id RETURNING exp.queue_id, exp.state),
+		del AS (DELETE FROM messages d USING exp WHERE d.id = exp.id RETURNING exp.queue_id, exp.state, exp.qid, exp.wake),
 		cnt AS (
 			INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
 			SELECT queue_id, $3, -count(*) FILTER (WHERE state = 'r'),
@@ -85,13 +93,17 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 			FROM del GROUP BY queue_id ORDER BY queue_id
 			ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
 				inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed)
-		SELECT count(*) FROM del`, b.tnow(), sweepBudget, shard()).Scan(&expired)
+		SELECT count(*), coalesce(array_agg(DISTINCT qid) FILTER (WHERE state = 'i' AND wake), '{}') FROM del`,
+			b.tnow(), sweepBudget, shard()).Scan(&expired, &freed)
 	})
 	if err != nil {
 		return -1, false, dbErr("retention sweep", err)
 	}
 	if expired > 0 {
 		b.log.Debug("retention sweep", "deleted", expired)
+	}
+	for _, id := range freed {
+		b.changed(id, time.Time{}, false)
 	}
 	// The FIFO dedup window and receive-attempt cache: lookups check the
 	// expiry, so this is only space. The outer DELETEs check the expiry
