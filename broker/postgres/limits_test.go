@@ -14,6 +14,8 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/broker/storage"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // hammer has receivers on both brokers, at once, each short-poll queue
@@ -253,5 +255,134 @@ func TestLimitsRowKeptByPurgeReclaimedWithQueue(t *testing.T) {
 		if err := raw(a).SweepOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// deleteHold holds every delete statement (isDelete) of a pool whose keys
+// hold decides, until release is closed.
+type deleteHold struct {
+	mu      sync.Mutex
+	hold    func(keys []int64) bool
+	release chan struct{}
+	held    atomic.Int64
+}
+
+func (h *deleteHold) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !isDelete(d.SQL) || len(d.Args) < 3 {
+		return ctx
+	}
+	keys, _ := d.Args[2].([]int64)
+	h.mu.Lock()
+	hold, release := h.hold != nil && h.hold(keys), h.release
+	h.mu.Unlock()
+	if hold {
+		h.held.Add(1)
+		<-release
+	}
+	return ctx
+}
+
+func (h *deleteHold) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// set makes the statements that hold accepts (nil: none) from now on wait
+// until the channel it returns is closed.
+func (h *deleteHold) set(hold func(keys []int64) bool) (release chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hold, h.release = hold, make(chan struct{})
+	return h.release
+}
+
+// TestMaxInFlightCancelledDeleteWakes: a delete whose caller's context ends
+// while the combined statement that holds its receipt runs (for it and
+// another caller) still deletes its message, and that wakes the receive
+// waiting at the queue's MaxInFlight, though the caller has left.
+func TestMaxInFlightCancelledDeleteWakes(t *testing.T) {
+	t.Parallel()
+	url := requirePostgres(t)
+	hold := &deleteHold{}
+	cfg := testConfig(url, schemaFor(t))
+	cfg.QueryTracer = hold
+	clock := clocktest.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	cfg.Clock, cfg.PollInterval = clock, model.MaxWaitTime // only a wake-up ends the wait
+	be, err := postgres.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	f := front(t, be, storage.Options{})
+	ctx := context.Background()
+	if _, err := f.CreateQueue(ctx, "q", map[string]string{model.AttrMaxInFlight: "3"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sendMany(t, f, "q", 6)
+	zero := time.Duration(0)
+	receive := func(n int) []model.Delivery {
+		t.Helper()
+		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: n, WaitTime: &zero})
+		if err != nil || len(ds) != n {
+			t.Fatalf("receive of %d: %d messages, %v", n, len(ds), err)
+		}
+		return ds
+	}
+	ds := receive(3) // the cap
+	del := func(ctx context.Context, receipt string) <-chan error {
+		out := make(chan error, 1)
+		go func() {
+			res, err := f.Delete(ctx, "q", []model.DeleteEntry{{Receipt: receipt}})
+			if err == nil {
+				err = res[0]
+			}
+			out <- err
+		}()
+		return out
+	}
+	// Two deletes run (held), so the next two wait and are combined.
+	first := hold.set(func([]int64) bool { return true })
+	d1, d2 := del(ctx, ds[0].Receipt), del(ctx, ds[1].Receipt)
+	testutil.Eventually(t, 10*time.Second, "two deletes held", func() bool { return hold.held.Load() == 2 })
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d3 := del(cctx, ds[2].Receipt)
+	d4 := del(ctx, ds[0].Receipt) // deletes nothing: d1 deleted that message first
+	testutil.Eventually(t, 10*time.Second, "two deletes waiting", func() bool { return be.DeletesWaiting() == 2 })
+	// Let the first two go; hold the combined one (two receipts).
+	combined := hold.set(func(keys []int64) bool { return len(keys) == 2 })
+	close(first)
+	for _, d := range []<-chan error{d1, d2} {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, "the combined delete held", func() bool { return hold.held.Load() == 3 })
+	receive(2) // at the cap again: ds[2] and two more in flight, one message ready
+	type result struct {
+		ds  []model.Delivery
+		err error
+	}
+	ch := make(chan result, 1)
+	timers := clock.Timers()
+	go func() {
+		wait := model.MaxWaitTime
+		ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10, WaitTime: &wait})
+		ch <- result{ds, err}
+	}()
+	testutil.Eventually(t, 10*time.Second, "the receive waiting at the cap", func() bool { return clock.Timers() > timers })
+	cancel()
+	if err := <-d3; err == nil {
+		t.Fatal("the cancelled delete succeeded; want its context's error")
+	}
+	hold.set(nil)
+	close(combined)
+	if err := <-d4; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-ch:
+		if r.err != nil || len(r.ds) != 1 {
+			t.Fatalf("the waiting receive got %d messages (%v), want the 1 the cancelled delete made room for", len(r.ds), r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the receive waiting at the cap was not woken by the cancelled caller's delete")
 	}
 }

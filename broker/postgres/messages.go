@@ -494,6 +494,12 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 				}
 			}
 			more, err := del(rk, rl)
+			if q.cfg.MaxInFlight > 0 && (len(more) > 0 || err != nil) {
+				// Room under the queue's MaxInFlight: its waiting
+				// receives, on every broker, look again (after an
+				// error too: the statement may have committed).
+				b.changed(q.id, time.Time{}, false)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -504,12 +510,6 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 		if !slices.Contains(gone, key) {
 			out[at[j]] = model.LeaseStale
 		}
-	}
-	if len(gone) > 0 && q.cfg.MaxInFlight > 0 && !q.cfg.Fifo {
-		// Room under the queue's MaxInFlight: its waiting receives, on
-		// every broker, look again (FIFO queues' were woken by
-		// deleteByRef).
-		b.changed(q.id, time.Time{}, false)
 	}
 	if q.cfg.Fifo && len(gone) < len(keys) {
 		// Receipts that deleted nothing but are the latest lease of their
@@ -587,10 +587,12 @@ func (b *Backend) deleteByRef(ctx context.Context, jobs []*deleteJob) error {
 	for _, j := range jobs {
 		j.found, j.q, j.gone = found, q, gone
 	}
-	if found && q.cfg.Fifo && len(gone) > 0 {
-		// Group locks may have ended. Here, not in each Delete call: a
-		// call cancelled while its batch ran has left, and its rows are
-		// deleted all the same.
+	if found && len(gone) > 0 && (q.cfg.Fifo || q.cfg.MaxInFlight > 0) {
+		// Group locks may have ended, or there is room under the queue's
+		// MaxInFlight: its waiting receives, on every broker, look
+		// again. Here, not in each Delete call: a call cancelled while
+		// its batch ran has left, and its rows are deleted all the same
+		// (TestMaxInFlightCancelledDeleteWakes).
 		b.changed(q.id, time.Time{}, false)
 	}
 	return nil
