@@ -351,7 +351,11 @@ func (b *Backend) claimFifoOnce(ctx context.Context, q queueRow, want int, lc *l
 					return err
 				}
 			}
-			if out, moved, dropped, err = b.claim(ctx, tx, q, to, len(ids), vis, ids, attemptID); err != nil {
+			now := b.tnow()
+			if lc != nil {
+				now = lc.now // read under the limits row (lockLimits)
+			}
+			if out, moved, dropped, err = b.claim(ctx, tx, q, to, now, len(ids), vis, ids, attemptID); err != nil {
 				return err
 			}
 			if lc != nil {
@@ -372,7 +376,7 @@ func (b *Backend) claimFifoOnce(ctx context.Context, q queueRow, want int, lc *l
 				VALUES ($2, $3, `+nowSQL+` + $4 * interval '1 microsecond', $5)
 				ON CONFLICT (queue_id, attempt_id) DO UPDATE SET expires_at = excluded.expires_at,
 					items = excluded.items, invalid = false`,
-				b.tnow(), q.mid, attemptID, micros(model.AttemptWindow), ij)
+				now, q.mid, attemptID, micros(model.AttemptWindow), ij)
 			return err
 		})
 	})

@@ -40,7 +40,8 @@ type limitedClaim struct {
 	max int
 	cap int64
 	// room is plan.ClaimRoom's answer; rateAt the stored instant (zero:
-	// none yet); now the transaction's instant.
+	// none yet); now the claim's instant, read once the row is locked
+	// (lockLimitsSQL), which the claim leases at.
 	room        plan.Room
 	rateAt, now time.Time
 }
@@ -49,11 +50,16 @@ type limitedClaim struct {
 // row is made if missing (a queue's first limited claim) and locked; the
 // count is read by a statement that starts once the lock is held, so its
 // snapshot holds every claim that held the lock before (READ COMMITTED: a
-// statement sees what committed before it started).
+// statement sees what committed before it started). That statement also
+// reads the claim's instant: statement_timestamp(), not now(), which is the
+// transaction's start, before the wait for the lock (a rate planned as of
+// then would let too few messages go and wake its receives late, and the
+// leases would be shortened by the wait); the test clock's reading with a
+// test clock, as nowSQL.
 var lockLimitsSQL = [3]string{
 	`INSERT INTO queue_limits (queue_id) VALUES ($1) ON CONFLICT (queue_id) DO NOTHING`,
 	`SELECT rate_at FROM queue_limits WHERE queue_id = $1 FOR UPDATE`,
-	`SELECT coalesce(sum(inflight), 0), ` + nowSQL + ` FROM counts WHERE queue_id = $2`,
+	`SELECT coalesce(sum(inflight), 0), coalesce($1::timestamptz, statement_timestamp()) FROM counts WHERE queue_id = $2`,
 }
 
 // lockLimits locks queue q's limits row in tx, reads its in-flight count
@@ -124,7 +130,7 @@ func (b *Backend) claimLimited(ctx context.Context, q queueRow, to claimTo, lc *
 				return err
 			}
 			var err error
-			if out, moved, dropped, err = b.claim(ctx, tx, q, to, lc.room.N, vis, nil, ""); err != nil {
+			if out, moved, dropped, err = b.claim(ctx, tx, q, to, lc.now, lc.room.N, vis, nil, ""); err != nil {
 				return err
 			}
 			return b.storeRate(ctx, tx, q, lc, len(out))

@@ -386,3 +386,94 @@ func TestMaxInFlightCancelledDeleteWakes(t *testing.T) {
 		t.Fatal("the receive waiting at the cap was not woken by the cancelled caller's delete")
 	}
 }
+
+// TestRateLimitClaimInstantAfterLockWait: a limited claim's instant (the
+// rate's now, the lease's start, the message's last receive time) is read
+// once it holds its queue's limits row, not when its transaction began: a
+// claim that waited for the row would otherwise plan the rate as of before
+// the wait and give a lease shortened by it. The row is held here by a
+// transaction of the test's own, on the database's clock (no test clock).
+func TestRateLimitClaimInstantAfterLockWait(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprint("fifo=", fifo), func(t *testing.T) {
+			t.Parallel()
+			url := requirePostgres(t)
+			schema := schemaFor(t)
+			be, err := postgres.Open(context.Background(), testConfig(url, schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = be.Close() })
+			f := front(t, be, storage.Options{})
+			ctx := context.Background()
+			name, attrs := "q", map[string]string{model.AttrMaxReceivesPerSecond: "1000"}
+			var group string
+			if fifo {
+				name, group = "q.fifo", "g"
+				attrs[model.AttrFifoQueue], attrs[model.AttrContentBasedDeduplication] = "true", "true"
+			}
+			if _, err := f.CreateQueue(ctx, name, attrs, nil); err != nil {
+				t.Fatal(err)
+			}
+			zero := time.Duration(0)
+			receive := func() []model.Delivery {
+				ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: name, MaxMessages: 1, WaitTime: &zero})
+				if err != nil {
+					t.Error(err)
+				}
+				return ds
+			}
+			if _, err := f.Send(ctx, name, []model.SendEntry{{Body: "m1", GroupID: group}}); err != nil {
+				t.Fatal(err)
+			}
+			if ds := receive(); len(ds) != 1 { // makes the limits row
+				t.Fatalf("the first receive got %d messages", len(ds))
+			}
+			if _, err := f.Send(ctx, name, []model.SendEntry{{Body: "m2", GroupID: group + "2"}}); err != nil {
+				t.Fatal(err)
+			}
+			var conns [2]*pgx.Conn // the test's transaction, and a look at the claim
+			for i := range conns {
+				if conns[i], err = pgx.Connect(ctx, url); err != nil {
+					t.Fatal(err)
+				}
+				c := conns[i]
+				t.Cleanup(func() { _ = c.Close(context.Background()) })
+			}
+			tx, err := conns[0].Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck // committed below
+			var locked int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+pgx.Identifier{schema, "queue_limits"}.Sanitize()+`
+				WHERE queue_id = (SELECT id FROM `+pgx.Identifier{schema, "queues"}.Sanitize()+` WHERE name = $1) FOR UPDATE) r`, name).Scan(&locked); err != nil || locked != 1 {
+				t.Fatalf("lock the limits row: %d rows, %v", locked, err)
+			}
+			got := make(chan []model.Delivery, 1)
+			go func() { got <- receive() }()
+			pid := conns[0].PgConn().PID()
+			testutil.Eventually(t, 10*time.Second, "the claim waiting for the limits row", func() bool {
+				var n int
+				err := conns[1].QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, int(pid)).Scan(&n)
+				return err == nil && n > 0
+			})
+			var released time.Time
+			if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&released); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ds := <-got
+			if len(ds) != 1 {
+				t.Fatalf("the claim that waited got %d messages", len(ds))
+			}
+			if at := ds[0].LastReceiveAt; at.Before(released) {
+				t.Fatalf("the claim that waited for the limits row until %v took its lease at %v, %v before",
+					released.Format(time.RFC3339Nano), at.Format(time.RFC3339Nano), released.Sub(at))
+			}
+		})
+	}
+}

@@ -308,7 +308,7 @@ func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to cl
 	if q.cfg.Fifo {
 		ds, moved, dropped, err = b.claimFifo(context.WithoutCancel(ctx), q, room.N, nil, rp.Visibility, attemptID)
 	} else {
-		ds, moved, dropped, err = b.claim(context.WithoutCancel(ctx), b.pool, q, to, room.N, rp.Visibility, nil, "")
+		ds, moved, dropped, err = b.claim(context.WithoutCancel(ctx), b.pool, q, to, b.tnow(), room.N, rp.Visibility, nil, "")
 	}
 	if err == nil {
 		b.countExpired(q, dropped+expiredIn(moved))
@@ -379,7 +379,9 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     leaves ready; the leased ones enter in flight, the moved ones enter
 //     the DLQ's ready, the events the outbox's ready.
 //
-// @now is the statement's instant (see nowSQL). The final SELECT has one row
+// @now is the claim's instant: NULL for the statement's now() or the test
+// clock's reading (see nowSQL), or a limited claim's instant, read once it
+// held its queue's limits row (lockLimitsSQL). The final SELECT has one row
 // even when nothing was leased (id -1); every row carries the message ids,
 // attempts and expiries (whether each was moved for its time to live) of the
 // moved messages (for the dead-letter log), and the number of messages
@@ -667,11 +669,12 @@ type movedLetter struct {
 
 // claim runs claimSQL for queue q on db (the pool, or a FIFO claim's
 // transaction) and builds the deliveries, in receive order; to is
-// claimTarget's answer for q. ids and attemptID are the FIFO claim's rows
-// and receive attempt (nil, "" on standard queues). It also returns the
-// messages moved to the dead-letter queue and how many were dropped past
-// their time to live.
-func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo, n int, vis time.Duration, ids []int64, attemptID string) ([]model.Delivery, []movedLetter, int, error) {
+// claimTarget's answer for q, now the claim's @now (b.tnow(), or a limited
+// claim's instant). ids and attemptID are the FIFO claim's rows and receive
+// attempt (nil, "" on standard queues). It also returns the messages moved
+// to the dead-letter queue and how many were dropped past their time to
+// live.
+func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo, now any, n int, vis time.Duration, ids []int64, attemptID string) ([]model.Delivery, []movedLetter, int, error) {
 	var err error
 	sql, idArg, attempt := claimStandardSQL, any(nil), any(nil)
 	switch {
@@ -689,7 +692,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 	run := func() error {
 		out, moved, dropped = nil, nil, 0
 		rows, err := db.Query(ctx, sql.sql, sql.args(map[string]any{
-			"now": b.tnow(), "queue": q.mid, "limit": n, "retention": micros(q.cfg.Retention),
+			"now": now, "queue": q.mid, "limit": n, "retention": micros(q.cfg.Retention),
 			"dlq": to.dlqMid(), "source": q.name, "max_receives": to.maxReceives(), "visibility": micros(vis),
 			"shard": shard(), "ids": idArg, "dlq_fifo": to.dlq != nil && to.dlq.cfg.Fifo, "attempt": attempt,
 			"reason_max": model.ReasonMaxAttempts, "hook": to.hookMid(), "dlq_name": to.dlqName(),
