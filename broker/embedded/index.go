@@ -120,8 +120,9 @@ type queue struct {
 	waiters int
 	deleted bool
 	// rateAt is the MaxReceivesPerSecond rate's instant (plan.RateTaken),
-	// Unix ns, 0 until a receive takes a message: memory only, so a
-	// restart forgets it and allows at most one burst more.
+	// Unix ns, 0 until a receive takes a message while the queue has a
+	// rate (set only then): memory only, so a restart forgets it and
+	// allows at most one burst more.
 	rateAt int64
 }
 

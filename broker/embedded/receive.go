@@ -95,10 +95,12 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) ([]mode
 		default:
 			claims = b.claimFifoLocked(q, batch, room.N, int64(rp.Visibility), now, rp.AttemptID)
 		}
-		if len(claims) > 0 {
+		if len(claims) > 0 && q.Config.ReceiveRate > 0 {
 			// The rate's instant moves by what was leased, under the lock
 			// (memory only: a restart forgets at most one burst).
 			q.rateAt = nanos(plan.RateTaken(q.Config, fromNanos(q.rateAt), fromNanos(now), len(claims)))
+		}
+		if len(claims) > 0 {
 			// The bodies are read after the sync, without the lock, from a
 			// snapshot taken now: by then the claimed messages may be gone
 			// from the queue (at-most-once deletes them in this batch; a
