@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -121,14 +123,29 @@ func (b *Backend) setAside(qid uint64, damaged []damagedBody) {
 
 // pebbleEvents is the event listener Open installs: a data corruption is
 // logged with its file (Pebble's default would call Logger.Fatalf, killing
-// the request's goroutine in the middle of a read); the rest keep Pebble's
-// defaults.
-func pebbleEvents(l pebbleLogger) *pebble.EventListener {
+// the request's goroutine in the middle of a read); a background error of a
+// full disk (ENOSPC) sets noSpace, which the next successful flush clears
+// (spaceGuard refuses sends meanwhile); the rest keep Pebble's defaults.
+// noSpace may be nil (the offline tools).
+func pebbleEvents(l pebbleLogger, noSpace *atomic.Bool) *pebble.EventListener {
 	el := &pebble.EventListener{
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			l.l.Error("the store met a damaged file: the affected request fails, the rest go on; run `sluice store verify` with the broker stopped",
 				"component", "pebble", "file", info.Path, "details", fmt.Sprint(info.Details))
 		},
+	}
+	if noSpace != nil {
+		el.BackgroundError = func(err error) {
+			if errors.Is(err, syscall.ENOSPC) && !noSpace.Swap(true) {
+				l.l.Error("the store's disk is full: refusing sends until a flush succeeds", "component", "pebble", "err", err)
+			}
+			l.Errorf("background error: %s", err)
+		}
+		el.FlushEnd = func(info pebble.FlushInfo) {
+			if info.Err == nil && noSpace.Swap(false) {
+				l.l.Info("the store flushed again: accepting sends", "component", "pebble")
+			}
+		}
 	}
 	el.EnsureDefaults(l)
 	return el

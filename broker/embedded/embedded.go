@@ -159,6 +159,7 @@ func Open(cfg Config) (*Backend, error) {
 		return nil, openError("create", cfg.Dir, err)
 	}
 	pl := newPebbleLogger(opts.Logger)
+	noSpace := new(atomic.Bool) // set by a background ENOSPC (pebbleEvents), read by the space guard
 	if err := createNewest(fs, cfg.Dir, pl); err != nil { // logcheck.go
 		return nil, openError("create store in", cfg.Dir, err)
 	}
@@ -172,7 +173,7 @@ func Open(cfg Config) (*Backend, error) {
 		FS:                 cfs,
 		Cache:              cache,
 		Logger:             pl,
-		EventListener:      pebbleEvents(pl),
+		EventListener:      pebbleEvents(pl, noSpace),
 		FormatMajorVersion: pebble.FormatNewest,
 	})
 	if err != nil {
@@ -185,7 +186,7 @@ func Open(cfg Config) (*Backend, error) {
 		reclaim: make(chan [2][]byte, 64),
 		dlLog:   &deadletter.Log{Log: opts.Logger, Clock: opts.Clock, Observer: opts.Observer},
 	}
-	b.space = spaceGuard{b: b, reserve: cfg.DiskReserve}
+	b.space = spaceGuard{b: b, reserve: cfg.DiskReserve, noSpace: noSpace}
 	if err := b.checkFormat(); err != nil {
 		_ = db.Close()
 		return nil, err

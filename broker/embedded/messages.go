@@ -15,7 +15,7 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 		return nil, err
 	}
 	defer b.life.Done()
-	if err := b.space.check(); err != nil {
+	if err := b.space.check(); err != nil { // refused at once when the disk is already full
 		return nil, err
 	}
 
@@ -42,6 +42,14 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 			bodies[i] = encodeBody(plans[i].MessageID, &entries[i])
 		}
 	}
+
+	// The space the send will take is reserved until its batch is in the
+	// log, so that concurrent sends cannot overrun the reserve (space.go).
+	release, err := b.space.admit(sendFootprint(bodies))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 
 	batch := b.db.NewBatch()
 	b.mu.Lock()

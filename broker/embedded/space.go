@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,12 +17,16 @@ import (
 // meets ENOSPC is retried forever, the memtables fill, and every write then
 // waits in the commit pipeline, while the writer holds Backend.mu, so every
 // request hangs, receives included. So the backend never lets the disk fill:
-// each send first asks the file system for the data directory's free space
-// (one statfs through the vfs) and is refused with model.ErrStoreFull when
-// it is below the reserve. Only sends are refused: receives, deletes and
-// visibility changes write little and free space (a body's single delete lets a
-// flush or compaction drop it), so they go on. Sends resume by themselves as
-// soon as space returns; there is no state to reset.
+// each send reserves the space it will take against the data directory's
+// free space less the reserve (spaceGuard.admit: one statfs through the
+// vfs, lent to the sends of the next few milliseconds) and is refused with
+// model.ErrStoreFull when it does not fit. Only sends are refused: receives,
+// deletes and visibility changes write little and free space (a body's
+// single delete lets a flush or compaction drop it), so they go on. Sends
+// resume by themselves as soon as space returns (a refusal asks for a
+// compaction of the deleted messages); there is no state to reset. With
+// the reserve off, a background ENOSPC still refuses sends until a flush
+// succeeds, so that the memtables do not fill and stall every write.
 
 // Special values of Config.DiskReserve.
 const (
@@ -76,56 +81,126 @@ func autoReserve(total uint64) uint64 {
 
 // spaceGuard refuses sends when the data directory's file system has less
 // free space than the reserve. Safe for concurrent use.
+//
+// Its check is a reservation, so that concurrent sends cannot overshoot the
+// reserve between two looks at the disk: a send reserves what it will write
+// (its bodies, and as much again for the table its memtable becomes at the
+// flush) until its batch is in the log; the free space a send is judged
+// against is the file system's less the reservations of the sends under way
+// the memtables not yet flushed (they too will be written as tables), and
+// level 0's tables (compactions rewrite them, both copies on disk until
+// they finish); a refusal says that effective free space.
+// A look at the disk (a statfs) then lends the sends after it at most half
+// the room left above the reserve, for spaceRecheck; past that loan, or
+// after it, the next send looks again. When a send is refused, the guard
+// asks the reclaimer to compact the messages' key range (at most every
+// fullCompactEvery): deleted messages' space is freed only when a
+// compaction drops them, so a drained queue gives its disk back at once.
 type spaceGuard struct {
 	b       *Backend
 	reserve int64 // Config.DiskReserve
 	// full is whether the last check found the disk below the reserve: the
 	// change either way is logged once.
 	full atomic.Bool
-	// roomyUntil (Unix nanoseconds, wall clock) is when the latest check's
-	// answer expires, when it found at least twice the reserve free: until
-	// then sends skip the statfs (one per send was 4 % of the broker's CPU
-	// under a steady load). Writing the reserve's worth (64 MiB at the
-	// least) in spaceRecheck is out of reach, and near the reserve every
-	// send checks.
-	roomyUntil atomic.Int64
+	// noSpace is set when the store met ENOSPC in the background (a flush
+	// or compaction: Pebble retries them), and cleared by the next flush
+	// that succeeds: sends are refused meanwhile, also with the reserve
+	// off, so that the memtables do not fill and stall every write.
+	noSpace *atomic.Bool
+
+	mu          sync.Mutex
+	pending     int64 // bytes reserved by sends not yet in the log
+	loan        int64 // bytes sends may still reserve without a statfs
+	loanUntil   int64 // Unix ns (wall clock) when the loan ends
+	compactedAt int64 // Unix ns of the last compaction asked for by a refusal
 }
 
-// spaceRecheck is how long a check that found plenty of room holds.
+// spaceRecheck is how long a look at the disk lends room to the sends after
+// it (one statfs per send was 4 % of the broker's CPU under a steady load).
 const spaceRecheck = 10 * time.Millisecond
 
-// check returns model.ErrStoreFull (StoreFullError) when a send must be
-// refused for want of space, nil otherwise. A file system that cannot tell
-// its free space (an in-memory one) never refuses.
-func (g *spaceGuard) check() error {
+// fullCompactEvery is the least time between two compactions a refused send
+// asks for.
+const fullCompactEvery = 10 * time.Second
+
+// sendFootprint is what a send of bodies will take on the disk: each body
+// twice (the log, then the table of its flushed memtable) and its metadata.
+// (A compaction into a deeper level writes it once more, but only after
+// level 0 is counted: see admit.)
+func sendFootprint(bodies [][]byte) int64 {
+	var n int64
+	for _, b := range bodies {
+		n += 2*int64(len(b)) + 256
+	}
+	return n
+}
+
+// admit reserves need bytes for a send, or returns model.ErrStoreFull
+// (StoreFullError) when the reserve would be overrun. release gives the
+// reservation back once the send's batch is in the log (or failed); it is
+// never nil. A file system that cannot tell its free space (an in-memory
+// one) never refuses.
+func (g *spaceGuard) admit(need int64) (release func(), err error) {
+	nothing := func() {}
+	if g.noSpace.Load() {
+		return nothing, model.StoreFullError(0, uint64(max(g.reserve, 0)))
+	}
 	if g.reserve == DiskReserveOff {
-		return nil
+		return nothing, nil
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	now := time.Now().UnixNano()
-	if now < g.roomyUntil.Load() {
-		return nil
-	}
-	u, err := g.b.fs.GetDiskUsage(g.b.dir)
-	if err != nil {
-		return nil
-	}
-	reserve := uint64(g.reserve)
-	if g.reserve == DiskReserveAuto {
-		reserve = autoReserve(u.TotalBytes)
-	}
-	if u.AvailBytes < reserve {
-		if !g.full.Swap(true) {
-			g.b.log.Error("the store's disk is below its reserve: refusing sends until space returns",
+	if now >= g.loanUntil || g.loan < need {
+		u, err := g.b.fs.GetDiskUsage(g.b.dir)
+		if err != nil {
+			return nothing, nil
+		}
+		reserve := uint64(g.reserve)
+		if g.reserve == DiskReserveAuto {
+			reserve = autoReserve(u.TotalBytes)
+		}
+		// What the store will write without a send: the memtables not yet
+		// flushed (future tables), and level 0, which compactions rewrite
+		// into the next level, holding both copies until they finish.
+		m := g.b.db.Metrics()
+		debt := int64(m.MemTable.Size) + m.Levels[0].TablesSize
+		effective := max(int64(u.AvailBytes)-g.pending-debt, 0)
+		room := effective - int64(reserve)
+		if room < need {
+			g.loan, g.loanUntil = 0, 0
+			if !g.full.Swap(true) {
+				g.b.log.Error("the store's disk is below its reserve: refusing sends until space returns",
+					"dir", g.b.dir, "free_bytes", u.AvailBytes, "reserved_bytes", g.pending, "memtable_bytes", debt, "reserve_bytes", reserve)
+			}
+			if now-g.compactedAt >= int64(fullCompactEvery) {
+				// Deleted messages hold their space until a compaction
+				// drops them: ask for one of the messages' range.
+				g.compactedAt = now
+				g.b.reclaimRange([]byte{pfxData}, []byte{pfxData + 1})
+			}
+			return nothing, model.StoreFullError(uint64(effective), reserve)
+		}
+		if g.full.Swap(false) {
+			g.b.log.Info("the store's disk has space again: accepting sends",
 				"dir", g.b.dir, "free_bytes", u.AvailBytes, "reserve_bytes", reserve)
 		}
-		return model.StoreFullError(u.AvailBytes, reserve)
+		g.loan, g.loanUntil = (room-need)/2, now+int64(spaceRecheck)
+	} else {
+		g.loan -= need
 	}
-	if g.full.Swap(false) {
-		g.b.log.Info("the store's disk has space again: accepting sends",
-			"dir", g.b.dir, "free_bytes", u.AvailBytes, "reserve_bytes", reserve)
-	}
-	if u.AvailBytes/2 >= reserve {
-		g.roomyUntil.Store(now + int64(spaceRecheck))
-	}
-	return nil
+	g.pending += need
+	return func() {
+		g.mu.Lock()
+		g.pending -= need
+		g.mu.Unlock()
+	}, nil
+}
+
+// check is admit of an empty send, released at once: whether a send would
+// be refused now.
+func (g *spaceGuard) check() error {
+	release, err := g.admit(0)
+	release()
+	return err
 }

@@ -42,7 +42,7 @@ func TestDiskReserve(t *testing.T) {
 	// The free space drops at once (a real disk cannot lose gigabytes in
 	// the guard's recheck interval): the roomy answer is forgotten.
 	fs.free.Store(200 << 20)
-	e.be.space.roomyUntil.Store(0)
+	e.be.space.forgetLoan()
 	_, err := e.b.Send(ctx, "q", []model.SendEntry{{ID: "x", Body: "refused"}})
 	if !errors.Is(err, model.ErrStoreFull) {
 		t.Fatalf("send below the reserve: err %v, want ErrStoreFull", err)
@@ -67,31 +67,69 @@ func TestDiskReserve(t *testing.T) {
 	e.wantStats("q", model.QueueStats{Visible: 2})
 }
 
-// TestDiskReserveRecheck: a check that found plenty of room holds for
-// spaceRecheck; near the reserve every send checks.
-func TestDiskReserveRecheck(t *testing.T) {
+// forgetLoan ends the room the guard's last look at the disk lent (a test
+// that changes the free space at once, which a real disk cannot in
+// spaceRecheck, makes the next send look again).
+func (g *spaceGuard) forgetLoan() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.loan, g.loanUntil = 0, 0
+}
+
+// TestDiskReserveLoan: a look at the disk lends the sends after it half the
+// room above the reserve (less what sends under way reserved); a send that
+// needs more than what is left of the loan looks again, so sends cannot
+// together overrun the reserve between two looks.
+func TestDiskReserveLoan(t *testing.T) {
 	fs := &freeSpaceFS{FS: vfs.NewMem()}
 	fs.total.Store(10 << 30)
 	fs.free.Store(5 << 30)
 	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: "/data", fs: fs}
-	e.open() // DiskReserveAuto: 204.8 MiB
+	e.open() // DiskReserveAuto: 2 % of 10 GiB = 204.8 MiB
 	t.Cleanup(func() { _ = e.be.Close() })
 	e.createQueue("q", nil)
-	e.send("q", "a")
-	if e.be.space.roomyUntil.Load() == 0 {
-		t.Fatal("a send with 5 GiB free left no roomy answer")
+	g := &e.be.space
+	g.forgetLoan()
+	release, err := g.admit(1 << 20)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// 300 MiB free: above the reserve, below twice it: no roomy answer, so
-	// the next drop is seen by the very next send.
-	fs.free.Store(300 << 20)
-	e.be.space.roomyUntil.Store(0)
-	e.send("q", "b")
-	if e.be.space.roomyUntil.Load() != 0 {
-		t.Fatal("a send with 300 MiB free (reserve 204.8 MiB) left a roomy answer")
+	g.mu.Lock()
+	loan, pending := g.loan, g.pending
+	g.mu.Unlock()
+	if pending != 1<<20 || loan <= 0 || loan > (5<<30-int64(autoReserve(10<<30)))/2 {
+		t.Fatalf("after a look with 5 GiB free: loan %d, pending %d; want at most half the room, 1 MiB pending", loan, pending)
 	}
+	release()
+	// The disk fills at once (as no disk can in spaceRecheck): a send within
+	// the loan is still admitted, one past it looks and is refused.
 	fs.free.Store(200 << 20)
-	if _, err := e.b.Send(context.Background(), "q", []model.SendEntry{{ID: "x", Body: "refused"}}); !errors.Is(err, model.ErrStoreFull) {
-		t.Fatalf("send below the reserve: err %v, want ErrStoreFull", err)
+	if rel, err := g.admit(loan / 2); err != nil {
+		t.Fatalf("a send within the loan: %v", err)
+	} else {
+		rel()
+	}
+	if _, err := g.admit(loan); !errors.Is(err, model.ErrStoreFull) {
+		t.Fatalf("a send past the loan: %v, want ErrStoreFull after a new look", err)
+	}
+	// Reservations of sends under way count against the room: with 300 MiB
+	// free (95.2 MiB above the reserve), two sends of 60 MiB cannot both go.
+	fs.free.Store(300 << 20)
+	g.forgetLoan()
+	r1, err := g.admit(60 << 20)
+	if err != nil {
+		t.Fatalf("the first 60 MiB: %v", err)
+	}
+	g.forgetLoan() // the second send looks at the disk too
+	if _, err := g.admit(60 << 20); !errors.Is(err, model.ErrStoreFull) {
+		t.Fatalf("a second 60 MiB while the first is under way: %v, want ErrStoreFull", err)
+	}
+	r1()
+	g.forgetLoan()
+	if r2, err := g.admit(60 << 20); err != nil {
+		t.Fatalf("60 MiB once the first was written: %v", err)
+	} else {
+		r2()
 	}
 }
 
