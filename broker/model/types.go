@@ -59,6 +59,10 @@ type SendEntry struct {
 	// Options are the message's Sluice options, parsed from Attributes by
 	// the front (ParseMessageOptions) before the send reaches a backend.
 	Options MessageOptions
+	// MessageID, when not empty, is the new message's id: a schedule's run
+	// (Schedule.RunEntry) derives it from the run's key. No API sets it:
+	// every other message gets a new random id (NewMessageID).
+	MessageID string
 }
 
 // SendResult is the outcome of one SendEntry. Err is set when this entry failed;

@@ -47,6 +47,7 @@ package cron
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	_ "time/tzdata" // every IANA zone, whatever the host has installed
 
@@ -162,12 +163,20 @@ func LoadZone(zone string) (*time.Location, error) {
 	case "Local":
 		return nil, bad("give an IANA time zone name such as Europe/Berlin or America/New_York, or UTC; Local would be each broker's own.")
 	}
+	if loc, ok := zones.Load(zone); ok {
+		return loc.(*time.Location), nil
+	}
 	loc, err := time.LoadLocation(zone)
 	if err != nil {
 		return nil, bad("unknown time zone: give an IANA time zone name such as Europe/Berlin or America/New_York, or UTC.")
 	}
+	zones.Store(zone, loc)
 	return loc, nil
 }
+
+// zones caches the zones loaded (time.LoadLocation reads the zone's file
+// every time; a runner parses its schedules' specs at every step).
+var zones sync.Map // string -> *time.Location
 
 // Interval returns an "@every" schedule's interval, 0 for a cron spec.
 func (s Schedule) Interval() time.Duration { return s.every }
@@ -227,6 +236,20 @@ func (s Schedule) Next(t time.Time) time.Time {
 		_, end = t.ZoneBounds()
 	}
 	return time.Time{}
+}
+
+// FirstAfter returns the first run strictly after t of a schedule one of
+// whose runs is run (an interval's runs are counted from it; a cron
+// spec's do not depend on it). For t before run it is run's first
+// successor after t too, never run's predecessors.
+func (s Schedule) FirstAfter(run, t time.Time) time.Time {
+	if s.every == 0 {
+		return s.Next(t)
+	}
+	if t.Before(run) {
+		return run
+	}
+	return run.Add((t.Sub(run)/s.every + 1) * s.every)
 }
 
 // civil is instant t's wall-clock time at offset off (seconds east of UTC),

@@ -141,6 +141,23 @@ func TestEvery(t *testing.T) {
 	}
 }
 
+func TestFirstAfter(t *testing.T) {
+	run := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	every, _ := Parse("@every 10m", "")
+	for _, c := range []struct {
+		t    time.Duration // after run
+		want time.Duration
+	}{{-time.Hour, 0}, {0, 10 * time.Minute}, {time.Minute, 10 * time.Minute}, {10 * time.Minute, 20 * time.Minute}, {25 * time.Hour, 25*time.Hour + 10*time.Minute}} {
+		if got := every.FirstAfter(run, run.Add(c.t)); !got.Equal(run.Add(c.want)) {
+			t.Errorf("@every 10m: FirstAfter(run, run%+v) = run%+v, want run%+v", c.t, got.Sub(run), c.want)
+		}
+	}
+	daily, _ := Parse("0 3 * * *", "")
+	if got := daily.FirstAfter(run, run.Add(50*time.Hour)); !got.Equal(time.Date(2024, 1, 3, 3, 0, 0, 0, time.UTC)) {
+		t.Errorf("daily: FirstAfter = %v", got)
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	for _, c := range []struct{ spec, zone, want string }{
 		{"", "", "give a cron expression"},

@@ -72,7 +72,9 @@ func Send(c model.QueueConfig, queue string, depth int64, entries []model.SendEn
 			continue
 		}
 		p := &plans[i]
-		p.MessageID = model.NewMessageID()
+		if p.MessageID = e.MessageID; p.MessageID == "" {
+			p.MessageID = model.NewMessageID()
+		}
 		p.Delay, p.TTL = delay, ttl
 		p.Priority, p.MaxAttempts = opts.Priority, opts.MaxAttempts
 		if p.DedupID = DedupID(c, e); p.DedupID != "" {
