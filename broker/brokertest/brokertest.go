@@ -116,6 +116,7 @@ func groups() []group {
 		{"Dedup", dedupTests},
 		{"RateLimits", rateLimitTests},
 		{"TTL", ttlTests},
+		{"Schedules", scheduleTests},
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 //	0x03 <qid:8> 0x02 <key:8>       message body (bodyRecord: id, body, attributes, sender)
 //	0x03 <qid:8> 0x03 <dedup key>   dedup window entry (dedup.go)
 //	0x03 <qid:8> 0x04 <attempt id>  FIFO receive-attempt cache entry (fifo.go)
+//	0x04 <seq:8>                    move task record (movetask.go)
+//	0x05 <name>                     schedule record (or <account>:<name>; schedule.go)
 //
 // Everything a queue owns lies in [0x03 qid, 0x03 qid+1), so deleting a
 // queue is one range delete; its messages' metadata lies apart from their

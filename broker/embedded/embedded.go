@@ -16,10 +16,11 @@
 // # Goroutines
 //
 // Backend.mu guards all in-memory state (queues and their indexes, counters,
-// the closed flag, the move tasks). Besides the callers' goroutines, the
-// backend owns three duties started by Open and stopped by Close: the
-// retention sweeper, the space reclaimer (compaction of deleted queues'
-// ranges) and the move-task runner (movetask.go).
+// the closed flag, the move tasks, the schedules). Besides the callers'
+// goroutines, the backend owns four duties started by Open and stopped by
+// Close: the retention sweeper, the space reclaimer (compaction of deleted
+// queues' ranges), the move-task runner (movetask.go) and the schedules'
+// runner (schedule.go).
 package embedded
 
 import (
@@ -117,6 +118,9 @@ type Backend struct {
 	sweepAt int64
 	// moves is the move-task state (movetask.go), guarded by mu.
 	moves *moveTasks
+	// schedules are the schedules by account and name (schedule.go),
+	// guarded by mu.
+	schedules map[model.ScheduleRef]*model.Schedule
 	// dlLog logs the moves to dead-letter queues (rate-limited).
 	dlLog *deadletter.Log
 	// receipts signs and checks receipt handles with the store's key
@@ -126,11 +130,11 @@ type Backend struct {
 	// life admits the calls and owns the background work: the retention
 	// sweeper (sweeper.go), the move-task runner (movetask.go) and the
 	// reclaimer; Open starts them, Close stops them.
-	life           *lifecycle.Lifecycle
-	sweeper, mover lifecycle.Duty
-	reclaim        chan [2][]byte // ranges whose data was deleted, to compact
-	closeOnce      sync.Once
-	closeErr       error
+	life                      *lifecycle.Lifecycle
+	sweeper, mover, scheduler lifecycle.Duty
+	reclaim                   chan [2][]byte // ranges whose data was deleted, to compact
+	closeOnce                 sync.Once
+	closeErr                  error
 	// failed holds the first store write or sync error. Once set, the
 	// backend is fail-stop: every call is refused until a restart recovers
 	// from the log. (After a failed fsync the kernel may have dropped the
@@ -203,10 +207,16 @@ func Open(cfg Config) (*Backend, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if err := b.recoverSchedules(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	b.sweeper = lifecycle.Duty{Name: "retention sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
 	b.mover = lifecycle.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle, Step: b.moveTick}
 	b.life.Start(&b.sweeper)
+	b.scheduler = lifecycle.Duty{Name: "schedules", Clock: b.clock, Logger: b.log, Idle: scheduleIdle, Step: b.scheduleTick}
 	b.life.Start(&b.mover)
+	b.life.Start(&b.scheduler)
 	b.life.Go(b.reclaimLoop)
 	return b, nil
 }

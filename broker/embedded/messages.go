@@ -74,7 +74,22 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 		_ = batch.Close()
 		return nil, err
 	}
-	now := b.now()
+	b.storeLocked(q, batch, entries, plans, bodies, results, b.now())
+	syncEarlierToo(batch) // a duplicate's original may still be syncing
+	err = b.applyLocked(batch)
+	b.mu.Unlock()
+	if err := b.wait(batch, err); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// storeLocked writes the planned entries of a send to queue q (those with
+// a body: the others failed their plan) into batch and the index, filling
+// in results: a duplicate (plan.Original) gets its original's message id
+// (and FIFO sequence number) and is not stored. b.mu must be held, and the
+// send admitted (plan.AdmitSend) against q's depth of now.
+func (b *Backend) storeLocked(q *queue, batch *pebble.Batch, entries []model.SendEntry, plans []plan.SendPlan, bodies [][]byte, results []model.SendResult, now int64) {
 	q.gcDedupLocked(batch, now)
 	for i := range entries {
 		if bodies[i] == nil {
@@ -119,13 +134,6 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 		q.add(m, now)
 		b.noteExpiryLocked(q, m)
 	}
-	syncEarlierToo(batch) // a duplicate's original may still be syncing
-	err = b.applyLocked(batch)
-	b.mu.Unlock()
-	if err := b.wait(batch, err); err != nil {
-		return nil, err
-	}
-	return results, nil
 }
 
 // lookupLease resolves a receipt of queue q to its message: LeaseOtherQueue

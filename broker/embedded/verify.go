@@ -415,8 +415,8 @@ type walker struct {
 	// readable and decode.
 	message func(q *queueRecord, key uint64, meta, body []byte) error
 	// other is called for every other readable record of a queue (FIFO
-	// dedup and receive-attempt entries), and for the counters and move
-	// tasks (q nil).
+	// dedup and receive-attempt entries), and for the counters, move
+	// tasks and schedules (q nil).
 	other   func(q *queueRecord, k, v []byte) error
 	damaged func(d DamagedMessage)
 	problem func(p string)
@@ -461,6 +461,13 @@ func walk(ctx context.Context, db *pebble.DB, w walker) error {
 	err = scanRange(db, []byte{pfxMoveTask}, []byte{pfxMoveTask + 1}, func(k, v []byte) error {
 		return w.other(nil, k, v)
 	}, func(after []byte, err error) { w.problem("move task records: " + problemText(err)) })
+	if err != nil {
+		return err
+	}
+	// Schedules.
+	err = scanRange(db, []byte{pfxSchedule}, []byte{pfxSchedule + 1}, func(k, v []byte) error {
+		return w.other(nil, k, v)
+	}, func(after []byte, err error) { w.problem("schedule records: " + problemText(err)) })
 	if err != nil {
 		return err
 	}

@@ -46,12 +46,13 @@
 //
 // # Goroutines
 //
-// Open starts four duties, stopped by Close: the listener (one dedicated
+// Open starts five duties, stopped by Close: the listener (one dedicated
 // connection LISTENing for other brokers' wake-ups), the notifier (one
 // dedicated connection sending coalesced NOTIFYs after commits), the
 // sweeper (retention and the reclaiming of deleted queues' and purged
-// messages, on the injected clock) and the move-task runner (movetask.go);
-// the last two are lifecycle.Duty loops.
+// messages, on the injected clock), the move-task runner (movetask.go) and
+// the schedules' runner (schedule.go); the last three are lifecycle.Duty
+// loops.
 package postgres
 
 import (
@@ -226,12 +227,13 @@ type Backend struct {
 
 	mu sync.Mutex
 	// life admits the calls and owns the background work: the listener,
-	// the notifier, the sweeper (sweeper.go) and the move-task runner
-	// (movetask.go); Open starts them, Close stops them.
-	life           *lifecycle.Lifecycle
-	sweeper, mover lifecycle.Duty
-	sweepAt        time.Time // when the sweeper's timer fires (guarded by mu)
-	closeOnce      sync.Once
+	// the notifier, the sweeper (sweeper.go), the move-task runner
+	// (movetask.go) and the schedules' runner (schedule.go); Open starts
+	// them, Close stops them.
+	life                      *lifecycle.Lifecycle
+	sweeper, mover, scheduler lifecycle.Duty
+	sweepAt                   time.Time // when the sweeper's timer fires (guarded by mu)
+	closeOnce                 sync.Once
 
 	// afterFifoCandidates, when set (tests only, before any call), runs in
 	// claimFifo after the candidate groups are locked, before their messages
@@ -309,8 +311,11 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		Retry: cfg.PollInterval, Step: b.moveTick}
 	b.life.Go(func(ctx context.Context) { b.listenLoop(ctx, dedicated) })
 	b.life.Go(b.notifier.loop)
+	b.scheduler = lifecycle.Duty{Name: "schedules", Clock: b.clock, Logger: b.log, Idle: scheduleIdle,
+		Retry: cfg.PollInterval, Step: b.scheduleTick}
 	b.life.Start(&b.sweeper)
 	b.life.Start(&b.mover)
+	b.life.Start(&b.scheduler)
 	return b, nil
 }
 

@@ -366,6 +366,37 @@ CREATE TABLE queue_limits (
 ALTER TABLE messages ADD COLUMN IF NOT EXISTS expires_at timestamptz;
 CREATE INDEX IF NOT EXISTS messages_expiry ON messages (queue_id, expires_at) WHERE expires_at IS NOT NULL;
 `,
+	// 15: schedules (schedule.go, issue 26): one row per schedule of an
+	// account, with its message. next_run is NULL when the spec has no run
+	// left; schedules_due finds the earliest run of the schedules that are
+	// not paused. A runner's step locks the row (FOR UPDATE SKIP LOCKED),
+	// moves next_run and stores the run's message in one transaction.
+	`
+CREATE TABLE schedules (
+	id              text COLLATE "C" PRIMARY KEY,
+	account         text COLLATE "C" NOT NULL,
+	name            text COLLATE "C" NOT NULL,
+	queue           text COLLATE "C" NOT NULL,
+	spec            text NOT NULL,
+	time_zone       text NOT NULL,
+	missed          text NOT NULL,
+	body            text NOT NULL,
+	attrs           bytea,
+	group_id        text NOT NULL DEFAULT '',
+	sender_id       text NOT NULL DEFAULT '',
+	paused          boolean NOT NULL DEFAULT false,
+	created_at      timestamptz NOT NULL,
+	next_run        timestamptz,
+	last_run        timestamptz,
+	last_message_id text NOT NULL DEFAULT '',
+	last_error      text NOT NULL DEFAULT '',
+	last_error_at   timestamptz,
+	sent            bigint NOT NULL DEFAULT 0,
+	missed_runs     bigint NOT NULL DEFAULT 0,
+	UNIQUE (account, name)
+);
+CREATE INDEX schedules_due ON schedules (next_run) WHERE NOT paused;
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

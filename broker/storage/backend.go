@@ -194,6 +194,56 @@ type Backend interface {
 	// MoveTaskNotRunningError.
 	CancelMoveTask(ctx context.Context, source model.QueueRef, id string) (model.MoveTask, error)
 
+	// Schedules (broker.Broker.CreateSchedule and the others;
+	// broker/brokertest/schedule.go tests them). What an implementation
+	// must do:
+	//   - A schedule is durable backend state of its account, keyed by
+	//     (account, name), shared by every broker of a shared backend. The
+	//     front has validated it (its spec and time zone with package cron,
+	//     its message as a send of it to its queue) and set its ID,
+	//     CreatedAt and first NextRun (plan.ScheduleFirstRun).
+	//   - The backend runs the schedules in a duty it owns (a
+	//     lifecycle.Duty on its Clock, which Close stops): it wakes at the
+	//     earliest NextRun, at once when a schedule is created or resumed
+	//     here, and on a shared store also at most every few seconds, to
+	//     see other brokers' schedules. For each schedule it steps while
+	//     plan.ScheduleDue finds a step.
+	//   - A step is one atomic write (one Pebble batch, one transaction):
+	//     it moves NextRun from the instant it read to step.Next, counts the
+	//     missed runs, and stores the run's message
+	//     (Schedule.RunEntry(step.Run)) into the schedule's queue as Send
+	//     stores a message (plan.Send, deduplication and MaxDepth
+	//     included). It is a compare-and-set on NextRun: a step that finds
+	//     NextRun moved (another broker's step), the schedule paused or
+	//     deleted, stores nothing. So every run is stored once, across
+	//     brokers and crashes.
+	//   - A message the queue refuses (the queue is gone, full, or refuses
+	//     the message as plan.Send does) is not stored; the step still
+	//     moves on, and records the refusal (LastError, LastErrorAt, with
+	//     model.ScheduleRunError). A store failure (a write, a connection)
+	//     moves nothing: the duty retries, and the run is missed once the
+	//     grace has passed.
+
+	// CreateSchedule stores s, or returns the schedule of that name
+	// unchanged with created == false (the front compares them).
+	CreateSchedule(ctx context.Context, s model.Schedule) (sch model.Schedule, created bool, err error)
+	// GetSchedule returns a schedule (model.ScheduleNotFoundError when
+	// there is none).
+	GetSchedule(ctx context.Context, ref model.ScheduleRef) (model.Schedule, error)
+	// ListSchedules returns the schedules of account whose names start
+	// with prefix and sort after `after` (bytewise), in name order, at
+	// most limit of them (limit <= 0: all).
+	ListSchedules(ctx context.Context, account, prefix, after string, limit int) ([]model.Schedule, error)
+	// SetSchedulePaused pauses a schedule (it sends nothing until resumed)
+	// or resumes it, and returns it. A resume plans with
+	// plan.ScheduleResume in the same atomic step as a run's (it may store
+	// a MissedOnce message); pausing a paused schedule, or resuming a
+	// running one, changes nothing.
+	SetSchedulePaused(ctx context.Context, ref model.ScheduleRef, paused bool) (model.Schedule, error)
+	// DeleteSchedule deletes a schedule; a run being stored meanwhile is
+	// stored whole or not at all.
+	DeleteSchedule(ctx context.Context, ref model.ScheduleRef) error
+
 	// Receipts returns the codec of the receipt key kept in the store
 	// (ReceiptCodec): the key is made once when the store is created and
 	// read when it is opened, so handles survive restarts and every broker
