@@ -93,7 +93,20 @@ func (*stubBackend) ListMoveTasks(context.Context, model.QueueRef, int) ([]model
 func (*stubBackend) CancelMoveTask(context.Context, model.QueueRef, string) (model.MoveTask, error) {
 	return model.MoveTask{}, nil
 }
-func (*stubBackend) Close() error { return nil }
+func (*stubBackend) CreateSchedule(_ context.Context, sch model.Schedule) (model.Schedule, bool, error) {
+	return sch, true, nil
+}
+func (*stubBackend) GetSchedule(_ context.Context, ref model.ScheduleRef) (model.Schedule, error) {
+	return model.Schedule{Name: ref.Name, Queue: "q", Spec: "@daily", TimeZone: "UTC", Missed: model.MissedSkip}, nil
+}
+func (*stubBackend) ListSchedules(context.Context, string, string, string, int) ([]model.Schedule, error) {
+	return []model.Schedule{{Name: "s", Queue: "q", Spec: "@daily", TimeZone: "UTC", Missed: model.MissedSkip}}, nil
+}
+func (*stubBackend) SetSchedulePaused(_ context.Context, ref model.ScheduleRef, paused bool) (model.Schedule, error) {
+	return model.Schedule{Name: ref.Name, Paused: paused}, nil
+}
+func (*stubBackend) DeleteSchedule(context.Context, model.ScheduleRef) error { return nil }
+func (*stubBackend) Close() error                                            { return nil }
 
 // Receipts signs the stub's receipt handles with a fixed key.
 func (*stubBackend) RecordConsumers(context.Context, string, []model.ConsumerRecord, time.Duration) error {
@@ -140,6 +153,8 @@ func FuzzNativeRequest(f *testing.F) {
 		{"POST", "/v1/queues/q/messages/delete"},
 		{"GET", "/v1/queues/q/messages"},
 		{"GET", "/v1/queues"},
+		{"POST", "/v1/schedules"},
+		{"GET", "/v1/schedules"},
 	}
 	for i, s := range []string{
 		`{"body":"x","attributes":{"a":{"type":"Binary","value":"AAEC"},"n":{"type":"Number","value":1.5e3}},"priority":3,"deliverAt":"2030-01-01T00:00:00Z"}`,
@@ -154,6 +169,7 @@ func FuzzNativeRequest(f *testing.F) {
 		`{"ids":[]}`,
 		``,
 		`[]`,
+		`{"name":"s","queue":"q","schedule":"*/5 * * * *","timeZone":"Europe/Berlin","missed":"once","message":{"body":"x","priority":1}}`,
 	} {
 		f.Add(uint8(i), "limit=5&order=newest&attribute=a&value=1", []byte(s))
 	}

@@ -98,6 +98,13 @@ var routes = []route{
 	{http.MethodPost, "/v1/queues/{queue}/dead-letters/delete", (*Handler).deleteDeadLetters},
 	{http.MethodGet, "/v1/queues/{queue}/dead-letters/replays", (*Handler).listReplays},
 
+	{http.MethodGet, "/v1/schedules", (*Handler).listSchedules},
+	{http.MethodPost, "/v1/schedules", (*Handler).createSchedule},
+	{http.MethodGet, "/v1/schedules/{schedule}", (*Handler).getSchedule},
+	{http.MethodDelete, "/v1/schedules/{schedule}", (*Handler).deleteSchedule},
+	{http.MethodPost, "/v1/schedules/{schedule}/pause", (*Handler).pauseSchedule},
+	{http.MethodPost, "/v1/schedules/{schedule}/resume", (*Handler).resumeSchedule},
+
 	{http.MethodPost, "/v1/backups", (*Handler).createBackup},
 }
 

@@ -430,6 +430,24 @@ func exercise(e *env) {
 	e.ok(200, "POST", "/v1/queues/q/dead-letters/delete", map[string]any{"ids": []string{"nope"}})
 	e.fails(409, "conflict", "GET", "/v1/queues/dlq/dead-letters", nil)
 
+	e.ok(200, "POST", "/v1/schedules", map[string]any{"name": "nightly", "queue": "q", "schedule": "0 2 * * *", "timeZone": "Europe/Berlin",
+		"missed": "once", "message": map[string]any{"body": "report", "priority": 5, "correlationId": "c", "maxAttempts": 2,
+			"traceContext": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+			"attributes":   map[string]any{"k": map[string]any{"type": "String", "value": "v"}}}})
+	e.ok(200, "POST", "/v1/schedules", map[string]any{"name": "fifo", "queue": "f.fifo", "schedule": "@every 1h", "message": map[string]any{"body": "f", "groupId": "g"}})
+	e.fails(400, "invalid_parameter", "POST", "/v1/schedules", map[string]any{"name": "bad", "queue": "q", "schedule": "61 * * * *", "message": map[string]any{"body": "x"}})
+	e.fails(400, "invalid_parameter", "POST", "/v1/schedules", map[string]any{"name": "bad", "queue": "q", "schedule": "@daily", "timeZone": "Mars/Base", "message": map[string]any{"body": "x"}})
+	e.fails(400, "missing_parameter", "POST", "/v1/schedules", map[string]any{"name": "bad", "queue": "q", "message": map[string]any{"body": "x"}})
+	e.fails(404, "queue_not_found", "POST", "/v1/schedules", map[string]any{"name": "bad", "queue": "nope", "schedule": "@daily", "message": map[string]any{"body": "x"}})
+	e.fails(409, "conflict", "POST", "/v1/schedules", map[string]any{"name": "nightly", "queue": "q", "schedule": "0 3 * * *", "message": map[string]any{"body": "report"}})
+	e.ok(200, "GET", "/v1/schedules?limit=1", nil)
+	e.ok(200, "GET", "/v1/schedules/nightly", nil)
+	e.ok(200, "POST", "/v1/schedules/nightly/pause", nil)
+	e.ok(200, "POST", "/v1/schedules/nightly/resume", nil)
+	e.fails(404, "not_found", "GET", "/v1/schedules/nope", nil)
+	e.ok(204, "DELETE", "/v1/schedules/nightly", nil)
+	e.fails(404, "not_found", "DELETE", "/v1/schedules/nightly", nil)
+
 	e.fails(400, "unknown_field", "POST", "/v1/queues/q/receive", map[string]any{"mx": 1})
 	e.fails(404, "queue_not_found", "GET", "/v1/queues/nope/stats", nil)
 	e.ok(200, "PATCH", "/v1/queues/q", map[string]any{"attributes": map[string]string{"MaxDepth": "1"}})

@@ -83,6 +83,21 @@ func (stubBackend) ListMoveTasks(context.Context, model.QueueRef, int) ([]model.
 func (stubBackend) CancelMoveTask(context.Context, model.QueueRef, string) (model.MoveTask, error) {
 	return model.MoveTask{ID: "t", Status: model.MoveTaskCancelling}, nil
 }
+func (stubBackend) CreateSchedule(_ context.Context, sch model.Schedule) (model.Schedule, bool, error) {
+	return sch, true, nil
+}
+func (stubBackend) GetSchedule(_ context.Context, ref model.ScheduleRef) (model.Schedule, error) {
+	return model.Schedule{}, model.ScheduleNotFoundError(ref.Name)
+}
+func (stubBackend) ListSchedules(context.Context, string, string, string, int) ([]model.Schedule, error) {
+	return nil, nil
+}
+func (stubBackend) SetSchedulePaused(_ context.Context, ref model.ScheduleRef, _ bool) (model.Schedule, error) {
+	return model.Schedule{}, model.ScheduleNotFoundError(ref.Name)
+}
+func (stubBackend) DeleteSchedule(_ context.Context, ref model.ScheduleRef) error {
+	return model.ScheduleNotFoundError(ref.Name)
+}
 func (stubBackend) Clock() model.Clock                   { return model.RealClock{} }
 func (stubBackend) Failed() <-chan struct{}              { return nil }
 func (stubBackend) Syncs() (uint64, bool)                { return 0, false }
