@@ -51,7 +51,7 @@ var (
 	// hold (message_not_found).
 	ErrMessageNotFound = errors.New("sluice: message not found")
 	// ErrNotFound: another thing that does not exist (not_found: a move
-	// task).
+	// task, a schedule).
 	ErrNotFound = errors.New("sluice: not found")
 	// ErrQueueExists: a create of an existing queue with another attribute
 	// value (queue_exists). Update the queue instead, or use another name.
@@ -65,7 +65,8 @@ var (
 	// ErrConflict: the request conflicts with the queue's settings
 	// (conflict): a dead-letter now, or a look at dead letters, on a queue
 	// without a RedrivePolicy; a replay of all dead letters of a dead-letter
-	// queue shared with other queues.
+	// queue shared with other queues; a create of an existing schedule with
+	// other settings.
 	ErrConflict = errors.New("sluice: conflicts with the queue's settings")
 	// ErrMessageNotInFlight: a control on a lease that has ended
 	// (message_not_in_flight): the message went back to the queue and may be
