@@ -177,6 +177,9 @@ func describe(err error) string {
 
 // hint says what to do next after err.
 func (c *cli) hint(err error) string {
+	if h := scheduleHint(c.name, err); h != "" {
+		return h
+	}
 	var ue *url.Error
 	var ne net.Error
 	switch {

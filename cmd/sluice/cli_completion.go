@@ -30,7 +30,7 @@ var queueArgCommands = map[string]bool{
 var fileFlags = []string{"--file", "--lines", "--from-export", "--out", "--data"}
 
 // groups are the commands with subcommands.
-var groups = map[string]map[string]command{"queue": queueCommands, "dlq": dlqCommands}
+var groups = map[string]map[string]command{"queue": queueCommands, "dlq": dlqCommands, "schedule": scheduleCommands}
 
 var flagLine = regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
 
