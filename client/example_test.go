@@ -122,3 +122,41 @@ func Example() {
 	// {"order": 44} in orders-dlq: order 44 has no customer
 	// true
 }
+
+// A nightly report: a schedule that sends the report's job to its queue at
+// 04:00 Berlin time every night, sending one job for the nights missed
+// while no broker was up. Workers take the jobs from the queue as any
+// other message.
+func ExampleClient_CreateSchedule() {
+	base, stop, err := startBroker()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+	ctx := context.Background()
+	c, err := client.New(base)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	if _, err := c.CreateQueue(ctx, "reports", nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := c.CreateSchedule(ctx, client.ScheduleSpec{
+		Name: "nightly-report", Queue: "reports", Spec: "0 4 * * *", TimeZone: "Europe/Berlin", Missed: "once",
+		Message: client.Message{Body: `{"report": "daily-sales"}`, CorrelationID: "nightly-report"},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	fmt.Printf("%s: %s in %s, missed runs: %s\n", s.Name, s.Spec, s.TimeZone, s.Missed)
+	fmt.Println("next run at", s.NextRun.In(berlin).Format("15:04"), "Berlin time")
+	// Output:
+	// nightly-report: 0 4 * * * in Europe/Berlin, missed runs: once
+	// next run at 04:00 Berlin time
+}
