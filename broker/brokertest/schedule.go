@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,8 +93,30 @@ func utc(s string) time.Time {
 	return t
 }
 
+// sentCounter is an Observer that counts the messages stored per queue.
+type sentCounter struct {
+	mu   sync.Mutex
+	sent map[string]int
+}
+
+func (o *sentCounter) Count(queue string, c model.Counter, n int) {
+	if c == model.CountSent {
+		o.mu.Lock()
+		o.sent[queue] += n
+		o.mu.Unlock()
+	}
+}
+func (o *sentCounter) Refused(string, string)    {}
+func (o *sentCounter) Synced(time.Duration, int) {}
+func (o *sentCounter) get(queue string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.sent[queue]
+}
+
 func testScheduleRunsAtItsInstants(t *testing.T, s suite) {
-	e := s.setup(t)
+	obs := &sentCounter{sent: map[string]int{}}
+	e := s.setup(t, func(c *broker.Config) { c.Observer = obs })
 	e.createQueue("reports", nil)
 	e.clock.Set(utc("2024-06-03T12:00:30Z"))
 	sch := e.createSchedule("every-minute", "reports", "0 * * * * *", "", "", func(r *broker.ScheduleRequest) {
@@ -117,6 +140,10 @@ func testScheduleRunsAtItsInstants(t *testing.T, s suite) {
 	if !got.LastRun.Equal(first.Add(time.Minute)) || got.LastMessageID != model.ScheduleRunMessageID(sch.ID, first.Add(time.Minute)) ||
 		got.Sent != 2 || got.MissedRuns != 0 || got.LastError != "" {
 		t.Fatalf("after two runs: %+v", got)
+	}
+	// The metrics count them as sends.
+	if n := obs.get("reports"); n != 2 {
+		t.Fatalf("the observer counted %d sends, want the 2 runs", n)
 	}
 }
 

@@ -214,6 +214,7 @@ func (b *Backend) SetSchedulePaused(ctx context.Context, ref model.ScheduleRef, 
 		_ = batch.Close()
 		return model.Schedule{}, model.ScheduleNotFoundError(ref.Name)
 	}
+	stored := false
 	switch {
 	case s.Paused == paused:
 		syncEarlierToo(batch) // the change that made it so may be syncing
@@ -229,13 +230,16 @@ func (b *Backend) SetSchedulePaused(ctx context.Context, ref model.ScheduleRef, 
 			_ = batch.Close()
 			return model.Schedule{}, err
 		}
-		b.stepLocked(s, batch, step, false)
+		stored = b.stepLocked(s, batch, step, false)
 	}
 	err := b.applyLocked(batch)
 	out := s.Clone()
 	b.mu.Unlock()
 	if err := b.wait(batch, err); err != nil {
 		return model.Schedule{}, err
+	}
+	if stored {
+		b.countRun(out)
 	}
 	if !paused {
 		b.scheduler.Kick()
@@ -268,11 +272,10 @@ func (b *Backend) DeleteSchedule(ctx context.Context, ref model.ScheduleRef) err
 // scheduleTick is the runner's step (b.scheduler, a lifecycle.Duty; see the
 // top of this file): every due step of every schedule, each one batch,
 // then the earliest NextRun.
-func (b *Backend) scheduleTick(ctx context.Context) (time.Time, error) {
-	if err := b.enter(ctx); err != nil {
-		return time.Time{}, err
+func (b *Backend) scheduleTick(context.Context) (time.Time, error) {
+	if b.refusal() != nil {
+		return time.Time{}, nil // closing (the duty is stopped next), or failed
 	}
-	defer b.life.Done()
 	if err := b.space.check(); err != nil {
 		return time.Time{}, err // no run is lost: it is still due
 	}
@@ -329,16 +332,31 @@ func (b *Backend) fire(r model.ScheduleRef, now time.Time) (fired bool, err erro
 		_ = batch.Close()
 		return false, err
 	}
-	b.stepLocked(s, batch, step, true)
+	stored := b.stepLocked(s, batch, step, true)
+	out := *s
 	err = b.applyLocked(batch)
 	b.mu.Unlock()
-	return err == nil, b.wait(batch, err)
+	if err := b.wait(batch, err); err != nil {
+		return false, err
+	}
+	if stored {
+		b.countRun(out)
+	}
+	return true, nil
+}
+
+// countRun tells the observer of the message a run of s stored (the
+// front counts the other sends; a run's send never passes through it).
+func (b *Backend) countRun(s model.Schedule) {
+	if b.opts.Observer != nil {
+		b.opts.Observer.Count(s.QueueRef().String(), model.CountSent, 1)
+	}
 }
 
 // stepLocked writes one step of schedule s into batch: the run's message,
-// if the step has one and the queue takes it, and the record with the
-// schedule moved on (s is changed in place). b.mu must be held.
-func (b *Backend) stepLocked(s *model.Schedule, batch *pebble.Batch, step plan.ScheduleStep, running bool) {
+// if the step has one and the queue takes it (stored), and the record with
+// the schedule moved on (s is changed in place). b.mu must be held.
+func (b *Backend) stepLocked(s *model.Schedule, batch *pebble.Batch, step plan.ScheduleStep, running bool) (stored bool) {
 	next := *s
 	next.NextRun = step.Next
 	next.MissedRuns += step.Missed
@@ -354,6 +372,7 @@ func (b *Backend) stepLocked(s *model.Schedule, batch *pebble.Batch, step plan.S
 		} else {
 			next.LastRun, next.LastMessageID, next.LastError, next.LastErrorAt = step.Run, id, "", time.Time{}
 			next.Sent++
+			stored = true
 		}
 	}
 	if step.Missed > 0 {
@@ -362,6 +381,7 @@ func (b *Backend) stepLocked(s *model.Schedule, batch *pebble.Batch, step plan.S
 	}
 	_ = batch.Set(scheduleKey(s.Ref()), encodeSchedule(&next), nil)
 	*s = next
+	return stored
 }
 
 // sendRunLocked stores the message of s's run at instant at into batch, as

@@ -392,6 +392,11 @@ func (b *Backend) sendRunTx(ctx context.Context, tx pgx.Tx, s model.Schedule, at
 			b.changed(q.id, b.clock.Now().Add(delay), false)
 		}
 		b.noteExpiry(q)
+		if o := b.cfg.Observer; o != nil {
+			// The front counts the other sends; a run's never passes
+			// through it.
+			o.Count(s.QueueRef().String(), model.CountSent, 1)
+		}
 	}
 	return results[0].MessageID, wake, nil
 }

@@ -309,9 +309,10 @@ type Options struct {
 	// never used).
 	Logger *slog.Logger
 	// Observer, when not nil, is told what only the backend sees (messages
-	// dead-lettered and damaged, store syncs), for metrics. Default nil.
-	// Give the front the same observer in its own broker.Config: it counts
-	// the rest (sent, received, deleted, nacked, refused).
+	// dead-lettered and damaged, messages sent by schedules' runs, store
+	// syncs), for metrics. Default nil. Give the front the same observer in
+	// its own broker.Config: it counts the rest (the other sends, received,
+	// deleted, nacked, refused).
 	Observer model.Observer
 }
 
