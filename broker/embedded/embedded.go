@@ -214,7 +214,7 @@ func Open(cfg Config) (*Backend, error) {
 	b.sweeper = lifecycle.Duty{Name: "retention sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
 	b.mover = lifecycle.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle, Step: b.moveTick}
 	b.life.Start(&b.sweeper)
-	b.scheduler = lifecycle.Duty{Name: "schedules", Clock: b.clock, Logger: b.log, Idle: scheduleIdle, Step: b.scheduleTick}
+	b.scheduler = lifecycle.Duty{Name: "schedules", Clock: b.clock, Logger: b.log, Idle: scheduleIdle, Retry: scheduleRetry, Step: b.scheduleTick}
 	b.life.Start(&b.mover)
 	b.life.Start(&b.scheduler)
 	b.life.Go(b.reclaimLoop)

@@ -43,6 +43,11 @@ const pfxSchedule byte = 0x05
 // sooner: every change to the schedules is made here and kicks it.
 const scheduleIdle = time.Hour
 
+// scheduleRetry is the sleep after a failed step (the disk below its
+// reserve): the runs stay due, and are sent once a step succeeds, within
+// the grace, or are missed runs.
+const scheduleRetry = 10 * time.Second
+
 // maxScheduleSteps bounds the steps of one runner pass: a pass that did as
 // many runs again at once, after letting calls waiting for Backend.mu in.
 const maxScheduleSteps = 256
