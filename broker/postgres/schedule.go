@@ -14,7 +14,7 @@ import (
 	"github.com/sluicemq/sluice/broker/model"
 )
 
-// Schedules (storage.Backend), migration 13: a schedules row per schedule.
+// Schedules (storage.Backend), migration 15: a schedules row per schedule.
 //
 // # The runner and exactly once
 //
@@ -92,7 +92,7 @@ func nullTime(t time.Time) any {
 // CreateSchedule implements storage.Backend: an insert that a unique name
 // makes win once; a loser (or a repeat) reads the existing row.
 func (b *Backend) CreateSchedule(ctx context.Context, s model.Schedule) (_ model.Schedule, _ bool, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return model.Schedule{}, false, err
 	}
@@ -134,7 +134,7 @@ func (b *Backend) readSchedule(ctx context.Context, ref model.ScheduleRef) (mode
 
 // GetSchedule implements storage.Backend.
 func (b *Backend) GetSchedule(ctx context.Context, ref model.ScheduleRef) (_ model.Schedule, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return model.Schedule{}, err
 	}
@@ -144,7 +144,7 @@ func (b *Backend) GetSchedule(ctx context.Context, ref model.ScheduleRef) (_ mod
 
 // ListSchedules implements storage.Backend.
 func (b *Backend) ListSchedules(ctx context.Context, account, prefix, after string, limit int) (_ []model.Schedule, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (b *Backend) ListSchedules(ctx context.Context, account, prefix, after stri
 // UPDATE: a runner's step in progress finishes first), and a resume is
 // planned (plan.ScheduleResume) and written as a runner's step is.
 func (b *Backend) SetSchedulePaused(ctx context.Context, ref model.ScheduleRef, paused bool) (_ model.Schedule, err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return model.Schedule{}, err
 	}
@@ -224,7 +224,7 @@ func (b *Backend) SetSchedulePaused(ctx context.Context, ref model.ScheduleRef, 
 // DeleteSchedule implements storage.Backend (a step in progress holds the
 // row: the delete waits for it).
 func (b *Backend) DeleteSchedule(ctx context.Context, ref model.ScheduleRef) (err error) {
-	defer unavailable(&err)
+	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return err
 	}
@@ -378,7 +378,8 @@ func (b *Backend) sendRunTx(ctx context.Context, tx pgx.Tx, s model.Schedule, at
 	}
 	defer sp.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after the release it does nothing
 	send := sendOn{db: sp, now: b.tnow(), run: once, share: true, whole: true}
-	results, q, delay, err := send.send(ctx, s.QueueRef(), []model.SendEntry{s.RunEntry(at)})
+	entry := s.RunEntry(at)
+	results, q, delay, err := send.send(ctx, s.QueueRef(), []model.SendEntry{entry})
 	if err != nil {
 		return "", nil, err
 	}
@@ -386,12 +387,15 @@ func (b *Backend) sendRunTx(ctx context.Context, tx pgx.Tx, s model.Schedule, at
 		return "", nil, err
 	}
 	wake := func() {
-		if delay <= 0 {
+		switch {
+		case delay <= 0 && q.cfg.ReceiveRate > 0:
+			b.changed(q.id, time.Time{}, false) // every waiter looks (Send says why)
+		case delay <= 0:
 			b.readied(q.id, 1)
-		} else {
+		default:
 			b.changed(q.id, b.clock.Now().Add(delay), false)
 		}
-		b.noteExpiry(q)
+		b.noteExpiry(q, plan.MessageTTL(q.cfg, entry.Options))
 		if o := b.cfg.Observer; o != nil {
 			// The front counts the other sends; a run's never passes
 			// through it.
