@@ -88,3 +88,14 @@ func (c *limitedConn) Close() error {
 	}
 	return c.Conn.Close()
 }
+
+// CloseWrite half-closes the connection when the one it wraps can (a TCP
+// connection): net/http half-closes before it closes after an error
+// answer, so that the client reads the answer (prefixConn passes it on
+// the same way).
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

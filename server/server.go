@@ -33,7 +33,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -237,8 +236,9 @@ func (c Config) Validate() error {
 type Server struct {
 	cfg    Config
 	broker *broker.Broker
-	// readyBusy: a readiness check is under way (ready).
-	readyBusy atomic.Bool
+	// readyCall is the readiness check under way, nil when none (ready).
+	readyMu   sync.Mutex
+	readyCall *readyCall
 	log       *slog.Logger
 	handler   http.Handler
 	// mux routes every request; route.go asks it which route serves one.
@@ -416,27 +416,40 @@ var errStoreSilent = errors.New("the store did not answer within 2 s (a write ma
 // whatever the store does: a store whose writes are stalled (a full disk
 // under the embedded store's lock, a PostgreSQL that accepts and never
 // answers) may not return at all. One check runs at a time: a probe that
-// finds one still under way answers errStoreSilent at once rather than
-// piling goroutines onto a stuck store.
+// finds one under way waits for its answer (until its own deadline)
+// rather than piling goroutines onto a stuck store.
 func (s *Server) ready(ctx context.Context) error {
-	if !s.readyBusy.CompareAndSwap(false, true) {
-		return errStoreSilent
+	s.readyMu.Lock()
+	call := s.readyCall
+	if call == nil {
+		call = &readyCall{done: make(chan struct{})}
+		s.readyCall = call
+		go func() {
+			// Its own deadline: the check may outlive this probe, never
+			// for long where the store heeds a context.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			call.err = s.broker.Ready(rctx)
+			s.readyMu.Lock()
+			s.readyCall = nil
+			s.readyMu.Unlock()
+			close(call.done)
+		}()
 	}
-	done := make(chan error, 1)
-	go func() {
-		defer s.readyBusy.Store(false)
-		// Its own deadline: the check may outlive this probe, never for
-		// long where the store heeds a context.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		done <- s.broker.Ready(rctx)
-	}()
+	s.readyMu.Unlock()
 	select {
-	case err := <-done:
-		return err
+	case <-call.done:
+		return call.err
 	case <-ctx.Done():
 		return errStoreSilent
 	}
+}
+
+// readyCall is a readiness check under way; err is its answer once done
+// is closed.
+type readyCall struct {
+	done chan struct{}
+	err  error
 }
 
 // withCaller records who made each request (broker.WithCaller), for the

@@ -266,8 +266,11 @@ func checkMembers(body []byte, t reflect.Type) error {
 	dec.UseNumber()
 	err := walkMembers(dec, t, "", 0)
 	var se serializationErr
-	if errors.As(err, &se) {
+	switch {
+	case errors.As(err, &se):
 		return se.err
+	case errors.Is(err, errTooDeep):
+		return model.Errorf(errSerialization, "The request body nests more than %d levels deep; no SQS input nests more than four.", maxMemberDepth)
 	}
 	return nil
 }
@@ -278,13 +281,13 @@ type serializationErr struct{ err error }
 
 func (e serializationErr) Error() string { return e.err.Error() }
 
-// maxMemberDepth is how deep walkMembers reads: SQS's inputs nest four
-// levels at most (Entries, an entry, MessageAttributes, a value). Past it
-// the check stops, and json.Unmarshal answers the body as it would (it
-// refuses nesting past 10,000 levels).
+// maxMemberDepth is how deep a JSON body may nest: SQS's inputs nest four
+// levels at most (Entries, an entry, MessageAttributes, a value), so a
+// deeper body is refused (a SerializationException) rather than half
+// checked.
 const maxMemberDepth = 16
 
-// errTooDeep stops walkMembers at maxMemberDepth.
+// errTooDeep stops walkMembers at maxMemberDepth: the body is refused.
 var errTooDeep = errors.New("nested too deep for the member check")
 
 // walkMembers reads one JSON value of type t (nil: not a field of the input,

@@ -167,6 +167,8 @@ func TestWrongJSONTypes(t *testing.T) {
 		`{"queueurl":` + strings.TrimPrefix(q, `"QueueUrl":`) + `}`:    "Unknown member queueurl: member names are case-sensitive; did you mean QueueUrl?",
 		`{` + q + `,` + q + `}`:                                        "Member QueueUrl is given more than once.",
 		`{` + q + `,"MaxNumberOfMessages":1,"MaxNumberOfMessages":10}`: "Member MaxNumberOfMessages is given more than once.",
+		// A deep unknown member before a duplicate does not hide it.
+		`{"Pad":` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `,` + q + `,` + q + `}`: "The request body nests more than 16 levels deep",
 	} {
 		resp, reply := e.jsonCall("ReceiveMessage", body)
 		er := expectJSONError(t, resp, reply, 400, serialization, "SerializationException")

@@ -22,7 +22,13 @@ import (
 // writing a line to out each time they change. When ctx ends first (the
 // example's --timeout, or Ctrl-C) it answers an error naming what the queue
 // still holds and how to look at it.
+// A failed read of the counts is said on out and tried again.
 func Wait(ctx context.Context, c *client.Client, queue string, interval time.Duration, out io.Writer) error {
+	return wait(ctx, c, queue, interval, out, nil)
+}
+
+// wait is Wait, also ended by a worker pool's end (ran: Pool.Run's error).
+func wait(ctx context.Context, c *client.Client, queue string, interval time.Duration, out io.Writer, ran <-chan error) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last *client.Stats // nil until read once
@@ -32,17 +38,20 @@ func Wait(ctx context.Context, c *client.Client, queue string, interval time.Dur
 		case err != nil && ctx.Err() != nil:
 			return stopped(ctx, queue, last)
 		case err != nil:
-			return fmt.Errorf("read the counts of %s: %w", queue, err)
+			fmt.Fprintf(out, "%s: reading the counts failed (%v); trying again\n", queue, err)
 		case st.Depth == 0:
 			return nil
+		default:
+			if last == nil || counts(st) != counts(*last) {
+				fmt.Fprintf(out, "%s: %s\n", queue, counts(st))
+			}
+			last = &st
 		}
-		if last == nil || counts(st) != counts(*last) {
-			fmt.Fprintf(out, "%s: %s\n", queue, counts(st))
-		}
-		last = &st
 		select {
 		case <-ctx.Done():
 			return stopped(ctx, queue, last)
+		case err := <-ran:
+			return fmt.Errorf("the worker pool stopped before %s was empty: %w", queue, err)
 		case <-t.C:
 		}
 	}
@@ -88,14 +97,14 @@ func Context(timeout time.Duration) (context.Context, context.CancelFunc) {
 func Work(ctx context.Context, c *client.Client, queue string, pool *worker.Pool, progress io.Writer) error {
 	ran := make(chan error, 1)
 	go func() { ran <- pool.Run(context.Background()) }()
-	waitErr := Wait(ctx, c, queue, time.Second, progress)
+	waitErr := wait(ctx, c, queue, time.Second, progress, ran)
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := pool.Shutdown(shutdown); err != nil && !errors.Is(err, worker.ErrPoolClosed) {
 		return err
 	}
 	if waitErr != nil {
-		return waitErr
+		return waitErr // the pool's own error, when it stopped first
 	}
 	if err := <-ran; !errors.Is(err, worker.ErrPoolClosed) {
 		return err
