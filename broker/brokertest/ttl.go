@@ -32,6 +32,7 @@ var ttlTests = []testCase{
 	{"AcrossRestart", testTTLRestart},
 	{"BadInput", testTTLBadInput},
 	{"ObserverCounts", testTTLObserver},
+	{"RetentionEqualsTTLDeadLetters", testTTLRetentionEqualsTTL},
 }
 
 // withTTL is a send entry of body with Sluice.TimeToLive secs.
@@ -444,4 +445,42 @@ func testTTLObserver(t *testing.T, s suite) {
 	eventually(t, "the expiries counted", func() bool {
 		return o.get("src expired") == 2 && o.get("src dead_lettered") == 2 && o.get("plain expired") == 1
 	})
+}
+
+// testTTLRetentionEqualsTTL: a queue whose MessageTimeToLive equals its
+// MessageRetentionPeriod dead-letters its messages when both pass (the time
+// to live goes first: that is why one sets them equal), a message whose
+// lease ends at that instant too, whoever comes first: the sweeper (the
+// test reads only the dead-letter queue's counts until then), or a
+// receive. A message still held by a live lease then is deleted by the
+// retention, as SQS deletes a message in flight past its retention.
+func testTTLRetentionEqualsTTL(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	attrs := map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 3),
+		model.AttrMessageRetentionPeriod: "60", model.AttrMessageTimeToLive: "60"}
+	e.createQueue("swept", attrs)
+	e.createQueue("received", attrs)
+	var want []model.SendResult
+	for _, q := range []string{"swept", "received"} {
+		want = append(want, e.send(q, model.SendEntry{Body: q + " leased"})[0])
+		e.receiveOneFor(q, 60*time.Second) // its lease ends as its time to live and retention do
+		e.send(q, model.SendEntry{Body: q + " held"})
+		e.receiveOneFor(q, 120*time.Second) // a live lease at 60 s
+		want = append(want, e.send(q, model.SendEntry{Body: q + " ready"})[0])
+		e.wantStats(q, 1, 2, 0)
+	}
+	e.advance(59 * time.Second)
+	e.clock.Settle(realTimeout)
+	e.wantStats("dlq", 0, 0, 0)
+	e.advance(time.Second)
+	e.receiveNone("received") // races the sweeper: either expires them
+	e.eventuallyStats("dlq", 4, 0, 0)
+	e.eventuallyStats("swept", 0, 0, 0) // held: deleted
+	e.eventuallyStats("received", 0, 0, 0)
+	for _, r := range want {
+		if m := e.browsed("dlq", r.MessageID); m.FailureReason != model.ReasonExpired {
+			t.Fatalf("dead letter %s: reason %q, want %q", m.Body, m.FailureReason, model.ReasonExpired)
+		}
+	}
 }

@@ -195,20 +195,22 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 }
 
 // leaseLocked takes m (ready, unplaced) for a receive (b.mu held): a message
-// past retention is deleted; one past its time to live expires
-// (expireLocked); one whose receive would start an attempt past
+// past its time to live expires (expireLocked), also when it is past
+// retention too (the time to live goes first, as in the sweeper: a
+// MessageTimeToLive equal to the retention dead-letters); one past
+// retention is deleted; one whose receive would start an attempt past
 // its limit (plan.ShouldDeadLetterOnReceive) moves to the dead-letter queue
 // (when that exists); any other gets a new lease version, one more receive
 // and attempt, and is in flight until now+vis. The caller places a leased m
 // in the index once its claim is complete. It reports whether m was leased.
 func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now int64) bool {
+	if m.ttlPassed(now) {
+		b.expireLocked(q, m, batch, now) // never handed out (ttl.go)
+		return false
+	}
 	if q.expired(m, now) {
 		q.forget(m)
 		deleteMessageRecords(batch, q.ID, m.key)
-		return false
-	}
-	if m.ttlPassed(now) {
-		b.expireLocked(q, m, batch, now) // never handed out (ttl.go)
 		return false
 	}
 	if rp := q.Config.Redrive; plan.ShouldDeadLetterOnReceive(rp, int(m.attempts), int(m.maxAttempts)) {

@@ -342,9 +342,11 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     receive order (priority, fair-queue turn, ready order), skipping rows that other transactions hold (another
 //     broker's claim, a delete); on a FIFO queue the rows @ids chosen under
 //     the group locks (claimFifo), in that order;
-//   - exp deletes those past retention (@retention µs after sent_at), and
-//     those past their time to live (expired: expires_at has passed, ttl.go)
-//     when they are not to move to the dead-letter queue (expDL);
+//   - exp deletes those past their time to live (expired: expires_at has
+//     passed, ttl.go) when they are not to move to the dead-letter queue
+//     (expDL), and the others past retention (@retention µs after sent_at):
+//     when both have passed, the time to live decides, as in the sweeper
+//     (a MessageTimeToLive equal to the retention dead-letters);
 //   - dl picks, and red moves to the dead-letter queue @dlq (NULL: none),
 //     those past their time to live when the queue dead-letters its expired
 //     messages (expDL: @ttl_dl, model.QueueConfig.ExpiredToDeadLetter), with
@@ -393,9 +395,10 @@ func claimSQL(fifo, atMostOnce bool) string {
 		"CASE WHEN c.max_attempts > 0 THEN c.max_attempts ELSE @max_receives END"
 	const expired = "coalesce(c.expires_at <= " + now + ", false)"
 	const expDL = "@ttl_dl::boolean AND @dlq::bigint IS NOT NULL"
-	// moves: the row goes to the dead-letter queue (for its time to live, or
-	// its attempts); lease: the row is leased.
-	const moves = "(" + live + " AND CASE WHEN " + expired + " THEN " + expDL + " ELSE " + toDLQ + " END)"
+	// moves: the row goes to the dead-letter queue (for its time to live,
+	// which goes before its retention, or its attempts); lease: the row is
+	// leased.
+	const moves = "(CASE WHEN " + expired + " THEN " + expDL + " ELSE " + live + " AND " + toDLQ + " END)"
 	const lease = "(" + live + " AND NOT " + expired + " AND NOT (" + toDLQ + "))"
 	const cols = "id, priority, turn, visible_at, receive_count, attempts, max_attempts, sent_at, group_id, expires_at"
 	c := `SELECT ` + cols + ` FROM messages
@@ -427,8 +430,8 @@ func claimSQL(fifo, atMostOnce bool) string {
 WITH c AS (` + c + `),
 exp AS (
 	DELETE FROM messages m USING c
-	WHERE m.id = c.id AND (NOT (` + live + `) OR (` + expired + ` AND NOT (` + expDL + `)))
-	RETURNING m.id, ` + live + ` AS ttl),
+	WHERE m.id = c.id AND CASE WHEN ` + expired + ` THEN NOT (` + expDL + `) ELSE NOT (` + live + `) END
+	RETURNING m.id, ` + expired + ` AS ttl),
 dl AS (
 	SELECT c.id, t.turn, ` + expired + ` AS expired FROM c LEFT JOIN (` + turnsSQL("@dlq::bigint",
 		"(SELECT c.id AS k, c.group_id, c.priority, c.id AS ord FROM c WHERE NOT @dlq_fifo AND "+moves+")") + `) t ON t.k = c.id

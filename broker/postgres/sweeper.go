@@ -68,6 +68,15 @@ func (b *Backend) sweepStep(ctx context.Context) (time.Time, error) {
 // time until the next expiry (-1 if no message exists) and whether more work
 // is due at once.
 //
+// The retention sweep leaves alone the messages whose time to live passed
+// too and that no live lease holds (expireDueSQL's rows): their time to
+// live goes first, and sweepTTL expires them (to the dead-letter queue, on
+// a queue that dead-letters its expired messages: a MessageTimeToLive equal
+// to the MessageRetentionPeriod is how one asks for that instead of the
+// loss). A message held by a live lease is deleted, whatever its time to
+// live, as the embedded store deletes it. The rows left alone are in the
+// sweep's index range only until sweepTTL has run.
+//
 // The retention sweep's statement also returns the ids of the queues of
 // which it deleted a message in flight on a FIFO queue (its group may be
 // free) or a queue with a MaxInFlight (there is room): their waiting
@@ -84,6 +93,7 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 			SELECT m.id, m.queue_id, m.state, q.qid, q.wake FROM q CROSS JOIN LATERAL (
 				SELECT id, queue_id, state FROM messages
 				WHERE queue_id = q.id AND sent_at <= `+nowSQL+` - q.ret * interval '1 microsecond'
+					AND NOT (coalesce(expires_at <= `+nowSQL+`, false) AND (state <> 'i' OR visible_at <= `+nowSQL+`))
 				ORDER BY sent_at LIMIT $2 FOR UPDATE SKIP LOCKED) m),
 		del AS (DELETE FROM messages d USING exp WHERE d.id = exp.id RETURNING exp.queue_id, exp.state, exp.qid, exp.wake),
 		cnt AS (
