@@ -33,6 +33,8 @@ var ttlTests = []testCase{
 	{"BadInput", testTTLBadInput},
 	{"ObserverCounts", testTTLObserver},
 	{"RetentionEqualsTTLDeadLetters", testTTLRetentionEqualsTTL},
+	{"SweeperWakesBehindHeldExpiries", testTTLSweeperBehindHeld},
+	{"ShortenedLeaseExpiresAtItsEnd", testTTLShortenedLease},
 }
 
 // withTTL is a send entry of body with Sluice.TimeToLive secs.
@@ -483,4 +485,54 @@ func testTTLRetentionEqualsTTL(t *testing.T, s suite) {
 			t.Fatalf("dead letter %s: reason %q, want %q", m.Body, m.FailureReason, model.ReasonExpired)
 		}
 	}
+}
+
+// testTTLSweeperBehindHeld: the sweeper wakes at the expiry of a ready
+// message even when many messages with earlier expiries are held by long
+// leases (their expiries passed, their leases have not ended), and expires
+// it with no receive or GetQueue of its queue (the test reads only the
+// dead-letter queue's counts).
+func testTTLSweeperBehindHeld(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("src", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 3)})
+	const held = 120
+	for i := 0; i < held/10; i++ {
+		es := make([]model.SendEntry, 10)
+		for j := range es {
+			es[j] = withTTL("held", 10)
+		}
+		e.send("src", es...)
+		e.receiveN(model.ReceiveRequest{Queue: "src", MaxMessages: 10, Visibility: dur(time.Hour)}, 10)
+	}
+	late := e.send("src", withTTL("late", 20))[0]
+	e.advance(10 * time.Second) // the held messages' expiries pass: the sweeper runs and plans its next wake
+	e.clock.Settle(realTimeout)
+	e.advance(10 * time.Second) // 20 s: late expires
+	e.eventuallyStats("dlq", 1, 0, 0)
+	if m := e.browsed("dlq", late.MessageID); m.Body != "late" || m.FailureReason != model.ReasonExpired {
+		t.Fatalf("dead letter %q, reason %q; want late, %q", m.Body, m.FailureReason, model.ReasonExpired)
+	}
+}
+
+// testTTLShortenedLease: on a queue without a retry or redrive policy, a
+// lease shortened after its message's time to live passed expires the
+// message when the new lease ends, with no call on the queue (the expired
+// counter shows it; a GetQueue would expire it itself).
+func testTTLShortenedLease(t *testing.T, s suite) {
+	o := &countObserver{counts: map[string]int{}, refused: map[string]int{}}
+	e := s.setup(t, func(c *broker.Config) { c.Observer = o })
+	e.createQueue("q", nil)
+	e.send("q", withTTL("a", 10))
+	d := e.receiveOneFor("q", time.Hour)
+	e.advance(10 * time.Second) // expired, held: the sweeper plans its next wake
+	e.clock.Settle(realTimeout)
+	e.advance(5 * time.Second)
+	e.mustChangeVis("q", d.Receipt, 5*time.Second) // the lease ends at 20 s
+	e.clock.Settle(realTimeout)
+	if n := o.get("q expired"); n != 0 {
+		t.Fatalf("expired %d before the lease's end, want 0", n)
+	}
+	e.advance(5 * time.Second)
+	eventually(t, "the message expired at its shortened lease's end", func() bool { return o.get("q expired") == 1 })
 }

@@ -91,9 +91,11 @@ type leaseApply struct {
 	drop    []int64
 	expired int
 	// src counter deltas; earliest is the earliest instant a message becomes
-	// visible or a lease ends (for wake-ups).
+	// visible or a lease ends (for wake-ups); ttlEnd the earliest end of a
+	// lease whose message's time to live passes by then (its end expires
+	// the message: the sweeper must run then, on any queue).
 	ready, inflight, delayed int64
-	earliest                 time.Time
+	earliest, ttlEnd         time.Time
 }
 
 // deadLetter is a message planned to move to the dead-letter queue.
@@ -135,6 +137,9 @@ func (a *leaseApply) add(r leaseRow, p plan.LeasePlan) {
 	a.attempts, a.reasons = append(a.attempts, int32(p.Attempts)), append(a.reasons, reason)
 	if a.earliest.IsZero() || p.At.Before(a.earliest) {
 		a.earliest = p.At
+	}
+	if p.Fate == plan.FateInFlight && model.Expired(r.facts.ExpiresAt, p.At) && (a.ttlEnd.IsZero() || p.At.Before(a.ttlEnd)) {
+		a.ttlEnd = p.At
 	}
 }
 
@@ -312,9 +317,10 @@ func scanLease(row pgx.Row) (r leaseRow, now time.Time, err error) {
 type leaseResult struct {
 	moved    []movedLetter
 	earliest time.Time
-	groups   bool // a FIFO message left in flight (its group may be free)
-	freed    bool // a message left flight (a queue's MaxInFlight may have room)
-	expired  int  // messages expired (leaseApply.expired)
+	ttlEnd   time.Time // leaseApply.ttlEnd
+	groups   bool      // a FIFO message left in flight (its group may be free)
+	freed    bool      // a message left flight (a queue's MaxInFlight may have room)
+	expired  int       // messages expired (leaseApply.expired)
 }
 
 // ChangeVisibility implements storage.Backend: one transaction that locks
@@ -421,6 +427,9 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 				if res.earliest.IsZero() || (!a.earliest.IsZero() && a.earliest.Before(res.earliest)) {
 					res.earliest = a.earliest
 				}
+				if res.ttlEnd.IsZero() || (!a.ttlEnd.IsZero() && a.ttlEnd.Before(res.ttlEnd)) {
+					res.ttlEnd = a.ttlEnd
+				}
 				res.freed = res.freed || a.inflight < 0
 				for _, d := range a.dead {
 					res.moved = append(res.moved, movedLetter{d.messageID, d.attempts, d.reason})
@@ -511,7 +520,11 @@ func visibilityOutcomes(c model.QueueConfig, out []model.LeaseOutcome) []model.L
 
 // afterLeases is the work after a committed lease transaction of queue q:
 // the dead-letter log and wake-ups, the local and remote waiters of q, and
-// the sweeper's deadline for the leases that now end sooner.
+// the sweeper's deadline for the leases that now end sooner: on a queue with
+// a policy (expireLeases), and on any queue for a lease whose message's time
+// to live passes before it ends (a shortened lease would otherwise wait for
+// the sweeper's next planned wake-up, nextExpirySQL's answer before the
+// change).
 func (b *Backend) afterLeases(ctx context.Context, q queueRow, res leaseResult) {
 	b.deadLettered(ctx, q, res.moved)
 	b.countExpired(q, res.expired)
@@ -525,6 +538,9 @@ func (b *Backend) afterLeases(ctx context.Context, q queueRow, res leaseResult) 
 	}
 	if hasRetryOrRedrive(q.cfg) && !res.earliest.IsZero() {
 		b.noteDeadline(res.earliest)
+	}
+	if !res.ttlEnd.IsZero() {
+		b.noteDeadline(res.ttlEnd)
 	}
 }
 

@@ -170,10 +170,24 @@ func (b *Backend) sweepTTL(ctx context.Context) (bool, error) {
 }
 
 // nextExpirySQL is the time, in µs from the statement's instant, until the
-// next expiry of a message that no live lease holds, or the lease end of a
-// message whose expiry comes first (NULL: none): when the sweeper runs
-// next for expiries. One index range per queue with such messages.
-const nextExpirySQL = `SELECT (extract(epoch FROM min(greatest(m.expires_at, CASE WHEN m.state = 'i' THEN m.visible_at END)) - ` + nowSQL + `) * 1000000)::bigint
-	FROM queues q CROSS JOIN LATERAL (SELECT expires_at, state, visible_at FROM messages
-		WHERE queue_id = q.mid AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 100) m
-	WHERE NOT q.deleted`
+// sweeper runs next for expiries (NULL: no message has one): the earliest,
+// over the queues, of
+//
+//   - the next expiry still to come (expires_at after the instant), held or
+//     not: a message not held then expires; one held then keeps its lease,
+//     and is counted by the second term from then on;
+//   - the earliest end of a live or ended lease whose message's expiry has
+//     passed: that end expires it.
+//
+// Both read messages_expiry: the first is its first entry after the
+// instant, the second walks the entries up to the instant, which past a
+// sweep are the messages held by leases (at most the queue's messages in
+// flight whose time to live passed). The messages whose expiry passed and
+// that no lease holds are not counted: the sweep that computes this has
+// just expired them (sweepTTL: it reports when more are due).
+const nextExpirySQL = `SELECT (extract(epoch FROM min(least(
+		(SELECT expires_at FROM messages WHERE queue_id = q.mid AND expires_at IS NOT NULL
+			AND expires_at > ` + nowSQL + ` ORDER BY expires_at LIMIT 1),
+		(SELECT min(visible_at) FROM messages WHERE queue_id = q.mid AND expires_at IS NOT NULL
+			AND expires_at <= ` + nowSQL + ` AND state = 'i'))) - ` + nowSQL + `) * 1000000)::bigint
+	FROM queues q WHERE NOT q.deleted`
