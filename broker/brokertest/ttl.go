@@ -35,6 +35,7 @@ var ttlTests = []testCase{
 	{"RetentionEqualsTTLDeadLetters", testTTLRetentionEqualsTTL},
 	{"SweeperWakesBehindHeldExpiries", testTTLSweeperBehindHeld},
 	{"ShortenedLeaseExpiresAtItsEnd", testTTLShortenedLease},
+	{"SettledDedupIgnoresExpired", testTTLSettledDedup},
 }
 
 // withTTL is a send entry of body with Sluice.TimeToLive secs.
@@ -535,4 +536,35 @@ func testTTLShortenedLease(t *testing.T, s suite) {
 	}
 	e.advance(5 * time.Second)
 	eventually(t, "the message expired at its shortened lease's end", func() bool { return o.get("q expired") == 1 })
+}
+
+// testTTLSettledDedup: on a DeduplicationUntil=settled queue, a message
+// whose time to live passed no longer holds its dedup id (past the window):
+// a send of the id is stored, whether or not the sweeper removed the
+// expired message first; one still held by a live lease holds it until its
+// lease ends.
+func testTTLSettledDedup(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.settledQueue("q", nil) // window 60 s
+	e.send("q", model.SendEntry{ID: "m", Body: "old", DedupID: "u", Attributes: withTTL("", 120).Attributes})
+	e.advance(120 * time.Second)
+	r := e.dsend("q", "u", "new")
+	d := e.receiveOneFor("q", time.Hour)
+	if d.Body != "new" || d.ID != r.MessageID {
+		t.Fatalf("received %q (%s), want new (%s)", d.Body, d.ID, r.MessageID)
+	}
+
+	// Held by a live lease past its time to live: still a duplicate.
+	e.send("q", model.SendEntry{ID: "m", Body: "held", DedupID: "v", Attributes: withTTL("", 120).Attributes})
+	h := e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 10, Visibility: dur(180 * time.Second)}, 1)[0]
+	if h.Body != "held" {
+		t.Fatalf("received %q, want held", h.Body)
+	}
+	e.advance(120 * time.Second)
+	wantSame(t, "a send of the id of a held expired message", e.dsend("q", "v", "dup"), model.SendResult{MessageID: h.ID})
+	e.advance(60 * time.Second) // the lease ends: the message expires
+	r = e.dsend("q", "v", "after")
+	if r.MessageID == h.ID {
+		t.Fatalf("a send after the expired message's lease ended was answered as its duplicate")
+	}
 }

@@ -79,8 +79,14 @@ func (q *queue) originalLocked(key, id string, now int64) (messageID string, seq
 		f.WindowID, f.WindowUntil = d.messageID, fromNanos(d.expiresAt)
 	}
 	if q.Config.DedupUntilSettled() {
-		if ms := q.live[id]; len(ms) > 0 {
-			f.LiveID = ms[0].id()
+		// A carrier past its retention or time to live that no one removed
+		// yet (a send runs no expiry pass) is gone (plan.CarrierStays).
+		for _, m := range q.live[id] {
+			held := m.state == stateInflight && m.visibleAt > now
+			if plan.CarrierStays(q.Config, fromNanos(m.sentAt), fromNanos(m.expiresAt()), held, fromNanos(now)) {
+				f.LiveID = m.id()
+				break
+			}
 		}
 	}
 	messageID = plan.Original(q.Config, f, fromNanos(now))

@@ -40,13 +40,23 @@ import (
 // nothing, dedupAnswerSQL reads what the backend found and plan.Original
 // picks the answer.
 
+// carrierStaysSQL is plan.CarrierStays on a messages row, in a statement
+// whose $1 is the instant and whose argument n is the queue's retention in
+// µs: within its retention, and not expired unless a live lease holds it.
+func carrierStaysSQL(n string) string {
+	return `sent_at > ` + nowSQL + ` - ` + n + ` * interval '1 microsecond'
+		AND (coalesce(expires_at > ` + nowSQL + `, true) OR (state = 'i' AND visible_at > ` + nowSQL + `))`
+}
+
 // dedupSQL claims dedup key $3 of queue mid $2 for message id $4, for $5
 // µs from the instant ($1), unless the key's window row has not expired or
-// ($6: the queue is settled) a message of the queue carries dedup id $7. It
-// returns one row when the entry is to be stored.
-const dedupSQL = `
+// ($6: the queue is settled) a message of the queue carries dedup id $7 and
+// stays (carrierStaysSQL; $8 is the queue's retention in µs). It returns
+// one row when the entry is to be stored.
+var dedupSQL = `
 	WITH live AS (
-		SELECT 1 FROM messages WHERE $6 AND queue_id = $2 AND dedup_id = $7 AND seq IS NULL LIMIT 1),
+		SELECT 1 FROM messages WHERE $6 AND queue_id = $2 AND dedup_id = $7 AND seq IS NULL
+			AND ` + carrierStaysSQL("$8") + ` LIMIT 1),
 	d AS (
 		INSERT INTO dedup AS x (queue_id, key, message_id, seq, expires_at)
 		SELECT $2, $3, $4, 0, ` + nowSQL + ` + $5 * interval '1 microsecond'
@@ -59,13 +69,15 @@ const dedupSQL = `
 
 // dedupAnswerSQL reads, for a duplicate of key $3 (dedup id $5) of queue
 // mid $2, the key's window row (its message id and expiry), the message
-// id of a live carrier ($4: the queue is settled), and the instant: the
-// facts plan.Original answers from. Its statement sees what committed
-// before it, the concurrent send that won the key included.
-const dedupAnswerSQL = `
+// id of a live carrier that stays ($4: the queue is settled; $6 is its
+// retention in µs), and the instant: the facts plan.Original answers from.
+// Its statement sees what committed before it, the concurrent send that won
+// the key included.
+var dedupAnswerSQL = `
 	SELECT (SELECT message_id::text FROM dedup WHERE queue_id = $2 AND key = $3),
 		(SELECT expires_at FROM dedup WHERE queue_id = $2 AND key = $3),
-		(SELECT message_id::text FROM messages WHERE $4 AND queue_id = $2 AND dedup_id = $5 AND seq IS NULL ORDER BY id LIMIT 1),
+		(SELECT message_id::text FROM messages WHERE $4 AND queue_id = $2 AND dedup_id = $5 AND seq IS NULL
+			AND ` + carrierStaysSQL("$6") + ` ORDER BY id LIMIT 1),
 		` + nowSQL
 
 // sendDeduped stores the valid entries of a send to standard queue q, some
@@ -123,7 +135,7 @@ func decideDedup(ctx context.Context, tx pgx.Tx, at any, q queueRow, p *plan.Sen
 	var f plan.DedupFound
 	for range 3 {
 		var one int
-		err := tx.QueryRow(ctx, dedupSQL, at, q.mid, key, p.MessageID, window, settled, p.DedupID).Scan(&one)
+		err := tx.QueryRow(ctx, dedupSQL, at, q.mid, key, p.MessageID, window, settled, p.DedupID, micros(q.cfg.Retention)).Scan(&one)
 		if err == nil {
 			return "", nil
 		}
@@ -133,7 +145,7 @@ func decideDedup(ctx context.Context, tx pgx.Tx, at any, q queueRow, p *plan.Sen
 		var windowID, liveID *string
 		var until *time.Time
 		var now time.Time
-		if err := tx.QueryRow(ctx, dedupAnswerSQL, at, q.mid, key, settled, p.DedupID).
+		if err := tx.QueryRow(ctx, dedupAnswerSQL, at, q.mid, key, settled, p.DedupID, micros(q.cfg.Retention)).
 			Scan(&windowID, &until, &liveID, &now); err != nil {
 			return "", err
 		}

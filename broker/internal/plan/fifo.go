@@ -65,8 +65,8 @@ type DedupFound struct {
 	WindowUntil time.Time
 	// LiveID is the message id of a message in the queue carrying the
 	// dedup id ("" when none). A backend looks for one only on a queue
-	// whose DedupUntilSettled holds; see LiveCarrier for which messages
-	// count.
+	// whose DedupUntilSettled holds; see LiveCarrier and CarrierStays for
+	// which messages count.
 	LiveID string
 }
 
@@ -101,4 +101,21 @@ func Original(c model.QueueConfig, f DedupFound, now time.Time) string {
 // which all carry a dedup id, out of the PostgreSQL index of carriers.
 func LiveCarrier(dedupID string, seq uint64) bool {
 	return dedupID != "" && seq == 0
+}
+
+// CarrierStays reports whether a live carrier (LiveCarrier) of a queue with
+// settings c, sent at sentAt and expiring at expiresAt (zero: it has no time
+// to live), still holds its dedup id at now; held reports that a lease that
+// has not ended holds it. A message past its retention does not (the
+// retention deletes it whatever its state), nor does one whose time to live
+// passed and that no live lease holds (it is expired, and never handed out
+// again): both are gone to a send, though the sweeper, or the next receive,
+// may not have removed them yet. One held by a live lease past its time to
+// live stays until its lease ends (its holder may still delete it). The
+// PostgreSQL backend spells the same rule in SQL (broker/postgres/dedup.go).
+func CarrierStays(c model.QueueConfig, sentAt, expiresAt time.Time, held bool, now time.Time) bool {
+	if !sentAt.Add(c.Retention).After(now) {
+		return false
+	}
+	return held || !model.Expired(expiresAt, now)
 }

@@ -111,3 +111,28 @@ func TestOriginal(t *testing.T) {
 		t.Error("LiveCarrier: a standard message with an id counts; none without one, nor a FIFO dead letter (a sequence number)")
 	}
 }
+
+func TestCarrierStays(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	c := model.DefaultQueueConfig(false)
+	c.Retention = time.Hour
+	for _, tc := range []struct {
+		name              string
+		sentAt, expiresAt time.Time
+		held              bool
+		want              bool
+	}{
+		{"no time to live", now.Add(-time.Minute), time.Time{}, false, true},
+		{"time to live to come", now.Add(-time.Minute), now.Add(time.Second), false, true},
+		{"expired at now", now.Add(-time.Minute), now, false, false},
+		{"expired, held by a live lease", now.Add(-time.Minute), now.Add(-time.Second), true, true},
+		{"past retention", now.Add(-time.Hour), time.Time{}, false, false},
+		{"past retention, held", now.Add(-time.Hour), time.Time{}, true, false},
+		{"just within retention", now.Add(-time.Hour + time.Nanosecond), time.Time{}, false, true},
+	} {
+		if got := CarrierStays(c, tc.sentAt, tc.expiresAt, tc.held, now); got != tc.want {
+			t.Errorf("%s: CarrierStays = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
