@@ -36,6 +36,7 @@ var ttlTests = []testCase{
 	{"SweeperWakesBehindHeldExpiries", testTTLSweeperBehindHeld},
 	{"ShortenedLeaseExpiresAtItsEnd", testTTLShortenedLease},
 	{"SettledDedupIgnoresExpired", testTTLSettledDedup},
+	{"MaxDepthIgnoresExpired", testTTLMaxDepth},
 }
 
 // withTTL is a send entry of body with Sluice.TimeToLive secs.
@@ -567,4 +568,20 @@ func testTTLSettledDedup(t *testing.T, s suite) {
 	if r.MessageID == h.ID {
 		t.Fatalf("a send after the expired message's lease ended was answered as its duplicate")
 	}
+}
+
+// testTTLMaxDepth: MaxDepth does not count the messages whose time to live
+// passed and that no live lease holds, whether or not the sweeper removed
+// them yet; one held by a live lease counts until its lease ends.
+func testTTLMaxDepth(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{model.AttrMaxDepth: "2"})
+	e.send("q", withTTL("held", 10), withTTL("ready", 10))
+	wantDepthError(t, "a send to the full queue", e.sendErr("q", model.SendEntry{Body: "refused"}), "q", 2, 2, false)
+	if d := e.receiveOneFor("q", time.Hour); d.Body != "held" {
+		t.Fatalf("received %q, want held", d.Body)
+	}
+	e.advance(10 * time.Second)
+	e.send("q", model.SendEntry{Body: "after"}) // ready expired: room for one
+	wantDepthError(t, "a send past the held message and the one sent after", e.sendErr("q", model.SendEntry{Body: "refused"}), "q", 2, 2, false)
 }

@@ -26,7 +26,7 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 		return nil, model.QueueNotFoundError()
 	}
 	cfg := q.Config // read-only copy: the maps inside are never mutated in place
-	depth := q.depth()
+	depth := q.admitDepth(b.now())
 	b.mu.Unlock()
 	plans, err := plan.Send(cfg, queueName.Name, depth, entries)
 	if err != nil {
@@ -69,12 +69,13 @@ func (b *Backend) Send(ctx context.Context, queueName model.QueueRef, entries []
 			}
 		}
 	}
-	if err := plan.AdmitSend(q.Config, queueName.Name, q.depth(), n, low); err != nil {
+	now := b.now()
+	if err := plan.AdmitSend(q.Config, queueName.Name, q.admitDepth(now), n, low); err != nil {
 		b.mu.Unlock()
 		_ = batch.Close()
 		return nil, err
 	}
-	b.storeLocked(q, batch, entries, plans, bodies, results, b.now())
+	b.storeLocked(q, batch, entries, plans, bodies, results, now)
 	syncEarlierToo(batch) // a duplicate's original may still be syncing
 	err = b.applyLocked(batch)
 	b.mu.Unlock()

@@ -399,7 +399,8 @@ func (b *Backend) sendRunLocked(s *model.Schedule, batch *pebble.Batch, at time.
 		return "", model.QueueNotFoundError()
 	}
 	entries := []model.SendEntry{s.RunEntry(at)}
-	plans, err := plan.Send(q.Config, q.Name, q.depth(), entries)
+	now := b.now()
+	plans, err := plan.Send(q.Config, q.Name, q.admitDepth(now), entries)
 	if err != nil {
 		return "", err
 	}
@@ -407,6 +408,6 @@ func (b *Backend) sendRunLocked(s *model.Schedule, batch *pebble.Batch, at time.
 		return "", err
 	}
 	results := []model.SendResult{{MessageID: plans[0].MessageID}}
-	b.storeLocked(q, batch, entries, plans, [][]byte{encodeBody(plans[0].MessageID, &entries[0])}, results, nanos(b.clock.Now()))
+	b.storeLocked(q, batch, entries, plans, [][]byte{encodeBody(plans[0].MessageID, &entries[0])}, results, now)
 	return results[0].MessageID, nil
 }

@@ -69,6 +69,38 @@ func (q *queue) nextTTL() (int64, bool) {
 	return q.ttl[0].x.expiresAt, true
 }
 
+// admitDepth is q's depth for the backpressure rule (plan.AdmitSend) at
+// now: without its messages whose time to live passed and that no live
+// lease holds, which are gone though no one may have removed them yet (a
+// send runs no expiry pass); at most sweepBudget of them are looked for.
+// b.mu must be held.
+func (q *queue) admitDepth(now int64) int64 {
+	if q.Config.MaxDepth == 0 && q.Config.LowPriorityMaxDepth == 0 {
+		return q.depth()
+	}
+	return q.depth() - int64(q.expiredDue(now, sweepBudget))
+}
+
+// expiredDue counts, up to limit, the messages of q.ttl whose expiry is at
+// or before now and that no live lease holds: the heap's entries up to now
+// form a subtree at its root, walked depth first.
+func (q *queue) expiredDue(now int64, limit int) int {
+	n := 0
+	stack := []int{0}
+	for len(stack) > 0 && n < limit {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i >= len(q.ttl) || q.ttl[i].x.expiresAt > now {
+			continue
+		}
+		if m := q.ttl[i]; m.state != stateInflight || m.visibleAt <= now {
+			n++
+		}
+		stack = append(stack, 2*i+1, 2*i+2)
+	}
+	return n
+}
+
 // expireDueLocked expires up to limit (< 0: all) of q's messages whose time
 // to live has passed at now and that are not in flight, in batch, and lets
 // the in-flight ones leave the heap (see above). It returns how many it

@@ -206,6 +206,18 @@ func (s sendOn) sendTo(ctx context.Context, ref model.QueueRef, q queueRow, cach
 		}
 	}
 	plans, err := plan.Send(q.cfg, ref.Name, depth, entries)
+	if de := (*model.DepthError)(nil); errors.As(err, &de) {
+		// The messages whose time to live passed and that no lease holds
+		// are gone, though no one may have removed them yet (ttl.go): they
+		// are not counted. Looked for only when the depth refuses a send.
+		due, derr := readExpiredDue(ctx, s.db, s.now, q.mid)
+		if derr != nil {
+			return nil, q, -1, derr
+		}
+		if due > 0 {
+			plans, err = plan.Send(q.cfg, ref.Name, depth-due, entries)
+		}
+	}
 	if err != nil {
 		if cached {
 			return nil, q, -1, errStaleQueue // judged on fresh settings

@@ -45,6 +45,21 @@ func ttlDueSQL(mid string) string {
 		AND (state <> 'i' OR visible_at <= ` + nowSQL + `))`
 }
 
+// readExpiredDue is how many rows of queue mid expireDue would remove now
+// (expireDueSQL's condition), counting up to expireBatch of them: a send
+// refused for its queue's depth does not count them (the sweeper removes
+// them at the next occasion, but they are gone already). at is the $1 of
+// the statement (Backend.tnow).
+func readExpiredDue(ctx context.Context, db querier, at any, mid int64) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM messages WHERE queue_id = $2
+		AND expires_at <= `+nowSQL+` AND (state <> 'i' OR visible_at <= `+nowSQL+`) LIMIT $3) d`,
+		at, mid, expireBatch).Scan(&n); err != nil {
+		return 0, dbErr("read expired messages", err)
+	}
+	return n, nil
+}
+
 // expireDue removes up to expireBatch rows of queue q whose time to live
 // passed (expireDueSQL) in one transaction: to its dead-letter queue with
 // the reason "expired" when q dead-letters its expired messages and that
