@@ -1,6 +1,7 @@
 package brokertest
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -37,6 +38,8 @@ var ttlTests = []testCase{
 	{"ShortenedLeaseExpiresAtItsEnd", testTTLShortenedLease},
 	{"SettledDedupIgnoresExpired", testTTLSettledDedup},
 	{"MaxDepthIgnoresExpired", testTTLMaxDepth},
+	{"FifoWaiterWokenAtExpiry", testTTLFifoWaiter},
+	{"AtMostOnceSkipsExpired", testTTLAtMostOnce},
 }
 
 // withTTL is a send entry of body with Sluice.TimeToLive secs.
@@ -584,4 +587,39 @@ func testTTLMaxDepth(t *testing.T, s suite) {
 	e.advance(10 * time.Second)
 	e.send("q", model.SendEntry{Body: "after"}) // ready expired: room for one
 	wantDepthError(t, "a send past the held message and the one sent after", e.sendErr("q", model.SendEntry{Body: "refused"}), "q", 2, 2, false)
+}
+
+// testTTLFifoWaiter: a receive waiting on a FIFO queue whose group's head
+// backs off past its expiry gets the group's next message at that expiry.
+func testTTLFifoWaiter(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q.fifo", map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true",
+		model.AttrVisibilityTimeout: "60", model.AttrRetryPolicy: retryPolicy(100, 300, model.JitterNone)})
+	e.send("q.fifo", model.SendEntry{Body: "a", GroupID: "g", Attributes: withTTL("", 30).Attributes})
+	e.send("q.fifo", model.SendEntry{Body: "b", GroupID: "g"})
+	d := e.receiveOne("q.fifo")
+	e.nack("q.fifo", d.Receipt, "boom", nil) // backs off until 100 s, holding the group
+	e.advance(15 * time.Second)
+	ch := e.goWait(context.Background(), "q.fifo", 20*time.Second)
+	e.advance(10 * time.Second)
+	e.notYet(ch, "before the expiry")
+	e.advance(5 * time.Second) // 30 s: a expires
+	r := e.await(ch, realTimeout, "after the expiry")
+	if r.err != nil || len(r.ds) != 1 || r.ds[0].Body != "b" {
+		t.Fatalf("got %v (%v), want b", bodies(r.ds), r.err)
+	}
+}
+
+// testTTLAtMostOnce: an at-most-once queue never hands out an expired
+// message (its delivery would delete it as delivered).
+func testTTLAtMostOnce(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{model.AttrDeliveryMode: model.DeliveryAtMostOnce})
+	e.send("q", withTTL("a", 10), model.SendEntry{Body: "b"})
+	e.advance(10 * time.Second)
+	if d := e.receiveOne("q"); d.Body != "b" {
+		t.Fatalf("received %q, want b", d.Body)
+	}
+	e.receiveNone("q")
+	e.wantStats("q", 0, 0, 0)
 }
