@@ -39,7 +39,11 @@ const expireDueSQL = `SELECT id, state::text, false, visible_at, message_id::tex
 	ORDER BY expires_at LIMIT $3 FOR UPDATE SKIP LOCKED`
 
 // ttlDueSQL is whether queue mid has rows for expireDue (expireDueSQL's
-// condition), in a statement whose $1 is the instant.
+// condition), in a statement whose $1 is the instant. It reads
+// messages_expiry up to the instant: one probe when no row has expired;
+// else it reads the expired entries that live leases hold (at most the
+// queue's messages in flight whose time to live passed) until it finds one
+// that none holds.
 func ttlDueSQL(mid string) string {
 	return `EXISTS (SELECT 1 FROM messages WHERE queue_id = ` + mid + ` AND expires_at <= ` + nowSQL + `
 		AND (state <> 'i' OR visible_at <= ` + nowSQL + `))`
