@@ -159,7 +159,10 @@ func (b *Broker) Replay(ctx context.Context, dlq string, req ReplayRequest) (mod
 }
 
 // validateEdit checks an edit's body and attributes as a send checks them
-// (the queue's size limit is checked when the message moves).
+// (the queue's size limit is checked when the message moves). An edit that
+// gives a Sluice.TimeToLive is refused: a replayed message leaves its
+// expiry behind (model/config_ttl.go), so the attribute would claim a time
+// to live that nothing applies.
 func validateEdit(e *model.MessageEdit) error {
 	if e.Body != nil {
 		if *e.Body == "" {
@@ -170,6 +173,10 @@ func validateEdit(e *model.MessageEdit) error {
 		}
 	}
 	if e.Attributes != nil {
+		if a, ok := e.Attributes[model.MsgAttrTimeToLive]; ok {
+			return model.InvalidParameterError(a.StringValue, model.MsgAttrTimeToLive,
+				"an edit-and-replay takes no time to live: a replayed message has none (it left its expiry behind); remove the attribute.")
+		}
 		return model.ValidateMessageAttributes(e.Attributes)
 	}
 	return nil

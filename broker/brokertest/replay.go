@@ -20,6 +20,7 @@ var replayTests = []testCase{
 	{"ChosenIDs", testReplayChosen},
 	{"EditAndReplay", testReplayEdit},
 	{"EditTooLargeIsSkipped", testReplayEditTooLarge},
+	{"EditRefusesTimeToLive", testReplayEditTTL},
 	{"ListedWithProgress", testReplayListed},
 	{"WaitsForRoomInFullQueue", testReplayWaitsForRoom},
 	{"SelectionSurvivesRestart", testReplayRestart},
@@ -235,6 +236,26 @@ func testReplayEdit(t *testing.T, s suite) {
 	if d := e.receiveOne("src"); d.Body != "keep me" {
 		t.Fatalf("src served %q first, want the priority-7 message", d.Body)
 	}
+}
+
+// testReplayEditTTL: an edit-and-replay whose attributes give a
+// Sluice.TimeToLive is refused with InvalidParameterValue before any task
+// starts (a replayed message has no time to live: the attribute would never
+// be applied); the dead letter stays.
+func testReplayEditTTL(t *testing.T, s suite) {
+	e := s.setup(t)
+	old := e.deadLetterEntries("src", "dlq", correlated("a", "c0"))
+	attrs := map[string]model.MessageAttribute{model.MsgAttrTimeToLive: numAttr(60)}
+	_, err := e.b.Replay(e.ctx, "dlq", broker.ReplayRequest{IDs: []string{old[0].ID}, Edit: &model.MessageEdit{Attributes: attrs}})
+	wantErr(t, "an edit-and-replay with a Sluice.TimeToLive", err, model.ErrInvalidParameterValue)
+	if err == nil || !strings.Contains(err.Error(), model.MsgAttrTimeToLive) {
+		t.Fatalf("the refusal %v does not name %s", err, model.MsgAttrTimeToLive)
+	}
+	tasks, err := e.b.ListMoveTasks(e.ctx, "dlq", 10)
+	if err != nil || len(tasks) != 0 {
+		t.Fatalf("ListMoveTasks = %v, %v; want no task", tasks, err)
+	}
+	e.wantStats("dlq", 1, 0, 0)
 }
 
 // testReplayEditTooLarge: an edited message larger than its destination's
