@@ -40,6 +40,7 @@ var ttlTests = []testCase{
 	{"MaxDepthIgnoresExpired", testTTLMaxDepth},
 	{"FifoWaiterWokenAtExpiry", testTTLFifoWaiter},
 	{"AtMostOnceSkipsExpired", testTTLAtMostOnce},
+	{"FifoDeadLetterKeepsGroupOrder", testTTLFifoDeadLetter},
 }
 
 // withTTL is a send entry of body with Sluice.TimeToLive secs.
@@ -622,4 +623,35 @@ func testTTLAtMostOnce(t *testing.T, s suite) {
 	}
 	e.receiveNone("q")
 	e.wantStats("q", 0, 0, 0)
+}
+
+// testTTLFifoDeadLetter: the expired messages of a FIFO queue move to its
+// FIFO dead-letter queue in their group's order, with new sequence numbers
+// there; the group's message without a time to live stays, and is next.
+func testTTLFifoDeadLetter(t *testing.T, s suite) {
+	e := s.setup(t)
+	fifo := map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true"}
+	e.createQueue("dlq.fifo", fifo)
+	e.createQueue("src.fifo", map[string]string{model.AttrFifoQueue: "true", model.AttrContentBasedDeduplication: "true",
+		model.AttrRedrivePolicy: redrivePolicy("dlq.fifo", 3)})
+	entry := func(body string, ttl int) model.SendEntry {
+		m := model.SendEntry{Body: body, GroupID: "g"}
+		if ttl > 0 {
+			m.Attributes = withTTL("", ttl).Attributes
+		}
+		return m
+	}
+	e.send("src.fifo", entry("a", 10), entry("b", 10), entry("c", 0))
+	e.advance(10 * time.Second)
+	e.eventuallyStats("dlq.fifo", 2, 0, 0)
+	for _, want := range []string{"a", "b"} {
+		d := e.receiveOne("dlq.fifo")
+		if d.Body != want || d.FailureReason != model.ReasonExpired {
+			t.Fatalf("dead letter %q (reason %q), want %s (%q)", d.Body, d.FailureReason, want, model.ReasonExpired)
+		}
+		e.mustDelete("dlq.fifo", d.Receipt)
+	}
+	if d := e.receiveOne("src.fifo"); d.Body != "c" {
+		t.Fatalf("received %q, want c", d.Body)
+	}
 }

@@ -32,11 +32,20 @@ import (
 // expireDueSQL locks up to $3 rows of queue $2 whose expiry has passed and
 // that no live lease holds (ready, delayed, or in flight under an ended
 // lease), in expiry order through messages_expiry, skipping rows other
-// transactions hold; its columns are readLeaseSQL's.
+// transactions hold, and only rows of the FIFO groups $4 unless it is NULL;
+// its columns are readLeaseSQL's.
 const expireDueSQL = `SELECT id, state::text, false, visible_at, message_id::text,
 		coalesce(attempts, receive_count), max_attempts, sent_at, seq, attempt, expires_at, ` + nowSQL + `
 	FROM messages WHERE queue_id = $2 AND expires_at <= ` + nowSQL + ` AND (state <> 'i' OR visible_at <= ` + nowSQL + `)
+		AND ($4::text[] IS NULL OR group_id = ANY($4::text[]))
 	ORDER BY expires_at LIMIT $3 FOR UPDATE SKIP LOCKED`
+
+// expireDueGroupsSQL is the FIFO groups of the rows expireDueSQL would
+// lock (without $4), read without locking them, sorted.
+const expireDueGroupsSQL = `SELECT DISTINCT group_id FROM (SELECT group_id FROM messages
+		WHERE queue_id = $2 AND expires_at <= ` + nowSQL + ` AND (state <> 'i' OR visible_at <= ` + nowSQL + `)
+		ORDER BY expires_at LIMIT $3) m
+	WHERE group_id IS NOT NULL ORDER BY 1`
 
 // ttlDueSQL is whether queue mid has rows for expireDue (expireDueSQL's
 // condition), in a statement whose $1 is the instant. It reads
@@ -69,13 +78,46 @@ func readExpiredDue(ctx context.Context, db querier, at any, mid int64) (int64, 
 // the reason "expired" when q dead-letters its expired messages and that
 // queue exists, else deleted (leaseApply.expire). It returns the messages
 // moved and whether more may be due (a full batch).
+//
+// Into a FIFO dead-letter queue the move locks that queue's group rows
+// (moveToDLQ). A FIFO claim (claimFifo) locks them before the message rows
+// it claims, so expireDue locks them first too: the groups of the rows it
+// is about to lock, read without a lock (expireDueGroupsSQL), then only the
+// rows of those groups. In the other order a claim and an expiry of one
+// group could each wait for the other's lock until PostgreSQL broke the
+// deadlock (after its deadlock_timeout; retry would run the loser again).
+// The visibility changes and ended leases that dead-letter (leases.go) still
+// lock message rows first, as before the time to live: they recover so.
 func (b *Backend) expireDue(ctx context.Context, q queueRow) ([]movedLetter, bool, error) {
 	var res leaseResult
 	var full bool
 	err := retry(func() error {
 		res, full = leaseResult{}, false
 		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, expireDueSQL, b.tnow(), q.mid, expireBatch)
+			var to claimTo
+			if q.cfg.ExpiredToDeadLetter() {
+				var err error
+				if to, err = b.claimTarget(ctx, tx, q); err != nil {
+					return err
+				}
+			}
+			var groups []string // nil: every group (the rows lock no group row)
+			if to.dlq != nil && to.dlq.cfg.Fifo {
+				rows, err := tx.Query(ctx, expireDueGroupsSQL, b.tnow(), q.mid, expireBatch)
+				if err != nil {
+					return err
+				}
+				if groups, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+					return err
+				}
+				if len(groups) == 0 {
+					return nil
+				}
+				if _, err := tx.Exec(ctx, lockGroupsSQL, to.dlq.mid, groups); err != nil {
+					return err
+				}
+			}
+			rows, err := tx.Query(ctx, expireDueSQL, b.tnow(), q.mid, expireBatch, groups)
 			if err != nil {
 				return err
 			}
@@ -96,12 +138,6 @@ func (b *Backend) expireDue(ctx context.Context, q queueRow) ([]movedLetter, boo
 				return nil
 			}
 			full = len(due) == expireBatch
-			var to claimTo
-			if q.cfg.ExpiredToDeadLetter() {
-				if to, err = b.claimTarget(ctx, tx, q); err != nil {
-					return err
-				}
-			}
 			var a leaseApply
 			for _, r := range due {
 				a.expire(r, r.facts.Attempts, to.dlq != nil)
