@@ -18,7 +18,14 @@ import "time"
 // queue's dead-letter queue with the failure reason ReasonExpired, or is
 // dropped (ExpiredActionOf). A message moved to another queue (a dead
 // letter, a redrive, a replay) leaves its expiry behind: a time to live
-// counts from the send, in the queue the message was sent to.
+// counts from the send, in the queue the message was sent to. When a
+// message's time to live and its queue's retention have both passed, the
+// time to live decides (a MessageTimeToLive equal to the retention
+// dead-letters the queue's old messages instead of deleting them), unless a
+// live lease holds the message: the retention deletes it then, as SQS
+// deletes a message in flight past its retention. From its expiry on, an
+// expired message that no live lease holds is gone to the other rules too
+// (DeduplicationUntil=settled, MaxDepth), before a backend removes it.
 const (
 	AttrMessageTimeToLive    = "MessageTimeToLive"
 	AttrExpiredMessageAction = "ExpiredMessageAction"
