@@ -124,7 +124,8 @@ func (b *Backend) setAside(qid uint64, damaged []damagedBody) {
 // pebbleEvents is the event listener Open installs: a data corruption is
 // logged with its file (Pebble's default would call Logger.Fatalf, killing
 // the request's goroutine in the middle of a read); a background error of a
-// full disk (ENOSPC) sets noSpace, which the next successful flush clears
+// full disk (ENOSPC) sets noSpace, which the next successful flush or
+// compaction clears
 // (spaceGuard refuses sends meanwhile); the rest keep Pebble's defaults.
 // noSpace may be nil (the offline tools).
 func pebbleEvents(l pebbleLogger, noSpace *atomic.Bool) *pebble.EventListener {
@@ -141,9 +142,22 @@ func pebbleEvents(l pebbleLogger, noSpace *atomic.Bool) *pebble.EventListener {
 			}
 			l.Errorf("background error: %s", err)
 		}
+		// A flush or a compaction that succeeds again clears it (with
+		// sends refused, a flush may be long in coming: the guard asks for
+		// one, spaceGuard.admit).
+		cleared := func(what string) {
+			if noSpace.Swap(false) {
+				l.l.Info("the store "+what+" again: accepting sends", "component", "pebble")
+			}
+		}
 		el.FlushEnd = func(info pebble.FlushInfo) {
-			if info.Err == nil && noSpace.Swap(false) {
-				l.l.Info("the store flushed again: accepting sends", "component", "pebble")
+			if info.Err == nil {
+				cleared("flushed")
+			}
+		}
+		el.CompactionEnd = func(info pebble.CompactionInfo) {
+			if info.Err == nil {
+				cleared("compacted")
 			}
 		}
 	}

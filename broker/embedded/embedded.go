@@ -163,7 +163,7 @@ func Open(cfg Config) (*Backend, error) {
 		return nil, openError("create", cfg.Dir, err)
 	}
 	pl := newPebbleLogger(opts.Logger)
-	noSpace := new(atomic.Bool) // set by a background ENOSPC (pebbleEvents), read by the space guard
+	noSpace := new(atomic.Bool)                           // set by a background ENOSPC (pebbleEvents), read by the space guard
 	if err := createNewest(fs, cfg.Dir, pl); err != nil { // logcheck.go
 		return nil, openError("create store in", cfg.Dir, err)
 	}
@@ -190,7 +190,7 @@ func Open(cfg Config) (*Backend, error) {
 		reclaim: make(chan [2][]byte, 64),
 		dlLog:   &deadletter.Log{Log: opts.Logger, Clock: opts.Clock, Observer: opts.Observer},
 	}
-	b.space = spaceGuard{b: b, reserve: cfg.DiskReserve, noSpace: noSpace}
+	b.space = spaceGuard{b: b, reserve: cfg.DiskReserve, noSpace: noSpace, fullDepth: -1}
 	if err := b.checkFormat(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -214,7 +214,8 @@ func Open(cfg Config) (*Backend, error) {
 	b.sweeper = lifecycle.Duty{Name: "retention sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
 	b.mover = lifecycle.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle, Step: b.moveTick}
 	b.life.Start(&b.sweeper)
-	b.scheduler = lifecycle.Duty{Name: "schedules", Clock: b.clock, Logger: b.log, Idle: scheduleIdle, Retry: scheduleRetry, Step: b.scheduleTick}
+	b.scheduler = lifecycle.Duty{Name: "schedules", Clock: b.clock, Logger: b.log, Idle: scheduleIdle, Retry: scheduleRetry,
+		MaxRetry: 3 * scheduleRetry, Step: b.scheduleTick} // a failure's wait stays below a run's minute of grace
 	b.life.Start(&b.mover)
 	b.life.Start(&b.scheduler)
 	b.life.Go(b.reclaimLoop)

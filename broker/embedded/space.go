@@ -113,6 +113,12 @@ type spaceGuard struct {
 	loan        int64 // bytes sends may still reserve without a statfs
 	loanUntil   int64 // Unix ns (wall clock) when the loan ends
 	compactedAt int64 // Unix ns of the last compaction asked for by a refusal
+	flushedAt   int64 // Unix ns of the last flush asked for while noSpace
+	// fullDepth is the messages stored when a refusal last looked (-1:
+	// none yet): a compaction is asked for only once it fell, that is once
+	// messages were deleted (a compaction of a store that was not drained
+	// frees nothing and needs room to write its output).
+	fullDepth int64
 }
 
 // spaceRecheck is how long a look at the disk lends room to the sends after
@@ -143,7 +149,7 @@ func sendFootprint(bodies [][]byte) int64 {
 func (g *spaceGuard) admit(need int64) (release func(), err error) {
 	nothing := func() {}
 	if g.noSpace.Load() {
-		return nothing, model.StoreFullError(0, uint64(max(g.reserve, 0)))
+		return nothing, g.noSpaceRefusal()
 	}
 	if g.reserve == DiskReserveOff {
 		return nothing, nil
@@ -175,9 +181,14 @@ func (g *spaceGuard) admit(need int64) (release func(), err error) {
 			}
 			if now-g.compactedAt >= int64(fullCompactEvery) {
 				// Deleted messages hold their space until a compaction
-				// drops them: ask for one of the messages' range.
+				// drops them: once messages were deleted since the disk
+				// was found full, ask for one of the messages' range.
 				g.compactedAt = now
-				g.b.reclaimRange([]byte{pfxData}, []byte{pfxData + 1})
+				depth := g.b.storedMessages()
+				if g.fullDepth >= 0 && depth < g.fullDepth {
+					g.b.reclaimRange([]byte{pfxData}, []byte{pfxData + 1})
+				}
+				g.fullDepth = depth
 			}
 			return nothing, model.StoreFullError(uint64(effective), reserve)
 		}
@@ -197,10 +208,46 @@ func (g *spaceGuard) admit(need int64) (release func(), err error) {
 	}, nil
 }
 
+// noSpaceRefusal is the refusal while the store meets ENOSPC: it says the
+// disk's free space, and asks for a flush at most every fullCompactEvery
+// (a flush that succeeds clears noSpace; with sends refused, none may come
+// by itself).
+func (g *spaceGuard) noSpaceRefusal() error {
+	g.mu.Lock()
+	now := time.Now().UnixNano()
+	ask := now-g.flushedAt >= int64(fullCompactEvery)
+	if ask {
+		g.flushedAt = now
+	}
+	g.mu.Unlock()
+	if ask {
+		go func() { _, _ = g.b.db.AsyncFlush() }()
+	}
+	var free, reserve uint64
+	if u, err := g.b.fs.GetDiskUsage(g.b.dir); err == nil {
+		free, reserve = u.AvailBytes, uint64(max(g.reserve, 0))
+		if g.reserve == DiskReserveAuto {
+			reserve = autoReserve(u.TotalBytes)
+		}
+	}
+	return model.StoreFullError(free, reserve)
+}
+
 // check is admit of an empty send, released at once: whether a send would
 // be refused now.
 func (g *spaceGuard) check() error {
 	release, err := g.admit(0)
 	release()
 	return err
+}
+
+// storedMessages is the messages stored in every queue (their depths).
+func (b *Backend) storedMessages() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var n int64
+	for _, q := range b.queues {
+		n += q.depth()
+	}
+	return n
 }

@@ -3,10 +3,13 @@ package embedded
 import (
 	"context"
 	"errors"
+	"fmt"
+	"syscall"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker/clocktest"
@@ -178,5 +181,35 @@ func TestDiskReserveValues(t *testing.T) {
 	}
 	if _, err := Open(Config{Dir: "/r", FS: fs, DiskReserve: -2, Options: opts}); err == nil {
 		t.Error("DiskReserve -2: no error")
+	}
+}
+
+// TestNoSpaceClearedByFlushOrCompaction: a background ENOSPC refuses sends
+// (also with the reserve off) until a flush or a compaction succeeds; one
+// that fails keeps them refused.
+func TestNoSpaceClearedByFlushOrCompaction(t *testing.T) {
+	for _, end := range []string{"flush", "compaction"} {
+		noSpace := new(atomic.Bool)
+		el := pebbleEvents(newPebbleLogger(testLogger(t)), noSpace)
+		el.BackgroundError(fmt.Errorf("flush: write 000012.sst: %w", syscall.ENOSPC))
+		if !noSpace.Load() {
+			t.Fatal("a background ENOSPC did not refuse sends")
+		}
+		failed := errors.New("still no room")
+		succeed := func(err error) {
+			if end == "flush" {
+				el.FlushEnd(pebble.FlushInfo{Err: err})
+			} else {
+				el.CompactionEnd(pebble.CompactionInfo{Err: err})
+			}
+		}
+		succeed(failed)
+		if !noSpace.Load() {
+			t.Fatalf("a failed %s accepted sends again", end)
+		}
+		succeed(nil)
+		if noSpace.Load() {
+			t.Fatalf("a successful %s left sends refused", end)
+		}
 	}
 }

@@ -312,7 +312,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b.life.Go(func(ctx context.Context) { b.listenLoop(ctx, dedicated) })
 	b.life.Go(b.notifier.loop)
 	b.scheduler = lifecycle.Duty{Name: "schedules", Clock: b.clock, Logger: b.log, Idle: scheduleIdle,
-		Retry: cfg.PollInterval, Step: b.scheduleTick}
+		Retry: cfg.PollInterval, MaxRetry: 30 * time.Second, Step: b.scheduleTick} // below a run's minute of grace
 	b.life.Start(&b.sweeper)
 	b.life.Start(&b.mover)
 	b.life.Start(&b.scheduler)

@@ -30,11 +30,16 @@ type Duty struct {
 	// asks for none (a zero instant). Required (> 0).
 	Idle time.Duration
 	// Retry is the sleep after a failed step. Default Idle. Failures in a
-	// row double it, up to 32 times Retry (at least Retry, at most Idle
-	// when Idle is longer), and a Kick does not cut such a sleep short: a
-	// step that fails (a full disk, a store out of file descriptors) is not
-	// run again at every request's kick, nor logged at each.
+	// row double it, up to MaxRetry, and a Kick does not cut such a sleep
+	// short: a step that fails (a full disk, a store out of file
+	// descriptors) is not run again at every request's kick, nor logged at
+	// each.
 	Retry time.Duration
+	// MaxRetry caps the doubled sleep after failures in a row. Default 32
+	// times Retry, at most Idle (when Idle is longer than Retry); a duty
+	// whose work is due at instants (the schedules' runs) sets it below
+	// what a late run may be.
+	MaxRetry time.Duration
 	// Step does one bounded piece of work and returns the instant it wants
 	// to run again: zero for "after Idle", an instant at or before now for
 	// "at once" (more work is due). A failed step is logged and retried
@@ -127,7 +132,7 @@ func (d *Duty) loop(ctx context.Context, kick <-chan struct{}, done chan<- struc
 		switch {
 		case err != nil:
 			fails++
-			sleep = failureBackoff(retry, d.Idle, fails)
+			sleep = failureBackoff(retry, d.Idle, d.MaxRetry, fails)
 			wake = nil // a kick does not cut a failure's backoff short
 			log.Warn(d.Name+" step failed; retrying", "err", err, "retry_in", sleep, "failures_in_a_row", fails)
 		case next.IsZero():
@@ -152,10 +157,14 @@ func (d *Duty) loop(ctx context.Context, kick <-chan struct{}, done chan<- struc
 }
 
 // failureBackoff is the sleep after the fails-th failed step in a row:
-// retry doubled for each failure before it, at most 32 times retry, and no
-// more than idle unless retry itself is longer.
-func failureBackoff(retry, idle time.Duration, fails int) time.Duration {
+// retry doubled for each failure before it, up to maxRetry (0: 32 times
+// retry, and no more than idle unless retry itself is longer), never below
+// retry.
+func failureBackoff(retry, idle, maxRetry time.Duration, fails int) time.Duration {
 	limit := max(retry, min(idle, 32*retry))
+	if maxRetry > 0 {
+		limit = max(retry, maxRetry)
+	}
 	d := retry
 	for i := 1; i < fails && d < limit; i++ {
 		d *= 2

@@ -245,17 +245,20 @@ func TestDuty(t *testing.T) {
 			// Retry again (failureBackoff), and a kick wakes a normal sleep.
 			h.d.Kick()
 			h.waitSteps(t, 5)
-			if got := failureBackoff(5*time.Second, time.Hour, 1); got != 5*time.Second {
+			if got := failureBackoff(5*time.Second, time.Hour, 0, 1); got != 5*time.Second {
 				t.Errorf("failureBackoff after one failure: %v", got)
 			}
-			if got := failureBackoff(5*time.Second, time.Hour, 100); got != 160*time.Second {
+			if got := failureBackoff(5*time.Second, time.Hour, 0, 100); got != 160*time.Second {
 				t.Errorf("failureBackoff after 100 failures: %v, want 32 x Retry", got)
 			}
-			if got := failureBackoff(5*time.Second, 30*time.Second, 100); got != 30*time.Second {
+			if got := failureBackoff(5*time.Second, 30*time.Second, 0, 100); got != 30*time.Second {
 				t.Errorf("failureBackoff capped by Idle: %v", got)
 			}
-			if got := failureBackoff(time.Minute, 30*time.Second, 3); got != time.Minute {
+			if got := failureBackoff(time.Minute, 30*time.Second, 0, 3); got != time.Minute {
 				t.Errorf("failureBackoff with Retry over Idle: %v", got)
+			}
+			if got := failureBackoff(10*time.Second, time.Hour, 30*time.Second, 100); got != 30*time.Second {
+				t.Errorf("failureBackoff capped by MaxRetry: %v", got)
 			}
 		}},
 		{"Retry defaults to Idle", func(t *testing.T) {
