@@ -78,7 +78,11 @@ func buildTree(ctx context.Context) completionTree {
 
 func completionCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, `usage: sluice completion bash|zsh|fish
+		w := stderr // a wrong use
+		if len(args) == 1 {
+			w = stdout // asked for
+		}
+		fmt.Fprint(w, `usage: sluice completion bash|zsh|fish
 
 Print a shell completion script: commands, subcommands, flags, and queue names (read from
 the broker at SLUICE_URL when you press TAB).

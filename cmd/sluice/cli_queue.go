@@ -141,7 +141,21 @@ func (f *settingFlags) apply(c *cli, queue string, attrs map[string]string) erro
 		if err != nil {
 			return fmt.Errorf("dead-letter queue %s: %w", f.dlq, err)
 		}
-		b, _ := json.Marshal(map[string]any{"deadLetterTargetArn": q.ARN, "maxReceiveCount": f.maxReceives})
+		receives := f.maxReceives
+		if !f.maxReceivesGiven && queue != "" {
+			// queue set --dlq alone keeps the queue's maxReceiveCount.
+			if cur, err := c.c.GetQueue(c.ctx, queue); err == nil {
+				var rp struct {
+					MaxReceiveCount json.Number `json:"maxReceiveCount"`
+				}
+				if json.Unmarshal([]byte(cur.Attributes["RedrivePolicy"]), &rp) == nil {
+					if n, err := rp.MaxReceiveCount.Int64(); err == nil && n > 0 {
+						receives = int(n)
+					}
+				}
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"deadLetterTargetArn": q.ARN, "maxReceiveCount": receives})
 		attrs["RedrivePolicy"] = string(b)
 	}
 	if f.visibility > 0 {

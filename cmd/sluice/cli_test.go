@@ -196,6 +196,11 @@ func TestCLIQueue(t *testing.T) {
 		t.Errorf("RedrivePolicy after set --max-receives 7: %s", got)
 	}
 	e.fails(2, []string{"queue", "set", "orders-dlq", "--max-receives", "7"}, "orders-dlq has no dead-letter queue", "--dlq")
+	// --dlq alone keeps the queue's maxReceiveCount rather than resetting it to 5.
+	e.ok("queue", "set", "orders", "--dlq", "orders-dlq")
+	if got := e.queue("orders").Attributes["RedrivePolicy"]; !strings.Contains(got, `"maxReceiveCount":7`) {
+		t.Errorf("RedrivePolicy after set --dlq alone: %s, want maxReceiveCount 7 kept", got)
+	}
 	// The rate limits' flags; 0 removes a limit; a bad value answers the
 	// broker's reason.
 	r = e.ok("queue", "set", "orders", "--max-in-flight", "50", "--max-receives-per-second", "2.50")
@@ -239,6 +244,7 @@ func TestCLIHelpAndErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"queue", "create", "--help"}, {"queue", "list", "-h"}, {"queue", "--help"}, {"--help"}, {"help"},
 		{"serve", "--help"}, {"demo", "--help"}, {"store", "verify", "-h"}, {"send", "-help"},
+		{"completion", "--help"}, {"version", "--help"},
 	} {
 		r := e.run(args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "usage: sluice") || r.stderr != "" {

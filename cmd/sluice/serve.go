@@ -31,6 +31,7 @@ type serveFlags struct {
 	strictPurge                 bool
 	maxInFlight                 int
 	maxConnections              int
+	answerTimeout               time.Duration
 	shutdownTimeout             time.Duration
 	logLevel, logFormat         string
 	// webhookSecret turns dead-letter webhooks on; webhookHosts are the
@@ -146,6 +147,15 @@ flags:
 		return f, err
 	}
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", def.ShutdownTimeout, "how long a shutdown waits for requests in flight")
+	answerDef := postgres.DefaultConfig().AnswerTimeout
+	if v := env("SLUICE_STORE_ANSWER_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return f, fmt.Errorf("SLUICE_STORE_ANSWER_TIMEOUT=%q is not a duration (e.g. 5s)", v)
+		}
+		answerDef = d
+	}
+	fs.DurationVar(&f.answerTimeout, "store-answer-timeout", answerDef, "with a postgres:// --store: how long a statement may go unanswered before its request answers 503 and its connection is dropped (a partition that keeps connections open); raise it if applications hold transactions that lock queues longer (env SLUICE_STORE_ANSWER_TIMEOUT)")
 	secret(&f.webhookSecret, "webhook-secret", "SLUICE_WEBHOOK_SECRET",
 		"the key that signs dead-letter webhook calls (HMAC-SHA256, at least 16 bytes); without it, webhooks are off. Prefer the variable: a flag shows in ps")
 	if v := env("SLUICE_WEBHOOK_ALLOW_HOSTS"); v != "" {
@@ -339,7 +349,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	var backend storage.Backend
 	if f.store != "" {
 		pcfg := postgres.DefaultConfig()
-		pcfg.URL, pcfg.Options = f.store, opts
+		pcfg.URL, pcfg.Options, pcfg.AnswerTimeout = f.store, opts, f.answerTimeout
 		backend, err = postgres.Open(ctx, pcfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice serve: open PostgreSQL store: %v\n", err)

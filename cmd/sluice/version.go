@@ -51,6 +51,10 @@ func versionOf(info *debug.BuildInfo) string {
 
 // printVersion is `sluice version` and `sluice --version`.
 func printVersion(_ context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && asksHelp(args) {
+		fmt.Fprintln(stdout, "usage: sluice version\n\nPrint the version and the commit it was built from (also sluice --version).")
+		return 0
+	}
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "sluice version: unexpected arguments %q\n", args)
 		return 2
