@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
