@@ -269,6 +269,12 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err := migrate(ctx, pcfg.ConnConfig, cfg.Schema, cfg.Logger); err != nil {
 		return nil, err
 	}
+	if pcfg.PingTimeout == 0 { // not set by the URL (pool_ping_timeout)
+		// The pool pings a connection idle for a while before it hands it
+		// out; a ping has no tracer, so it gets the answer deadline here
+		// (without one, an acquire behind a partition waited for ever).
+		pcfg.PingTimeout = min(cfg.AnswerTimeout, cfg.StatementTimeout)
+	}
 	if pcfg.ConnConfig.ConnectTimeout == 0 {
 		// A connection that does not come up within the answer deadline
 		// fails (deadline.go), unless the URL sets connect_timeout.

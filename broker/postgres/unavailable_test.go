@@ -111,7 +111,11 @@ func TestNoAnswerIsUnavailable(t *testing.T) {
 	}
 	zero := time.Duration(0)
 	start = time.Now()
-	_, err = f.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: &zero})
+	// Bounded, so that a regression fails instead of hanging the package:
+	// an idle connection's ping before it is handed out had no deadline.
+	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = f.Receive(bounded, model.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: &zero})
 	if !errors.Is(err, model.ErrUnavailable) || time.Since(start) > 10*time.Second {
 		t.Fatalf("a receive with PostgreSQL silent: %v after %v, want ErrUnavailable", err, time.Since(start))
 	}
