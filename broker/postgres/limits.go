@@ -150,6 +150,12 @@ type limitWait struct {
 	// (from the claim's instant: a broker's clock may differ from the
 	// database's).
 	in time.Duration
+	// at is in counted on the broker's clock from its reading before the
+	// claim (attempt): the receive wakes then. Counted from a reading
+	// after the claim, it woke late by the claim's time, or, on a fake
+	// clock moved meanwhile, by the move (RateLimits/RateServesEveryWaiter
+	// missed the rate's instant so in CI).
+	at time.Time
 }
 
 // wait is how a receive waits after lc planned no room.

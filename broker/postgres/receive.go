@@ -249,10 +249,8 @@ func (b *Backend) nextWake(ctx context.Context, q queueRow, now, deadline time.T
 	if p := now.Add(b.cfg.PollInterval); p.Before(wakeAt) {
 		wakeAt = p
 	}
-	if lw.in > 0 {
-		if r := now.Add(lw.in); r.Before(wakeAt) {
-			wakeAt = r
-		}
+	if !lw.at.IsZero() && lw.at.Before(wakeAt) {
+		wakeAt = lw.at
 	}
 	if dueIn != nil {
 		if d := now.Add(time.Duration(*dueIn) * time.Microsecond); d.Before(wakeAt) {
@@ -283,6 +281,7 @@ func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to cl
 		// The queue's limits are planned inside the claim's transaction,
 		// under the queue's limits row lock (limits.go).
 		lc := &limitedClaim{max: rp.Max, cap: req.InFlightCap}
+		before := b.clock.Now()
 		if q.cfg.Fifo {
 			ds, moved, dropped, err = b.claimFifo(context.WithoutCancel(ctx), q, rp.Max, lc, rp.Visibility, attemptID)
 		} else {
@@ -291,7 +290,11 @@ func (b *Backend) attempt(ctx context.Context, q queueRow, inflight int64, to cl
 		if err == nil {
 			b.countExpired(q, dropped+expiredIn(moved))
 		}
-		return ds, moved, dropped, lc.wait(), err
+		w := lc.wait()
+		if w.in > 0 {
+			w.at = before.Add(w.in)
+		}
+		return ds, moved, dropped, w, err
 	}
 	if inflight < 0 && req.InFlightCap > 0 {
 		// expireLeases ran after the promotion's count: count again.
