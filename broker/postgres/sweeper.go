@@ -46,13 +46,17 @@ func (b *Backend) noteExpiry(q queueRow, ttl time.Duration) {
 // queue or leased a message). Every broker runs
 // one; SKIP LOCKED keeps them from waiting on each other.
 func (b *Backend) sweepStep(ctx context.Context) (time.Time, error) {
-	next, more, err := b.sweepOnce(ctx)
+	// next counts from the step's statements' instant: add it to the clock's
+	// reading before them, not after (a clock that moved meanwhile, a fake
+	// one in tests, made the sweep late by the move: the retention of an
+	// in-flight message freed its MaxInFlight room after the test's end).
 	now := b.clock.Now()
+	next, more, err := b.sweepOnce(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if more {
-		return now, nil
+		return b.clock.Now(), nil
 	}
 	d := sweepIdle
 	if next >= 0 && next < d {
