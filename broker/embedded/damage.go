@@ -127,8 +127,10 @@ func (b *Backend) setAside(qid uint64, damaged []damagedBody) {
 // full disk (ENOSPC) sets noSpace, which the next successful flush or
 // compaction clears
 // (spaceGuard refuses sends meanwhile); the rest keep Pebble's defaults.
-// noSpace may be nil (the offline tools).
-func pebbleEvents(l pebbleLogger, noSpace *atomic.Bool) *pebble.EventListener {
+// noSpace may be nil (the offline tools). stalled (nil with noSpace) is set
+// while Pebble holds writes back (a write stall: the memtables or level 0
+// are full, which on a full disk lasts until a flush succeeds).
+func pebbleEvents(l pebbleLogger, noSpace, stalled *atomic.Bool) *pebble.EventListener {
 	el := &pebble.EventListener{
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			l.l.Error("the store met a damaged file: the affected request fails, the rest go on; run `sluice store verify` with the broker stopped",
@@ -158,6 +160,17 @@ func pebbleEvents(l pebbleLogger, noSpace *atomic.Bool) *pebble.EventListener {
 		el.CompactionEnd = func(info pebble.CompactionInfo) {
 			if info.Err == nil {
 				cleared("compacted")
+			}
+		}
+		el.WriteStallBegin = func(info pebble.WriteStallBeginInfo) {
+			stalled.Store(true)
+			if noSpace.Load() {
+				l.l.Error("the store's writes are stalled on a full disk: refusing every request until a flush succeeds", "component", "pebble", "reason", info.Reason)
+			}
+		}
+		el.WriteStallEnd = func() {
+			if stalled.Swap(false) && noSpace.Load() {
+				l.l.Info("the store's writes go on again", "component", "pebble")
 			}
 		}
 	}

@@ -164,6 +164,7 @@ func Open(cfg Config) (*Backend, error) {
 	}
 	pl := newPebbleLogger(opts.Logger)
 	noSpace := new(atomic.Bool)                           // set by a background ENOSPC (pebbleEvents), read by the space guard
+	stalled := new(atomic.Bool)                           // set during a write stall (pebbleEvents), read by the space guard
 	if err := createNewest(fs, cfg.Dir, pl); err != nil { // logcheck.go
 		return nil, openError("create store in", cfg.Dir, err)
 	}
@@ -177,7 +178,7 @@ func Open(cfg Config) (*Backend, error) {
 		FS:                 cfs,
 		Cache:              cache,
 		Logger:             pl,
-		EventListener:      pebbleEvents(pl, noSpace),
+		EventListener:      pebbleEvents(pl, noSpace, stalled),
 		FormatMajorVersion: pebble.FormatNewest,
 	})
 	if err != nil {
@@ -190,7 +191,7 @@ func Open(cfg Config) (*Backend, error) {
 		reclaim: make(chan [2][]byte, 64),
 		dlLog:   &deadletter.Log{Log: opts.Logger, Clock: opts.Clock, Observer: opts.Observer},
 	}
-	b.space = spaceGuard{b: b, reserve: cfg.DiskReserve, noSpace: noSpace, fullDepth: -1}
+	b.space = spaceGuard{b: b, reserve: cfg.DiskReserve, noSpace: noSpace, stalled: stalled, fullDepth: -1}
 	if err := b.checkFormat(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -319,6 +320,10 @@ func (b *Backend) enter(ctx context.Context) error {
 		return err
 	}
 	if err := b.failure(); err != nil {
+		b.life.Done()
+		return err
+	}
+	if err := b.space.stalledRefusal(); err != nil {
 		b.life.Done()
 		return err
 	}

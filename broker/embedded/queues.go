@@ -56,6 +56,9 @@ func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (model.Queu
 	if err := ctx.Err(); err != nil {
 		return model.QueueInfo{}, err
 	}
+	if err := b.space.stalledRefusal(); err != nil { // the lock may be held by a stalled write
+		return model.QueueInfo{}, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.refusal(); err != nil {
@@ -72,6 +75,9 @@ func (b *Backend) GetQueue(ctx context.Context, name model.QueueRef) (model.Queu
 // ListQueues implements storage.Backend.
 func (b *Backend) ListQueues(ctx context.Context, account, prefix, after string, limit int) ([]model.Queue, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := b.space.stalledRefusal(); err != nil { // the lock may be held by a stalled write
 		return nil, err
 	}
 	b.mu.Lock()
@@ -215,6 +221,9 @@ func copyTags(tags map[string]string) map[string]string {
 // its counts, in name order, under one hold of the lock.
 func (b *Backend) ListQueueStats(ctx context.Context, account string) ([]model.QueueInfo, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := b.space.stalledRefusal(); err != nil { // the lock may be held by a stalled write
 		return nil, err
 	}
 	b.mu.Lock()

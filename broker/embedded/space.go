@@ -107,6 +107,12 @@ type spaceGuard struct {
 	// that succeeds: sends are refused meanwhile, also with the reserve
 	// off, so that the memtables do not fill and stall every write.
 	noSpace *atomic.Bool
+	// stalled is set while Pebble holds writes back (pebbleEvents). With
+	// noSpace too, the stall lasts until a flush succeeds, and a write
+	// that enters it waits there holding Backend.mu: so every call is
+	// refused at once meanwhile (stalledRefusal), rather than queueing
+	// behind it until its client gives up.
+	stalled *atomic.Bool
 
 	mu          sync.Mutex
 	pending     int64 // bytes reserved by sends not yet in the log
@@ -206,6 +212,16 @@ func (g *spaceGuard) admit(need int64) (release func(), err error) {
 		g.pending -= need
 		g.mu.Unlock()
 	}, nil
+}
+
+// stalledRefusal is the refusal of every call while the store's writes
+// are stalled on a full disk, nil otherwise. (A stall with room on the disk
+// is a short wait for a flush under load, which calls sit out.)
+func (g *spaceGuard) stalledRefusal() error {
+	if g.stalled == nil || !g.stalled.Load() || !g.noSpace.Load() {
+		return nil
+	}
+	return model.Errorf(model.ErrStoreFull, "The store's disk is full and its writes are stalled until a flush succeeds: every request is refused meanwhile. Free space on the data directory's disk; the broker resumes by itself.")
 }
 
 // noSpaceRefusal is the refusal while the store meets ENOSPC: it says the

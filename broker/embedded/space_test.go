@@ -190,7 +190,7 @@ func TestDiskReserveValues(t *testing.T) {
 func TestNoSpaceClearedByFlushOrCompaction(t *testing.T) {
 	for _, end := range []string{"flush", "compaction"} {
 		noSpace := new(atomic.Bool)
-		el := pebbleEvents(newPebbleLogger(testLogger(t)), noSpace)
+		el := pebbleEvents(newPebbleLogger(testLogger(t)), noSpace, new(atomic.Bool))
 		el.BackgroundError(fmt.Errorf("flush: write 000012.sst: %w", syscall.ENOSPC))
 		if !noSpace.Load() {
 			t.Fatal("a background ENOSPC did not refuse sends")
@@ -212,4 +212,55 @@ func TestNoSpaceClearedByFlushOrCompaction(t *testing.T) {
 			t.Fatalf("a successful %s left sends refused", end)
 		}
 	}
+}
+
+// TestStalledOnFullDiskRefusesAtOnce: while Pebble stalls writes on a full
+// disk (a background ENOSPC, then a write stall: the memtables cannot be
+// flushed), a write would wait inside Pebble holding the backend's lock and
+// every request would queue behind it until its client gave up. So every
+// call is refused at once with ErrStoreFull meanwhile, and served again
+// when the stall ends. A stall with room on the disk (a flush lagging under
+// load) refuses nothing. The flags are driven through the store's own
+// event listener, as Pebble drives them.
+func TestStalledOnFullDiskRefusesAtOnce(t *testing.T) {
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: "/data", fs: vfs.NewMem()}
+	e.open()
+	t.Cleanup(func() { _ = e.be.Close() })
+	ctx := context.Background()
+	e.createQueue("q", nil)
+	e.send("q", "a")
+	el := pebbleEvents(newPebbleLogger(testLogger(t)), e.be.space.noSpace, e.be.space.stalled)
+
+	el.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "memtable count limit reached"})
+	e.send("q", "b") // room on the disk: a stall is a wait, not a refusal
+	el.BackgroundError(fmt.Errorf("flush: write 000012.sst: %w", syscall.ENOSPC))
+	wait := time.Duration(0)
+	calls := map[string]func() error{
+		"send": func() error {
+			_, err := e.b.Send(ctx, "q", []model.SendEntry{{ID: "x", Body: "c"}})
+			return err
+		},
+		"receive": func() error {
+			_, err := e.b.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: &wait})
+			return err
+		},
+		"stats": func() error {
+			_, _, err := e.b.Stats(ctx, "q")
+			return err
+		},
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, model.ErrStoreFull) {
+			t.Fatalf("%s while writes are stalled on a full disk: %v, want ErrStoreFull", name, err)
+		} else if name == "receive" {
+			t.Logf("refusal: %v", err)
+		}
+	}
+	el.WriteStallEnd()
+	if err := calls["receive"](); err != nil {
+		t.Fatalf("receive after the stall ended: %v", err)
+	}
+	el.FlushEnd(pebble.FlushInfo{})
+	e.send("q", "d")
+	e.wantStats("q", model.QueueStats{Visible: 2, InFlight: 1})
 }

@@ -93,7 +93,7 @@ func openReadOnly(dir string, fs vfs.FS, log *slog.Logger) (*pebble.DB, error) {
 	l := newPebbleLogger(log)
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS: fs, ReadOnly: true, ErrorIfNotExists: true,
-		Logger: l, EventListener: pebbleEvents(l, nil),
+		Logger: l, EventListener: pebbleEvents(l, nil, nil),
 	})
 	if err != nil {
 		return nil, openError("open store in", dir, err)
