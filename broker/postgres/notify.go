@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,7 +260,12 @@ func (n *notifier) loop(ctx context.Context) {
 				conn, err = pgx.ConnectConfig(ctx, n.cc)
 			}
 			if err == nil {
-				_, err = conn.Exec(ctx, "SELECT pg_notify($1, $2)", n.b.channel, sb.String())
+				// Bounded like the pool's statements (deadline.go): behind
+				// a partition the connection would otherwise take the
+				// notifier with it for good.
+				ectx, cancel := context.WithTimeout(ctx, n.b.answerTimeout())
+				_, err = conn.Exec(ectx, "SELECT pg_notify($1, $2)", n.b.channel, sb.String())
+				cancel()
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -307,6 +315,7 @@ func (b *Backend) listenLoop(ctx context.Context, cc *pgx.ConnConfig) {
 		if ctx.Err() != nil {
 			return
 		}
+		b.listenLost.Add(1)
 		b.log.Warn("listener connection lost; reconnecting (waiting receives poll meanwhile)", "err", err)
 		retry.Reset(backoff)
 		backoff = min(2*backoff, 5*time.Second)
@@ -317,6 +326,10 @@ func (b *Backend) listenLoop(ctx context.Context, cc *pgx.ConnConfig) {
 		}
 	}
 }
+
+// listenCheck is how long the listening connection may stay quiet before
+// it is pinged (Config.listenCheck replaces it in tests).
+const listenCheck = 15 * time.Second
 
 func (b *Backend) listenOnce(ctx context.Context, cc *pgx.ConnConfig, first *bool) error {
 	conn, err := pgx.ConnectConfig(ctx, cc.Copy())
@@ -332,7 +345,24 @@ func (b *Backend) listenOnce(ctx context.Context, cc *pgx.ConnConfig, first *boo
 	}
 	*first = false
 	for {
-		nt, err := conn.WaitForNotification(ctx)
+		// A quiet connection is asked to answer every listenCheck: a
+		// partition that TCP does not see (a proxy or a NAT that keeps
+		// the connection and forwards nothing) would otherwise leave this
+		// broker deaf to the others for good, its waiting receives woken
+		// only by their polls. A wait that times out keeps the connection
+		// (pgconn's deadline handler); the ping has the answer deadline.
+		wctx, cancel := context.WithTimeout(ctx, cmp.Or(b.cfg.listenCheck, listenCheck))
+		nt, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			pctx, cancel := context.WithTimeout(ctx, b.answerTimeout())
+			err = conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("the listening connection did not answer a ping within %v: %w", b.answerTimeout(), err)
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -66,6 +66,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -112,6 +113,9 @@ type Config struct {
 	// its queue even without a wake-up: notifications are hints, polling is
 	// the source of truth. Default 1 s; 10 ms..20 s.
 	PollInterval time.Duration
+
+	// listenCheck replaces listenCheck (notify.go) when set: tests only.
+	listenCheck time.Duration
 	// NotifyInterval is the least real time between two NOTIFYs of this
 	// broker (the coalescing window). Default 5 ms; 0..1 s.
 	NotifyInterval time.Duration
@@ -209,6 +213,8 @@ type Backend struct {
 	// testClock is set when the clock has an Offset method: statements then
 	// take the clock's reading as their "now" (see the package comment).
 	testClock bool
+	// listenLost counts the listening connection's losses (notify.go).
+	listenLost atomic.Int64
 	// id tells this broker's NOTIFYs apart from other brokers'.
 	id      string
 	channel string // the LISTEN/NOTIFY channel of this schema
@@ -280,6 +286,9 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		// fails (deadline.go), unless the URL sets connect_timeout.
 		pcfg.ConnConfig.ConnectTimeout = min(cfg.AnswerTimeout, cfg.StatementTimeout)
 	}
+	// Keepalives and a user timeout on every connection (dial.go); a URL
+	// cannot name a dial function, so this replaces pgconn's default one.
+	pcfg.ConnConfig.DialFunc = dialer(min(cfg.AnswerTimeout, cfg.StatementTimeout))
 	dedicated := pcfg.ConnConfig.Copy() // the listener's and notifier's: untraced
 	pcfg.ConnConfig.Tracer = deadlineTracer{inner: cfg.QueryTracer, d: min(cfg.AnswerTimeout, cfg.StatementTimeout)}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
@@ -429,6 +438,12 @@ func (b *Backend) PoolStats() (model.PoolStats, bool) {
 		Max: int(s.MaxConns()), Total: int(s.TotalConns()), Acquired: int(s.AcquiredConns()), Idle: int(s.IdleConns()),
 		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(), AcquireWait: s.AcquireDuration(),
 	}, true
+}
+
+// answerTimeout is the deadline of a statement of the pool (deadline.go),
+// which the dedicated connections' statements get too (notify.go).
+func (b *Backend) answerTimeout() time.Duration {
+	return min(b.cfg.AnswerTimeout, b.cfg.StatementTimeout)
 }
 
 // never is a channel that is never closed: Failed's answer.
