@@ -106,24 +106,8 @@ func TestMigration11OldQueues(t *testing.T) {
 	t.Parallel()
 	url, schema, conn := schemaAtVersion(t, 10)
 	ctx := context.Background()
-	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	// The config as a broker of version 10 stored it: no dedup fields.
-	cj := []byte(`{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
-		`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
-		`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`)
-	var mid int64
-	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
-		VALUES ('q', $1, $2, $2) RETURNING mid`, cj, at).Scan(&mid); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("messages")+` (queue_id, state, visible_at, sent_at, message_id, body)
-		VALUES ($1, 'r', $2, $2, '00000000-0000-4000-8000-000000000001', 'old')`, mid, at); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("counts")+` (queue_id, shard, ready) VALUES ($1, 0, 1)`, mid); err != nil {
-		t.Fatal(err)
-	}
+	insertOldQueue(t, conn, schema, at, "old") // as a broker of the version before stored it
 
 	cfg := testConfig(url, schema)
 	cfg.Clock = clocktest.NewFakeClock(at.Add(time.Minute))

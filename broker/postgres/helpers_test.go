@@ -198,3 +198,34 @@ func schemaAtVersion(t *testing.T, version int) (url, schema string, conn *pgx.C
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return url, schema, conn
 }
+
+// oldQueueConfig is a queue's config as brokers before migration 11 stored
+// it: none of the dedup, limit or time-to-live fields.
+const oldQueueConfig = `{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
+	`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
+	`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`
+
+// insertOldQueue stores queue "q" in schema (at an older version, through
+// conn: schemaAtVersion) as an older broker did, with oldQueueConfig, sent
+// and modified at at, and one ready message a body, visible at at.
+func insertOldQueue(t *testing.T, conn *pgx.Conn, schema string, at time.Time, bodies ...string) (mid int64) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
+		VALUES ('q', $1, $2, $2) RETURNING mid`, []byte(oldQueueConfig), at).Scan(&mid); err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range bodies {
+		if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("messages")+` (queue_id, state, visible_at, sent_at, message_id, body)
+			VALUES ($1, 'r', $2, $2, $3, $4)`, mid, at, fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(bodies) > 0 {
+		if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("counts")+` (queue_id, shard, ready) VALUES ($1, 0, $2)`, mid, len(bodies)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return mid
+}

@@ -161,12 +161,7 @@ func TestMigration13OldQueues(t *testing.T) {
 	ctx := context.Background()
 	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	cj := []byte(`{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
-		`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
-		`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`)
-	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at) VALUES ('q', $1, $2, $2)`, cj, at); err != nil {
-		t.Fatal(err)
-	}
+	insertOldQueue(t, conn, schema, at)
 	cfg := testConfig(url, schema)
 	cfg.Clock = clocktest.NewFakeClock(at.Add(time.Minute))
 	be, err := postgres.Open(ctx, cfg)
