@@ -301,6 +301,20 @@ const readLeaseSQL = `SELECT id, state::text, state = 'i' AND visible_at > ` + n
 		message_id::text, coalesce(attempts, receive_count), max_attempts, sent_at, seq, attempt, expires_at, ` + nowSQL + `
 	FROM messages WHERE id = $2 AND queue_id = $3 AND lease = $4 FOR UPDATE`
 
+// scanLeases reads rows of scanLease's shape to the end, and the
+// statement's now (zero without a row).
+func scanLeases(rows pgx.Rows) (rs []leaseRow, now time.Time, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		r, at, err := scanLease(rows)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		rs, now = append(rs, r), at
+	}
+	return rs, now, rows.Err()
+}
+
 // scanLease reads a row of readLeaseSQL's columns.
 func scanLease(row pgx.Row) (r leaseRow, now time.Time, err error) {
 	var expiresAt *time.Time
@@ -576,17 +590,8 @@ func (b *Backend) expireEnded(ctx context.Context, q queueRow) ([]movedLetter, b
 			if err != nil {
 				return err
 			}
-			var ended []leaseRow
-			var now time.Time
-			for rows.Next() {
-				r, at, err := scanLease(rows)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-				ended, now = append(ended, r), at
-			}
-			if err := rows.Err(); err != nil {
+			ended, now, err := scanLeases(rows)
+			if err != nil {
 				return err
 			}
 			full = len(ended) == expireBatch

@@ -121,17 +121,8 @@ func (b *Backend) expireDue(ctx context.Context, q queueRow) ([]movedLetter, boo
 			if err != nil {
 				return err
 			}
-			var due []leaseRow
-			var now time.Time
-			for rows.Next() {
-				r, at, err := scanLease(rows)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-				due, now = append(due, r), at
-			}
-			if err := rows.Err(); err != nil {
+			due, now, err := scanLeases(rows)
+			if err != nil {
 				return err
 			}
 			if len(due) == 0 {
