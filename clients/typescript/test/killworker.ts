@@ -1,0 +1,30 @@
+// A worker process for the kill -9 scenario: it takes the messages of a queue over a consumer
+// stream and records each one's effect in PostgreSQL in the transaction that records its
+// idempotency key. It prints "ready" once its stream is open and stops gracefully on
+// SIGTERM. Arguments: the broker's URL, the queue, the database's URL.
+
+import pg from "pg";
+
+import { Client, PgStore, Pool, idempotencyKey } from "../src/index.js";
+
+const [brokerURL, queue, dbURL] = process.argv.slice(2);
+const db = new pg.Pool({ connectionString: dbURL, max: 8 });
+const store = await PgStore.create(db);
+const client = new Client(brokerURL);
+const stop = new AbortController();
+process.on("SIGTERM", () => stop.abort());
+
+const pool = new Pool({
+  client, queue, concurrency: 4, prefetch: 4, leaseSeconds: 30,
+  logger: { info: () => {}, warn: () => {}, error: (m, f) => console.error(m, f) },
+  handler: async (m) => {
+    await store.inTx(idempotencyKey(m), async (tx) => {
+      await tx.query("INSERT INTO effects (key, pid) VALUES ($1, $2)", [idempotencyKey(m), process.pid]);
+      // The work takes a moment, so that a kill finds transactions open.
+      await new Promise((r) => setTimeout(r, 2));
+    });
+  },
+});
+console.log("ready");
+await pool.run(stop.signal);
+await db.end();

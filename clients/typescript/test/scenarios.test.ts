@@ -1,0 +1,194 @@
+// The seed's scenarios against a real broker: a poison message dead-lettered with its reason
+// after its attempts, a slow worker losing its lease and a fast one taking the work, a kill -9
+// of a worker process with every message's effect exactly once through idempotency keys in
+// PostgreSQL, and a graceful stop that loses nothing.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import pg from "pg";
+
+import { Client, LeaseLostError, Message, Pool, stringAttr } from "../src/index.js";
+import { Broker, database, eventually, queueName, sluiceBin, startBroker, stopProcess } from "./harness.js";
+
+const quiet = { info: () => {}, warn: () => {}, error: (m: string, f?: Record<string, unknown>) => console.error(m, f) };
+
+let broker: Broker;
+let client: Client;
+
+before(async () => {
+  broker = await startBroker(sluiceBin());
+  client = new Client(broker.url);
+});
+
+after(async () => {
+  await broker?.stop();
+});
+
+/** Creates a queue and its dead-letter queue (maxReceiveCount `max`). */
+async function queueWithDLQ(prefix: string, max: number): Promise<string> {
+  const q = queueName(prefix);
+  const dlq = await client.createQueue(`${q}-dlq`);
+  await client.createQueue(q, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: max }) });
+  return q;
+}
+
+for (const protocol of ["stream", "http"] as const) {
+  describe(`poison message (${protocol})`, () => {
+    it("is dead-lettered with its reason after its attempts while the others are handled", async () => {
+      const q = await queueWithDLQ(`poison-${protocol}`, 3);
+      const handled = new Set<string>();
+      const pool = new Pool({
+        client, queue: q, protocol, concurrency: 3, logger: quiet, waitSeconds: 1,
+        handler: (m) => {
+          const order = JSON.parse(m.body) as { order: number; poison?: boolean };
+          if (order.poison) throw new Error(`order ${order.order} has no customer`);
+          handled.add(m.body);
+        },
+      });
+      const stop = new AbortController();
+      const running = pool.run(stop.signal);
+      await client.sendBatch(q, [1, 2, 3, 4].map((i) => ({ body: JSON.stringify({ order: i }) })));
+      await client.send(q, { body: JSON.stringify({ order: 5, poison: true }) });
+      await eventually("the poison message in the dead-letter queue", async () => (await client.stats(q)).deadLetters === 1);
+      await eventually("4 orders handled", () => handled.size === 4);
+      stop.abort();
+      await running;
+      const dead = await client.deadLetters(q);
+      assert.equal(dead.messages.length, 1);
+      assert.equal(dead.messages[0].failureReason, "order 5 has no customer");
+      assert.equal(dead.messages[0].attempts, 3);
+      const s = await client.stats(q);
+      assert.deepEqual([s.visible, s.inFlight, s.delayed], [0, 0, 0]);
+    });
+  });
+}
+
+describe("a slow worker", () => {
+  it("loses its lease at the stream's maximum hold, and a fast worker takes the work", async () => {
+    const q = queueName("slow");
+    await client.createQueue(q);
+    const slowStop = new AbortController();
+    let slowGot: Message | undefined;
+    let slowReason: unknown;
+    const slow = new Pool({
+      client, queue: q, concurrency: 1, leaseSeconds: 1, maxHoldSeconds: 1, logger: quiet,
+      handler: async (m, { signal }) => {
+        slowGot = m;
+        // Hung until the lease is lost; then this worker stops taking work.
+        await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        slowReason = signal.reason;
+        slowStop.abort();
+        throw new Error("slow worker gave up");
+      },
+    });
+    const slowRun = slow.run(slowStop.signal);
+    await client.send(q, { body: "the work" });
+    await eventually("the slow worker holds the message", () => slowGot !== undefined);
+
+    const fastStop = new AbortController();
+    const fastGot: Message[] = [];
+    const fast = new Pool({ client, queue: q, concurrency: 2, logger: quiet, handler: (m) => void fastGot.push(m) });
+    const fastRun = fast.run(fastStop.signal);
+    await eventually("the fast worker handled the message", () => fastGot.length === 1);
+    await slowRun;
+    await eventually("the queue is empty", async () => (await client.stats(q)).depth === 0);
+    fastStop.abort();
+    await fastRun;
+
+    assert.ok(slowReason instanceof LeaseLostError, `the slow handler's abort reason: ${String(slowReason)}`);
+    assert.equal(fastGot[0].id, slowGot!.id);
+    assert.ok(fastGot[0].receiveCount >= 2, `receive count ${fastGot[0].receiveCount}`);
+    // The slow worker's late result was not applied: no nack with its reason.
+    assert.notEqual(fastGot[0].failureReason, "slow worker gave up");
+    assert.equal(fastGot.length, 1);
+  });
+});
+
+describe("graceful stop", () => {
+  it("loses nothing: handlers finish, prefetched messages are released with their attempts given back", async () => {
+    const q = queueName("graceful");
+    await client.createQueue(q);
+    const n = 60;
+    for (let i = 0; i < n; i += 10) {
+      await client.sendBatch(q, Array.from({ length: 10 }, (_, j) => ({ body: `m${i + j}` })));
+    }
+    const first: Message[] = [];
+    const stop = new AbortController();
+    const pool = new Pool({
+      client, queue: q, concurrency: 4, prefetch: 6, logger: quiet,
+      handler: async (m) => {
+        // Work that takes a moment, so that the stop finds handlers running.
+        await new Promise((r) => setTimeout(r, 20));
+        first.push(m);
+        if (first.length === 15) stop.abort();
+      },
+    });
+    await pool.run(stop.signal);
+    const afterStop = await client.stats(q);
+    assert.equal(afterStop.inFlight, 0, "nothing stays leased after the stop");
+    assert.equal(afterStop.visible, n - first.length, "every message not handled is back in the queue");
+
+    const second: Message[] = [];
+    const stop2 = new AbortController();
+    const pool2 = new Pool({ client, queue: q, concurrency: 4, logger: quiet, handler: (m) => void second.push(m) });
+    const run2 = pool2.run(stop2.signal);
+    await eventually("the rest handled", () => first.length + second.length >= n);
+    stop2.abort();
+    await run2;
+    const ids = [...first, ...second].map((m) => m.body);
+    assert.equal(new Set(ids).size, n, "every message handled");
+    assert.equal(ids.length, n, "no message handled twice");
+    for (const m of [...first, ...second]) assert.equal(m.attempts, 1, `${m.body}: a release gives its attempt back`);
+    assert.equal((await client.stats(q)).depth, 0);
+  });
+});
+
+describe("kill -9 of a worker process", () => {
+  it("processes every message exactly once through idempotency keys in PostgreSQL", async (t) => {
+    const dbURL = await database(t);
+    if (!dbURL) return;
+    const db = new pg.Pool({ connectionString: dbURL, max: 2 });
+    try {
+      await killNine(db, dbURL);
+    } finally {
+      await db.end();
+    }
+  });
+});
+
+async function killNine(db: pg.Pool, dbURL: string): Promise<void> {
+    await db.query("CREATE TABLE effects (key text NOT NULL, pid int NOT NULL)");
+    const q = queueName("kill9");
+    await client.createQueue(q);
+    const n = 400;
+    for (let i = 0; i < n; i += 10) {
+      await client.sendBatch(q, Array.from({ length: 10 }, (_, j) => ({
+        body: `job ${i + j}`, attributes: { IdempotencyKey: stringAttr(`kill9/job-${i + j}`) },
+      })));
+    }
+    const script = fileURLToPath(new URL("./killworker.js", import.meta.url));
+    const startWorker = () => {
+      const p = spawn(process.execPath, [script, broker.url, q, dbURL], { stdio: ["ignore", "pipe", "inherit"] });
+      p.stdout!.resume();
+      return p;
+    };
+    const count = async (sql: string) => Number((await db.query(sql)).rows[0].n);
+
+    const w1 = startWorker();
+    await eventually("the first worker recorded a third of the effects", async () => (await count("SELECT count(*) AS n FROM effects")) >= n / 3, 60_000);
+    await stopProcess(w1, "SIGKILL");
+    const byFirst = await count("SELECT count(*) AS n FROM effects");
+    assert.ok(byFirst < n, `the first worker did everything (${byFirst}) before its kill`);
+
+    const w2 = startWorker();
+    await eventually("every effect recorded", async () => (await count("SELECT count(DISTINCT key) AS n FROM effects")) === n, 60_000);
+    await eventually("the queue is empty", async () => (await client.stats(q)).depth === 0);
+    assert.equal(await stopProcess(w2), 0, "the second worker stops cleanly on SIGTERM");
+
+    assert.equal(await count("SELECT count(*) AS n FROM effects"), n, "each effect exactly once");
+    assert.equal(await count("SELECT count(*) AS n FROM sluice_idempotency_keys"), n);
+    assert.equal(await count(`SELECT count(DISTINCT pid) AS n FROM effects`), 2, "both workers did part of the work");
+}
