@@ -117,7 +117,7 @@ export interface PoolConfig {
   maxHoldSeconds?: number;
   /** HTTP: a receive's long poll, 0..20 s (default 20). */
   waitSeconds?: number;
-  /** HTTP: how often the held leases are extended, in seconds (default `leaseSeconds / 3`). */
+  /** How often the leases no live stream keeps are extended, in seconds (default `leaseSeconds / 3`): every held one over HTTP; over a stream, those of a stream that ended (their outcomes go through the native API). */
   heartbeatSeconds?: number;
   /** How long a stop lets running handlers finish before it aborts them, in ms (default 30000). */
   shutdownTimeoutMs?: number;
@@ -273,6 +273,18 @@ export class Pool {
   // ---- the stream source
 
   private async streamLoop(): Promise<void> {
+    // The broker keeps the leases of what a live stream holds; the heartbeat extends, through
+    // the native API, those of the messages whose stream ended (a broker restart leaves
+    // their leases running while their handlers finish).
+    const heartbeat = setInterval(() => this.heartbeat(), this.cfg.heartbeatSeconds * 1000);
+    try {
+      await this.streamLoopInner();
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  private async streamLoopInner(): Promise<void> {
     const c = this.cfg;
     let backoff = 100;
     while (!this.stopping) {
@@ -348,9 +360,12 @@ export class Pool {
     }
   }
 
-  /** Extends every held lease (HTTP source), 10 receipts a request. */
+  /**
+   * Extends the held leases no live stream keeps (every one, over HTTP), 10 receipts a
+   * request; an extend refused marks its lease lost.
+   */
   private heartbeat(): void {
-    const hs = [...this.held.values()].filter((h) => h.state !== "settling" && !h.lost && !h.extending);
+    const hs = [...this.held.values()].filter((h) => h.state !== "settling" && !h.lost && !h.extending && (!h.stream || h.stream.isEnded));
     for (let i = 0; i < hs.length; i += 10) {
       const chunk = hs.slice(i, i + 10);
       const p = this.cfg.client.extendBatch(this.cfg.queue, chunk.map((h) => h.message.receipt), this.cfg.leaseSeconds)
