@@ -436,12 +436,16 @@ export class Pool {
       failed = true;
     }
     const ms = performance.now() - start;
-    if (failed) {
-      this.failed++;
-      this.cfg.onFailed?.(h.message, thrown, ms);
-    } else {
-      this.handled++;
-      this.cfg.onHandled?.(h.message, ms);
+    try {
+      if (failed) {
+        this.failed++;
+        this.cfg.onFailed?.(h.message, thrown, ms);
+      } else {
+        this.handled++;
+        this.cfg.onHandled?.(h.message, ms);
+      }
+    } catch (err) {
+      this.cfg.logger.error("a hook threw", { queue: this.cfg.queue, err: errorText(err) });
     }
     this.running--;
     if (h.lost) {

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 import pg from "pg";
 
-import { Client, LeaseLostError, Message, Pool, stringAttr } from "../src/index.js";
+import { Client, LeaseLostError, Message, Pool, Publisher, SluiceError, stringAttr } from "../src/index.js";
 import { Broker, database, eventually, queueName, sluiceBin, startBroker, stopProcess } from "./harness.js";
 
 const quiet = { info: () => {}, warn: () => {}, error: (m: string, f?: Record<string, unknown>) => console.error(m, f) };
@@ -192,3 +192,59 @@ async function killNine(db: pg.Pool, dbURL: string): Promise<void> {
     assert.equal(await count("SELECT count(*) AS n FROM sluice_idempotency_keys"), n);
     assert.equal(await count(`SELECT count(DISTINCT pid) AS n FROM effects`), 2, "both workers did part of the work");
 }
+
+describe("client and publisher", () => {
+  it("answers the broker's errors as SluiceErrors with the native API's code", async () => {
+    const err = await client.send(queueName("missing"), { body: "x" }).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof SluiceError, String(err));
+    assert.equal(err.status, 404);
+    assert.equal(err.code, "queue_not_found");
+  });
+
+  it("publishes on a stream: durable confirms, per-message and whole-send refusals", async () => {
+    const q = queueName("publish");
+    await client.createQueue(q);
+    const p = new Publisher(client);
+    try {
+      const [a, b] = await Promise.all([
+        p.publish(q, [{ body: "one", priority: 5 }, { body: "two", priority: 500 }]),
+        p.publish(q, [{ body: "three", correlationId: "c-3" }]),
+      ]);
+      assert.ok(a[0].id && !a[0].error);
+      assert.equal(a[1].error?.code, "invalid_parameter");
+      assert.ok(b[0].id);
+      const whole = await p.publish(queueName("missing"), [{ body: "x" }]).then(() => undefined, (e: unknown) => e);
+      assert.ok(whole instanceof SluiceError && whole.code === "queue_not_found", String(whole));
+    } finally {
+      await p.close();
+    }
+    const got = await client.receive(q, { max: 10, waitSeconds: 1 });
+    assert.deepEqual(got.map((m) => m.body).sort(), ["one", "three"]);
+    assert.equal(got.find((m) => m.body === "one")!.priority, 5);
+  });
+
+  it("carries a handled message's trace context on to the messages its handler sends", async () => {
+    const q = queueName("trace");
+    const next = `${q}-next`;
+    await client.createQueue(q);
+    await client.createQueue(next);
+    const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    const stop = new AbortController();
+    let sent = false;
+    const pool = new Pool({
+      client, queue: q, logger: quiet,
+      handler: async (m) => {
+        await client.send(next, { body: `after ${m.body}` });
+        sent = true;
+      },
+    });
+    const running = pool.run(stop.signal);
+    await client.send(q, { body: "signup", traceContext: tp });
+    await eventually("the follow-up sent", () => sent);
+    stop.abort();
+    await running;
+    const [m] = await client.receive(next, { waitSeconds: 1 });
+    assert.equal(m.body, "after signup");
+    assert.equal(m.traceContext, tp);
+  });
+});
