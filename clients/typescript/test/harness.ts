@@ -27,13 +27,19 @@ export function sluiceBin(): string {
 /** A broker started for a test. */
 export interface Broker {
   url: string;
-  stop(): Promise<void>;
+  /** Its data directory. */
+  data: string;
+  /** Stops it (SIGTERM) and removes its data directory unless `keepData`. */
+  stop(keepData?: boolean): Promise<void>;
 }
 
-/** Starts `sluice serve` on a free port with its own data directory. */
-export async function startBroker(bin: string): Promise<Broker> {
-  const data = mkdtempSync(join(tmpdir(), "sluice-ts-"));
-  const p = spawn(bin, ["serve", "--addr", "127.0.0.1:0", "--data", data], { stdio: ["ignore", "pipe", "pipe"] });
+/**
+ * Starts `sluice serve` on a free port with its own data directory, or on `addr` with the
+ * data directory `data` (a restart).
+ */
+export async function startBroker(bin: string, o: { addr?: string; data?: string } = {}): Promise<Broker> {
+  const data = o.data ?? mkdtempSync(join(tmpdir(), "sluice-ts-"));
+  const p = spawn(bin, ["serve", "--addr", o.addr ?? "127.0.0.1:0", "--data", data], { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`sluice serve did not listen within 60 s:\n${log}`)), 60_000);
@@ -54,9 +60,10 @@ export async function startBroker(bin: string): Promise<Broker> {
   });
   return {
     url,
-    stop: async () => {
+    data,
+    stop: async (keepData = false) => {
       await stopProcess(p);
-      rmSync(data, { recursive: true, force: true });
+      if (!keepData) rmSync(data, { recursive: true, force: true });
     },
   };
 }

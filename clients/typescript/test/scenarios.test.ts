@@ -13,13 +13,16 @@ import pg from "pg";
 import { Client, LeaseLostError, Message, Pool, Publisher, SluiceError, stringAttr } from "../src/index.js";
 import { Broker, database, eventually, queueName, sluiceBin, startBroker, stopProcess } from "./harness.js";
 
+let bin: string;
+
 const quiet = { info: () => {}, warn: () => {}, error: (m: string, f?: Record<string, unknown>) => console.error(m, f) };
 
 let broker: Broker;
 let client: Client;
 
 before(async () => {
-  broker = await startBroker(sluiceBin());
+  bin = sluiceBin();
+  broker = await startBroker(bin);
   client = new Client(broker.url);
 });
 
@@ -246,5 +249,37 @@ describe("client and publisher", () => {
     const [m] = await client.receive(next, { waitSeconds: 1 });
     assert.equal(m.body, "after signup");
     assert.equal(m.traceContext, tp);
+  });
+});
+
+describe("a broker restart", () => {
+  it("ends the stream; the pool opens a new one and goes on", async () => {
+    let b = await startBroker(bin);
+    const c = new Client(b.url);
+    const q = queueName("restart");
+    await c.createQueue(q);
+    const got: string[] = [];
+    const warnings: string[] = [];
+    const stop = new AbortController();
+    const pool = new Pool({
+      client: c, queue: q, logger: { info() {}, warn: (m) => void warnings.push(m), error: (m) => void warnings.push(m) },
+      handler: (m) => void got.push(m.body),
+    });
+    const running = pool.run(stop.signal);
+    try {
+      await c.send(q, { body: "before" });
+      await eventually("the first message handled", () => got.length === 1);
+      await b.stop(true);
+      b = await startBroker(bin, { addr: new URL(b.url).host, data: b.data });
+      await c.send(q, { body: "after" });
+      await eventually("the message sent after the restart handled", () => got.length === 2, 60_000);
+      assert.deepEqual(got, ["before", "after"]);
+      assert.ok(warnings.some((w) => w.includes("consumer stream")), `the lost stream was logged: ${warnings.join("; ")}`);
+      await eventually("the queue is empty", async () => (await c.stats(q)).depth === 0);
+    } finally {
+      stop.abort();
+      await running;
+      await b.stop();
+    }
   });
 });
