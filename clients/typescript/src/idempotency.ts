@@ -7,6 +7,7 @@
  */
 
 import type { Attribute } from "./client.js";
+import type { Handler } from "./worker.js";
 
 /**
  * The idempotency key of a message: its `IdempotencyKey` String attribute, else its id. Give
@@ -57,7 +58,7 @@ function quote(name: string): string {
  * second wait for the first transaction; when it commits, the second finds the key, and when
  * it rolls back, the second runs. Keep {@link PgStore.inTx}'s function short.
  */
-export class PgStore {
+export class PgStore implements KeyStore {
   private constructor(private readonly pool: PgPool, private readonly table: string) {}
 
   /** Makes a store on `pool` (a `pg.Pool`, which stays the caller's), creating its table when missing. */
@@ -122,9 +123,126 @@ export class PgStore {
     }
   }
 
+  /** Records `key` unless it is recorded, outside any transaction of yours; answers whether this call recorded it. */
+  async claim(key: string): Promise<boolean> {
+    const r = await this.pool.query(`INSERT INTO ${this.table} (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`, [key]);
+    return r.rowCount === 1;
+  }
+
+  /** Whether `key` is recorded. */
+  async seen(key: string): Promise<boolean> {
+    const r = await this.pool.query(`SELECT 1 FROM ${this.table} WHERE key = $1`, [key]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  /** Removes `key`'s record (a key not recorded is no error). */
+  async forget(key: string): Promise<void> {
+    await this.pool.query(`DELETE FROM ${this.table} WHERE key = $1`, [key]);
+  }
+
   /** Deletes the keys recorded before `olderThan`; answers how many. */
   async prune(olderThan: Date): Promise<number> {
     const r = await this.pool.query(`DELETE FROM ${this.table} WHERE recorded_at < $1`, [olderThan]);
     return r.rowCount ?? 0;
   }
+}
+
+/**
+ * A store of the keys whose work is done or taken, for effects outside the database
+ * ({@link runOnce}). A key is recorded at most once however many callers race.
+ */
+export interface KeyStore {
+  /** Records key unless it is recorded, and answers whether this call recorded it. */
+  claim(key: string): Promise<boolean>;
+  /** Whether key is recorded. */
+  seen(key: string): Promise<boolean>;
+  /** Removes key's record, so that a later claim succeeds. */
+  forget(key: string): Promise<void>;
+}
+
+/** An unbounded key store in memory, for tests. */
+export class MemoryStore implements KeyStore {
+  private readonly keys = new Set<string>();
+  async claim(key: string): Promise<boolean> {
+    if (this.keys.has(key)) return false;
+    this.keys.add(key);
+    return true;
+  }
+  async seen(key: string): Promise<boolean> {
+    return this.keys.has(key);
+  }
+  async forget(key: string): Promise<void> {
+    this.keys.delete(key);
+  }
+}
+
+/**
+ * The order of the key's record and an effect outside the database. There is no default:
+ * `"at-most-once"` records the key, then runs the effect (a crash after the record skips it
+ * for good); `"at-least-once"` runs the effect, then records the key (a crash between them
+ * runs it again, and two deliveries at once may both run it).
+ */
+export type Mode = "at-most-once" | "at-least-once";
+
+/**
+ * An at-most-once effect's failure after which the effect may have happened (a timeout after
+ * the request left): {@link runOnce} keeps the key, so the effect is never tried again.
+ */
+export class UncertainError extends Error {
+  constructor(cause: unknown) {
+    super(`effect may have happened: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "UncertainError";
+  }
+}
+
+/** `throw uncertain(err)`: see {@link UncertainError}. */
+export function uncertain(cause: unknown): UncertainError {
+  return new UncertainError(cause);
+}
+
+/**
+ * Runs `fn` for `key` at most once, or until it succeeds once, as `store` records; resolves
+ * whether fn ran (`false`: the key was done already, ack the message).
+ *
+ * At most once: claims the key, then runs fn. When fn throws, the key is forgotten so that
+ * a retry runs it again (a throw says the effect did not happen), unless what it threw is an
+ * {@link UncertainError}, which keeps the key. At least once: runs fn unless the key is
+ * recorded, and records it after fn succeeded.
+ */
+export async function runOnce(store: KeyStore, key: string, mode: Mode, fn: () => Promise<void>): Promise<boolean> {
+  if (key === "") throw new Error("sluice: empty idempotency key");
+  if (mode === "at-most-once") {
+    if (!(await store.claim(key))) return false;
+    try {
+      await fn();
+    } catch (err) {
+      if (!(err instanceof UncertainError)) {
+        try {
+          await store.forget(key);
+        } catch (ferr) {
+          throw new AggregateError([err, ferr], `sluice: forget key ${JSON.stringify(key)} after the failure (it stays claimed: the effect will not be retried)`);
+        }
+      }
+      throw err;
+    }
+    return true;
+  }
+  if (mode === "at-least-once") {
+    if (await store.seen(key)) return false;
+    await fn();
+    await store.claim(key);
+    return true;
+  }
+  throw new RangeError(`sluice: mode ${JSON.stringify(mode)}: choose "at-most-once" (key first: a crash may skip the effect) or "at-least-once" (key after: a crash may repeat it)`);
+}
+
+/**
+ * Runs a handler through {@link runOnce}, keyed by {@link idempotencyKey}: a message whose key
+ * is done is acked without calling the handler. What the handler throws passes through
+ * unchanged (the pool nacks, snoozes or dead-letters as usual).
+ */
+export function onceByKey(store: KeyStore, mode: Mode, handler: Handler): Handler {
+  return async (message, ctx) => {
+    await runOnce(store, idempotencyKey(message), mode, async () => handler(message, ctx));
+  };
 }

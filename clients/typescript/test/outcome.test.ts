@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 
-import { MAX_REASON_BYTES, cutReason, deadLetterNow, idempotencyKey, json, mux, outcomeOf, retryAfter, snooze, stringAttr } from "../src/index.js";
+import { MAX_REASON_BYTES, MemoryStore, cutReason, onceByKey, runOnce, uncertain, deadLetterNow, idempotencyKey, json, mux, outcomeOf, retryAfter, snooze, stringAttr } from "../src/index.js";
 import type { Message } from "../src/index.js";
 
 it("maps a handler's result to its outcome", () => {
@@ -51,4 +51,26 @@ it("mux routes on an attribute and nacks an unknown type", async () => {
 it("the idempotency key is the IdempotencyKey attribute, else the id", () => {
   assert.equal(idempotencyKey(msg("", { IdempotencyKey: stringAttr("pay/42") })), "pay/42");
   assert.equal(idempotencyKey(msg("")), "id-1");
+});
+
+it("runOnce: at most once forgets the key after a failure unless it is uncertain; at least once records after", async () => {
+  const store = new MemoryStore();
+  let runs = 0;
+  await assert.rejects(runOnce(store, "k1", "at-most-once", async () => { runs++; throw new Error("down"); }), /down/);
+  assert.equal(await store.seen("k1"), false, "a failure forgets the key");
+  assert.equal(await runOnce(store, "k1", "at-most-once", async () => void runs++), true);
+  assert.equal(await runOnce(store, "k1", "at-most-once", async () => void runs++), false);
+  assert.equal(runs, 2);
+  await assert.rejects(runOnce(store, "k2", "at-most-once", async () => { throw uncertain(new Error("timeout")); }), /effect may have happened/);
+  assert.equal(await store.seen("k2"), true, "an uncertain failure keeps the key");
+  await assert.rejects(runOnce(store, "k3", "at-least-once", async () => { throw new Error("no"); }), /no/);
+  assert.equal(await store.seen("k3"), false);
+  assert.equal(await runOnce(store, "k3", "at-least-once", async () => {}), true);
+  assert.equal(await store.seen("k3"), true);
+  await assert.rejects(runOnce(store, "k4", "sometimes" as never, async () => {}), /choose/);
+  let calls = 0;
+  const h = onceByKey(store, "at-most-once", () => void calls++);
+  await h(msg("", { IdempotencyKey: stringAttr("pay/7") }), ctx);
+  await h(msg("", { IdempotencyKey: stringAttr("pay/7") }), ctx);
+  assert.equal(calls, 1);
 });

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 import pg from "pg";
 
-import { Client, LeaseLostError, Message, Pool, Publisher, SluiceError, stringAttr } from "../src/index.js";
+import { Client, LeaseLostError, Message, PgStore, Pool, Publisher, SluiceError, runOnce, stringAttr } from "../src/index.js";
 import { Broker, database, eventually, queueName, sluiceBin, startBroker, stopProcess } from "./harness.js";
 
 let bin: string;
@@ -156,6 +156,35 @@ describe("kill -9 of a worker process", () => {
     const db = new pg.Pool({ connectionString: dbURL, max: 2 });
     try {
       await killNine(db, dbURL);
+    } finally {
+      await db.end();
+    }
+  });
+});
+
+describe("PgStore", () => {
+  it("records keys in the handler's transaction, and serves runOnce", async (t) => {
+    const dbURL = await database(t);
+    if (!dbURL) return;
+    const db = new pg.Pool({ connectionString: dbURL, max: 4 });
+    try {
+      const store = await PgStore.create(db);
+      await PgStore.create(db); // a second create finds the table
+      await db.query("CREATE TABLE writes (v text)");
+      assert.equal(await store.inTx("a", async (tx) => void (await tx.query("INSERT INTO writes VALUES ('a')"))), true);
+      assert.equal(await store.inTx("a", async (tx) => void (await tx.query("INSERT INTO writes VALUES ('again')"))), false);
+      await assert.rejects(store.inTx("b", async (tx) => {
+        await tx.query("INSERT INTO writes VALUES ('b')");
+        throw new Error("rolled back");
+      }), /rolled back/);
+      assert.deepEqual((await db.query("SELECT v FROM writes ORDER BY v")).rows.map((r) => r.v), ["a"]);
+      assert.equal(await store.seen("b"), false, "a rolled-back key is not recorded");
+      assert.equal(await runOnce(store, "c", "at-most-once", async () => {}), true);
+      assert.equal(await runOnce(store, "c", "at-most-once", async () => assert.fail("ran twice")), false);
+      await store.forget("c");
+      assert.equal(await store.seen("c"), false);
+      assert.equal(await store.prune(new Date(Date.now() + 60_000)), 1, "prune deletes the older keys");
+      await assert.rejects(PgStore.create(db, { table: "bad-name" }), /letters, digits or underscores/);
     } finally {
       await db.end();
     }
