@@ -15,12 +15,16 @@ import pg from "pg";
 /** The repository's root (this file runs as dist/test/harness.js). */
 export const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
 
-/** The sluice binary: SLUICE_BIN, else built from the repository into dist/. */
+/**
+ * The sluice binary: SLUICE_BIN, else built from the repository into dist/, one per test
+ * process (test files may run at once), removed when the process exits.
+ */
 export function sluiceBin(): string {
   const env = process.env.SLUICE_BIN;
   if (env) return env;
-  const out = fileURLToPath(new URL("../sluice-test-broker", import.meta.url));
+  const out = fileURLToPath(new URL(`../sluice-test-broker-${process.pid}`, import.meta.url));
   execFileSync("go", ["build", "-o", out, "./cmd/sluice"], { cwd: repoRoot, stdio: "inherit" });
+  process.once("exit", () => rmSync(out, { force: true }));
   return out;
 }
 
