@@ -195,7 +195,7 @@ export class ConsumerStream {
           finish(err);
         }
       };
-      call.on("error", (err: Error) => once(err));
+      call.on("error", (err: Error) => once(streamError(err)));
       call.on("end", () => once(undefined));
       call.write({
         open: {
@@ -253,6 +253,72 @@ export class ConsumerStream {
     this.endErr = err ?? (this.closing ? undefined : new Error("sluice: the broker ended the consumer stream"));
     this.channel.close();
     for (const w of this.endWaiters.splice(0)) w();
+  }
+}
+
+/**
+ * The error a stream ended with, as a {@link SluiceError} when the broker's gRPC status
+ * carries a google.rpc.ErrorInfo detail of domain "sluice" (its reason is the native API's
+ * code: `queue_not_found`, `unavailable`, ...); any other error as it is.
+ */
+export function streamError(err: Error): Error {
+  const details = (err as { metadata?: grpc.Metadata }).metadata?.get("grpc-status-details-bin")?.[0];
+  if (!Buffer.isBuffer(details)) return err;
+  try {
+    // google.rpc.Status: 3 = repeated Any details; Any: 1 = type_url, 2 = value;
+    // google.rpc.ErrorInfo: 1 = reason, 2 = domain.
+    for (const [f, any] of fields(details)) {
+      if (f !== 3 || !Buffer.isBuffer(any)) continue;
+      const a = new Map(fields(any));
+      const typeURL = a.get(1);
+      const value = a.get(2);
+      if (!Buffer.isBuffer(typeURL) || !typeURL.toString().endsWith("/google.rpc.ErrorInfo") || !Buffer.isBuffer(value)) continue;
+      const info = new Map(fields(value));
+      const reason = info.get(1);
+      const domain = info.get(2);
+      if (Buffer.isBuffer(reason) && Buffer.isBuffer(domain) && domain.toString() === "sluice") {
+        const e = new SluiceError(0, reason.toString(), (err as { details?: string }).details ?? err.message);
+        (e as { cause?: unknown }).cause = err;
+        return e;
+      }
+    }
+  } catch {
+    // a malformed detail: the gRPC error as it is
+  }
+  return err;
+}
+
+/** The fields of a protobuf message: [field number, bytes (length-delimited) or number (varint)]; others skipped. */
+function* fields(buf: Buffer): Generator<[number, Buffer | number]> {
+  let i = 0;
+  const varint = (): number => {
+    let v = 0;
+    let mul = 1;
+    for (;;) {
+      if (i >= buf.length) throw new RangeError("truncated varint");
+      const b = buf[i++];
+      v += (b & 0x7f) * mul;
+      if (b < 0x80) return v;
+      mul *= 128;
+      if (mul > 2 ** 63) throw new RangeError("varint too long");
+    }
+  };
+  while (i < buf.length) {
+    const key = varint();
+    const field = Math.floor(key / 8);
+    switch (key & 7) {
+      case 0: yield [field, varint()]; break;
+      case 1: i += 8; break;
+      case 2: {
+        const n = varint();
+        if (i + n > buf.length) throw new RangeError("truncated field");
+        yield [field, buf.subarray(i, i + n)];
+        i += n;
+        break;
+      }
+      case 5: i += 4; break;
+      default: throw new RangeError("unsupported wire type");
+    }
   }
 }
 
@@ -337,7 +403,7 @@ export class Publisher {
       this.channel.close();
       for (const f of this.ends.splice(0)) f();
     };
-    this.call.on("error", (err: Error) => end(err));
+    this.call.on("error", (err: Error) => end(streamError(err)));
     this.call.on("end", () => end(undefined));
   }
 

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 import pg from "pg";
 
-import { Client, LeaseLostError, Message, PgStore, Pool, Publisher, SluiceError, runOnce, stringAttr } from "../src/index.js";
+import { Client, ConsumerStream, LeaseLostError, Message, PgStore, Pool, Publisher, SluiceError, runOnce, stringAttr } from "../src/index.js";
 import { Broker, database, eventually, queueName, sluiceBin, startBroker, stopProcess } from "./harness.js";
 
 let bin: string;
@@ -230,6 +230,13 @@ describe("client and publisher", () => {
     const err = await client.send(queueName("missing"), { body: "x" }).then(() => undefined, (e: unknown) => e);
     assert.ok(err instanceof SluiceError, String(err));
     assert.equal(err.status, 404);
+    assert.equal(err.code, "queue_not_found");
+  });
+
+  it("answers a stream the broker refuses with the native API's code", async () => {
+    const err = await ConsumerStream.open(client, queueName("missing"), { credit: 1, onMessages: () => {} }).then(
+      (s) => s.close().then(() => undefined), (e: unknown) => e);
+    assert.ok(err instanceof SluiceError, String(err));
     assert.equal(err.code, "queue_not_found");
   });
 
