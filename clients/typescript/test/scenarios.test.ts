@@ -110,6 +110,41 @@ describe("a slow worker", () => {
   });
 });
 
+describe("the HTTP source's heartbeat", () => {
+  it("keeps a long handler's lease, and aborts the handler when an extend is refused", async () => {
+    const q = queueName("heartbeat");
+    await client.createQueue(q);
+    let running = false;
+    let reason: unknown;
+    const stop = new AbortController();
+    const pool = new Pool({
+      client, queue: q, protocol: "http", leaseSeconds: 2, heartbeatSeconds: 0.5, waitSeconds: 1, logger: quiet,
+      handler: async (_m, { signal }) => {
+        running = true;
+        await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        reason = signal.reason;
+      },
+    });
+    const run = pool.run(stop.signal);
+    try {
+      await client.send(q, { body: "long work" });
+      await eventually("the handler runs", () => running);
+      // Past two leases the message is still held: the heartbeat extends it.
+      const start = Date.now();
+      await eventually("two leases' time", () => Date.now() - start > 4_500, 10_000);
+      const s = await client.stats(q);
+      assert.deepEqual([s.visible, s.inFlight], [0, 1]);
+      assert.equal(reason, undefined);
+      await client.purgeQueue(q); // the receipt goes stale: the next extend is refused
+      await eventually("the handler aborted", () => reason !== undefined);
+      assert.ok((reason as unknown) instanceof LeaseLostError, String(reason));
+    } finally {
+      stop.abort();
+      await run;
+    }
+  });
+});
+
 describe("graceful stop", () => {
   it("loses nothing: handlers finish, prefetched messages are released with their attempts given back", async () => {
     const q = queueName("graceful");
