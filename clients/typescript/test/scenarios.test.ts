@@ -230,7 +230,7 @@ async function killNine(db: pg.Pool, dbURL: string): Promise<void> {
     await db.query("CREATE TABLE effects (key text NOT NULL, pid int NOT NULL)");
     const q = queueName("kill9");
     await client.createQueue(q);
-    const n = 400;
+    const n = 200;
     for (let i = 0; i < n; i += 10) {
       await client.sendBatch(q, Array.from({ length: 10 }, (_, j) => ({
         body: `job ${i + j}`, attributes: { IdempotencyKey: stringAttr(`kill9/job-${i + j}`) },
