@@ -324,6 +324,7 @@ class Consumer:
         self._seq = itertools.count(1)
         self._err: StreamEnded | None = None
         self._opened = threading.Event()
+        self._answered = threading.Event()  # opened, or ended first
         self._done = threading.Event()
         self.stream_id = ""
         self.lease_seconds = 0
@@ -331,7 +332,7 @@ class Consumer:
         self._call = method(self._reqs, metadata=metadata)
         self._reader = threading.Thread(target=self._read, name="sluice-consume", daemon=True)
         self._reader.start()
-        if not self._opened.wait(timeout) and not self._done.is_set():
+        if not self._answered.wait(timeout):
             self._call.cancel()
             self._done.wait(5)
             raise StreamEnded("timeout", f"the broker did not answer the open of a stream on {queue} within {timeout}s")
@@ -348,6 +349,7 @@ class Consumer:
                     self.lease_seconds = r.opened.lease_seconds
                     self.max_hold_seconds = r.opened.max_hold_seconds
                     self._opened.set()
+                    self._answered.set()
                 elif kind == "deliveries":
                     for m in r.deliveries.messages:
                         self._deliveries.put(m)
@@ -366,6 +368,7 @@ class Consumer:
             fut.set_exception(err)
         self._deliveries.put(_END)
         self._done.set()
+        self._answered.set()
 
     @property
     def err(self) -> StreamEnded | None:

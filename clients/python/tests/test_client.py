@@ -6,7 +6,7 @@ import pytest
 
 from conftest import eventually
 from sluice import Client, SluiceError, StreamClient, StreamEnded, trace
-from sluice.stream import message_from_pb
+from sluice.stream import message_from_pb, pb
 
 
 def test_send_receive_nack_reason(client, queue_name):
@@ -95,7 +95,7 @@ def test_publish_and_consume(broker, client, queue_name):
         assert con.receive(0.3) is None
         assert eventually(lambda: [c for c in client.consumers(queue_name) if c["held"] == 4])[0]["clientName"] == "pytest"
         assert message_from_pb(queue_name, got[0]).priority == 5  # priority 5 first
-        errs = con.settle([__import__("sluice.stream").stream.pb.Settlement(receipt=m.receipt, ack={}) for m in got])
+        errs = con.settle([pb.Settlement(receipt=m.receipt, ack=pb.Ack()) for m in got])
         assert errs == [None] * 4
         with pytest.raises(SluiceError) as e:
             con.ack(got[0].receipt)
@@ -104,10 +104,10 @@ def test_publish_and_consume(broker, client, queue_name):
         con.close()
         # What the stream held goes back at once, as failed attempts.
         def back():
-            ms = client.receive(queue_name, max=10, wait_seconds=1)
-            return [m for m in ms if m.id in {h.id for h in held}] or None
-        m = eventually(back)[0]
-        assert m.failure_reason == "consumer disconnected" and m.attempts == 2
+            ms, _ = client.browse(queue_name, reason="consumer disconnected", limit=100)
+            return ms if len(ms) == 4 else None
+        back_ids = {m.id for m in eventually(back, what="the held messages back in the queue")}
+        assert back_ids == {h.id for h in held}
         with pytest.raises(StreamEnded) as e:
             sc.consume("no-such-queue", 1)
         assert e.value.code == "queue_not_found"
