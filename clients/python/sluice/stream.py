@@ -45,6 +45,12 @@ _CHANNEL_OPTIONS = [
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.keepalive_permit_without_calls", 0),
     ("grpc.max_receive_message_length", 4 << 20),
+    # gRPC's own reconnect backoff (1 s growing to 120 s by default) would
+    # hold a new stream long after a restarted broker is back: 0.1 s growing
+    # to 10 s, as the worker's. (grpc.min_reconnect_backoff_ms is also the
+    # connect timeout: it stays at its 20 s.)
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 10_000),
 ]
 
 _END = object()

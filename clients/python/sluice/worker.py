@@ -225,7 +225,7 @@ class Worker:
         self.client_name = client_name or f"sluice-worker-py {socket.gethostname()}/{os.getpid()}"
         self.grace_seconds = grace_seconds
         self.log = logger or log
-        self._streams = StreamClient(client.base_url, token=client.token)
+        self._streams: StreamClient | None = None  # the connection of the stream in use
         self._lock = threading.Condition()
         self._con: Consumer | None = None
         self._held: dict[str, _Held] = {}
@@ -328,7 +328,10 @@ class Worker:
             self._lock.notify_all()
         if con is not None:
             con.close()
-        self._streams.close()
+        with self._lock:
+            sc, self._streams = self._streams, None
+        if sc is not None:
+            sc.close()
         self._stopped.set()
         return finished
 
@@ -343,12 +346,15 @@ class Worker:
             with self._lock:
                 if self._stopping:
                     return
+            # Each stream gets a connection of its own, as the Go worker's: a
+            # new one connects at once, where a channel whose broker went away
+            # waits out its reconnect backoff.
+            sc = StreamClient(self.client.base_url, token=self.client.token)
             try:
-                con = self._streams.consume(self.queue, self.concurrency + self.prefetch,
-                                            lease_seconds=self.lease_seconds,
-                                            max_hold_seconds=self.max_hold_seconds,
-                                            client_name=self.client_name)
+                con = sc.consume(self.queue, self.concurrency + self.prefetch, lease_seconds=self.lease_seconds,
+                                 max_hold_seconds=self.max_hold_seconds, client_name=self.client_name)
             except StreamEnded as e:
+                sc.close()
                 failures += 1
                 d = min(0.1 * 2 ** min(failures - 1, 7), 10.0)
                 d = d / 2 + rng.uniform(0, d / 2)
@@ -361,9 +367,13 @@ class Worker:
             with self._lock:
                 if self._stopping:
                     con.close()
+                    sc.close()
                     return
+                old, self._streams = self._streams, sc
                 self._con = con
                 self._lock.notify_all()
+            if old is not None:
+                old.close()
             con.wait_ended()
             with self._lock:
                 if self._con is con:

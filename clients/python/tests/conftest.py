@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -103,8 +104,8 @@ def sluice_bin(tmp_path_factory):
 class Broker:
     """A ``sluice serve`` process on a free port with a temporary data dir."""
 
-    def __init__(self, binary: str, data: str):
-        self.proc = subprocess.Popen([binary, "serve", "--addr", "127.0.0.1:0", "--data", data],
+    def __init__(self, binary: str, data: str, addr: str = "127.0.0.1:0"):
+        self.proc = subprocess.Popen([binary, "serve", "--addr", addr, "--data", data],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         addr: list[str] = []
@@ -126,10 +127,10 @@ class Broker:
         self.addr = addr[0]
         self.url = "http://" + self.addr
 
-    def stop(self):
+    def stop(self, sig=signal.SIGKILL):
         if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+            self.proc.send_signal(sig)
+        self.proc.wait(60)
 
 
 @pytest.fixture(scope="session")
