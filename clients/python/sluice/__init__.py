@@ -8,6 +8,7 @@
 - :class:`Worker`: a pool that runs a handler over a queue's messages over a
   consumer stream, with a concurrency limit and prefetch, handler outcomes,
   and a graceful stop on SIGTERM.
+- :class:`sluice.aio.AsyncWorker`: the same pool for ``async def`` handlers.
 - :mod:`sluice.idempotency`: a message's effect once per key (exactly once
   for writes to PostgreSQL, in the handler's own transaction).
 - :mod:`sluice.trace`: W3C trace context from producer to handler.

@@ -1,0 +1,88 @@
+"""The asyncio worker: outcomes, the concurrency limit, and a stop that
+cancels the handlers still running when its grace ends."""
+
+import asyncio
+import json
+
+from conftest import eventually
+from sluice import DeadLetterNow, trace
+from sluice.aio import AsyncWorker
+
+
+async def until(cond, timeout=30.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        assert asyncio.get_running_loop().time() < deadline, "the condition did not hold in time"
+        await asyncio.sleep(0.02)
+
+
+def test_async_worker_outcomes(client, queue_name):
+    client.create_queue(queue_name + "-dlq")
+    arn = client.get_queue(queue_name + "-dlq")["arn"]
+    client.create_queue(queue_name, {"RedrivePolicy": json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": 5})})
+    parent = trace.new()
+    seen = []
+    now = {"running": 0, "max": 0}
+
+    async def handler(m):
+        now["running"] += 1
+        now["max"] = max(now["max"], now["running"])
+        try:
+            await asyncio.sleep(0.05)  # the work
+            seen.append((m.body, m.attempts, trace.current()))
+            if m.body == "fail" and m.attempts == 1:
+                raise RuntimeError("smtp timeout")
+            if m.body == "dead":
+                raise DeadLetterNow("no customer")
+        finally:
+            now["running"] -= 1
+
+    client.send(queue_name, "traced", trace_context=parent)
+    client.send(queue_name, "fail")
+    client.send(queue_name, "dead")
+    client.send_batch(queue_name, [f"m{i}" for i in range(10)])
+
+    async def main():
+        w = AsyncWorker(client, queue_name, handler, concurrency=3)
+        run = asyncio.create_task(w.run(install_signal_handlers=False))
+        await until(lambda: len(seen) == 14)
+        assert await w.stop(10)
+        await run
+        return w
+
+    w = asyncio.run(main())
+    assert now["max"] == 3
+    assert ("traced", 1, parent) in seen
+    assert [a for b, a, _ in seen if b == "fail"] == [1, 2]
+    st = eventually(lambda: (s := client.stats(queue_name))["inFlight"] == 0 and s)
+    assert (st["visible"], st["deadLetters"]) == (0, 1)
+    [d], _ = client.dead_letters(queue_name)
+    assert (d.body, d.failure_reason) == ("dead", "no customer")
+    assert w.stats()["handled"] == 12 and w.stats()["failed"] == 2
+
+
+def test_async_stop_cancels_past_grace(client, queue_name):
+    client.create_queue(queue_name)
+    client.send_batch(queue_name, ["slow", "next"])
+    cancelled = []
+
+    async def handler(m):
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append(m.body)
+            raise
+
+    async def main():
+        w = AsyncWorker(client, queue_name, handler, concurrency=1, prefetch=1)
+        run = asyncio.create_task(w.run(install_signal_handlers=False))
+        await until(lambda: w.stats()["running"] == 1 and client.stats(queue_name)["inFlight"] == 2)
+        assert not await w.stop(0.2)
+        await run
+        return w
+
+    w = asyncio.run(main())
+    assert len(cancelled) == 1 and w.stats()["released"] == 2
+    ms = client.receive(queue_name, max=10, wait_seconds=1)
+    assert sorted(m.body for m in ms) == ["next", "slow"]
+    assert [m.attempts for m in ms] == [1, 1]  # released, not counted
