@@ -5,8 +5,8 @@ of its own per test run, and the skip rules.
   they are missing the whole suite skips with the reason, unless
   SLUICE_REQUIRE lists "python" (then it fails).
 - The broker is SLUICE_BIN, else built with ``go build`` from the repository.
-- PostgreSQL (127.0.0.1:5432, user postgres, or SLUICE_TEST_POSTGRES's
-  server) is needed by the tests that use the ``pg`` fixture: they skip with
+- PostgreSQL (127.0.0.1:5432, user postgres, trust; or the server of
+  SLUICE_TEST_POSTGRES, a URL) is needed by the tests that use the ``pg`` fixture: they skip with
   the reason when it is unreachable, unless SLUICE_REQUIRE lists "postgres".
 """
 
@@ -155,7 +155,10 @@ def queue_name(request):
 
 
 def admin_url() -> str:
-    return os.environ.get("SLUICE_TEST_POSTGRES_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
+    # As the Go tests' internal/pgtest.AdminURL: SLUICE_TEST_POSTGRES, else
+    # the local server's "postgres" database; the test run's own database is
+    # made from it.
+    return os.environ.get("SLUICE_TEST_POSTGRES") or "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 
 @pytest.fixture(scope="session")
