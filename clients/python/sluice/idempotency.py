@@ -174,11 +174,17 @@ class PgStore:
         ddl = (f'CREATE TABLE IF NOT EXISTS {self.table} (key text COLLATE "C" PRIMARY KEY, '
                f'recorded_at timestamptz NOT NULL DEFAULT now())', f'CREATE INDEX IF NOT EXISTS {index} ON '
                f'{self.table} (recorded_at)')
-        # Concurrent creators may race on CREATE TABLE IF NOT EXISTS (its
-        # check and create are not atomic): the loser tries once more.
+        # The DDL runs only when the table is missing: CREATE INDEX IF NOT
+        # EXISTS locks the table against writes before it finds the index,
+        # so it would wait for every open transaction of the workers that
+        # already use it. Concurrent creators may race on CREATE TABLE IF NOT
+        # EXISTS (its check and create are not atomic): the loser tries once
+        # more.
         for attempt in range(2):
             try:
                 with psycopg.connect(conninfo, autocommit=True) as conn:
+                    if conn.execute("SELECT to_regclass(%s)", (self.table,)).fetchone()[0] is not None:
+                        break
                     for stmt in ddl:
                         conn.execute(stmt)
                 break
