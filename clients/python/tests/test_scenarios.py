@@ -92,7 +92,8 @@ def test_kill9_exactly_once_with_idempotency(client, broker, queue_name, pg, pye
 
     with psycopg.connect(pg, autocommit=True) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS effects (key text NOT NULL)")
-        conn.execute("TRUNCATE effects")
+        conn.execute("CREATE TABLE IF NOT EXISTS skips (key text NOT NULL)")
+        conn.execute("TRUNCATE effects, skips")
 
     def effects():
         with psycopg.connect(pg, autocommit=True) as conn:
@@ -122,7 +123,13 @@ def test_kill9_exactly_once_with_idempotency(client, broker, queue_name, pg, pye
     counts = effects()
     assert set(counts) == {f"pay/{j}" for j in range(n)}
     assert [k for k, c in counts.items() if c != 1] == []
-    print(f"figures: {n} messages, worker killed at {killed_at} effects, each effect once")
+    with psycopg.connect(pg, autocommit=True) as conn:
+        skips = conn.execute("SELECT count(*) FROM skips").fetchone()[0]
+    # The killed worker's running handlers had committed their effects and
+    # not acked: their messages came back, and their keys skipped them.
+    assert skips >= 1
+    print(f"figures: {n} messages, worker killed at {killed_at} effects, {skips} redeliveries of done work "
+          "skipped by their key, each effect once")
 
 
 def test_graceful_stop_loses_nothing(client, broker, queue_name, pyenv, tmp_path):
