@@ -315,6 +315,11 @@ class Worker:
             for h in abandoned:
                 h.state = "abandoned"
                 del self._held[h.m.receipt]
+            # The outcomes being sent go out before the stream closes (a
+            # close would hand their messages back as failures): up to 10 s.
+            settle_by = time.monotonic() + 10
+            while any(h.state == "settling" for h in self._held.values()) and time.monotonic() < settle_by:
+                self._lock.wait(settle_by - time.monotonic())
         if abandoned:
             self.log.warning("sluice worker: the grace ended with %d handlers running; their messages are released",
                              len(abandoned))
@@ -461,6 +466,7 @@ class Worker:
         self._apply(h, o)
         with self._lock:
             self._held.pop(m.receipt, None)
+            self._lock.notify_all()
 
     def _apply(self, h: _Held, o: Outcome) -> None:
         """Settles h's message: on its stream while that lives, else through
