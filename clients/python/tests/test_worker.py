@@ -3,7 +3,6 @@
 import json
 import threading
 
-import pytest
 
 from conftest import eventually
 from sluice import DeadLetterNow, RetryAfter, Snooze, Worker, json_handler, trace
