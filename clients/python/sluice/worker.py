@@ -300,6 +300,13 @@ class Worker:
             return True
         if con is not None and con.live():
             con.set_credit(0)
+            # A settle's answer comes after the broker has read the credit
+            # frame before it: what it pushed before that has arrived by then,
+            # mostly (a release before the close catches the rest).
+            try:
+                con.settle([], timeout=10)
+            except SluiceError:
+                pass
             self._release([message_from_pb(self.queue, m) for m in con.take_delivered()], con)
             con.wake(self.concurrency)
         deadline = time.monotonic() + grace
@@ -332,6 +339,10 @@ class Worker:
             self._con = None
             self._lock.notify_all()
         if con is not None:
+            # A delivery that came after the first release would go back as a
+            # failed attempt ("consumer disconnected") with the close.
+            if con.live():
+                self._release([message_from_pb(self.queue, m) for m in con.take_delivered()], con)
             con.close()
         with self._lock:
             sc, self._streams = self._streams, None
