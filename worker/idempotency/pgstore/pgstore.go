@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,6 +98,20 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	index := pgx.Identifier{cfg.Table + "_recorded_at"}.Sanitize()
 	if len(cfg.Table) > 63-len("_recorded_at") {
 		index = pgx.Identifier{cfg.Table[:63-len("_recorded_at")] + "_recorded_at"}.Sanitize()
+	}
+	// The DDL runs only when the table or its index is missing: even with
+	// IF NOT EXISTS, CREATE INDEX takes its SHARE lock on the table before
+	// it looks, so a New beside a handler's open transaction that records
+	// a key waited for that transaction, and every key recorded after it
+	// waited behind New in the lock queue.
+	indexID := pgx.Identifier{strings.Trim(index, `"`)}
+	if cfg.Schema != "" {
+		indexID = pgx.Identifier{cfg.Schema, strings.Trim(index, `"`)}
+	}
+	var present bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`,
+		s.table, indexID.Sanitize()).Scan(&present); err == nil && present {
+		return s, nil
 	}
 	// Two statements in one implicit transaction (a simple-protocol batch):
 	// concurrent News may race on CREATE TABLE IF NOT EXISTS, whose check

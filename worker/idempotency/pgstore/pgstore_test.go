@@ -274,3 +274,31 @@ func TestConfig(t *testing.T) {
 		t.Fatal(seen, err)
 	}
 }
+
+// TestNewBesideAnOpenTransaction: a worker starting (New) while another
+// one's handler holds a transaction that recorded a key neither waits for
+// that transaction nor holds the keys recorded after it: New runs no DDL
+// when the table and its index exist (CREATE INDEX IF NOT EXISTS takes a
+// SHARE lock on the table before it looks, and waited here until the
+// transaction ended).
+func TestNewBesideAnOpenTransaction(t *testing.T) {
+	pool := setup(t)
+	for _, cfg := range []pgstore.Config{{}, {Schema: "public", Table: "keys_in_schema"}} {
+		s := newStore(t, pool, cfg)
+		ctx := context.Background()
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.ClaimTx(ctx, tx, "held"); err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err = pgstore.New(bounded, pool, cfg)
+		cancel()
+		_ = tx.Rollback(ctx)
+		if err != nil {
+			t.Fatalf("New beside an open transaction that recorded a key (%+v): %v", cfg, err)
+		}
+	}
+}
