@@ -294,18 +294,23 @@ func httpStatus(u string) int {
 
 // TestSerialPostgresFailover runs the mixed load of the fault tests through
 // three brokers on a Patroni pair (primary and synchronous standby), and
-// kill -9s the primary's Patroni and postmaster once the load has sent a
-// share of its messages: the standby takes over, the brokers reconnect by
+// kill -9s the primary's Patroni and postmaster when the load has sent its
+// share of the messages: the standby takes over, the brokers reconnect by
 // themselves, requests meanwhile answer 503 within the store's answer
 // deadline, and the final drain and history check find every acknowledged
-// send received and no acknowledged delete come back. It logs the outage:
-// from the kill to Patroni's promotion, and to every broker serving.
-// SLUICE_HA_MESSAGES sets the acknowledged sends (default 3,000; 30,000
-// under SLUICE_SCALE=full).
+// send received and no acknowledged delete come back. It logs each outage:
+// from the kill to Patroni's promotion, and to every broker serving. Between
+// two failovers the killed node's Patroni starts again and the node rejoins
+// as the synchronous standby (pg_rewind when its WAL went past the new
+// primary's). SLUICE_HA_MESSAGES sets the acknowledged sends (default 3,000;
+// 20,000 under SLUICE_SCALE=full), SLUICE_HA_FAILOVERS the failovers
+// (default 1; 3 under SLUICE_SCALE=full).
 func TestSerialPostgresFailover(t *testing.T) {
 	serialOnly(t)
+	began := time.Now()
 	c := startHACluster(t)
-	messages := testutil.Scale(t, "SLUICE_HA_MESSAGES", 3000, 30000, 200)
+	messages := testutil.Scale(t, "SLUICE_HA_MESSAGES", 3000, 20000, 200)
+	failovers := testutil.Scale(t, "SLUICE_HA_FAILOVERS", 1, 3, 1)
 	ctx := ctxT(t)
 	live := &liveBrokers{}
 	ps := startPGBrokers(t, 3, c.URL(), live)
@@ -314,7 +319,8 @@ func TestSerialPostgresFailover(t *testing.T) {
 		urls = append(urls, p.URL)
 	}
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d; %d messages; connection string %s", seed, messages, c.URL())
+	t.Logf("cluster and brokers up in %v; seed %d; %d messages, %d failovers; connection string %s",
+		time.Since(began).Round(100*time.Millisecond), seed, messages, failovers, c.URL())
 	l := newFaultLoad(seed)
 	l.createQueues(t, ctx, ps[0].URL)
 	probeQ := urlPath(t, mustQueue(t, ctx, sqsClient(ps[0].URL), "ha-probe", nil))
@@ -323,17 +329,37 @@ func TestSerialPostgresFailover(t *testing.T) {
 	done := make(chan struct{})
 	go func() { l.run(runCtx, live.client); close(done) }()
 
-	testutil.Eventually(t, 120*time.Second, "sends before the failover", func() bool { return l.sends.Load() >= int64(messages/2) })
 	primary, standby := c.nodes[0], c.nodes[1]
-	if !primary.is("primary") {
-		t.Fatalf("%s is not the primary before the failover", primary.name)
+	for round := 1; round <= failovers; round++ {
+		if round > 1 {
+			// The node killed last time rejoins as the synchronous standby.
+			c.startNode(standby)
+			testutil.Eventually(t, 120*time.Second, standby.name+" synchronous standby again", func() bool { return standby.is("sync") })
+		}
+		at := int64(messages * round / (failovers + 1))
+		testutil.Eventually(t, 180*time.Second, fmt.Sprintf("%d sends before failover %d", at, round), func() bool { return l.sends.Load() >= at })
+		if !primary.is("primary") || !standby.is("sync") {
+			t.Fatalf("failover %d: %s is not the primary or %s not its synchronous standby", round, primary.name, standby.name)
+		}
+		c.failover(t, ctx, round, primary, standby, urls, probeQ, l.sends.Load())
+		primary, standby = standby, primary
 	}
-	sendsAtKill := l.sends.Load()
+
+	testutil.Eventually(t, 180*time.Second, "sends after the failovers", func() bool { return l.sends.Load() >= int64(messages) })
+	stop()
+	<-done
+	dead := l.drain(t, ctx, newJSONClient(ps[2].URL), 90*time.Second)
+	t.Logf("drain took %d messages from the dead-letter queue", dead)
+	l.report(t, "PostgreSQL failover")
+}
+
+// failover kill -9s primary and probes every broker until all serve again:
+// meanwhile each answer is 200 or 503, within the answer deadline (5 s) and
+// a margin. It logs when standby was promoted and when the brokers served.
+func (c *haCluster) failover(t *testing.T, ctx context.Context, round int, primary, standby *haNode, urls []string, probeQ string, sends int64) {
+	t.Helper()
 	killedAt := time.Now()
 	c.kill9(primary)
-
-	// Probe every broker until all serve again: each answer is 200 or 503,
-	// within the answer deadline (5 s) and a margin.
 	const bound = 8 * time.Second
 	var promoted time.Duration
 	serving := make([]time.Duration, len(urls))
@@ -347,28 +373,28 @@ func TestSerialPostgresFailover(t *testing.T) {
 		for i, code := range codes {
 			probes++
 			slow = max(slow, took[i])
-			switch {
-			case code == 200:
+			switch code {
+			case 200:
 				if serving[i] == 0 {
 					serving[i] = time.Since(killedAt)
 				}
-			case code == 503:
+			case 503:
 				unavailable++
 				serving[i] = 0 // not yet for good
 				all = false
 			default:
 				all = false
-				t.Errorf("broker %d answered %d (want 503 ServiceUnavailable or 200) after %v", i, code, took[i].Round(time.Millisecond))
+				t.Errorf("failover %d: broker %d answered %d (want 503 ServiceUnavailable or 200) after %v", round, i, code, took[i].Round(time.Millisecond))
 			}
 			if took[i] > bound {
-				t.Errorf("broker %d answered %d only after %v (want within %v)", i, code, took[i].Round(time.Millisecond), bound)
+				t.Errorf("failover %d: broker %d answered %d only after %v (want within %v)", round, i, code, took[i].Round(time.Millisecond), bound)
 			}
 		}
 		if all && promoted > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the brokers do not all serve 90 s after the kill (promoted after %v)", promoted)
+			t.Fatalf("failover %d: the brokers do not all serve 90 s after the kill (promoted after %v)", round, promoted)
 		}
 		time.Sleep(100 * time.Millisecond) // pacing of the probes
 	}
@@ -376,13 +402,6 @@ func TestSerialPostgresFailover(t *testing.T) {
 	for _, s := range serving {
 		back = max(back, s)
 	}
-	t.Logf("failover: %d acked sends at the kill; standby promoted %v after it; every broker serving %v after it; %d probes, %d answered 503, slowest %v",
-		sendsAtKill, promoted.Round(100*time.Millisecond), back.Round(100*time.Millisecond), probes, unavailable, slow.Round(time.Millisecond))
-
-	testutil.Eventually(t, 180*time.Second, "sends after the failover", func() bool { return l.sends.Load() >= int64(messages) })
-	stop()
-	<-done
-	dead := l.drain(t, ctx, newJSONClient(ps[2].URL), 90*time.Second)
-	t.Logf("drain took %d messages from the dead-letter queue", dead)
-	l.report(t, "PostgreSQL failover")
+	t.Logf("failover %d: %s killed at %d acked sends; %s promoted %v after the kill; every broker serving %v after it; %d probes, %d answered 503, slowest %v",
+		round, primary.name, sends, standby.name, promoted.Round(100*time.Millisecond), back.Round(100*time.Millisecond), probes, unavailable, slow.Round(time.Millisecond))
 }
