@@ -10,6 +10,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -234,6 +235,23 @@ func (c *haCluster) kill9(n *haNode) {
 	}
 }
 
+// switchover asks Patroni to hand the primary's role to standby: it
+// demotes primary (stops it, which ends every session, and starts it again
+// as a standby) and promotes standby.
+func (c *haCluster) switchover(primary, standby *haNode) {
+	body := fmt.Sprintf(`{"leader":%q,"candidate":%q}`, primary.name, standby.name)
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/switchover", standby.api), "application/json", strings.NewReader(body))
+	if err != nil {
+		c.t.Errorf("switchover: %v", err)
+		return
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		c.t.Errorf("switchover: %d %s", resp.StatusCode, b)
+	}
+}
+
 // URL is the multi-host connection string of both nodes: pgx tries them in
 // turn and keeps the one that accepts writes.
 func (c *haCluster) URL() string {
@@ -248,7 +266,7 @@ func (c *haCluster) URL() string {
 func (c *haCluster) logTail() {
 	for _, n := range c.nodes {
 		b, _ := os.ReadFile(filepath.Join(n.dir, "patroni.log"))
-		c.t.Logf("%s patroni.log:\n%s", n.name, lastLines(string(b), 30))
+		c.t.Logf("%s patroni.log:\n%s", n.name, lastLines(string(b), 60))
 	}
 }
 
@@ -299,10 +317,11 @@ func httpStatus(u string) int {
 // themselves, requests meanwhile answer 503 within the store's answer
 // deadline, and the final drain and history check find every acknowledged
 // send received and no acknowledged delete come back. It logs each outage:
-// from the kill to Patroni's promotion, and to every broker serving. Between
-// two failovers the killed node's Patroni starts again and the node rejoins
+// from the kill to Patroni's promotion, and to every broker serving. After
+// each failover the killed node's Patroni starts again and the node rejoins
 // as the synchronous standby (pg_rewind when its WAL went past the new
-// primary's). SLUICE_HA_MESSAGES sets the acknowledged sends (default 3,000;
+// primary's); after the last, a switchover (Patroni's REST API) demotes the
+// primary the brokers are connected to, and the same checks hold. SLUICE_HA_MESSAGES sets the acknowledged sends (default 3,000;
 // 20,000 under SLUICE_SCALE=full), SLUICE_HA_FAILOVERS the failovers
 // (default 1; 3 under SLUICE_SCALE=full).
 func TestSerialPostgresFailover(t *testing.T) {
@@ -329,23 +348,32 @@ func TestSerialPostgresFailover(t *testing.T) {
 	done := make(chan struct{})
 	go func() { l.run(runCtx, live.client); close(done) }()
 
+	// failovers kills, then a switchover: the killed node rejoins as the
+	// synchronous standby before each but the first, and the switchover
+	// demotes a primary the brokers are connected to.
 	primary, standby := c.nodes[0], c.nodes[1]
-	for round := 1; round <= failovers; round++ {
+	for round := 1; round <= failovers+1; round++ {
 		if round > 1 {
-			// The node killed last time rejoins as the synchronous standby.
 			c.startNode(standby)
 			testutil.Eventually(t, 120*time.Second, standby.name+" synchronous standby again", func() bool { return standby.is("sync") })
 		}
-		at := int64(messages * round / (failovers + 1))
-		testutil.Eventually(t, 180*time.Second, fmt.Sprintf("%d sends before failover %d", at, round), func() bool { return l.sends.Load() >= at })
+		at := int64(messages * round / (failovers + 2))
+		l.waitSends(t, ps[0].URL, at, fmt.Sprintf("before change %d", round))
 		if !primary.is("primary") || !standby.is("sync") {
-			t.Fatalf("failover %d: %s is not the primary or %s not its synchronous standby", round, primary.name, standby.name)
+			t.Fatalf("change %d: %s is not the primary or %s not its synchronous standby", round, primary.name, standby.name)
 		}
-		c.failover(t, ctx, round, primary, standby, urls, probeQ, l.sends.Load())
+		what, change := fmt.Sprintf("failover %d (kill -9 of %s)", round, primary.name), func() { c.kill9(primary) }
+		if round > failovers {
+			what, change = "switchover from "+primary.name, func() { c.switchover(primary, standby) }
+		}
+		c.outage(t, ctx, what, change, standby, urls, probeQ, l.sends.Load())
+		if round > failovers {
+			break
+		}
 		primary, standby = standby, primary
 	}
 
-	testutil.Eventually(t, 180*time.Second, "sends after the failovers", func() bool { return l.sends.Load() >= int64(messages) })
+	l.waitSends(t, ps[0].URL, int64(messages), "after the failovers")
 	stop()
 	<-done
 	dead := l.drain(t, ctx, newJSONClient(ps[2].URL), 90*time.Second)
@@ -353,20 +381,23 @@ func TestSerialPostgresFailover(t *testing.T) {
 	l.report(t, "PostgreSQL failover")
 }
 
-// failover kill -9s primary and probes every broker until all serve again:
-// meanwhile each answer is 200 or 503, within the answer deadline (5 s) and
-// a margin. It logs when standby was promoted and when the brokers served.
-func (c *haCluster) failover(t *testing.T, ctx context.Context, round int, primary, standby *haNode, urls []string, probeQ string, sends int64) {
+// outage makes the change (a kill, a switchover) and probes every broker
+// until all serve again: meanwhile each answer is 200 or 503, within the
+// answer deadline (5 s) and a margin. It logs when next was promoted and
+// when the brokers served.
+func (c *haCluster) outage(t *testing.T, ctx context.Context, what string, change func(), next *haNode, urls []string, probeQ string, sends int64) {
 	t.Helper()
-	killedAt := time.Now()
-	c.kill9(primary)
+	changedAt := time.Now()
+	changed := make(chan struct{})
+	go func() { defer close(changed); change() }() // a switchover answers once done: probe meanwhile
+	defer func() { <-changed }()
 	const bound = 8 * time.Second
 	var promoted time.Duration
 	serving := make([]time.Duration, len(urls))
 	probes, unavailable, slow := 0, 0, time.Duration(0)
 	for deadline := time.Now().Add(90 * time.Second); ; {
-		if promoted == 0 && standby.is("primary") {
-			promoted = time.Since(killedAt)
+		if promoted == 0 && next.is("primary") {
+			promoted = time.Since(changedAt)
 		}
 		codes, took := outageProbe(ctx, urls, probeQ)
 		all := true
@@ -376,7 +407,7 @@ func (c *haCluster) failover(t *testing.T, ctx context.Context, round int, prima
 			switch code {
 			case 200:
 				if serving[i] == 0 {
-					serving[i] = time.Since(killedAt)
+					serving[i] = time.Since(changedAt)
 				}
 			case 503:
 				unavailable++
@@ -384,17 +415,17 @@ func (c *haCluster) failover(t *testing.T, ctx context.Context, round int, prima
 				all = false
 			default:
 				all = false
-				t.Errorf("failover %d: broker %d answered %d (want 503 ServiceUnavailable or 200) after %v", round, i, code, took[i].Round(time.Millisecond))
+				t.Errorf("%s: broker %d answered %d (want 503 ServiceUnavailable or 200) after %v", what, i, code, took[i].Round(time.Millisecond))
 			}
 			if took[i] > bound {
-				t.Errorf("failover %d: broker %d answered %d only after %v (want within %v)", round, i, code, took[i].Round(time.Millisecond), bound)
+				t.Errorf("%s: broker %d answered %d only after %v (want within %v)", what, i, code, took[i].Round(time.Millisecond), bound)
 			}
 		}
 		if all && promoted > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("failover %d: the brokers do not all serve 90 s after the kill (promoted after %v)", round, promoted)
+			t.Fatalf("%s: the brokers do not all serve 90 s after it (promoted after %v)", what, promoted)
 		}
 		time.Sleep(100 * time.Millisecond) // pacing of the probes
 	}
@@ -402,6 +433,22 @@ func (c *haCluster) failover(t *testing.T, ctx context.Context, round int, prima
 	for _, s := range serving {
 		back = max(back, s)
 	}
-	t.Logf("failover %d: %s killed at %d acked sends; %s promoted %v after the kill; every broker serving %v after it; %d probes, %d answered 503, slowest %v",
-		round, primary.name, sends, standby.name, promoted.Round(100*time.Millisecond), back.Round(100*time.Millisecond), probes, unavailable, slow.Round(time.Millisecond))
+	t.Logf("%s at %d acked sends: %s promoted %v after it; every broker serving %v after it; %d probes, %d answered 503, slowest %v",
+		what, sends, next.name, promoted.Round(100*time.Millisecond), back.Round(100*time.Millisecond), probes, unavailable, slow.Round(time.Millisecond))
+}
+
+// waitSends waits until the load has n acknowledged sends; if it stalls,
+// it logs the load's counts and the queues (native API, through base)
+// before failing.
+func (l *faultLoad) waitSends(t *testing.T, base string, n int64, what string) {
+	t.Helper()
+	deadline := time.Now().Add(180 * time.Second)
+	for l.sends.Load() < n {
+		if time.Now().After(deadline) {
+			t.Logf("load: %d acked sends, %d received, %d failed requests", l.sends.Load(), l.receives.Load(), l.errs.Load())
+			l.dumpQueues(t, base)
+			t.Fatalf("%d sends %s: not within 180 s", n, what)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the load's count
+	}
 }
