@@ -347,6 +347,20 @@ func TestSerialPostgresFailover(t *testing.T) {
 	defer stop()
 	done := make(chan struct{})
 	go func() { l.run(runCtx, live.client); close(done) }()
+	// finish stops the load, drains the queues and checks the history; a
+	// stalled load calls it too, to tell a lost message from a slow one.
+	var finished bool
+	finish := func() {
+		if finished {
+			return
+		}
+		finished = true
+		stop()
+		<-done
+		dead := l.drain(t, ctx, newJSONClient(ps[2].URL), 90*time.Second)
+		t.Logf("drain took %d messages from the dead-letter queue", dead)
+		l.report(t, "PostgreSQL failover")
+	}
 
 	// failovers kills, then a switchover: the killed node rejoins as the
 	// synchronous standby before each but the first, and the switchover
@@ -358,7 +372,7 @@ func TestSerialPostgresFailover(t *testing.T) {
 			testutil.Eventually(t, 120*time.Second, standby.name+" synchronous standby again", func() bool { return standby.is("sync") })
 		}
 		at := int64(messages * round / (failovers + 2))
-		l.waitSends(t, ps[0].URL, at, fmt.Sprintf("before change %d", round))
+		l.waitSends(t, ps[0].URL, at, fmt.Sprintf("before change %d", round), finish)
 		if !primary.is("primary") || !standby.is("sync") {
 			t.Fatalf("change %d: %s is not the primary or %s not its synchronous standby", round, primary.name, standby.name)
 		}
@@ -373,12 +387,8 @@ func TestSerialPostgresFailover(t *testing.T) {
 		primary, standby = standby, primary
 	}
 
-	l.waitSends(t, ps[0].URL, int64(messages), "after the failovers")
-	stop()
-	<-done
-	dead := l.drain(t, ctx, newJSONClient(ps[2].URL), 90*time.Second)
-	t.Logf("drain took %d messages from the dead-letter queue", dead)
-	l.report(t, "PostgreSQL failover")
+	l.waitSends(t, ps[0].URL, int64(messages), "after the failovers", finish)
+	finish()
 }
 
 // outage makes the change (a kill, a switchover) and probes every broker
@@ -438,15 +448,16 @@ func (c *haCluster) outage(t *testing.T, ctx context.Context, what string, chang
 }
 
 // waitSends waits until the load has n acknowledged sends; if it stalls,
-// it logs the load's counts and the queues (native API, through base)
-// before failing.
-func (l *faultLoad) waitSends(t *testing.T, base string, n int64, what string) {
+// it logs the load's counts and the queues (native API, through base) and
+// runs stalled (the drain and check) before failing.
+func (l *faultLoad) waitSends(t *testing.T, base string, n int64, what string, stalled func()) {
 	t.Helper()
 	deadline := time.Now().Add(180 * time.Second)
 	for l.sends.Load() < n {
 		if time.Now().After(deadline) {
 			t.Logf("load: %d acked sends, %d received, %d failed requests", l.sends.Load(), l.receives.Load(), l.errs.Load())
 			l.dumpQueues(t, base)
+			stalled()
 			t.Fatalf("%d sends %s: not within 180 s", n, what)
 		}
 		time.Sleep(50 * time.Millisecond) // polling the load's count
