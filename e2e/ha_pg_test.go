@@ -262,6 +262,21 @@ func (c *haCluster) URL() string {
 	return "postgres://postgres@" + strings.Join(hosts, ",") + "/postgres?sslmode=disable&target_session_attrs=read-write"
 }
 
+// dumpSessions logs, for each node that answers, its replication settings
+// and its sessions other than idle ones (on failure).
+func (c *haCluster) dumpSessions() {
+	for _, n := range c.nodes {
+		for _, q := range []string{
+			"select pg_is_in_recovery(), current_setting('synchronous_standby_names'), current_setting('synchronous_commit')",
+			"select application_name, state, sync_state, flush_lsn from pg_stat_replication",
+			"select pid, application_name, state, wait_event_type, wait_event, now() - xact_start as xact_age, left(query, 120) from pg_stat_activity where state <> 'idle' and pid <> pg_backend_pid()",
+		} {
+			out, err := exec.Command("psql", "-h", "127.0.0.1", "-p", strconv.Itoa(n.port), "-U", "postgres", "-d", "postgres", "-X", "-c", q).CombinedOutput()
+			c.t.Logf("%s: %s\n%s%v", n.name, q, out, err)
+		}
+	}
+}
+
 // logTail logs the last lines of every node's Patroni log (on failure).
 func (c *haCluster) logTail() {
 	for _, n := range c.nodes {
@@ -330,7 +345,10 @@ func TestSerialPostgresFailover(t *testing.T) {
 	c := startHACluster(t)
 	messages := testutil.Scale(t, "SLUICE_HA_MESSAGES", 3000, 20000, 200)
 	failovers := testutil.Scale(t, "SLUICE_HA_FAILOVERS", 1, 3, 1)
-	ctx := ctxT(t)
+	// Not ctxT's 5 minutes: the full scale runs longer. Every wait below
+	// has its own bound; go test's -timeout bounds the whole.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	live := &liveBrokers{}
 	ps := startPGBrokers(t, 3, c.URL(), live)
 	var urls []string
@@ -355,6 +373,9 @@ func TestSerialPostgresFailover(t *testing.T) {
 			return
 		}
 		finished = true
+		if t.Failed() {
+			c.dumpSessions()
+		}
 		stop()
 		<-done
 		dead := l.drain(t, ctx, newJSONClient(ps[2].URL), 90*time.Second)
@@ -457,6 +478,7 @@ func (l *faultLoad) waitSends(t *testing.T, base string, n int64, what string, s
 		if time.Now().After(deadline) {
 			t.Logf("load: %d acked sends, %d received, %d failed requests", l.sends.Load(), l.receives.Load(), l.errs.Load())
 			l.dumpQueues(t, base)
+			t.Fail()
 			stalled()
 			t.Fatalf("%d sends %s: not within 180 s", n, what)
 		}
