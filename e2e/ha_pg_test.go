@@ -336,9 +336,10 @@ func httpStatus(u string) int {
 // each failover the killed node's Patroni starts again and the node rejoins
 // as the synchronous standby (pg_rewind when its WAL went past the new
 // primary's); after the last, a switchover (Patroni's REST API) demotes the
-// primary the brokers are connected to, and the same checks hold. SLUICE_HA_MESSAGES sets the acknowledged sends (default 3,000;
-// 20,000 under SLUICE_SCALE=full), SLUICE_HA_FAILOVERS the failovers
-// (default 1; 3 under SLUICE_SCALE=full).
+// primary the brokers are connected to, and the same checks hold.
+// SLUICE_HA_MESSAGES sets the acknowledged sends (default 3,000; 20,000
+// under SLUICE_SCALE=full), SLUICE_HA_FAILOVERS the failovers (default 1;
+// 3 under SLUICE_SCALE=full).
 func TestSerialPostgresFailover(t *testing.T) {
 	serialOnly(t)
 	began := time.Now()
