@@ -218,6 +218,11 @@ type Point struct {
 	Sent        float64   `json:"sent"`
 	Received    float64   `json:"received"`
 	Deleted     float64   `json:"deleted"`
+	// Nacked and DeadLettered are the step's leases handed back as
+	// failures (a native nack, or SQS's ChangeMessageVisibility to 0) and
+	// moves to the dead-letter queue, per second.
+	Nacked       float64 `json:"nacked"`
+	DeadLettered float64 `json:"deadLettered"`
 }
 
 // History is what GET /v1/queues/{queue}/history answers.
@@ -570,6 +575,7 @@ func (s *queueSeries) step(c counterSample, q QueueStats, step, window time.Dura
 	s.history = append(s.history, Point{
 		Time: c.at, Visible: q.Visible, InFlight: q.InFlight, Delayed: q.Delayed, DeadLetters: dead,
 		Sent: per(model.CountSent), Received: per(model.CountReceived), Deleted: per(model.CountDeleted),
+		Nacked: per(model.CountNacked), DeadLettered: per(model.CountDeadLettered),
 	})
 	s.stepStart = c
 	if n := int(window / step); len(s.history) > n {

@@ -490,3 +490,43 @@ func TestEventsOutliveServerTimeouts(t *testing.T) {
 		return nextEvent(t, events).Time.Sub(first.Time) > 500*time.Millisecond
 	})
 }
+
+// TestHistoryCarriesNacksAndDeadLetters: a history point has the step's
+// nack and dead-letter rates beside the sent, received and deleted ones.
+func TestHistoryCarriesNacksAndDeadLetters(t *testing.T) {
+	t.Parallel()
+	clock := clocktest.NewFakeClock(epoch)
+	tb, lv := setup(t, clock, nil)
+	b := tb.Front
+	ctx := context.Background()
+	createQueue(t, b, "dlq", nil)
+	createQueue(t, b, "q", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1}`})
+	if _, err := lv.Sample(ctx); err != nil {
+		t.Fatal(err)
+	}
+	send(t, b, "q", 10)
+	ds, err := b.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 10})
+	if err != nil || len(ds) != 10 {
+		t.Fatalf("receive: %d messages, %v", len(ds), err)
+	}
+	var nacks []model.VisibilityEntry
+	for i, d := range ds[:5] {
+		nacks = append(nacks, model.VisibilityEntry{ID: fmt.Sprint("n", i), Receipt: d.Receipt})
+	}
+	if _, err := b.ChangeVisibility(ctx, "q", nacks); err != nil {
+		t.Fatal(err)
+	}
+	// A nack at the last receive allowed (maxReceiveCount 1) moves the
+	// message to the dead-letter queue at once.
+	clock.Advance(5 * time.Second)
+	if _, err := lv.Sample(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, ok := lv.QueueHistory("q")
+	if !ok || len(h.Points) != 1 {
+		t.Fatalf("history %+v, want 1 point", h)
+	}
+	if p := h.Points[0]; p.Sent != 2 || p.Received != 2 || p.Nacked != 1 || p.DeadLettered != 1 {
+		t.Errorf("step %+v: want 2 sent/s, 2 received/s, 1 nacked/s and 1 dead-lettered/s (10, 10, 5 and 5 in 5 s)", p)
+	}
+}
