@@ -52,6 +52,63 @@ function fmtTime(t) {
 }
 const qpath = (name) => "/v1/queues/" + encodeURIComponent(name);
 
+// fmtDuration writes seconds in the largest units that keep it exact
+// enough ("4 d", "1 h 30 min", "45 s").
+function fmtDuration(s) {
+  if (s === null || s === undefined || isNaN(s)) return "—";
+  s = Math.round(Number(s));
+  if (s < 60) return s + " s";
+  const parts = [];
+  for (const [u, n] of [["d", 86400], ["h", 3600], ["min", 60], ["s", 1]]) {
+    if (s >= n && parts.length < 2) { parts.push(Math.floor(s / n) + " " + u); s %= n; } else if (parts.length) break;
+  }
+  return parts.join(" ");
+}
+// fmtBytes writes a size in KiB, MiB, GiB.
+function fmtBytes(n) {
+  if (n === null || n === undefined || isNaN(n)) return "—";
+  n = Number(n);
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i === 0 ? String(n) : n < 10 ? n.toFixed(1).replace(/\.0$/, "") : String(Math.round(n))) + " " + units[i];
+}
+// fmtRel writes an instant against now (ms): "in 4 s", "12 s ago".
+function fmtRel(t, now) {
+  const at = typeof t === "number" ? t : Date.parse(t);
+  if (!t || isNaN(at)) return "—";
+  const d = (at - now) / 1000;
+  if (Math.abs(d) < 1) return "now";
+  return d > 0 ? "in " + fmtDuration(d) : fmtDuration(-d) + " ago";
+}
+// relTime is a <time> element showing t relative to the broker's clock,
+// with the absolute instant on hover; tickRel rewrites every one on the
+// page (once a second).
+function relTime(t, prefix) {
+  const el = h("time", { class: "rel", datetime: t, title: fmtTime(t), "data-prefix": prefix || "" });
+  setText(el, (prefix || "") + fmtRel(t, nowMs()));
+  return el;
+}
+let brokerSkew = 0; // broker time minus this browser's, from the live data
+function nowMs() { return Date.now() + brokerSkew; }
+function tickRel() {
+  const now = nowMs();
+  for (const el of document.querySelectorAll("time.rel")) setText(el, el.dataset.prefix + fmtRel(el.getAttribute("datetime"), now));
+}
+setInterval(tickRel, 1000);
+
+// The queue attributes with a unit: shown in human units, the raw value on
+// hover.
+const SECONDS_ATTRS = new Set(["MessageRetentionPeriod", "VisibilityTimeout", "DelaySeconds", "ReceiveMessageWaitTimeSeconds",
+  "KmsDataKeyReusePeriodSeconds", "MessageTimeToLive", "DeduplicationScopeSeconds"]);
+const BYTES_ATTRS = new Set(["MaximumMessageSize"]);
+function humanAttr(k, v) {
+  if (v === "" || v === undefined || v === null || !/^\d+$/.test(String(v))) return null;
+  if (SECONDS_ATTRS.has(k)) return fmtDuration(Number(v));
+  if (BYTES_ATTRS.has(k)) return fmtBytes(Number(v));
+  return null;
+}
+
 // csrfToken is the token the broker set in the sluice_csrf cookie when it
 // served this page; the broker refuses a state-changing call from a browser
 // that does not echo it in the X-Sluice-CSRF header.
@@ -320,7 +377,9 @@ const COLUMNS = [
 ];
 const HEALTH_RANK = { critical: 3, warning: 2, ok: 1 };
 const PAGE_SIZES = [50, 100, 250];
-const TREND_POINTS = 120; // samples kept per queue for the depth sparkline
+// The depth sparkline spans the last 15 minutes, a sample every 5 s at
+// most: seeded from the queue's history route, then one from the live data.
+const TREND_WINDOW = 15 * 60 * 1000, TREND_STEP = 5000;
 
 function sortValue(q, key) {
   switch (key) {
@@ -375,7 +434,7 @@ class ListPage {
     main.append(
       h("h1", {}, "Queues"),
       h("div", { class: "bar" }, filter, size, h("span", { class: "grow" }), this.summary),
-      this.table, this.empty,
+      h("div", { class: "scroll" }, this.table), this.empty,
       h("div", { class: "pager" }, this.prev, this.pageInfo, this.next),
     );
     this.markSort();
@@ -396,12 +455,16 @@ class ListPage {
   update(doc) {
     this.queues = doc.queues || [];
     const names = new Set();
+    const now = Date.parse(doc.time) || Date.now();
+    this.now = now;
     for (const q of this.queues) {
       names.add(q.name);
       let t = this.trend.get(q.name);
       if (!t) { t = []; this.trend.set(q.name, t); }
-      t.push(q.visible + q.inFlight + q.delayed);
-      if (t.length > TREND_POINTS) t.shift();
+      const last = t[t.length - 1];
+      if (last && now - last.t < TREND_STEP) last.v = q.visible + q.inFlight + q.delayed;
+      else t.push({ t: now, v: q.visible + q.inFlight + q.delayed });
+      while (t.length && now - t[0].t > TREND_WINDOW) t.shift();
     }
     // A deleted queue's row and samples go.
     for (const name of this.trend.keys()) if (!names.has(name)) { this.trend.delete(name); this.rows.delete(name); }
@@ -481,25 +544,54 @@ class ListPage {
     setText(c.deadLetters, fmtInt(q.deadLetters));
     setText(c.oldestVisibleAgeSeconds, q.visible ? fmtAge(q.oldestVisibleAgeSeconds) : "—");
     for (const k of ["sent", "received", "deleted"]) setText(c[k], fmtRate(q.rates ? q.rates[k] : null));
-    // The samples seen since the page opened, oldest at the left, scaled
-    // to the largest (an empty queue's line lies at the bottom).
+    // The last 15 minutes, now at the right, scaled to the largest (an
+    // empty queue's line lies at the bottom).
     const t = this.trend.get(q.name) || [];
-    const max = Math.max(1, ...t) * 1.1;
-    const step = 90 / Math.max(1, Math.min(TREND_POINTS, Math.max(t.length, 30)) - 1);
-    const pts = t.map((v, i) => (i * step).toFixed(1) + "," + (21 - (v / max) * 20).toFixed(1)).join(" ");
+    const max = Math.max(1, ...t.map((p) => p.v)) * 1.1;
+    const now = this.now || Date.now();
+    const pts = t.map((p) => (90 - ((now - p.t) / TREND_WINDOW) * 90).toFixed(1) + "," + (21 - (p.v / max) * 20).toFixed(1)).join(" ");
     if (c.sparkLine.getAttribute("points") !== pts) c.sparkLine.setAttribute("points", pts);
+    if (!row._seeded) { row._seeded = true; this.seed(q.name); }
   }
-  close() { this.live.close(); }
+  // seed reads a shown queue's history (one read at a time) and puts its
+  // points before the live samples, so that a sparkline is drawn at once.
+  seed(name) {
+    (this.seeds = this.seeds || []).push(name);
+    if (this.seeding) return;
+    this.seeding = true;
+    const next = async () => {
+      const n = this.seeds.shift();
+      if (n === undefined || this.closed) { this.seeding = false; return; }
+      try {
+        const doc = await api("GET", qpath(n) + "/history");
+        const t = this.trend.get(n);
+        if (t) {
+          const first = t.length ? t[0].t : Infinity;
+          const old = (doc.points || []).map((p) => ({ t: Date.parse(p.time), v: p.visible + p.inFlight + p.delayed })).filter((p) => p.t < first - TREND_STEP / 2);
+          t.unshift(...old);
+          const q = this.queues.find((x) => x.name === n);
+          const row = this.rows.get(n);
+          if (q && row) this.fillRow(row, q);
+        }
+      } catch (e) { /* a queue gone, or no history route: live samples only */ }
+      next();
+    };
+    next();
+  }
+  close() { this.closed = true; this.live.close(); }
 }
 
 // ---------- charts (inline SVG) ----------
 
-// chart draws series over time into an SVG: series is [{label, cls,
-// values}], times the matching timestamps (ms).
+// drawChart draws series over time into an SVG: series is [{label, cls,
+// values}], times the matching timestamps (ms). The drawing is in the
+// SVG's own pixels (its width measured, so that text is never stretched),
+// with five value ticks, a time tick every few minutes, and on hover a
+// line at the nearest point with every series' value there.
 function drawChart(svg, times, series, unit) {
-  const W = 400, H = 140, L = 40, R = 6, T = 8, B = 18;
+  const W = Math.max(200, Math.round(svg.clientWidth || svg.getBoundingClientRect().width || 400));
+  const H = 160, L = 44, R = 8, T = 8, B = 20;
   svg.setAttribute("viewBox", "0 0 " + W + " " + H);
-  svg.setAttribute("preserveAspectRatio", "none");
   svg.replaceChildren();
   let max = 0;
   for (const s of series) for (const v of s.values) if (v > max) max = v;
@@ -507,19 +599,61 @@ function drawChart(svg, times, series, unit) {
   const t0 = times.length ? times[0] : 0, t1 = times.length ? times[times.length - 1] : 1;
   const x = (t) => L + ((t - t0) / Math.max(1, t1 - t0)) * (W - L - R);
   const y = (v) => T + (1 - v / max) * (H - T - B);
-  for (const v of [0, max / 2, max]) {
-    svg.append(h("svg:line", { class: "axis", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
-    svg.append(h("svg:text", { x: L - 4, y: y(v) + 3, "text-anchor": "end" }, shortNum(v)));
+  for (let i = 0; i <= 4; i++) {
+    const v = (max * i) / 4;
+    svg.append(h("svg:line", { class: i ? "grid" : "axis", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
+    svg.append(h("svg:text", { x: L - 5, y: y(v) + 3, "text-anchor": "end" }, shortNum(v)));
   }
-  if (times.length) {
-    const span = Math.round((t1 - t0) / 60000);
-    svg.append(h("svg:text", { x: L, y: H - 4 }, span ? "−" + span + " min" : ""));
-    svg.append(h("svg:text", { x: W - R, y: H - 4, "text-anchor": "end" }, "now"));
+  if (times.length > 1) {
+    // Time ticks: minutes before the newest point, every 1, 2, 5 or 10
+    // minutes so that at most 6 fit.
+    const spanMin = (t1 - t0) / 60000;
+    const every = [1, 2, 5, 10, 15].find((m) => spanMin / m <= 6) || 15;
+    for (let m = 0; m <= spanMin; m += every) {
+      const tx = x(t1 - m * 60000);
+      svg.append(h("svg:line", { class: "grid", x1: tx, x2: tx, y1: T, y2: H - B }));
+      svg.append(h("svg:text", { x: tx, y: H - 5, "text-anchor": m === 0 ? "end" : "middle" }, m === 0 ? "now" : "−" + m + " min"));
+    }
+  } else {
+    svg.append(h("svg:text", { x: (L + W) / 2, y: H / 2, "text-anchor": "middle", class: "nodata" }, "gathering data…"));
   }
   for (const s of series) {
     const pts = s.values.map((v, i) => x(times[i]).toFixed(1) + "," + y(v).toFixed(1)).join(" ");
-    svg.append(h("svg:polyline", { class: s.cls, points: pts }, h("svg:title", {}, s.label + (unit ? " (" + unit + ")" : ""))));
+    svg.append(h("svg:polyline", { class: s.cls, points: pts, "data-series": s.label }, h("svg:title", {}, s.label + (unit ? " (" + unit + ")" : ""))));
   }
+  // Hover: the nearest point's time and values.
+  const cursor = h("svg:line", { class: "cursor", x1: 0, x2: 0, y1: T, y2: H - B, visibility: "hidden" });
+  const tip = h("svg:g", { class: "tip", visibility: "hidden" });
+  svg.append(cursor, tip);
+  svg.onmousemove = (ev) => {
+    if (!times.length) return;
+    const r = svg.getBoundingClientRect();
+    const px = ((ev.clientX - r.left) / r.width) * W;
+    let best = 0;
+    for (let i = 1; i < times.length; i++) if (Math.abs(x(times[i]) - px) < Math.abs(x(times[best]) - px)) best = i;
+    showTip(svg, best);
+  };
+  svg.onmouseleave = () => { cursor.setAttribute("visibility", "hidden"); tip.setAttribute("visibility", "hidden"); };
+  // showTip is also what a test calls (the SVG's showPoint) to read the
+  // values at a point without a mouse.
+  const showTip = (svgEl, i) => {
+    const cx = x(times[i]);
+    cursor.setAttribute("x1", cx); cursor.setAttribute("x2", cx);
+    cursor.setAttribute("visibility", "visible");
+    const lines = [fmtClock(times[i])].concat(series.map((s) => s.label + " " + fmtValue(s.values[i], unit)));
+    const bw = 8 + 6.2 * Math.max(...lines.map((l) => l.length)), bh = 6 + 13 * lines.length;
+    const bx = cx + 8 + bw > W - R ? cx - 8 - bw : cx + 8;
+    tip.replaceChildren(h("svg:rect", { x: bx, y: T, width: bw, height: bh, rx: 4 }),
+      ...lines.map((l, k) => h("svg:text", { x: bx + 5, y: T + 14 + 13 * k, class: k ? series[k - 1].cls + "-text" : "" }, l)));
+    tip.setAttribute("visibility", "visible");
+    svg.dataset.tip = lines.join(" | ");
+  };
+  svg.showPoint = (i) => showTip(svg, i < 0 ? times.length + i : i);
+}
+function fmtClock(t) { return new Date(t).toISOString().slice(11, 19) + "Z"; }
+function fmtValue(v, unit) {
+  if (v === null || v === undefined) return "—";
+  return unit ? fmtRate(v) + "/s" : fmtInt(v);
 }
 function niceMax(v) {
   if (v <= 0) return 1;
@@ -544,8 +678,11 @@ class QueuePage {
     this.main = main;
     this.points = []; // {time(ms), visible, inFlight, delayed, deadLetters, sent, received, deleted}
     this.info = null;
+    this.sources = [];
+    // ready settles once the queue and its source queues are known (the
+    // dead letters' mode depends on both).
+    this.ready = this.loadInfo();
     this.build();
-    this.loadInfo();
     if (tab === "overview") this.loadHistory();
     this.loadConsumers();
     this.live = new Live(name, (doc) => this.update(doc));
@@ -566,9 +703,11 @@ class QueuePage {
     this.badge = h("span", { class: "badge unknown", id: "health" }, "—");
     this.reasons = h("span", { class: "reasons", id: "health-reasons" });
     const tab = (id, label) => h("a", { href: base + (id === "overview" ? "" : "/" + id), id: "tab-" + id, "aria-current": this.tab === id ? "page" : null }, label);
+    this.dlqOf = h("p", { class: "dlq-of", id: "dlq-of", hidden: true });
     this.main.append(
       h("p", { class: "muted" }, h("a", { href: "#/" }, "Queues"), " / "),
       h("div", { class: "bar" }, this.title, this.tags, this.badge, this.reasons),
+      this.dlqOf,
       this.actions,
       h("div", { class: "cards" },
         card("stat-visible", "Visible"), card("stat-inflight", "In flight"), card("stat-delayed", "Delayed"),
@@ -590,7 +729,15 @@ class QueuePage {
     if (!q) return;
     this.stats = q;
     this.brokerTime = Date.parse(doc.time) || null;
+    if (this.brokerTime) brokerSkew = this.brokerTime - Date.now();
     this.loadConsumers();
+    // The Messages and Dead letters tabs are live too: their first page is
+    // read again every 2 s (not once more pages were loaded).
+    if (Date.now() - (this.listAt || 0) >= 2000) {
+      this.listAt = Date.now();
+      if (this.tab === "messages" && !this.msgPaged && this.msgBody) this.loadMessages();
+      if (this.tab === "dead-letters" && !this.dlPaged && !this.dlNoQueue && this.dlBody && this.dlHead.children.length) this.loadDeadLetters();
+    }
     setText(document.getElementById("stat-visible"), fmtInt(q.visible));
     setText(document.getElementById("stat-inflight"), fmtInt(q.inFlight));
     setText(document.getElementById("stat-delayed"), fmtInt(q.delayed));
@@ -609,7 +756,8 @@ class QueuePage {
       const last = this.points[this.points.length - 1];
       if (!last || t - last.time >= 1000) {
         this.points.push({ time: t, visible: q.visible, inFlight: q.inFlight, delayed: q.delayed, deadLetters: q.deadLetters || 0,
-          sent: q.rates ? q.rates.sent : null, received: q.rates ? q.rates.received : null, deleted: q.rates ? q.rates.deleted : null });
+          sent: q.rates ? q.rates.sent : null, received: q.rates ? q.rates.received : null, deleted: q.rates ? q.rates.deleted : null,
+          nacked: q.rates ? q.rates.nacked : null, deadLettered: q.rates ? q.rates.deadLettered : null });
         while (this.points.length && t - this.points[0].time > HISTORY_KEEP * 1000) this.points.shift();
         this.drawCharts();
       }
@@ -628,15 +776,31 @@ class QueuePage {
     } catch (e) {
       if (e.status === 404) {
         this.main.replaceChildren(h("h1", {}, this.name), h("p", { class: "empty" }, "This queue does not exist (any more). ", h("a", { href: "#/" }, "Back to the queues")));
-        this.live.close();
+        this.close();
         return;
       }
       toast("Could not load the queue: " + e.message, true);
       return;
     }
     this.setPaused(this.info.attributes.Paused === "true");
+    await this.loadSources();
     if (this.settings) this.fillSettings();
     if (this.onInfo) this.onInfo();
+  }
+  // loadSources finds the queues whose RedrivePolicy names this one (from
+  // GET /v1/stats, which lists every queue's dead-letter queue): they make
+  // it a dead-letter queue, and its page names them.
+  async loadSources() {
+    let doc;
+    try { doc = await api("GET", "/v1/stats"); } catch (e) { return; }
+    this.sources = (doc.queues || []).filter((x) => x.deadLetterQueue === this.name && x.name !== this.name).map((x) => x.name);
+    if (!this.sources.length || !this.dlqOf) return;
+    const links = [];
+    this.sources.forEach((s, i) => { if (i) links.push(", "); links.push(h("a", { class: "qname", href: "#/queues/" + encodeURIComponent(s) }, s)); });
+    this.dlqOf.replaceChildren(h("span", { class: "tag dlq" }, "dead-letter queue"), " of ", ...links,
+      ". Its health counts the letters it holds, not their age. ",
+      this.tab === "dead-letters" ? "" : h("a", { href: "#/queues/" + encodeURIComponent(this.name) + "/dead-letters", id: "dlq-review" }, "Review and replay them →"));
+    this.dlqOf.hidden = false;
   }
 
   // --- overview: charts and settings ---
@@ -650,11 +814,16 @@ class QueuePage {
         h("div", { class: "chart" }, h("h3", { id: "chart-depth-title" }, "Depth"), this.depthSvg,
           h("div", { class: "legend" }, h("span", { class: "l1" }, "visible"), h("span", { class: "l2" }, "in flight"), h("span", { class: "l3" }, "delayed"), h("span", { class: "l4" }, "dead letters"))),
         h("div", { class: "chart" }, h("h3", { id: "chart-rates-title" }, "Rates (messages/s)"), this.rateSvg,
-          h("div", { class: "legend" }, h("span", { class: "l1" }, "sent"), h("span", { class: "l2" }, "received"), h("span", { class: "l3" }, "deleted")))),
+          h("div", { class: "legend" }, h("span", { class: "lr1" }, "sent"), h("span", { class: "lr2" }, "received"), h("span", { class: "lr3" }, "deleted"),
+            h("span", { class: "lr4" }, "nacked"), h("span", { class: "lr5" }, "dead-lettered")))),
       ...this.buildConsumers(),
       h("h2", {}, "Send a test message"), this.sendBox,
       h("h2", {}, "Settings"), this.settings);
     this.drawCharts();
+    // The charts are drawn in their own pixels: again when the window's
+    // width changes.
+    this.onResize = () => { clearTimeout(this.resizeTimer); this.resizeTimer = setTimeout(() => this.drawCharts(), 150); };
+    window.addEventListener("resize", this.onResize);
   }
   sendForm() {
     const ta = h("textarea", { id: "send-body", "aria-label": "Message body" });
@@ -686,7 +855,7 @@ class QueuePage {
       return;
     }
     const old = (doc.points || []).map((p) => ({ time: Date.parse(p.time), visible: p.visible, inFlight: p.inFlight, delayed: p.delayed,
-      deadLetters: p.deadLetters || 0, sent: p.sent, received: p.received, deleted: p.deleted }));
+      deadLetters: p.deadLetters || 0, sent: p.sent, received: p.received, deleted: p.deleted, nacked: p.nacked, deadLettered: p.deadLettered }));
     const first = this.points.length ? this.points[0].time : Infinity;
     this.points = old.filter((p) => p.time < first).concat(this.points);
     this.drawCharts();
@@ -703,9 +872,11 @@ class QueuePage {
     ]);
     const withRates = ps.filter((p) => p.sent !== null && p.sent !== undefined);
     drawChart(this.rateSvg, withRates.map((p) => p.time), [
-      { label: "sent", cls: "s1", values: withRates.map((p) => p.sent) },
-      { label: "received", cls: "s2", values: withRates.map((p) => p.received) },
-      { label: "deleted", cls: "s3", values: withRates.map((p) => p.deleted) },
+      { label: "sent", cls: "r1", values: withRates.map((p) => p.sent) },
+      { label: "received", cls: "r2", values: withRates.map((p) => p.received) },
+      { label: "deleted", cls: "r3", values: withRates.map((p) => p.deleted) },
+      { label: "nacked", cls: "r4", values: withRates.map((p) => p.nacked || 0) },
+      { label: "dead-lettered", cls: "r5", values: withRates.map((p) => p.deadLettered || 0) },
     ], "messages/s");
   }
   fillSettings() {
@@ -715,7 +886,8 @@ class QueuePage {
     for (const k of Object.keys(q.attributes || {}).sort()) rows.push([k, q.attributes[k]]);
     for (const k of Object.keys(q.tags || {}).sort()) rows.push(["tag " + k, q.tags[k]]);
     this.settings.replaceChildren(...rows.flatMap(([k, v]) => {
-      const dd = h("dd", {}, v === "" || v === undefined ? "—" : v);
+      const human = humanAttr(k, v);
+      const dd = human ? h("dd", { title: k + " " + v, "data-raw": v }, human) : h("dd", {}, v === "" || v === undefined ? "—" : v);
       if (k === "Dead-letter queue" && q.deadLetterQueue) dd.replaceChildren(h("a", { href: "#/queues/" + encodeURIComponent(q.deadLetterQueue) }, q.deadLetterQueue));
       return [h("dt", {}, k), dd];
     }));
@@ -770,7 +942,7 @@ class QueuePage {
     this.conNote = h("p", { class: "muted", id: "consumers-note" }, "Loading…");
     return [h("div", { class: "bar" }, h("h2", {}, "Consumers"),
       h("span", { class: "muted" }, "Streams open on the queue: their credit, the messages they hold, their acks over the last ten seconds.")),
-    this.conNote, this.conTable, this.conEmpty];
+    this.conNote, h("div", { class: "scroll" }, this.conTable), this.conEmpty];
   }
   // loadConsumers reads GET /v1/queues/{queue}/consumers, at most one at a
   // time and once a second: the live data calls it each time it comes.
@@ -844,16 +1016,26 @@ class QueuePage {
     this.section.append(
       h("h2", {}, "Send a test message"), this.sendBox,
       h("div", { class: "bar" }, h("h2", {}, "Messages"), h("span", { class: "muted" }, "Browsing receives nothing: no lease is taken, no count moves."),
-        h("span", { class: "grow" }), h("button", { type: "button", id: "messages-refresh", onclick: () => this.loadMessages() }, "Refresh")),
-      this.msgTable, this.msgEmpty, h("div", { class: "pager" }, this.msgMore));
+        h("span", { class: "grow" }), h("span", { class: "muted" }, "live: the first page is read every 2 s")),
+      h("div", { class: "scroll" }, this.msgTable), this.msgEmpty, h("div", { class: "pager" }, this.msgMore));
     this.loadMessages();
   }
   async loadMessages(cursor) {
+    if (this.msgLoading) return;
+    this.msgLoading = true;
     let doc;
     try {
       doc = await api("GET", qpath(this.name) + "/messages?limit=50" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
-    } catch (e) { toast("Could not browse the messages: " + e.message, true); return; }
-    const rows = (doc.messages || []).map((m) => this.messageRow(m));
+    } catch (e) { toast("Could not browse the messages: " + e.message, true); return; } finally { this.msgLoading = false; }
+    if (this.closed) return;
+    if (cursor) this.msgPaged = true;
+    // A row is kept while its message keeps its state and receive count,
+    // and made again when either moved (so that the change shows).
+    const old = new Map([...this.msgBody.children].map((r) => [r.dataset.id, r]));
+    const rows = (doc.messages || []).map((m) => {
+      const r = old.get(m.id);
+      return r && r._key === stateKey(m) ? r : this.messageRow(m);
+    });
     if (cursor) this.msgBody.append(...rows); else this.msgBody.replaceChildren(...rows);
     this.msgNext = doc.next || "";
     this.msgMore.hidden = !this.msgNext;
@@ -862,13 +1044,14 @@ class QueuePage {
   }
   messageRow(m) {
     const del = h("button", { type: "button", class: "danger", "data-action": "delete-message" }, "Delete…");
-    const row = h("tr", { "data-id": m.id },
-      h("td", { class: "mono" }, m.id, m.groupId ? h("div", { class: "muted" }, "group " + m.groupId) : null),
-      h("td", {}, m.state || "", m.state !== "visible" && m.visibleAt ? h("div", { class: "muted" }, "until " + fmtTime(m.visibleAt)) : null),
+    const row = h("tr", { "data-id": m.id, "data-state": stateOf(m) },
+      h("td", { class: "mono id" }, m.id, m.groupId ? h("div", { class: "muted" }, "group " + m.groupId) : null),
+      h("td", { class: "state" }, stateCell(m)),
       h("td", {}, h("code", { class: "body" }, m.body), attrLine(m)),
-      h("td", { class: "num" }, fmtInt(m.receiveCount)),
-      h("td", {}, fmtTime(m.createdAt)),
+      h("td", { class: "num" }, fmtInt(m.receiveCount), m.receiveCount > 1 ? h("div", { class: "tag redelivered", title: "delivered " + m.receiveCount + " times" }, "redelivered") : null),
+      h("td", {}, relTime(m.createdAt)),
       h("td", { class: "actions" }, del));
+    row._key = stateKey(m);
     del.addEventListener("click", async () => {
       const ok = await confirmAction("Delete this message?", "Message " + m.id + " is deleted whatever its state. It cannot be undone.", "Delete");
       if (!ok) return;
@@ -882,30 +1065,71 @@ class QueuePage {
   }
 
   // --- dead letters ---
+  //
+  // Two modes. On a source queue (one with a RedrivePolicy) the tab lists
+  // the dead letters that came from it (GET .../dead-letters) and replays
+  // them into it. On a dead-letter queue (one that some queue's
+  // RedrivePolicy names, and that has none itself) it lists the messages the
+  // queue holds (GET .../messages: each carries its source and failure
+  // reason), replays each to the queue it came from, and deletes by id. Both
+  // group the listed letters by failure reason, select them one by one, by
+  // reason or all, and replay or delete the selection.
   buildDeadLetters() {
+    this.selected = new Set();
+    this.reasonFilter = null;
     this.dlBody = h("tbody", { id: "dead-letter-rows" });
-    this.dlTable = h("table", { id: "dead-letters" }, h("caption", { class: "sr" }, "Dead letters"),
-      h("thead", {}, h("tr", {}, ["Id", "Body", "Failure reason", "Receives", "Attempts", "Last received", ""].map((l, i) => h("th", { scope: "col", class: i === 3 || i === 4 ? "num" : null }, l)))),
-      this.dlBody);
+    this.dlAll = h("input", { type: "checkbox", id: "dead-letters-select-all", "aria-label": "Select every dead letter shown" });
+    this.dlAll.addEventListener("change", () => {
+      for (const row of this.dlBody.children) if (!row.hidden) this.select(row.dataset.id, this.dlAll.checked);
+      this.syncSelection();
+    });
+    this.dlHead = h("tr", {});
+    this.dlTable = h("table", { id: "dead-letters" }, h("caption", { class: "sr" }, "Dead letters"), h("thead", {}, this.dlHead), this.dlBody);
     this.dlEmpty = h("p", { class: "empty", hidden: true, id: "dead-letters-empty" }, "No dead letter.");
     this.dlMore = h("button", { type: "button", id: "dead-letters-more", hidden: true, onclick: () => this.loadDeadLetters(this.dlNext) }, "Load more");
+    this.dlGroups = h("div", { class: "groups", id: "dead-letter-groups", role: "group", "aria-label": "Failure reasons" });
+    this.dlSelInfo = h("span", { class: "muted", id: "selection-info" });
+    this.replaySel = h("button", { type: "button", id: "replay-selected", disabled: true, onclick: () => this.replay([...this.selected]) }, "Replay selected");
+    this.deleteSel = h("button", { type: "button", id: "delete-selected", class: "danger", disabled: true, onclick: () => this.deleteLetters([...this.selected]) }, "Delete selected…");
+    this.rate = h("input", { type: "number", id: "replay-rate", min: 1, max: 500, value: 500, "aria-label": "Replay rate, messages a second", class: "rate" });
     this.replayAll = h("button", { type: "button", id: "replay-all", class: "danger", onclick: () => this.replay(null) }, "Replay all…");
+    this.dlNote = h("p", { class: "muted", id: "dead-letters-note", hidden: true });
     this.replays = h("tbody", { id: "replay-rows" });
     this.section.append(
       h("div", { class: "bar" }, h("h2", {}, "Dead letters"), h("span", { class: "grow" }),
-        h("button", { type: "button", id: "dead-letters-refresh", onclick: () => this.loadDeadLetters() }, "Refresh"), this.replayAll),
-      this.dlTable, this.dlEmpty, h("div", { class: "pager" }, this.dlMore),
+        h("label", { class: "muted" }, "at ", this.rate, " /s"), this.replayAll),
+      this.dlNote,
+      this.dlGroups,
+      h("div", { class: "bar" }, this.dlSelInfo, this.replaySel, this.deleteSel),
+      h("div", { class: "scroll" }, this.dlTable), this.dlEmpty, h("div", { class: "pager" }, this.dlMore),
       h("h2", {}, "Replays"),
       h("table", { id: "replays" }, h("caption", { class: "sr" }, "Replays"),
-        h("thead", {}, h("tr", {}, ["Started", "Status", "Moved", "To move", "Skipped", "From"].map((l) => h("th", { scope: "col" }, l)))), this.replays));
-    this.loadDeadLetters();
+        h("thead", {}, h("tr", {}, ["Started", "Status", "Moved", "To move", "Skipped", "From", "To", "Rate"].map((l) => h("th", { scope: "col" }, l)))), this.replays));
+    this.ready.then(() => { if (!this.closed) { this.fillDeadLetterHead(); this.loadDeadLetters(); } });
   }
+  // dlqMode: the tab lists the messages of this dead-letter queue.
+  get dlqMode() { return !!(this.sources && this.sources.length && this.info && !this.info.deadLetterQueue); }
+  fillDeadLetterHead() {
+    const cols = ["", "Id", "Body", "Failure reason"].concat(this.dlqMode ? ["From"] : [], ["Receives", "Dead-lettered", ""]);
+    this.dlHead.replaceChildren(...cols.map((l, i) => h("th", { scope: "col", class: l === "Receives" ? "num" : null }, i === 0 ? this.dlAll : l)));
+    if (this.dlqMode && this.sources.length > 1) {
+      this.replayAll.disabled = true;
+      this.dlNote.hidden = false;
+      setText(this.dlNote, "This dead-letter queue serves " + this.sources.join(", ") + ": select letters to replay each to the queue it came from.");
+    }
+  }
+  // browse path of the listed letters, and the queue their deletes go to.
+  get dlPath() { return this.dlqMode ? qpath(this.name) + "/messages" : qpath(this.name) + "/dead-letters"; }
   async loadDeadLetters(cursor) {
+    if (this.dlLoading) return;
+    this.dlLoading = true;
     let doc;
     try {
-      doc = await api("GET", qpath(this.name) + "/dead-letters?limit=50" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+      doc = await api("GET", this.dlPath + "?limit=50" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
     } catch (e) {
+      this.dlLoading = false;
       if (e.status === 409) {
+        this.dlNoQueue = true;
         this.dlTable.hidden = true;
         this.replayAll.disabled = true;
         this.dlEmpty.hidden = false;
@@ -915,62 +1139,179 @@ class QueuePage {
       toast("Could not browse the dead letters: " + e.message, true);
       return;
     }
-    const rows = (doc.messages || []).map((m) => this.deadLetterRow(m));
+    this.dlLoading = false;
+    if (this.closed) return;
+    this.dlPaged = !!cursor || this.dlPaged;
+    const msgs = doc.messages || [];
+    const old = new Map([...this.dlBody.children].map((r) => [r.dataset.id, r]));
+    const rows = msgs.map((m) => old.get(m.id) || this.deadLetterRow(m));
     if (cursor) this.dlBody.append(...rows); else this.dlBody.replaceChildren(...rows);
+    // A selected letter gone (replayed, deleted, expired) is no longer selected.
+    const present = new Set([...this.dlBody.children].map((r) => r.dataset.id));
+    for (const id of [...this.selected]) if (!present.has(id)) this.selected.delete(id);
     this.dlNext = doc.next || "";
     this.dlMore.hidden = !this.dlNext;
-    this.dlEmpty.hidden = this.dlBody.children.length > 0;
-    this.dlTable.hidden = this.dlBody.children.length === 0;
-    this.replayAll.disabled = this.dlBody.children.length === 0;
+    const n = this.dlBody.children.length;
+    this.dlEmpty.hidden = n > 0;
+    this.dlTable.hidden = n === 0;
+    if (!(this.dlqMode && this.sources.length > 1)) this.replayAll.disabled = n === 0;
+    this.fillGroups();
+    this.syncSelection();
     this.loadReplays();
+  }
+  // fillGroups counts the listed letters by failure reason; a reason's
+  // button shows only its letters, and selects them.
+  fillGroups() {
+    const counts = new Map();
+    for (const row of this.dlBody.children) counts.set(row._reason, (counts.get(row._reason) || 0) + 1);
+    if (this.reasonFilter !== null && !counts.has(this.reasonFilter)) this.reasonFilter = null;
+    const groups = [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    const chip = (reason, n) => {
+      const on = this.reasonFilter === reason;
+      return h("button", { type: "button", class: "chip", "aria-pressed": on ? "true" : "false", "data-reason": reason === null ? null : reason,
+        onclick: () => { this.filterReason(on ? null : reason); } },
+      reason === null ? "All" : reason || "no reason given", " ", h("span", { class: "count" }, fmtInt(n)));
+    };
+    this.dlGroups.replaceChildren(h("span", { class: "muted" }, "By failure reason" + (this.dlNext ? " (the letters listed)" : "") + ":"),
+      chip(null, this.dlBody.children.length), ...groups.map(([r, n]) => chip(r, n)));
+    this.dlGroups.hidden = groups.length === 0;
+    for (const row of this.dlBody.children) row.hidden = this.reasonFilter !== null && row._reason !== this.reasonFilter;
+  }
+  filterReason(reason) {
+    this.reasonFilter = reason;
+    // Showing one reason selects its letters, and nothing else.
+    this.selected.clear();
+    if (reason !== null) for (const row of this.dlBody.children) if (row._reason === reason) this.selected.add(row.dataset.id);
+    this.fillGroups();
+    this.syncSelection();
+  }
+  select(id, on) { if (on) this.selected.add(id); else this.selected.delete(id); }
+  syncSelection() {
+    let shown = 0, checked = 0;
+    for (const row of this.dlBody.children) {
+      const on = this.selected.has(row.dataset.id);
+      row._check.checked = on;
+      row.classList.toggle("selected", on);
+      if (!row.hidden) { shown++; if (on) checked++; }
+    }
+    this.dlAll.checked = shown > 0 && checked === shown;
+    this.dlAll.indeterminate = checked > 0 && checked < shown;
+    const n = this.selected.size;
+    setText(this.dlSelInfo, n ? fmtInt(n) + " selected" : "Select letters to replay or delete them together.");
+    this.replaySel.disabled = n === 0;
+    this.deleteSel.disabled = n === 0;
   }
   deadLetterRow(m) {
     const replay = h("button", { type: "button", "data-action": "replay" }, "Replay");
     const del = h("button", { type: "button", class: "danger", "data-action": "delete-dead-letter" }, "Delete…");
+    const check = h("input", { type: "checkbox", "aria-label": "Select dead letter " + m.id });
+    check.addEventListener("change", () => { this.select(m.id, check.checked); this.syncSelection(); });
+    const from = m.deadLetterSource || "";
     const row = h("tr", { "data-id": m.id },
-      h("td", { class: "mono" }, m.id),
+      h("td", {}, check),
+      h("td", { class: "mono id" }, m.id),
       h("td", {}, h("code", { class: "body" }, m.body), attrLine(m)),
       h("td", { class: "reason" }, m.failureReason || "—"),
+      this.dlqMode ? h("td", { class: "from" }, from ? h("a", { class: "qname", href: "#/queues/" + encodeURIComponent(from) }, from) : "—") : null,
       h("td", { class: "num" }, fmtInt(m.receiveCount)),
-      h("td", { class: "num" }, fmtInt(m.attempts)),
-      h("td", {}, fmtTime(m.lastReceivedAt)),
+      h("td", {}, m.lastReceivedAt ? relTime(m.lastReceivedAt) : "—"),
       h("td", { class: "actions" }, replay, " ", del));
+    row._check = check;
+    row._reason = m.failureReason || "";
+    row._source = from;
     replay.addEventListener("click", () => this.replay([m.id]));
-    del.addEventListener("click", async () => {
-      const ok = await confirmAction("Delete this dead letter?", "Dead letter " + m.id + " is deleted and will never be replayed.", "Delete");
-      if (!ok) return;
-      try {
-        await api("POST", qpath(this.name) + "/dead-letters/delete", { ids: [m.id] });
-        row.remove();
-        toast("Deleted dead letter " + m.id);
-      } catch (e) { toast("Delete failed: " + e.message, true); }
-    });
+    del.addEventListener("click", () => this.deleteLetters([m.id]));
     return row;
   }
+  rowOf(id) { return this.dlBody.querySelector('tr[data-id="' + CSS.escape(id) + '"]'); }
+  async deleteLetters(ids) {
+    const one = ids.length === 1;
+    const ok = await confirmAction(one ? "Delete this dead letter?" : "Delete " + fmtInt(ids.length) + " dead letters?",
+      (one ? "Dead letter " + ids[0] + " is" : "The " + fmtInt(ids.length) + " selected dead letters are") + " deleted and will never be replayed. It cannot be undone.", "Delete");
+    if (!ok) return;
+    try {
+      const path = this.dlqMode ? qpath(this.name) + "/messages/delete" : qpath(this.name) + "/dead-letters/delete";
+      await api("POST", path, { ids });
+      for (const id of ids) { const r = this.rowOf(id); if (r) r.remove(); this.selected.delete(id); }
+      this.fillGroups();
+      this.syncSelection();
+      toast(one ? "Deleted dead letter " + ids[0] : "Deleted " + fmtInt(ids.length) + " dead letters.");
+    } catch (e) { toast("Delete failed: " + e.message, true); }
+  }
+  // replay moves the chosen letters (ids), or all of them (null, after a
+  // confirmation), back to the queue they came from.
   async replay(ids) {
+    const rate = Math.min(500, Math.max(1, Number(this.rate.value) || 500));
+    let target = this.name;
     if (!ids) {
-      const ok = await confirmAction("Replay every dead letter of " + this.name + "?",
-        "Every dead letter of this queue moves back into it (500 a second at most) and will be delivered again.", "Replay all");
+      if (this.dlqMode) target = this.sources[0];
+      const ok = await confirmAction("Replay every dead letter " + (this.dlqMode ? "of " + this.name + " to " + target : "of " + this.name) + "?",
+        "Every dead letter moves back into " + target + " (" + fmtInt(rate) + " a second at most) and will be delivered again.", "Replay all");
       if (!ok) return;
     }
+    // By source queue: a dead-letter queue's letters go back each to its own.
+    const bySource = new Map();
+    if (ids) {
+      for (const id of ids) {
+        const r = this.rowOf(id);
+        const src = this.dlqMode ? (r && r._source) || this.sources[0] : this.name;
+        if (!bySource.has(src)) bySource.set(src, []);
+        bySource.get(src).push(id);
+      }
+    } else bySource.set(target, null);
+    let moved = 0;
     try {
-      const task = await api("POST", qpath(this.name) + "/dead-letters/replay", ids ? { ids } : {});
-      toast("Replay started: " + fmtInt(task.toMove) + " to move.");
-      if (ids) for (const id of ids) { const r = this.dlBody.querySelector('tr[data-id="' + CSS.escape(id) + '"]'); if (r) r.remove(); }
+      for (const [src, list] of bySource) {
+        const body = { maxPerSecond: rate };
+        if (list) body.ids = list;
+        const task = await api("POST", qpath(src) + "/dead-letters/replay", body);
+        moved += task.toMove || 0;
+        if (list) for (const id of list) { const r = this.rowOf(id); if (r) r.remove(); this.selected.delete(id); }
+      }
+      toast("Replay started: " + fmtInt(moved) + " to move.");
+      this.fillGroups();
+      this.syncSelection();
       this.loadReplays();
       setTimeout(() => { if (!this.closed) this.loadDeadLetters(); }, 1500);
     } catch (e) { toast("Replay failed: " + e.message, true); }
   }
   async loadReplays() {
-    let doc;
-    try { doc = await api("GET", qpath(this.name) + "/dead-letters/replays"); } catch (e) { return; }
-    this.replays.replaceChildren(...(doc.replays || []).map((r) => h("tr", {},
-      h("td", {}, fmtTime(r.startedAt)), h("td", {}, r.status + (r.failureReason ? ": " + r.failureReason : "")),
-      h("td", { class: "num" }, fmtInt(r.moved)), h("td", { class: "num" }, fmtInt(r.toMove)), h("td", { class: "num" }, fmtInt(r.skipped)), h("td", {}, r.source))));
-    if (!this.replays.children.length) this.replays.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No replay yet.")));
+    const from = this.dlqMode ? this.sources : [this.name];
+    const all = [];
+    for (const q of from) {
+      try { all.push(...((await api("GET", qpath(q) + "/dead-letters/replays")).replays || [])); } catch (e) { /* none to show */ }
+    }
+    if (this.closed) return;
+    all.sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1));
+    this.replays.replaceChildren(...all.map((r) => h("tr", {},
+      h("td", {}, relTime(r.startedAt)), h("td", {}, r.status + (r.failureReason ? ": " + r.failureReason : "")),
+      h("td", { class: "num" }, fmtInt(r.moved)), h("td", { class: "num" }, fmtInt(r.toMove)), h("td", { class: "num" }, fmtInt(r.skipped)),
+      h("td", {}, r.source), h("td", {}, r.destination || "each its source"), h("td", { class: "num" }, fmtInt(r.maxPerSecond) + "/s"))));
+    if (!this.replays.children.length) this.replays.append(h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No replay yet.")));
   }
+  close() {
+    this.closed = true;
+    if (this.live) this.live.close();
+    if (this.onResize) window.removeEventListener("resize", this.onResize);
+  }
+}
 
-  close() { this.closed = true; this.live.close(); }
+// stateOf names a browsed message's state as the dashboard shows it: a
+// delayed message that was received before is backing off after a failure.
+function stateOf(m) {
+  if (m.state === "delayed" && m.receiveCount > 0) return "backingOff";
+  return m.state || "";
+}
+const STATE_LABEL = { visible: "ready", inflight: "in flight", delayed: "delayed", backingOff: "backing off" };
+function stateKey(m) { return stateOf(m) + "|" + m.receiveCount + "|" + (m.visibleAt || ""); }
+// stateCell says the state and, relative to now, when it changes: "lease
+// ends in 3 s", "retry in 4 s", "visible in 20 s".
+function stateCell(m) {
+  const st = stateOf(m);
+  const label = h("span", { class: "state-label " + st }, STATE_LABEL[st] || st);
+  if (!m.visibleAt || st === "visible") return [label];
+  const prefix = { inflight: "lease ends ", backingOff: "retry ", delayed: "visible " }[st] || "until ";
+  return [label, h("div", { class: "muted" }, relTime(m.visibleAt, prefix))];
 }
 
 // attrLine shows a message's attributes and correlation id under its body.
