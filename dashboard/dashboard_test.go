@@ -285,7 +285,7 @@ func TestQueuePage(t *testing.T) {
 	e.send("orders", `{"order": 2}`)
 	e.open("#/queues/orders")
 	e.page.Eventually(wait, "visible count", `document.querySelector("#stat-visible").textContent === "2"`)
-	e.page.Eventually(wait, "settings", `[...document.querySelectorAll("#settings dt")].some(dt => dt.textContent === "VisibilityTimeout" && dt.nextElementSibling.textContent === "45")`)
+	e.page.Eventually(wait, "settings", `[...document.querySelectorAll("#settings dt")].some(dt => dt.textContent === "VisibilityTimeout" && dt.nextElementSibling.textContent === "45 s" && dt.nextElementSibling.title === "VisibilityTimeout 45")`)
 	e.page.Eventually(wait, "the depth chart has its lines", `document.querySelectorAll("#chart-depth polyline").length === 4`)
 
 	// Send a test message from the page: the count follows.
