@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/storage"
 )
 
 // The front's methods beyond SQS: consumer controls, browsing, deletes by id,
@@ -256,4 +257,16 @@ func (r *refusals) forget(queue string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, queue)
+}
+
+// StoreSize reads how much room the store takes and has left (for the
+// native API's overview); ok is false for a store that does not tell
+// (storage.Sizer).
+func (b *Broker) StoreSize(ctx context.Context) (s model.StoreSize, ok bool, err error) {
+	sz, ok := b.backend.(storage.Sizer)
+	if !ok {
+		return model.StoreSize{}, false, nil
+	}
+	s, err = sz.StoreSize(ctx)
+	return s, true, err
 }

@@ -67,6 +67,7 @@ type route struct {
 // and the test TestOpenAPIMatchesRoutes checks that the two agree.
 var routes = []route{
 	{http.MethodGet, "/v1/openapi.json", (*Handler).openAPI},
+	{http.MethodGet, "/v1/overview", (*Handler).overview},
 
 	{http.MethodGet, "/v1/queues", (*Handler).listQueues},
 	{http.MethodPost, "/v1/queues", (*Handler).createQueue},

@@ -369,6 +369,9 @@ func exercise(e *env) {
 	}
 	con.Close()
 	e.fails(404, "queue_not_found", "GET", "/v1/queues/nope/consumers", nil)
+	if ov := e.ok(200, "GET", "/v1/overview", nil); ov["queues"].(float64) < 1 || ov["store"].(map[string]any)["kind"] == "" {
+		t.Fatalf("overview: %v", ov)
+	}
 	e.ok(201, "POST", "/v1/backups", map[string]any{"name": "nightly-1"})
 	e.fails(409, "conflict", "POST", "/v1/backups", map[string]any{"name": "nightly-1"})
 	e.fails(400, "invalid_parameter", "POST", "/v1/backups", map[string]any{"name": "../x"})

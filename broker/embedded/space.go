@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -266,4 +267,34 @@ func (b *Backend) storedMessages() int64 {
 		n += q.depth()
 	}
 	return n
+}
+
+// StoreSize implements storage.Sizer: the store's files as Pebble counts
+// them (tables, log, manifest), the file system's room left for the
+// broker's user, and the reserve it keeps (nil when off).
+func (b *Backend) StoreSize(ctx context.Context) (model.StoreSize, error) {
+	if err := ctx.Err(); err != nil {
+		return model.StoreSize{}, err
+	}
+	b.mu.Lock()
+	err := b.refusal() // a closed or failed store has no figures to give
+	b.mu.Unlock()
+	if err != nil {
+		return model.StoreSize{}, err
+	}
+	s := model.StoreSize{Kind: "embedded", SizeBytes: int64(b.db.Metrics().DiskSpaceUsage())}
+	u, err := b.fs.GetDiskUsage(b.dir)
+	if err != nil {
+		return s, fmt.Errorf("reading the free space of %s: %w", b.dir, err)
+	}
+	free := int64(u.AvailBytes)
+	s.FreeBytes = &free
+	if r := b.space.reserve; r != DiskReserveOff {
+		reserve := r
+		if r == DiskReserveAuto {
+			reserve = int64(autoReserve(u.TotalBytes))
+		}
+		s.ReserveBytes = &reserve
+	}
+	return s, nil
 }

@@ -467,3 +467,19 @@ func (b *Backend) Backup(context.Context, string) error { return model.BackupsUn
 
 // Clock implements storage.Backend.
 func (b *Backend) Clock() model.Clock { return b.clock }
+
+// StoreSize implements storage.Sizer: the database's size
+// (pg_database_size of the current database, the other schemas' tables
+// included). The database server's free disk is not the broker's to see.
+func (b *Backend) StoreSize(ctx context.Context) (s model.StoreSize, err error) {
+	defer unavailable(ctx, &err)
+	if err := b.enter(ctx); err != nil {
+		return model.StoreSize{}, err
+	}
+	defer b.life.Done()
+	s.Kind = "postgres"
+	if err := b.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&s.SizeBytes); err != nil {
+		return model.StoreSize{}, dbErr("reading the database size", err)
+	}
+	return s, nil
+}

@@ -326,3 +326,12 @@ func (o Options) WithDefaults() Options {
 	}
 	return o
 }
+
+// Sizer is an optional capability of a Backend (the front asserts it): how
+// much room its store takes and has left, for the dashboard's overview
+// (GET /v1/overview). A backend without it reports nothing.
+type Sizer interface {
+	// StoreSize reads the store's figures: one statfs and the store's own
+	// accounting (the embedded store), or one query (PostgreSQL).
+	StoreSize(ctx context.Context) (model.StoreSize, error)
+}

@@ -8,46 +8,15 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+
+	"github.com/sluicemq/sluice/internal/buildinfo"
 )
 
-// version is this build's version: the main module's version (a release
-// tag, or the pseudo-version the go command stamps from the VCS, with
-// "+dirty" for a modified tree) and the VCS revision with whether the tree was
-// modified; "devel" when the build recorded neither.
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	return versionOf(info)
-}
+// version is this build's version (buildinfo.Version).
+func version() string { return buildinfo.Version() }
 
-func versionOf(info *debug.BuildInfo) string {
-	var rev string
-	modified := false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	v := info.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "devel"
-	}
-	if rev == "" {
-		return v
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if modified {
-		return v + " (revision " + rev + ", modified)"
-	}
-	return v + " (revision " + rev + ")"
-}
+// versionOf is buildinfo.VersionOf.
+func versionOf(info *debug.BuildInfo) string { return buildinfo.VersionOf(info) }
 
 // printVersion is `sluice version` and `sluice --version`.
 func printVersion(_ context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
