@@ -347,9 +347,17 @@ function route() {
   const main = document.getElementById("main");
   main.replaceChildren();
   const hash = decodeURIComponent(location.hash.replace(/^#/, ""));
-  const m = /^\/queues\/([^/]+)(?:\/(messages|dead-letters))?$/.exec(location.hash.replace(/^#/, ""));
+  const raw = location.hash.replace(/^#/, "");
+  const m = /^\/queues\/([^/]+)(?:\/(messages|dead-letters))?$/.exec(raw);
+  const msg = /^\/queues\/([^/]+)\/messages\/([^/]+)$/.exec(raw);
   if (m) {
     page = new QueuePage(main, decodeURIComponent(m[1]), m[2] || "overview");
+  } else if (msg) {
+    page = new MessagePage(main, decodeURIComponent(msg[1]), decodeURIComponent(msg[2]));
+  } else if (hash === "/overview") {
+    page = new OverviewPage(main);
+  } else if (hash === "/schedules") {
+    page = new SchedulesPage(main);
   } else if (hash === "" || hash === "/") {
     page = new ListPage(main);
   } else {
@@ -698,6 +706,7 @@ class QueuePage {
       h("button", { type: "button", id: "purge", class: "danger", onclick: () => this.purge() }, "Purge…"),
       h("button", { type: "button", id: "delete-queue", class: "danger", onclick: () => this.deleteQueue() }, "Delete queue…"),
       h("span", { class: "grow" }),
+      this.findBox(base),
       h("a", { href: "#/" }, "← All queues"));
     const card = (id, label) => h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value", id }, "—"));
     this.badge = h("span", { class: "badge unknown", id: "health" }, "—");
@@ -721,6 +730,18 @@ class QueuePage {
     if (this.tab === "overview") this.buildOverview();
     else if (this.tab === "messages") this.buildMessages();
     else this.buildDeadLetters();
+  }
+
+  // findBox is the search by message id: it opens the message's page.
+  findBox(base) {
+    const input = h("input", { type: "search", id: "find-id", placeholder: "Message id", "aria-label": "Find a message by id", class: "find" });
+    const form = h("form", { class: "find-form", role: "search" }, input, h("button", { type: "submit", id: "find-go" }, "Find"));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const id = input.value.trim();
+      if (id) location.hash = base + "/messages/" + encodeURIComponent(id);
+    });
+    return form;
   }
 
   // --- live numbers ---
@@ -1045,7 +1066,7 @@ class QueuePage {
   messageRow(m) {
     const del = h("button", { type: "button", class: "danger", "data-action": "delete-message" }, "Delete…");
     const row = h("tr", { "data-id": m.id, "data-state": stateOf(m) },
-      h("td", { class: "mono id" }, m.id, m.groupId ? h("div", { class: "muted" }, "group " + m.groupId) : null),
+      h("td", { class: "mono id" }, msgLink(this.name, m.id), m.groupId ? h("div", { class: "muted" }, "group " + m.groupId) : null),
       h("td", { class: "state" }, stateCell(m)),
       h("td", {}, h("code", { class: "body" }, m.body), attrLine(m)),
       h("td", { class: "num" }, fmtInt(m.receiveCount), m.receiveCount > 1 ? h("div", { class: "tag redelivered", title: "delivered " + m.receiveCount + " times" }, "redelivered") : null),
@@ -1209,7 +1230,7 @@ class QueuePage {
     const from = m.deadLetterSource || "";
     const row = h("tr", { "data-id": m.id },
       h("td", {}, check),
-      h("td", { class: "mono id" }, m.id),
+      h("td", { class: "mono id" }, msgLink(this.name, m.id)),
       h("td", {}, h("code", { class: "body" }, m.body), attrLine(m)),
       h("td", { class: "reason" }, m.failureReason || "—"),
       this.dlqMode ? h("td", { class: "from" }, from ? h("a", { class: "qname", href: "#/queues/" + encodeURIComponent(from) }, from) : "—") : null,
@@ -1296,6 +1317,11 @@ class QueuePage {
   }
 }
 
+// msgLink links a message id to its page.
+function msgLink(queue, id) {
+  return h("a", { class: "msg-link", href: "#/queues/" + encodeURIComponent(queue) + "/messages/" + encodeURIComponent(id) }, id);
+}
+
 // stateOf names a browsed message's state as the dashboard shows it: a
 // delayed message that was received before is backing off after a failure.
 function stateOf(m) {
@@ -1321,6 +1347,234 @@ function attrLine(m) {
   if (m.priority) parts.push("priority " + m.priority);
   for (const [k, a] of Object.entries(m.attributes || {})) parts.push(k + "=" + (a && a.value !== undefined ? a.value : ""));
   return parts.length ? h("div", { class: "muted mono" }, parts.join(" · ")) : null;
+}
+
+// ---------- the overview ----------
+
+// OverviewPage (#/overview) is the broker at a glance: GET /v1/overview
+// (version, uptime, the store's room; read every 5 s) beside the live
+// totals and throughput summed from GET /v1/stats.
+class OverviewPage {
+  constructor(main) {
+    const card = (id, label) => h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value", id }, "—"));
+    this.health = h("p", { class: "summary", id: "overview-health" }, "Loading…");
+    this.store = h("dl", { class: "settings", id: "overview-store" });
+    main.append(h("h1", {}, "Overview"), this.health,
+      h("h2", {}, "Messages"),
+      h("div", { class: "cards" }, card("ov-queues", "Queues"), card("ov-visible", "Visible"), card("ov-inflight", "In flight"),
+        card("ov-delayed", "Delayed"), card("ov-deadletters", "In dead-letter queues")),
+      h("h2", {}, "Throughput (messages/s, last minute)"),
+      h("div", { class: "cards" }, card("ov-sent", "Sent/s"), card("ov-received", "Received/s"), card("ov-deleted", "Deleted/s"),
+        card("ov-nacked", "Nacked/s"), card("ov-deadlettered", "Dead-lettered/s")),
+      h("h2", {}, "Broker and store"), this.store);
+    this.live = new Live("", (doc) => this.update(doc));
+    this.load();
+  }
+  update(doc) {
+    const qs = doc.queues || [];
+    const sum = (f) => qs.reduce((a, q) => a + (f(q) || 0), 0);
+    setText(document.getElementById("ov-queues"), fmtInt(qs.length));
+    setText(document.getElementById("ov-visible"), fmtInt(sum((q) => (q.isDeadLetterQueue ? 0 : q.visible))));
+    setText(document.getElementById("ov-inflight"), fmtInt(sum((q) => q.inFlight)));
+    setText(document.getElementById("ov-delayed"), fmtInt(sum((q) => q.delayed)));
+    setText(document.getElementById("ov-deadletters"), fmtInt(sum((q) => (q.isDeadLetterQueue ? q.visible : 0))));
+    for (const [id, k] of [["ov-sent", "sent"], ["ov-received", "received"], ["ov-deleted", "deleted"], ["ov-nacked", "nacked"], ["ov-deadlettered", "deadLettered"]]) {
+      setText(document.getElementById(id), fmtRate(sum((q) => (q.rates ? q.rates[k] : 0))));
+    }
+    const bad = qs.filter((q) => q.health === "critical" || q.health === "warning");
+    const kids = [fmtInt(qs.length) + " queues · " + qs.filter((q) => q.health === "critical").length + " critical · " +
+      qs.filter((q) => q.health === "warning").length + " warning"];
+    bad.slice(0, 8).forEach((q, i) => kids.push(i ? ", " : ": ", h("a", { class: "qname", href: "#/queues/" + encodeURIComponent(q.name) }, q.name), " (" + q.health + ")"));
+    if (bad.length > 8) kids.push(", …");
+    this.health.replaceChildren(...kids);
+  }
+  async load() {
+    if (this.closed) return;
+    try {
+      const o = await api("GET", "/v1/overview");
+      const rows = [["Version", o.version], ["Started", fmtTime(o.startedAt)], ["Uptime", fmtDuration(o.uptimeSeconds)]];
+      if (o.store) {
+        rows.push(["Store", o.store.kind === "postgres" ? "PostgreSQL" : "embedded (Pebble)"]);
+        rows.push([o.store.kind === "postgres" ? "Database size" : "Store size", fmtBytes(o.store.sizeBytes), o.store.sizeBytes + " bytes"]);
+        if (o.store.freeBytes !== undefined) rows.push(["Free disk", fmtBytes(o.store.freeBytes), o.store.freeBytes + " bytes"]);
+        if (o.store.reserveBytes !== undefined) rows.push(["Sends refused below", fmtBytes(o.store.reserveBytes), o.store.reserveBytes + " bytes (--disk-reserve)"]);
+      }
+      if (o.pool) {
+        rows.push(["Pool connections", o.pool.acquired + " in use, " + o.pool.idle + " idle, " + o.pool.total + " open of " + o.pool.max]);
+        rows.push(["Pool waits", fmtInt(o.pool.emptyAcquires) + " of " + fmtInt(o.pool.acquires) + " acquires waited, " + fmtDuration(o.pool.acquireWaitSeconds) + " in all"]);
+      }
+      this.store.replaceChildren(...rows.flatMap(([k, v, raw]) => [h("dt", {}, k), h("dd", { title: raw || null, "data-key": k }, v)]));
+    } catch (e) {
+      this.store.replaceChildren(h("dt", {}, "Broker"), h("dd", {}, e.status === 404 ? "This broker has no overview route." : "Could not load: " + e.message));
+      if (e.status === 404) return;
+    }
+    this.timer = setTimeout(() => this.load(), 5000);
+  }
+  close() { this.closed = true; clearTimeout(this.timer); this.live.close(); }
+}
+
+// ---------- a message ----------
+
+// hasStatusRoute tells whether the broker serves a message's status (GET
+// /v1/queues/{queue}/messages/{id}), from its OpenAPI document, read once:
+// asking a broker without it would log a failed load in the console.
+let statusRoute = null;
+function hasStatusRoute() {
+  if (!statusRoute) {
+    statusRoute = api("GET", "/v1/openapi.json").then((d) => {
+      const p = d && d.paths && d.paths["/v1/queues/{queue}/messages/{id}"];
+      return !!(p && p.get);
+    }, () => false);
+  }
+  return statusRoute;
+}
+
+// MessagePage (#/queues/NAME/messages/ID) shows one message: found by
+// browsing the queue (and its dead letters), nothing received; its status
+// from GET /v1/queues/NAME/messages/ID when the broker has that route.
+class MessagePage {
+  constructor(main, queue, id) {
+    this.queue = queue;
+    this.id = id;
+    const base = "#/queues/" + encodeURIComponent(queue);
+    this.body = h("div", { id: "message-detail" }, h("p", { class: "muted" }, "Looking for the message…"));
+    this.status = h("section", { id: "message-status", hidden: true });
+    main.append(
+      h("p", { class: "muted" }, h("a", { href: "#/" }, "Queues"), " / ", h("a", { class: "qname", href: base }, queue), " / ", h("a", { href: base + "/messages" }, "messages")),
+      h("h1", { class: "mono" }, id), this.status, this.body);
+    this.load();
+  }
+  async find(path) {
+    let cursor = "";
+    for (let i = 0; i < 20 && !this.closed; i++) { // 2,000 messages at most
+      const doc = await api("GET", path + "?limit=100" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+      const m = (doc.messages || []).find((x) => x.id === this.id);
+      if (m) return m;
+      if (!doc.next) return null;
+      cursor = doc.next;
+    }
+    return null;
+  }
+  async load() {
+    this.loadStatus();
+    let m = null, where = "messages";
+    try {
+      m = await this.find(qpath(this.queue) + "/messages");
+      if (!m) {
+        try { m = await this.find(qpath(this.queue) + "/dead-letters"); where = "dead-letters"; } catch (e) { if (e.status !== 409) throw e; }
+      }
+    } catch (e) {
+      this.body.replaceChildren(h("p", { class: "empty" }, "Could not browse " + this.queue + ": " + e.message));
+      return;
+    }
+    if (this.closed) return;
+    if (!m) {
+      this.body.replaceChildren(h("p", { class: "empty", id: "message-missing" }, "No message " + this.id + " in " + this.queue + " or its dead letters (among the first 2,000): it may have been deleted, or delivered and acked."));
+      return;
+    }
+    const rows = [["Queue", this.queue], ["State", where === "dead-letters" ? "dead-lettered (in " + (m.deadLetterSource ? "the dead-letter queue of " + m.deadLetterSource : "the dead-letter queue") + ")" : STATE_LABEL[stateOf(m)] || m.state],
+      ["Receives", fmtInt(m.receiveCount)], ["Attempts", fmtInt(m.attempts) + (m.maxAttempts ? " of " + m.maxAttempts : "")],
+      ["Sent", fmtTime(m.createdAt)], ["First received", fmtTime(m.firstReceivedAt)], ["Last received", fmtTime(m.lastReceivedAt)]];
+    if (m.visibleAt) rows.push([stateOf(m) === "inflight" ? "Lease ends" : "Visible at", fmtTime(m.visibleAt)]);
+    if (m.failureReason) rows.push(["Failure reason", m.failureReason]);
+    if (m.deadLetterSource) rows.push(["Came from", m.deadLetterSource]);
+    for (const [k, label] of [["priority", "Priority"], ["correlationId", "Correlation id"], ["traceContext", "Trace context (traceparent)"],
+      ["groupId", "Group id"], ["dedupId", "Deduplication id"], ["sequenceNumber", "Sequence number"], ["ttlSeconds", "Time to live"]]) {
+      if (m[k] !== undefined && m[k] !== "" && m[k] !== 0) rows.push([label, k === "ttlSeconds" ? fmtDuration(m[k]) : String(m[k])]);
+    }
+    const attrs = Object.entries(m.attributes || {});
+    this.body.replaceChildren(
+      h("dl", { class: "settings", id: "message-fields" }, ...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+      h("h2", {}, "Body"), h("pre", { class: "body full", id: "message-body" }, m.body),
+      h("h2", {}, "Attributes"),
+      attrs.length ? h("table", { id: "message-attributes" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Type"), h("th", { scope: "col" }, "Value"))),
+        h("tbody", {}, attrs.map(([k, a]) => h("tr", {}, h("td", { class: "mono" }, k), h("td", {}, a.type || ""), h("td", { class: "mono" }, a.value !== undefined ? String(a.value) : ""))))) : h("p", { class: "muted" }, "No attribute."));
+  }
+  // loadStatus reads the job status route; a broker without it (404
+  // no_such_route, 405) shows no Status section.
+  async loadStatus() {
+    if (!(await hasStatusRoute())) return;
+    let s;
+    try { s = await api("GET", qpath(this.queue) + "/messages/" + encodeURIComponent(this.id)); } catch (e) { return; }
+    if (this.closed || !s || !s.state) return;
+    const rows = [["Status", s.state], ["Attempts", fmtInt(s.attempts)]];
+    const at = (k, label, prefix) => { if (s[k]) rows.push([label, relTime(s[k], prefix)]); };
+    at("visibleAt", "Visible", "");
+    at("leaseEndsAt", "Lease ends", "");
+    at("completedAt", "Completed", "");
+    at("expiredAt", "Expired", "");
+    if (s.deadLetterQueue) rows.push(["Dead-letter queue", h("a", { class: "qname", href: "#/queues/" + encodeURIComponent(s.deadLetterQueue) }, s.deadLetterQueue)]);
+    if (s.reason) rows.push(["Reason", s.reason]);
+    if (s.result) rows.push(["Result", h("code", { class: "body" }, s.result)]);
+    if (s.replayedAs) rows.push(["Replayed as", h("a", { class: "mono", href: "#/queues/" + encodeURIComponent(this.queue) + "/messages/" + encodeURIComponent(s.replayedAs) }, s.replayedAs)]);
+    const hist = (s.history || []).map((x, i) => h("li", {}, "attempt " + (i + 1) + ", ", relTime(x.at), ": ", x.reason || "no reason given"));
+    this.status.replaceChildren(h("h2", {}, "Status"),
+      h("dl", { class: "settings", id: "status-fields" }, ...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+      hist.length ? h("div", {}, h("h3", {}, "Failures"), h("ol", { id: "status-history" }, hist)) : null);
+    this.status.hidden = false;
+  }
+  close() { this.closed = true; }
+}
+
+// ---------- schedules ----------
+
+// SchedulesPage (#/schedules) lists the schedules (GET /v1/schedules, every
+// 5 s) with their next run relative to now, their latest run or error, and
+// a Pause or Resume button each.
+class SchedulesPage {
+  constructor(main) {
+    this.body = h("tbody", { id: "schedule-rows" });
+    this.table = h("table", { id: "schedules" }, h("caption", { class: "sr" }, "Schedules"),
+      h("thead", {}, h("tr", {}, ["Name", "Queue", "Schedule", "Next run", "Latest run", "Sent", ""].map((l) => h("th", { scope: "col", class: l === "Sent" ? "num" : null }, l)))), this.body);
+    this.empty = h("p", { class: "empty", id: "schedules-empty", hidden: true }, "No schedule. Create one with POST /v1/schedules or sluice schedule create.");
+    main.append(h("h1", {}, "Schedules"), h("p", { class: "muted" }, "Each schedule sends its message to its queue at every run. Pausing skips its runs until it is resumed."),
+      h("div", { class: "scroll" }, this.table), this.empty);
+    this.load();
+  }
+  async load() {
+    if (this.closed) return;
+    let all = [];
+    try {
+      let after = "";
+      for (let i = 0; i < 10; i++) {
+        const doc = await api("GET", "/v1/schedules?limit=500" + (after ? "&after=" + encodeURIComponent(after) : ""));
+        all = all.concat(doc.schedules || []);
+        if (!doc.next) break;
+        after = doc.next;
+      }
+    } catch (e) {
+      this.empty.hidden = false;
+      setText(this.empty, e.status === 404 ? "This broker has no schedules." : "Could not load the schedules: " + e.message);
+      this.timer = setTimeout(() => this.load(), 5000);
+      return;
+    }
+    if (this.closed) return;
+    this.body.replaceChildren(...all.map((s) => this.row(s)));
+    this.table.hidden = all.length === 0;
+    this.empty.hidden = all.length > 0;
+    this.timer = setTimeout(() => this.load(), 5000);
+  }
+  row(s) {
+    const btn = h("button", { type: "button", "data-action": s.paused ? "resume" : "pause" }, s.paused ? "Resume" : "Pause");
+    btn.addEventListener("click", async () => {
+      try {
+        await api("POST", "/v1/schedules/" + encodeURIComponent(s.name) + "/" + (s.paused ? "resume" : "pause"));
+        toast((s.paused ? "Resumed " : "Paused ") + s.name + ".");
+        clearTimeout(this.timer);
+        this.load();
+      } catch (e) { toast("Could not change the schedule: " + e.message, true); }
+    });
+    const last = s.lastError ? h("span", { class: "error" }, "failed: " + s.lastError) : s.lastRun ? relTime(s.lastRun) : "never";
+    return h("tr", { "data-schedule": s.name },
+      h("td", { class: "qname" }, s.name, s.paused ? h("span", { class: "tag" }, "paused") : null),
+      h("td", {}, h("a", { class: "qname", href: "#/queues/" + encodeURIComponent(s.queue) }, s.queue)),
+      h("td", { class: "mono" }, s.schedule + (s.timeZone && s.timeZone !== "UTC" ? " (" + s.timeZone + ")" : "")),
+      h("td", { class: "next" }, s.paused ? "paused" : s.nextRun ? relTime(s.nextRun) : "—"),
+      h("td", {}, last),
+      h("td", { class: "num" }, fmtInt(s.sent)),
+      h("td", { class: "actions" }, btn));
+  }
+  close() { this.closed = true; clearTimeout(this.timer); }
 }
 
 window.addEventListener("hashchange", route);

@@ -1,0 +1,105 @@
+package dashboard_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sluicemq/sluice/internal/browsertest"
+	"github.com/sluicemq/sluice/internal/testutil"
+)
+
+// TestOverviewPage: the overview shows the totals (as GET /v1/overview and
+// /v1/stats count them), the version, the uptime and the embedded store's
+// size and free disk, in human units with the bytes on hover.
+func TestOverviewPage(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createWithDLQ("orders")
+	e.send("orders", "a")
+	e.send("orders", "b")
+	e.deadLetter("orders", "c", "boom")
+	e.open("#/overview")
+	e.page.Eventually(wait, "the totals", `document.querySelector("#ov-queues").textContent === "2" && document.querySelector("#ov-visible").textContent === "2" && document.querySelector("#ov-deadletters").textContent === "1"`)
+	e.page.Eventually(wait, "the store's figures", `document.querySelectorAll("#overview-store dt").length >= 5`)
+	got := browsertest.Eval[map[string]string](e.page, `Object.fromEntries([...document.querySelectorAll("#overview-store dd")].map(dd => [dd.dataset.key, dd.textContent + "@" + dd.title]))`)
+	var ov struct {
+		Version string
+		Store   struct{ SizeBytes, FreeBytes int64 }
+	}
+	e.call("GET", "/v1/overview", nil, &ov)
+	if got["Version"] != ov.Version+"@" || !strings.Contains(got["Store"], "embedded") {
+		t.Errorf("version and store %q, want %q, embedded", got, ov.Version)
+	}
+	if !strings.HasSuffix(got["Free disk"], " bytes") || !strings.Contains(got["Free disk"], "iB@") || !strings.Contains(got["Store size"], "@") {
+		t.Errorf("store size and free disk %q: want human units with the bytes on hover", got)
+	}
+	if got["Uptime"] == "" || got["Uptime"] == "—@" {
+		t.Errorf("uptime %q", got["Uptime"])
+	}
+	e.page.Eventually(wait, "the health summary names the warning queue", `document.querySelector("#overview-health").textContent.includes("orders (warning)")`)
+	e.page.Clean()
+}
+
+// TestMessagePageAndFind: the id search opens a message's page, which shows
+// its body as text, its attributes and fields; a dead letter's page shows
+// its failure reason; an unknown id says so.
+func TestMessagePageAndFind(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createWithDLQ("orders")
+	e.deadLetter("orders", "dead", "card declined")
+	var sent struct{ ID string }
+	e.call("POST", "/v1/queues/orders/messages", map[string]any{"body": `<b>{"order": 7}</b>`, "correlationId": "c-7",
+		"attributes": map[string]any{"tenant": map[string]any{"type": "String", "value": "acme"}}}, &sent)
+	e.open("#/queues/orders")
+	e.page.Do(chromedp.SendKeys(chromedp.CSS("#find-id"), sent.ID))
+	e.page.Do(chromedp.Click(chromedp.CSS("#find-go")))
+	e.page.Eventually(wait, "the message's page", `document.querySelector("#message-body") !== null`)
+	if got := browsertest.Eval[string](e.page, `document.querySelector("#message-body").textContent`); got != `<b>{"order": 7}</b>` {
+		t.Errorf("body %q", got)
+	}
+	if n := browsertest.Eval[int](e.page, `document.querySelectorAll("main b").length`); n != 0 {
+		t.Error("the body became markup")
+	}
+	fields := browsertest.Eval[string](e.page, `document.querySelector("#message-fields").textContent + "|" + document.querySelector("#message-attributes").textContent`)
+	for _, want := range []string{"Correlation idc-7", "Stateready", "tenant", "acme"} {
+		if !strings.Contains(fields, want) {
+			t.Errorf("the page %q lacks %q", fields, want)
+		}
+	}
+	e.notReloaded()
+
+	// A dead letter, from the Dead letters tab's link.
+	e.open("#/queues/orders/dead-letters")
+	e.page.Eventually(wait, "the dead letter", `document.querySelector("#dead-letter-rows a.msg-link") !== null`)
+	e.page.Do(chromedp.Click(chromedp.CSS("#dead-letter-rows a.msg-link")))
+	e.page.Eventually(wait, "the dead letter's page", `(document.querySelector("#message-fields") || {}).textContent?.includes("Failure reasoncard declined")`)
+
+	e.open("#/queues/orders/messages/no-such-id")
+	e.page.Eventually(wait, "not found", `document.querySelector("#message-missing") !== null`)
+	e.page.Clean()
+}
+
+// TestSchedulesPage: a schedule is listed with its queue and next run,
+// and Pause pauses it (checked through the API).
+func TestSchedulesPage(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("reports", nil)
+	e.call("POST", "/v1/schedules", map[string]any{"name": "nightly", "queue": "reports", "schedule": "0 2 * * *", "message": map[string]any{"body": "run"}}, nil)
+	e.open("#/schedules")
+	e.page.Eventually(wait, "the schedule", `document.querySelector('#schedule-rows tr[data-schedule="nightly"] td.next time') !== null`)
+	if got := browsertest.Eval[string](e.page, `document.querySelector('#schedule-rows tr[data-schedule="nightly"] td.next').textContent`); !strings.HasPrefix(got, "in ") {
+		t.Errorf("next run %q, want relative (in …)", got)
+	}
+	e.page.Do(chromedp.Click(chromedp.CSS(`#schedule-rows tr[data-schedule="nightly"] button[data-action="pause"]`)))
+	testutil.Eventually(t, wait, "the schedule paused", func() bool {
+		var s struct{ Paused bool }
+		e.call("GET", "/v1/schedules/nightly", nil, &s)
+		return s.Paused
+	})
+	e.page.Eventually(wait, "Resume shown", `document.querySelector('#schedule-rows tr[data-schedule="nightly"] button[data-action="resume"]') !== null`)
+	e.page.Clean()
+}
