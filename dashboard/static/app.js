@@ -439,13 +439,40 @@ class ListPage {
     this.prev = h("button", { type: "button", id: "prev-page", onclick: () => { this.page--; this.render(); } }, "← Previous");
     this.next = h("button", { type: "button", id: "next-page", onclick: () => { this.page++; this.render(); } }, "Next →");
     this.pageInfo = h("span", { id: "page-info", class: "muted" });
+    this.createBox = h("div", { class: "sendform", id: "create-queue", hidden: true });
+    const newBtn = h("button", { type: "button", id: "new-queue", class: "primary", onclick: () => this.openCreate() }, "New queue…");
     main.append(
-      h("h1", {}, "Queues"),
+      h("div", { class: "bar" }, h("h1", {}, "Queues"), h("span", { class: "grow" }), newBtn),
+      this.createBox,
       h("div", { class: "bar" }, filter, size, h("span", { class: "grow" }), this.summary),
       h("div", { class: "scroll" }, this.table), this.empty,
       h("div", { class: "pager" }, this.prev, this.pageInfo, this.next),
     );
     this.markSort();
+  }
+  // openCreate shows the form that creates a queue (POST /v1/queues).
+  openCreate() {
+    const name = h("input", { type: "text", id: "qf-name", required: true, placeholder: "orders", autocomplete: "off" });
+    const fifo = h("input", { type: "checkbox", id: "qf-fifo" });
+    const form = queueForm({}, true);
+    const err = h("p", { class: "error", id: "create-error", role: "alert" });
+    const ok = h("button", { type: "button", class: "primary", id: "create-ok" }, "Create");
+    const cancel = h("button", { type: "button", id: "create-cancel", onclick: () => { this.createBox.hidden = true; } }, "Cancel");
+    ok.addEventListener("click", async () => {
+      const n = name.value.trim();
+      try {
+        const attrs = await formAttributes(form);
+        if (fifo.checked) attrs.FifoQueue = "true";
+        await api("POST", "/v1/queues", { name: n, attributes: attrs });
+        toast("Created the queue " + n + ".");
+        location.hash = "#/queues/" + encodeURIComponent(n);
+      } catch (e) { setText(err, e.message); }
+    });
+    this.createBox.replaceChildren(h("h2", {}, "New queue"),
+      h("div", { class: "field" }, h("label", { for: "qf-name" }, "Name"), name, h("label", { class: "inline" }, fifo, " FIFO (the name ends in .fifo)")),
+      form.el, err, h("div", { class: "bar" }, ok, cancel));
+    this.createBox.hidden = false;
+    name.focus();
   }
   sortBy(key) {
     if (this.sortKey === key) this.sortDir = -this.sortDir;
@@ -839,7 +866,10 @@ class QueuePage {
             h("span", { class: "lr4" }, "nacked"), h("span", { class: "lr5" }, "dead-lettered")))),
       ...this.buildConsumers(),
       h("h2", {}, "Send a test message"), this.sendBox,
-      h("h2", {}, "Settings"), this.settings);
+      h("div", { class: "bar" }, h("h2", {}, "Settings"), h("span", { class: "grow" }),
+        h("button", { type: "button", id: "edit-settings", onclick: () => this.openEdit() }, "Edit settings…")),
+      this.editBox = h("div", { class: "sendform", id: "edit-queue", hidden: true }),
+      this.settings);
     this.drawCharts();
     // The charts are drawn in their own pixels: again when the window's
     // width changes.
@@ -899,6 +929,27 @@ class QueuePage {
       { label: "nacked", cls: "r4", values: withRates.map((p) => p.nacked || 0) },
       { label: "dead-lettered", cls: "r5", values: withRates.map((p) => p.deadLettered || 0) },
     ], "messages/s");
+  }
+  // openEdit shows the settings form; Save sends the changed attributes
+  // (PATCH /v1/queues/NAME) and shows the API's error as it is.
+  openEdit() {
+    if (!this.info) return;
+    const form = queueForm(this.info.attributes || {}, false);
+    const err = h("p", { class: "error", id: "edit-error", role: "alert" });
+    const save = h("button", { type: "button", class: "primary", id: "edit-save" }, "Save");
+    save.addEventListener("click", async () => {
+      try {
+        const attrs = await formAttributes(form);
+        if (!Object.keys(attrs).length) { this.editBox.hidden = true; return; }
+        await api("PATCH", qpath(this.name), { attributes: attrs });
+        toast("Saved the settings of " + this.name + ".");
+        this.editBox.hidden = true;
+        await this.loadInfo();
+      } catch (e) { setText(err, e.message); }
+    });
+    this.editBox.replaceChildren(form.el, err, h("div", { class: "bar" }, save,
+      h("button", { type: "button", id: "edit-cancel", onclick: () => { this.editBox.hidden = true; } }, "Cancel")));
+    this.editBox.hidden = false;
   }
   fillSettings() {
     const q = this.info;
@@ -1575,6 +1626,61 @@ class SchedulesPage {
       h("td", { class: "actions" }, btn));
   }
   close() { this.closed = true; clearTimeout(this.timer); }
+}
+
+// ---------- create a queue, edit its settings ----------
+
+// The settings the forms offer, with their unit. The broker validates
+// them: an error answer is shown with its message, as the API gives it.
+const EDITABLE = [
+  ["VisibilityTimeout", "s", "30"], ["MessageRetentionPeriod", "s", "345600"], ["DelaySeconds", "s", "0"],
+  ["ReceiveMessageWaitTimeSeconds", "s", "0"], ["MaximumMessageSize", "bytes", "262144"], ["MaxDepth", "messages", ""],
+];
+
+// queueForm builds the fields of a queue's settings (values: its current
+// attributes) and answers {el, read()}: read gives the attributes changed
+// (all given ones when creating).
+function queueForm(values, creating) {
+  const inputs = new Map();
+  const rows = EDITABLE.map(([k, unit, def]) => {
+    const v = values[k] !== undefined ? values[k] : "";
+    const input = h("input", { type: "text", inputmode: "numeric", id: "qf-" + k, name: k, value: v, placeholder: creating ? def : "", "aria-describedby": "qf-" + k + "-hint" });
+    inputs.set(k, input);
+    const hint = h("span", { class: "muted", id: "qf-" + k + "-hint" }, unit);
+    const human = h("span", { class: "muted human" });
+    const show = () => setText(human, humanAttr(k, input.value) ? "= " + humanAttr(k, input.value) : "");
+    input.addEventListener("input", show);
+    show();
+    return h("div", { class: "field" }, h("label", { for: "qf-" + k }, k), input, hint, human);
+  });
+  let redrive = {};
+  try { redrive = values.RedrivePolicy ? JSON.parse(values.RedrivePolicy) : {}; } catch (e) { redrive = {}; }
+  const dlq = h("input", { type: "text", id: "qf-dlq", value: redrive.deadLetterTargetArn ? redrive.deadLetterTargetArn.split(":").pop() : "", placeholder: "none" });
+  const mrc = h("input", { type: "text", inputmode: "numeric", id: "qf-max-receives", value: redrive.maxReceiveCount || "", placeholder: "5" });
+  rows.push(h("div", { class: "field" }, h("label", { for: "qf-dlq" }, "Dead-letter queue"), dlq, h("span", { class: "muted" }, "after"), mrc, h("span", { class: "muted" }, "receives")));
+  const read = (arnOf) => {
+    const out = {};
+    for (const [k, input] of inputs) {
+      const v = input.value.trim();
+      if (creating ? v !== "" : v !== (values[k] || "")) out[k] = v;
+    }
+    const d = dlq.value.trim();
+    const old = redrive.deadLetterTargetArn ? redrive.deadLetterTargetArn.split(":").pop() : "";
+    if (d !== old || String(mrc.value.trim()) !== String(redrive.maxReceiveCount || "")) {
+      out.RedrivePolicy = d ? JSON.stringify({ deadLetterTargetArn: arnOf(d), maxReceiveCount: Number(mrc.value.trim() || 5) }) : "";
+    }
+    return out;
+  };
+  return { el: h("div", { class: "qform" }, rows), read, dlqName: () => dlq.value.trim() };
+}
+
+// formAttributes reads a queue form, the dead-letter queue's ARN asked of
+// the broker (GET /v1/queues/NAME): a queue that does not exist is the
+// API's own error.
+async function formAttributes(form) {
+  const d = form.dlqName();
+  const arn = d ? (await api("GET", qpath(d))).arn : "";
+  return form.read(() => arn);
 }
 
 window.addEventListener("hashchange", route);
