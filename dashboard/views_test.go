@@ -107,3 +107,22 @@ func TestNarrowWindow(t *testing.T) {
 	}
 	e.page.Clean()
 }
+
+// TestFlowShowsLeaseExpiryAndRedelivery: on a queue's page the flow puts a
+// leased message in the In flight lane; when its 4 s lease ends (the flow reads every 2 s) without a
+// delete it is back in Ready with the expiry listed, and a second receive
+// marks it redelivered.
+func TestFlowShowsLeaseExpiryAndRedelivery(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("reports", nil)
+	id := e.send("reports", "slow report")
+	e.open("#/queues/reports")
+	e.page.Eventually(wait, "ready", `document.querySelectorAll("#flow-visible .dot").length === 1`)
+	e.call("POST", "/v1/queues/reports/receive", map[string]any{"max": 1, "visibilitySeconds": 4}, nil)
+	e.page.Eventually(wait, "in flight", `document.querySelectorAll("#flow-inflight .dot").length === 1`)
+	e.page.Eventually(wait, "the lease's end listed", `document.querySelectorAll("#flow-visible .dot").length === 1 && [...document.querySelectorAll("#flow-events li.expired")].some(li => li.textContent.includes("`+id+`"))`)
+	e.call("POST", "/v1/queues/reports/receive", map[string]any{"max": 1, "visibilitySeconds": 60}, nil)
+	e.page.Eventually(wait, "redelivered", `document.querySelector("#flow-inflight .dot.redelivered") !== null && [...document.querySelectorAll("#flow-events li.redelivered")].some(li => li.textContent.includes("receive 2"))`)
+	e.page.Clean()
+}

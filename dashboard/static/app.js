@@ -784,6 +784,7 @@ class QueuePage {
     if (Date.now() - (this.listAt || 0) >= 2000) {
       this.listAt = Date.now();
       if (this.tab === "messages" && !this.msgPaged && this.msgBody) this.loadMessages();
+      if (this.flow) this.flow.read();
       if (this.tab === "dead-letters" && !this.dlPaged && !this.dlNoQueue && this.dlBody && this.dlHead.children.length) this.loadDeadLetters();
     }
     setText(document.getElementById("stat-visible"), fmtInt(q.visible));
@@ -799,6 +800,7 @@ class QueuePage {
     setText(this.badge, b.label);
     setText(this.reasons, b.reasons);
     this.setPaused(q.paused);
+    if (this.flow) this.flow.update(q);
     if (this.tab === "overview") {
       const t = Date.parse(doc.time) || Date.now();
       const last = this.points[this.points.length - 1];
@@ -864,6 +866,8 @@ class QueuePage {
         h("div", { class: "chart" }, h("h3", { id: "chart-rates-title" }, "Rates (messages/s)"), this.rateSvg,
           h("div", { class: "legend" }, h("span", { class: "lr1" }, "sent"), h("span", { class: "lr2" }, "received"), h("span", { class: "lr3" }, "deleted"),
             h("span", { class: "lr4" }, "nacked"), h("span", { class: "lr5" }, "dead-lettered")))),
+      h("div", { class: "bar" }, h("h2", {}, "Flow"), h("span", { class: "muted" }, "The first 100 messages, read every 2 s (a browse: nothing is received). Each dot opens its message.")),
+      (this.flow = new Flow(this)).el,
       ...this.buildConsumers(),
       h("h2", {}, "Send a test message"), this.sendBox,
       h("div", { class: "bar" }, h("h2", {}, "Settings"), h("span", { class: "grow" }),
@@ -1681,6 +1685,69 @@ async function formAttributes(form) {
   const d = form.dlqName();
   const arn = d ? (await api("GET", qpath(d))).arn : "";
   return form.read(() => arn);
+}
+
+// ---------- the flow: messages moving, live ----------
+
+// Flow draws a queue's messages (the first 100 in send order, browsed
+// every 2 s: nothing is received) in four lanes, ready, in flight, backing
+// off (delayed after a receive) and delayed, plus the dead-letter count,
+// and marks what happened since the previous read: a redelivery (its
+// receive count rose) and a lease that ended without a delete (in flight
+// before, ready or backing off now: the lease expired or the consumer
+// nacked). The events list keeps the latest 20.
+class Flow {
+  constructor(page) {
+    this.page = page;
+    this.prev = new Map(); // id -> {state, receiveCount}
+    this.lanes = {};
+    const lane = (key, label) => {
+      const dots = h("div", { class: "dots", id: "flow-" + key });
+      const count = h("span", { class: "count" }, "0");
+      this.lanes[key] = { dots, count };
+      return h("div", { class: "lane " + key }, h("div", { class: "lane-head" }, label, " ", count), dots);
+    };
+    this.events = h("ol", { class: "events", id: "flow-events", "aria-live": "polite" });
+    this.el = h("div", { class: "flow", id: "flow" },
+      h("div", { class: "lanes" }, lane("visible", "Ready"), lane("inflight", "In flight"), lane("backingOff", "Backing off"), lane("delayed", "Delayed"),
+        h("div", { class: "lane dead" }, h("div", { class: "lane-head" }, "Dead-lettered ", h("span", { class: "count", id: "flow-dead" }, "—")))),
+      h("div", { class: "legend" }, h("span", { class: "mark redelivered" }, "redelivered (receive count > 1)"), h("span", { class: "mark expired" }, "lease ended without a delete")),
+      h("h3", {}, "What happened"), this.events);
+  }
+  async read() {
+    if (this.reading || this.page.closed) return;
+    this.reading = true;
+    let doc;
+    try { doc = await api("GET", qpath(this.page.name) + "/messages?limit=100"); } catch (e) { this.reading = false; return; }
+    this.reading = false;
+    const now = new Map();
+    const byLane = { visible: [], inflight: [], backingOff: [], delayed: [] };
+    const evs = [];
+    for (const m of doc.messages || []) {
+      const st = stateOf(m);
+      const was = this.prev.get(m.id);
+      let mark = "";
+      if (was && m.receiveCount > was.receiveCount && m.receiveCount > 1) { mark = "redelivered"; evs.push(["redelivered", m, "delivered again (receive " + m.receiveCount + ")"]); }
+      if (was && was.state === "inflight" && st !== "inflight") { mark = mark || "expired"; evs.push(["expired", m, st === "backingOff" ? "lease ended: backing off, retry " : "lease ended: ready again"]); }
+      if (!mark && m.receiveCount > 1) mark = "redelivered";
+      now.set(m.id, { state: st, receiveCount: m.receiveCount });
+      (byLane[st] || byLane.visible).push(h("a", { class: "dot " + mark, href: "#/queues/" + encodeURIComponent(this.page.name) + "/messages/" + encodeURIComponent(m.id),
+        title: m.id + " · " + (STATE_LABEL[st] || st) + " · receives " + m.receiveCount, "aria-label": "message " + m.id }));
+    }
+    this.prev = now;
+    for (const [k, l] of Object.entries(this.lanes)) { l.dots.replaceChildren(...byLane[k]); setText(l.count, byLane[k].length + (doc.next ? "+" : "")); }
+    for (const [kind, m, text] of evs) {
+      const li = h("li", { class: kind }, relTime(new Date(nowMs()).toISOString()), " ", msgLink(this.page.name, m.id), " " + text,
+        kind === "expired" && m.visibleAt && stateOf(m) === "backingOff" ? relTime(m.visibleAt) : "");
+      this.events.prepend(li);
+    }
+    while (this.events.children.length > 20) this.events.lastChild.remove();
+    if (!this.events.children.length) this.events.append(h("li", { class: "muted", id: "flow-quiet" }, "Nothing yet: redeliveries and leases that end show here as they happen."));
+    else { const q = this.events.querySelector("#flow-quiet"); if (q) q.remove(); }
+  }
+  update(q) {
+    setText(document.getElementById("flow-dead"), q.deadLetters === null || q.deadLetters === undefined ? (q.isDeadLetterQueue ? "(this is one)" : "—") : fmtInt(q.deadLetters));
+  }
 }
 
 window.addEventListener("hashchange", route);
