@@ -497,31 +497,49 @@ func TestScreenshots(t *testing.T) {
 	if err := os.MkdirAll("../docs/img", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.open("")
-	e.page.Eventually(wait, "the list", `document.querySelectorAll("#queue-rows tr").length === 10`)
-	e.page.Eventually(wait, "a few samples", `document.querySelector('#queue-rows tr[data-queue="orders"] polyline').getAttribute("points").split(" ").length > 5`)
-	shot, err := chromedp.Run(e.page.Ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
+	e.deadLetter("payments", `{"payment": 79, "card": "4000...0069"}`, "card declined by the issuer")
+	shoot := func(name string, width int64) {
+		t.Helper()
+		e.page.Do(chromedp.EmulateViewport(width, 900))
+		// The charts are drawn in their own pixels: redraw at this width.
+		browsertest.Eval[chromedp.Void](e.page, `page && page.drawCharts && page.drawCharts()`)
+		shot, err := chromedp.Run(e.page.Ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(name, shot)
 	}
-	write("dashboard-list.png", shot)
+	for _, w := range []struct {
+		suffix string
+		width  int64
+	}{{"", 1400}, {"-800", 800}} {
+		e.page.Do(chromedp.EmulateViewport(w.width, 900))
+		e.open("")
+		e.page.Eventually(wait, "the list", `document.querySelectorAll("#queue-rows tr").length === 10`)
+		e.page.Eventually(wait, "sparklines", `document.querySelector('#queue-rows tr[data-queue="orders"] polyline').getAttribute("points").split(" ").length > 5`)
+		shoot("dashboard-list"+w.suffix+".png", w.width)
 
-	e.open("#/queues/orders")
-	e.page.Eventually(wait, "the queue page", `document.querySelector("#stat-visible").textContent !== "—" && document.querySelectorAll("#settings dt").length > 5`)
-	e.page.Eventually(wait, "chart points", `(document.querySelector("#chart-depth polyline").getAttribute("points") || "").split(" ").length > 5`)
-	shot, err = chromedp.Run(e.page.Ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("dashboard-queue.png", shot)
+		e.open("#/queues/orders")
+		e.page.Eventually(wait, "the queue page", `document.querySelector("#stat-visible").textContent !== "—" && document.querySelectorAll("#settings dt").length > 5 && document.querySelectorAll("#flow .dot").length > 10`)
+		e.page.Eventually(wait, "chart points", `(document.querySelector("#chart-depth polyline").getAttribute("points") || "").split(" ").length > 5`)
+		shoot("dashboard-queue"+w.suffix+".png", w.width)
 
-	e.open("#/queues/payments/dead-letters")
-	e.page.Eventually(wait, "the dead letters", `document.querySelectorAll("#dead-letter-rows tr").length === 2 && document.querySelector("#stat-visible").textContent !== "—"`)
-	shot, err = chromedp.Run(e.page.Ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
+		e.open("#/queues/payments-dlq/dead-letters")
+		e.page.Eventually(wait, "the dead letters", `document.querySelectorAll("#dead-letter-rows tr").length === 3 && document.querySelector("#dlq-of a") !== null`)
+		e.page.Do(chromedp.Click(chromedp.CSS(`#dead-letter-groups .chip[data-reason="card declined by the issuer"]`)))
+		e.page.Eventually(wait, "a reason chosen", `document.querySelector("#selection-info").textContent === "2 selected"`)
+		shoot("dashboard-dead-letters"+w.suffix+".png", w.width)
+
+		e.open("#/overview")
+		e.page.Eventually(wait, "the overview", `document.querySelector("#ov-queues").textContent === "10" && document.querySelectorAll("#overview-store dt").length >= 5`)
+		shoot("dashboard-overview"+w.suffix+".png", w.width)
 	}
-	write("dashboard-dead-letters.png", shot)
+	var ids struct{ Messages []struct{ ID string } }
+	e.call("GET", "/v1/queues/invoices/messages", nil, &ids)
+	e.open("#/queues/invoices/messages/" + ids.Messages[0].ID)
+	e.page.Eventually(wait, "the message", `document.querySelector("#message-body") !== null`)
+	shoot("dashboard-message.png", 1400)
+	e.page.Clean()
 }
 
 func TestDeleteQueueAsksFirst(t *testing.T) {

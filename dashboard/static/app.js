@@ -100,7 +100,7 @@ setInterval(tickRel, 1000);
 // The queue attributes with a unit: shown in human units, the raw value on
 // hover.
 const SECONDS_ATTRS = new Set(["MessageRetentionPeriod", "VisibilityTimeout", "DelaySeconds", "ReceiveMessageWaitTimeSeconds",
-  "KmsDataKeyReusePeriodSeconds", "MessageTimeToLive", "DeduplicationScopeSeconds"]);
+  "KmsDataKeyReusePeriodSeconds", "MessageTimeToLive", "DeduplicationWindowSeconds"]);
 const BYTES_ATTRS = new Set(["MaximumMessageSize"]);
 function humanAttr(k, v) {
   if (v === "" || v === undefined || v === null || !/^\d+$/.test(String(v))) return null;
@@ -1417,7 +1417,7 @@ class OverviewPage {
     main.append(h("h1", {}, "Overview"), this.health,
       h("h2", {}, "Messages"),
       h("div", { class: "cards" }, card("ov-queues", "Queues"), card("ov-visible", "Visible"), card("ov-inflight", "In flight"),
-        card("ov-delayed", "Delayed"), card("ov-deadletters", "In dead-letter queues")),
+        card("ov-delayed", "Delayed"), card("ov-deadletters", "Dead letters")),
       h("h2", {}, "Throughput (messages/s, last minute)"),
       h("div", { class: "cards" }, card("ov-sent", "Sent/s"), card("ov-received", "Received/s"), card("ov-deleted", "Deleted/s"),
         card("ov-nacked", "Nacked/s"), card("ov-deadlettered", "Dead-lettered/s")),
