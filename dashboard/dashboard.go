@@ -9,8 +9,12 @@
 // (GET /v1/queues/{queue}/history), its consumer streams (GET
 // /v1/queues/{queue}/consumers, again with each live update), its messages and dead letters (browse:
 // nothing is received), and its buttons call the same routes a program would
-// (pause, resume, purge, delete, send, replay). When the event stream is not
-// available the pages poll once every 2 s instead.
+// (pause, resume, purge, delete, send, replay, create and edit a queue,
+// pause and resume a schedule). The overview page reads GET /v1/overview
+// beside the live statistics, a message's page browses for it (and reads its
+// status where the broker serves one), the schedules page GET
+// /v1/schedules. When the event stream is not available the pages poll once
+// every 2 s instead.
 //
 // Every string that comes from the broker (queue names, message bodies,
 // attributes, failure reasons) is put into the page as text, never as
