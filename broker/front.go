@@ -24,14 +24,15 @@ import (
 // (model.QueueConfig's parsers are the one home of their names and ranges)
 // and answer *model.Error values wrapping model's sentinels.
 type Broker struct {
-	backend  storage.Backend
-	cfg      Config
-	log      *slog.Logger
-	clock    model.Clock         // the backend's (Backend.Clock)
-	refusals refusals            // sends refused by backpressure, per queue and reason
-	receipts *model.ReceiptCodec // the backend's (Backend.Receipts)
-	streams  streams             // the open consumer streams (consumers.go)
-	id       string              // names this broker in the store's consumer records
+	backend   storage.Backend
+	cfg       Config
+	log       *slog.Logger
+	clock     model.Clock         // the backend's (Backend.Clock)
+	refusals  refusals            // sends refused by backpressure, per queue and reason
+	receivers receivers           // who received from each queue lately (receivers.go)
+	receipts  *model.ReceiptCodec // the backend's (Backend.Receipts)
+	streams   streams             // the open consumer streams (consumers.go)
+	id        string              // names this broker in the store's consumer records
 }
 
 // New returns the front over backend, which it owns from then on (Close
@@ -285,6 +286,7 @@ func (b *Broker) DeleteQueue(ctx context.Context, name string) error {
 	}
 	b.streams.endQueue(ref)
 	b.refusals.forget(ref.String())
+	b.receivers.forget(ref.String())
 	b.audit(ctx, "delete_queue", ref.String())
 	return nil
 }
@@ -355,6 +357,9 @@ func (b *Broker) Receive(ctx context.Context, req model.ReceiveRequest) ([]model
 	req.InFlightCap, req.Account = int64(b.cfg.MaxInFlight), ref.Account
 	ds, err := b.backend.Receive(ctx, req)
 	b.count(ref.String(), model.CountReceived, len(ds))
+	if err == nil {
+		b.receivers.seen(ctx, ref.String(), len(ds), b.clock.Now())
+	}
 	return ds, err
 }
 

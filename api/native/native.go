@@ -79,6 +79,7 @@ var routes = []route{
 	{http.MethodPost, "/v1/queues/{queue}/resume", (*Handler).resumeQueue},
 	{http.MethodGet, "/v1/queues/{queue}/stats", (*Handler).queueStats},
 	{http.MethodGet, "/v1/queues/{queue}/consumers", (*Handler).listConsumers},
+	{http.MethodGet, "/v1/queues/{queue}/receivers", (*Handler).listReceivers},
 
 	{http.MethodPost, "/v1/queues/{queue}/messages", (*Handler).sendMessage},
 	{http.MethodPost, "/v1/queues/{queue}/messages/batch", (*Handler).sendBatch},

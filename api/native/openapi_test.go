@@ -369,6 +369,10 @@ func exercise(e *env) {
 	}
 	con.Close()
 	e.fails(404, "queue_not_found", "GET", "/v1/queues/nope/consumers", nil)
+	// In-process calls carry no caller: the list is empty here (the
+	// dashboard's TestWorkersListsReceivers sees one through a server).
+	e.ok(200, "GET", "/v1/queues/q/receivers", nil)
+	e.fails(404, "queue_not_found", "GET", "/v1/queues/nope/receivers", nil)
 	if ov := e.ok(200, "GET", "/v1/overview", nil); ov["queues"].(float64) < 1 || ov["store"].(map[string]any)["kind"] == "" {
 		t.Fatalf("overview: %v", ov)
 	}

@@ -249,3 +249,21 @@ func (h *Handler) deadLetterQueue(c *call) (string, error) {
 	}
 	return r.DeadLetterQueue, nil
 }
+
+// listReceivers answers GET /v1/queues/{queue}/receivers: who received
+// from the queue through this broker over HTTP in the last 5 minutes.
+func (h *Handler) listReceivers(c *call) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
+	rs, err := h.broker.RecentReceivers(c.ctx, c.queue)
+	if err != nil {
+		return nil, err
+	}
+	out := &wire.ReceiverList{Receivers: make([]wire.Receiver, 0, len(rs)), WindowSeconds: int64(broker.ReceiverWindow / time.Second)}
+	for _, r := range rs {
+		out.Receivers = append(out.Receivers, wire.Receiver{AccessKey: r.AccessKey, RemoteAddress: r.Addr, UserAgent: r.UserAgent,
+			Receives: r.Receives, Received: r.Received, FirstAt: r.FirstAt.UTC(), LastAt: r.LastAt.UTC()})
+	}
+	return out, nil
+}

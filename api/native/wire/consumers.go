@@ -43,3 +43,30 @@ type ConsumerList struct {
 	// Consumers are the streams ([] when none).
 	Consumers []Consumer `json:"consumers"`
 }
+
+// Receiver is a client that received from a queue through this broker in
+// the last 5 minutes over HTTP (the native API or SQS): the workers that
+// poll and hold no stream.
+type Receiver struct {
+	// AccessKey is the key its requests were signed or authorized with
+	// ("" unsigned); RemoteAddress the address of its latest receive;
+	// UserAgent its User-Agent.
+	AccessKey     string `json:"accessKey"`
+	RemoteAddress string `json:"remoteAddress"`
+	UserAgent     string `json:"userAgent"`
+	// Receives counts its receive calls (empty polls too), Received the
+	// messages they got.
+	Receives int64 `json:"receives"`
+	Received int64 `json:"received"`
+	// FirstAt is its first receive in this run, LastAt its latest.
+	FirstAt time.Time `json:"firstAt"`
+	LastAt  time.Time `json:"lastAt"`
+}
+
+// ReceiverList answers GET /v1/queues/{queue}/receivers: the latest first.
+type ReceiverList struct {
+	Receivers []Receiver `json:"receivers"`
+	// WindowSeconds is how long a receiver is kept after its latest
+	// receive (300).
+	WindowSeconds int64 `json:"windowSeconds"`
+}
