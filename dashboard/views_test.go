@@ -126,3 +126,23 @@ func TestFlowShowsLeaseExpiryAndRedelivery(t *testing.T) {
 	e.page.Eventually(wait, "redelivered", `document.querySelector("#flow-inflight .dot.redelivered") !== null && [...document.querySelectorAll("#flow-events li.redelivered")].some(li => li.textContent.includes("receive 2"))`)
 	e.page.Clean()
 }
+
+// TestWorkersListsReceivers: a worker that receives over HTTP is listed
+// among the queue's recent receivers with its address, User-Agent and the
+// messages it got.
+func TestWorkersListsReceivers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("jobs", nil)
+	e.send("jobs", "a")
+	e.send("jobs", "b")
+	e.open("#/queues/jobs")
+	e.page.Eventually(wait, "no receiver yet", `!document.querySelector("#receivers-empty").hidden`)
+	e.call("POST", "/v1/queues/jobs/receive", map[string]any{"max": 2, "visibilitySeconds": 60}, nil)
+	e.page.Eventually(wait, "the receiver listed", `document.querySelectorAll("#receiver-rows tr").length === 1`)
+	row := browsertest.Eval[[]string](e.page, `[...document.querySelectorAll("#receiver-rows tr td")].map(td => td.textContent)`)
+	if len(row) != 7 || row[0] != "(unsigned)" || !strings.HasPrefix(row[1], "127.0.0.1:") || !strings.HasPrefix(row[2], "Go-http-client") || row[3] != "1" || row[4] != "2" {
+		t.Errorf("receiver row %q", row)
+	}
+	e.page.Clean()
+}

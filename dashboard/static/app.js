@@ -1016,9 +1016,17 @@ class QueuePage {
     this.conEmpty = h("p", { class: "empty", id: "consumers-empty", hidden: true },
       "No consumer is connected. Consumers of the stream API (a Go program with package worker, or client/stream's Dial and Consume) are listed here while their stream is open; receives over HTTP or SQS hold no stream.");
     this.conNote = h("p", { class: "muted", id: "consumers-note" }, "Loading…");
+    this.recBody = h("tbody", { id: "receiver-rows" });
+    this.recTable = h("table", { id: "receivers", hidden: true }, h("caption", { class: "sr" }, "Recent receivers"),
+      h("thead", {}, h("tr", {}, ["Access key", "Address", "User-Agent", "Receives", "Messages", "First", "Latest"]
+        .map((l, i) => h("th", { scope: "col", class: i === 3 || i === 4 ? "num" : null }, l)))), this.recBody);
+    this.recEmpty = h("p", { class: "empty", id: "receivers-empty", hidden: true }, "Nobody received over HTTP or SQS through this broker in the last 5 minutes.");
     return [h("div", { class: "bar" }, h("h2", {}, "Consumers"),
       h("span", { class: "muted" }, "Streams open on the queue: their credit, the messages they hold, their acks over the last ten seconds.")),
-    this.conNote, h("div", { class: "scroll" }, this.conTable), this.conEmpty];
+    this.conNote, h("div", { class: "scroll" }, this.conTable), this.conEmpty,
+    h("div", { class: "bar" }, h("h3", {}, "Recent receivers"),
+      h("span", { class: "muted" }, "Workers that poll over HTTP or SQS (no stream), by access key, host and User-Agent, in the last 5 minutes.")),
+    h("div", { class: "scroll" }, this.recTable), this.recEmpty];
   }
   // loadConsumers reads GET /v1/queues/{queue}/consumers, at most one at a
   // time and once a second: the live data calls it each time it comes.
@@ -1028,7 +1036,23 @@ class QueuePage {
     this.conAt = Date.now();
     this.conLoad = this.readConsumers().finally(() => { this.conLoad = null; });
   }
+  async readReceivers() {
+    let doc;
+    try { doc = await api("GET", qpath(this.name) + "/receivers"); } catch (e) {
+      if (e.status === 404) this.recStopped = true;
+      return;
+    }
+    if (this.closed || !this.recBody) return;
+    const rs = doc.receivers || [];
+    this.recBody.replaceChildren(...rs.map((r) => h("tr", {},
+      h("td", { class: "mono" }, r.accessKey || "(unsigned)"), h("td", { class: "mono" }, r.remoteAddress),
+      h("td", { class: "mono ua" }, r.userAgent || "—"), h("td", { class: "num" }, fmtInt(r.receives)), h("td", { class: "num" }, fmtInt(r.received)),
+      h("td", {}, relTime(r.firstAt)), h("td", {}, relTime(r.lastAt)))));
+    this.recTable.hidden = rs.length === 0;
+    this.recEmpty.hidden = rs.length > 0;
+  }
   async readConsumers() {
+    if (this.recBody && !this.recStopped) await this.readReceivers();
     let doc;
     try {
       doc = await api("GET", qpath(this.name) + "/consumers");
