@@ -60,13 +60,17 @@ func runDemo(ctx context.Context, args []string, env func(string) string, stdout
 
 Open the dashboard: %s/ui/
 
-What to watch for:
+What to watch for (the dashboard's page in brackets):
   orders      two worker pools compete for a steady stream; every %v a poison pill
               makes its handler panic 3 times and lands in orders-dlq (warning: 1 dead letter)
+              [#/queues/orders-dlq/dead-letters: grouped by the panic, replay or delete]
   reports     a slow report outlives its 2 s lease and is delivered again (in flight, then visible)
+              [#/queues/reports: the Flow marks the lease's end and the redelivery]
   payments    failed payments wait 1 s, 2 s, then succeed: the retry policy's backoff (delayed)
+              [#/queues/payments: the Backing off lane, "retry in 1 s", nacks in the rate chart]
   thumbnails  every %v a burst of 120 sends meets MaxDepth 50: the refused sends are
               counted in /metrics (sluice_sends_refused_total) and printed here
+  all         [#/overview: totals, throughput, uptime, the store's size and free disk]
 
 The same broker answers the SQS API and the native API (/v1/) at %s.
 Stop with Ctrl-C.
