@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"math/rand/v2"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -263,4 +264,38 @@ func TestStalledOnFullDiskRefusesAtOnce(t *testing.T) {
 	el.FlushEnd(pebble.FlushInfo{})
 	e.send("q", "d")
 	e.wantStats("q", model.QueueStats{Visible: 2, InFlight: 1})
+}
+
+// TestStoreSizeCountsTheLog: the overview's store size counts what the
+// data directory holds, the log included: 200 messages of 1,000 bytes
+// weigh at least 200,000 bytes before any flush (Pebble's DiskSpaceUsage
+// said a few KiB for such a store).
+func TestStoreSizeCountsTheLog(t *testing.T) {
+	fs := &freeSpaceFS{FS: vfs.NewMem()}
+	fs.total.Store(10 << 30)
+	fs.free.Store(5 << 30)
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: "/data", fs: fs}
+	e.open()
+	t.Cleanup(func() { _ = e.be.Close() })
+	e.createQueue("q", nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
+	b := make([]byte, 1000)
+	for i := range b {
+		b[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	body := string(b) // random: a compressed table keeps its size
+	for i := range 200 {
+		if _, err := e.b.Send(context.Background(), "q", []model.SendEntry{{ID: "m", Body: body + itoa(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sz, err := e.be.StoreSize(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sz.SizeBytes < 200_000 {
+		t.Fatalf("store size %d bytes for 200 messages of 1,000 bytes, want at least 200,000", sz.SizeBytes)
+	}
+	t.Logf("store size %d bytes (Pebble's DiskSpaceUsage: %d)", sz.SizeBytes, e.be.db.Metrics().DiskSpaceUsage())
 }
