@@ -376,17 +376,28 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []model.Delet
 	}
 	errs := make([]error, len(entries))
 	var receipts []model.Receipt
-	var at []int // index in entries of each receipt
+	var results []*string // nil unless an entry has a result
+	var at []int          // index in entries of each receipt
 	for i, e := range entries {
+		if e.Result != nil && len(*e.Result) > model.MaxResultBytes {
+			errs[i] = model.Errorf(model.ErrInvalidParameterValue, "The result is %d bytes long; an ack's result is at most %d bytes (64 KiB): keep a larger result elsewhere and give its key.", len(*e.Result), model.MaxResultBytes)
+			continue
+		}
 		r, err := b.receipts.Decode(e.Receipt)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
+		if e.Result != nil && results == nil {
+			results = make([]*string, len(receipts), len(entries))
+		}
+		if results != nil {
+			results = append(results, e.Result)
+		}
 		receipts = append(receipts, r)
 		at = append(at, i)
 	}
-	outcomes, err := b.backend.Delete(ctx, ref, receipts)
+	outcomes, err := b.backend.Delete(ctx, ref, receipts, results)
 	if err != nil {
 		return nil, err
 	}

@@ -98,7 +98,7 @@ func (o WebhookOutbox) Receive(ctx context.Context, max int, lease, wait time.Du
 func (o WebhookOutbox) Delete(ctx context.Context, handles []string) error {
 	receipts, bad := o.decode(handles)
 	if len(receipts) > 0 {
-		if _, err := o.b.backend.Delete(ctx, plan.WebhookOutbox(), receipts); err != nil {
+		if _, err := o.b.backend.Delete(ctx, plan.WebhookOutbox(), receipts, nil); err != nil {
 			return err
 		}
 	}

@@ -26,7 +26,7 @@ type control struct {
 }
 
 var (
-	ackControl     = control{name: "ack", ack: true}
+	ackControl     = control{name: "ack", takes: []string{"result"}, ack: true}
 	nackControl    = control{name: "nack", takes: []string{"reason", "delaySeconds"}, kind: model.Nack}
 	extendControl  = control{name: "extend", takes: []string{"visibilitySeconds"}, required: []string{"visibilitySeconds"}, kind: model.ChangeTimeout}
 	snoozeControl  = control{name: "snooze", takes: []string{"delaySeconds"}, required: []string{"delaySeconds"}, kind: model.Snooze}
@@ -47,7 +47,8 @@ func (ct control) check(at string, f *wire.ControlFields) error {
 	if f.Receipt == "" {
 		return errorf(model.ErrMissingParameter, "Field %sreceipt is required.", at)
 	}
-	given := map[string]bool{"reason": f.Reason != nil, "delaySeconds": f.DelaySeconds != nil, "visibilitySeconds": f.VisibilitySeconds != nil}
+	given := map[string]bool{"reason": f.Reason != nil, "delaySeconds": f.DelaySeconds != nil, "visibilitySeconds": f.VisibilitySeconds != nil,
+		"result": f.Result != nil}
 	for name, set := range given {
 		if set && !contains(ct.takes, name) {
 			return errorf(errUnknownField, "Unknown field %s%s: %s takes %s.", at, name, ct.name, ct.fieldsText())
@@ -149,7 +150,7 @@ func (h *Handler) control(c *call, ct control) (any, error) {
 	if ct.ack {
 		entries := make([]model.DeleteEntry, len(in.Entries))
 		for i, e := range in.Entries {
-			entries[i] = model.DeleteEntry{ID: ids[i], Receipt: e.Receipt}
+			entries[i] = model.DeleteEntry{ID: ids[i], Receipt: e.Receipt, Result: e.Result}
 		}
 		errs, err = h.broker.Delete(c.ctx, c.queue, entries)
 	} else {

@@ -68,7 +68,7 @@ func (*stubBackend) Receive(context.Context, model.ReceiveRequest) ([]model.Deli
 			"a": {DataType: "Binary", BinaryValue: []byte{1}}, model.MsgAttrPriority: {DataType: "Number", StringValue: "x"},
 		}}}}, nil
 }
-func (*stubBackend) Delete(_ context.Context, _ model.QueueRef, rs []model.Receipt) ([]model.LeaseOutcome, error) {
+func (*stubBackend) Delete(_ context.Context, _ model.QueueRef, rs []model.Receipt, _ []*string) ([]model.LeaseOutcome, error) {
 	return make([]model.LeaseOutcome, len(rs)), nil
 }
 func (*stubBackend) ChangeVisibility(_ context.Context, _ model.QueueRef, cs []model.VisibilityChange) ([]model.LeaseOutcome, error) {
@@ -80,6 +80,9 @@ func (*stubBackend) ChangeVisibility(_ context.Context, _ model.QueueRef, cs []m
 }
 func (*stubBackend) Browse(context.Context, model.QueueRef, model.BrowseRequest) (model.BrowsePage, error) {
 	return model.BrowsePage{Messages: []model.BrowsedMessage{{Message: model.Message{ID: "m", DeadLetterSource: "q"}, State: model.StateDelayed, VisibleAt: time.Unix(2, 0)}}, Next: "n"}, nil
+}
+func (*stubBackend) LookupMessage(context.Context, model.QueueRef, string) (model.MessageLookup, error) {
+	return model.MessageLookup{}, nil
 }
 func (*stubBackend) DeleteMessages(_ context.Context, _ model.QueueRef, ids []string) ([]bool, error) {
 	return make([]bool, len(ids)), nil

@@ -256,6 +256,37 @@ func (h *Handler) deleteMessage(c *call) (any, error) {
 	return nil, nil
 }
 
+// messageStatus answers a message's status by id (Broker.MessageStatus).
+func (h *Handler) messageStatus(c *call) (any, error) {
+	if _, err := queryOf(c.r); err != nil {
+		return nil, err
+	}
+	id := c.r.PathValue("id")
+	st, found, err := h.broker.MessageStatus(c.ctx, c.queue, id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, errorf(errMessageNotFound, "Queue %s knows no message %s: it never held it, or it was deleted (the queue keeps a record of a deleted message only with its CompletedRetentionSeconds attribute, for that long).", c.queue, id)
+	}
+	return statusWire(st), nil
+}
+
+// statusWire is st as the wire shows it.
+func statusWire(st model.MessageStatus) *wire.MessageStatus {
+	at := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		t = t.UTC()
+		return &t
+	}
+	return &wire.MessageStatus{ID: st.ID, Queue: st.Queue, State: string(st.State), Attempts: st.Attempts,
+		ReceiveCount: st.ReceiveCount, VisibleAt: at(st.VisibleAt), LeaseEndsAt: at(st.LeaseEndsAt),
+		DeadLetterQueue: st.DeadLetterQueue, DeadLetterSource: st.DeadLetterSource, Reason: st.Reason,
+		CompletedAt: at(st.CompletedAt), Result: st.Result, ExpiredAt: at(st.ExpiredAt), ReplayedAs: st.ReplayedAs}
+}
+
 func (h *Handler) deleteMessages(c *call) (any, error) {
 	return h.deleteByID(c, c.queue)
 }

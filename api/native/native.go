@@ -84,6 +84,7 @@ var routes = []route{
 	{http.MethodPost, "/v1/queues/{queue}/messages", (*Handler).sendMessage},
 	{http.MethodPost, "/v1/queues/{queue}/messages/batch", (*Handler).sendBatch},
 	{http.MethodGet, "/v1/queues/{queue}/messages", (*Handler).browseMessages},
+	{http.MethodGet, "/v1/queues/{queue}/messages/{id}", (*Handler).messageStatus},
 	{http.MethodDelete, "/v1/queues/{queue}/messages/{id}", (*Handler).deleteMessage},
 	{http.MethodPost, "/v1/queues/{queue}/messages/delete", (*Handler).deleteMessages},
 	{http.MethodPost, "/v1/queues/{queue}/receive", (*Handler).receive},

@@ -53,7 +53,7 @@ func (stubBackend) Receive(context.Context, model.ReceiveRequest) ([]model.Deliv
 	return []model.Delivery{{Receipt: "r", Message: model.Message{ID: "m", Body: "b\r", SentAt: time.Unix(1, 0),
 		Attributes: map[string]model.MessageAttribute{"a": {DataType: "Binary", BinaryValue: []byte{1}}}}}}, nil
 }
-func (stubBackend) Delete(_ context.Context, _ model.QueueRef, rs []model.Receipt) ([]model.LeaseOutcome, error) {
+func (stubBackend) Delete(_ context.Context, _ model.QueueRef, rs []model.Receipt, _ []*string) ([]model.LeaseOutcome, error) {
 	return make([]model.LeaseOutcome, len(rs)), nil
 }
 func (stubBackend) ChangeVisibility(_ context.Context, _ model.QueueRef, cs []model.VisibilityChange) ([]model.LeaseOutcome, error) {
@@ -61,6 +61,9 @@ func (stubBackend) ChangeVisibility(_ context.Context, _ model.QueueRef, cs []mo
 }
 func (stubBackend) Browse(context.Context, model.QueueRef, model.BrowseRequest) (model.BrowsePage, error) {
 	return model.BrowsePage{}, nil
+}
+func (stubBackend) LookupMessage(context.Context, model.QueueRef, string) (model.MessageLookup, error) {
+	return model.MessageLookup{}, nil
 }
 func (stubBackend) DeleteMessages(_ context.Context, _ model.QueueRef, ids []string) ([]bool, error) {
 	return make([]bool, len(ids)), nil

@@ -117,6 +117,7 @@ func groups() []group {
 		{"RateLimits", rateLimitTests},
 		{"TTL", ttlTests},
 		{"Schedules", scheduleTests},
+		{"JobStatus", jobStatusTests},
 	}
 }
 

@@ -186,7 +186,7 @@ func fifoCrashRound(t *testing.T, seed uint64) {
 			return false
 		}
 		h.tryDelete(d.Body)
-		outs, err := b.Delete(ctx, model.QueueRef{Name: queue}, []model.Receipt{r})
+		outs, err := b.Delete(ctx, model.QueueRef{Name: queue}, []model.Receipt{r}, nil)
 		if err != nil {
 			return false
 		}

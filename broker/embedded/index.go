@@ -82,6 +82,11 @@ type msg struct {
 //     fair[priority].tenants[its tenant].live, and no entry counts 0.
 type queue struct {
 	queueRecord
+	// recordDue is the earliest due time of the queue's message records
+	// (records.go; Unix ns, 0: none), a lower bound; recordWrites counts
+	// the records written, so that the sweeper knows it read them all.
+	recordDue    int64
+	recordWrites uint64
 	msgs  map[uint64]*msg
 	ready readyHeap // (priority desc, turn, key)
 	timed timedHeap // visibleAt

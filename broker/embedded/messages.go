@@ -155,12 +155,13 @@ func lookupLease(q *queue, r model.Receipt) (*msg, model.LeaseOutcome) {
 // Delete implements storage.Backend. A receipt whose lease version matches
 // deletes the message even if the lease expired (and it was not received
 // again), except on a FIFO queue (LeaseEnded).
-func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts []model.Receipt) ([]model.LeaseOutcome, error) {
+func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts []model.Receipt, results []*string) ([]model.LeaseOutcome, error) {
 	out := make([]model.LeaseOutcome, len(receipts))
 	err := b.update(ctx, queueName, func(q *queue, batch *pebble.Batch) error {
 		// A FIFO lease that ended must be seen as ended, and a lease that
 		// ended into a backoff (or a dead letter) as such.
-		b.promoteLocked(q, batch, b.now())
+		now := b.now()
+		b.promoteLocked(q, batch, now)
 		for i, r := range receipts {
 			m, o := lookupLease(q, r)
 			if m == nil {
@@ -177,6 +178,11 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 			}
 			q.remove(m)
 			deleteMessageRecords(batch, q.ID, m.key)
+			var result *string
+			if results != nil {
+				result = results[i]
+			}
+			b.putRecordLocked(q, m, batch, now, model.JobCompleted, result, "")
 		}
 		return nil
 	})

@@ -68,6 +68,9 @@ func (b *Backend) recover() error {
 		}
 		total += n
 		q.promote(now) // doomed messages are moved by the sweeper's first step
+		if q.recordDue, err = b.firstRecordDue(q.ID); err != nil {
+			return fmt.Errorf("embedded: message records of queue %s: %w", q.Name, err)
+		}
 		if err := b.recoverDedup(q, now); err != nil {
 			return fmt.Errorf("embedded: dedup window of queue %s: %w", q.Name, err)
 		}

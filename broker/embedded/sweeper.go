@@ -37,6 +37,11 @@ func (b *Backend) noteExpiryLocked(q *queue, m *msg) {
 // under Backend.mu.
 func (b *Backend) sweepStep(context.Context) (time.Time, error) {
 	next, more := b.sweepOnce()
+	rnext, rmore := b.sweepRecords() // records.go
+	if rnext != 0 && (next == 0 || rnext < next) {
+		next = rnext
+	}
+	more = more || rmore
 	switch {
 	case more:
 		return b.clock.Now(), nil

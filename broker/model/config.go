@@ -88,6 +88,11 @@ type QueueConfig struct {
 	// ExpiredAction is the queue's ExpiredMessageAction: "" (the default,
 	// ExpiredActionOf), ExpiredDeadLetter (needs Redrive) or ExpiredDrop.
 	ExpiredAction ExpiredAction `json:",omitempty"`
+	// CompletedRetention is CompletedRetentionSeconds (status.go): how long
+	// the queue keeps a record of a message deleted by a consumer (and of
+	// one expired or replayed), which its status by id reads; 0 (the
+	// default) keeps none; at most MaxCompletedRetention.
+	CompletedRetention time.Duration `json:",omitempty"`
 }
 
 // RedrivePolicy is the parsed RedrivePolicy attribute.

@@ -47,6 +47,7 @@ var sluiceAttrs = map[string]bool{
 	AttrHealthDepth: true, AttrHealthAge: true,
 	AttrMaxInFlight: true, AttrMaxReceivesPerSecond: true,
 	AttrMessageTimeToLive: true, AttrExpiredMessageAction: true,
+	AttrCompletedRetentionSeconds: true,
 }
 
 // IsSluiceAttribute reports whether name is one of the Sluice queue attributes.
@@ -66,7 +67,7 @@ func SluiceAttributeDefault(name string) string {
 		return strconv.FormatInt(int64(DefaultDedupWindow/time.Second), 10)
 	case AttrDeduplicationUntil:
 		return string(DedupUntilWindow)
-	case AttrMessageTimeToLive:
+	case AttrMessageTimeToLive, AttrCompletedRetentionSeconds:
 		return "0"
 	case AttrExpiredMessageAction:
 		return string(ExpiredDrop) // on a queue without a RedrivePolicy (QueueConfig.DefaultOf)
@@ -104,6 +105,8 @@ func (c *QueueConfig) applySluice(name, v string) error {
 		err = c.applyLimits(name, v) // config_limits.go
 	case AttrMessageTimeToLive, AttrExpiredMessageAction:
 		err = c.applyTTL(name, v) // config_ttl.go
+	case AttrCompletedRetentionSeconds:
+		c.CompletedRetention, err = parseSeconds(name, v, 0, MaxCompletedRetention) // status.go
 	}
 	return err
 }
@@ -154,6 +157,9 @@ func (c QueueConfig) sluiceAttributes(m map[string]string) {
 	c.healthAttributes(m)
 	c.limitsAttributes(m)
 	c.ttlAttributes(m)
+	if c.CompletedRetention > 0 {
+		m[AttrCompletedRetentionSeconds] = secs(c.CompletedRetention)
+	}
 }
 
 // AtMostOnce reports whether a receive removes the message (DeliveryMode).

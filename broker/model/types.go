@@ -144,6 +144,11 @@ func (r ReceiveRequest) Ref() QueueRef { return QueueRef{Account: r.Account, Nam
 type DeleteEntry struct {
 	ID      string
 	Receipt string
+	// Result is an ack's result (the native API's and the stream
+	// protocol's; nil: none), at most MaxResultBytes, kept with the
+	// message's completed record when its queue keeps them
+	// (CompletedRetentionSeconds).
+	Result *string
 }
 
 // VisibilityEntry changes one lease's visibility timeout, counted from now.

@@ -389,22 +389,31 @@ func leaseOf(qid int64, r model.Receipt) (key, lease int64, o model.LeaseOutcome
 // ended lease is not deleted by this statement: it is planned first
 // (plan.LeaseExpiry; see Delete), since its message may be backing
 // off or dead-lettered by now. Deleting a leased message invalidates the
-// receive attempt that returned it. d returns the deleted rows' ids.
-func deleteSQL(mid, fifo, policy, shard string) string {
+// receive attempt that returned it. d returns the deleted rows' ids. On a
+// queue that keeps completed records (keep, its CompletedRetention in
+// microseconds, > 0; qid its queue id), each deleted row leaves one in
+// message_records, with its receipt's result (r.result).
+func deleteSQL(mid, fifo, policy, shard, qid, keep string) string {
 	return `d AS (DELETE FROM messages m USING r WHERE m.id = r.id AND m.queue_id = ` + mid + ` AND m.lease = r.lease
 			AND m.state <> 'd' AND (NOT ` + fifo + ` OR (m.state = 'i' AND m.visible_at > ` + nowSQL + `))
 			AND NOT (` + policy + ` AND m.state = 'i' AND m.visible_at <= ` + nowSQL + `)
-			RETURNING m.id, m.state, m.attempt, m.lease),
+			RETURNING m.id, m.state, m.attempt, m.lease, m.message_id, coalesce(m.attempts, m.receive_count) AS attempts, m.reason),
 		inv AS (UPDATE attempts SET invalid = true
 			WHERE queue_id = ` + mid + ` AND attempt_id IN (SELECT attempt FROM d WHERE attempt IS NOT NULL)),
+		rec AS (INSERT INTO message_records AS x (queue_id, message_id, state, at, due, attempts, result, reason)
+			SELECT DISTINCT ON (d.id) ` + qid + `, d.message_id, 'c', ` + nowSQL + `, ` + nowSQL + ` + ` + keep + ` * interval '1 microsecond',
+				d.attempts, r.result, d.reason
+			FROM d JOIN r ON r.id = d.id AND r.lease = d.lease WHERE ` + keep + ` > 0 ORDER BY d.id, r.result IS NULL
+			ON CONFLICT (queue_id, message_id) DO UPDATE SET state = excluded.state, at = excluded.at, due = excluded.due,
+				attempts = excluded.attempts, result = excluded.result, replayed_as = NULL, reason = excluded.reason),
 		cnt AS (` + countsFromStates("d", mid, shard) + `)`
 }
 
 // deleteByMidSQL deletes the rows $3 with lease versions $4 of queue mid $2
 // (deleteSQL; $5: FIFO, $7: a standard queue with a policy, $6 the shard)
 // and returns their ids.
-var deleteByMidSQL = `WITH r (id, lease) AS (SELECT * FROM unnest($3::bigint[], $4::bigint[]) ORDER BY 1),
-		` + deleteSQL("$2", "$5", "$7", "$6") + `
+var deleteByMidSQL = `WITH r (id, lease, result) AS (SELECT * FROM unnest($3::bigint[], $4::bigint[], $8::text[]) ORDER BY 1),
+		` + deleteSQL("$2", "$5", "$7", "$6", "$9::bigint", "$10::bigint") + `
 		SELECT id FROM d`
 
 // deleteByRefSQL reads the live queue of account $2 and name $7 and deletes
@@ -415,9 +424,10 @@ var deleteByMidSQL = `WITH r (id, lease) AS (SELECT * FROM unnest($3::bigint[], 
 var deleteByRefSQL = `WITH q AS (
 			SELECT ` + queueCols + `, coalesce(config->>'Fifo', '') = 'true' AS fifo, ` + storedPolicySQL + ` AS policy
 			FROM queues WHERE account = $2 AND name = $7 AND NOT deleted),
-		r (id, lease) AS (SELECT u.id, u.lease FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) u (id, lease, qid)
+		r (id, lease, result) AS (SELECT u.id, u.lease, u.result FROM unnest($3::bigint[], $4::bigint[], $5::bigint[], $8::text[]) u (id, lease, qid, result)
 			WHERE u.qid = (SELECT id FROM q) ORDER BY 1),
-		` + deleteSQL("(SELECT mid FROM q)", "(SELECT fifo FROM q)", "(SELECT policy AND NOT fifo FROM q)", "$6") + `
+		` + deleteSQL("(SELECT mid FROM q)", "(SELECT fifo FROM q)", "(SELECT policy AND NOT fifo FROM q)", "$6",
+	"(SELECT id FROM q)", "(SELECT coalesce((config->>'CompletedRetention')::bigint, 0) / 1000 FROM q)") + `
 		SELECT ` + queueCols + `, (SELECT coalesce(array_agg(id ORDER BY id, lease), '{}') FROM d),
 			(SELECT coalesce(array_agg(lease ORDER BY id, lease), '{}') FROM d) FROM q`
 
@@ -425,7 +435,7 @@ var deleteByRefSQL = `WITH q AS (
 // version matches the receipts (a stale receipt matches nothing),
 // subtracting them from the counters, in the statement that reads the queue
 // row (deleteByRefSQL).
-func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts []model.Receipt) (_ []model.LeaseOutcome, err error) {
+func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts []model.Receipt, results []*string) (_ []model.LeaseOutcome, err error) {
 	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
 		return nil, err
@@ -435,14 +445,22 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 	// statement keeps those of the queue it reads); leaseOf sorts out the
 	// others once the queue is known.
 	var qids, rkeys, rleases []int64
-	for _, r := range receipts {
+	var rresults []*string
+	resultOf := func(i int) *string {
+		if results == nil {
+			return nil
+		}
+		return results[i]
+	}
+	for i, r := range receipts {
 		if r.QueueID < 1<<63 {
 			if key, lease, _, ok := leaseOf(int64(r.QueueID), r); ok {
 				qids, rkeys, rleases = append(qids, int64(r.QueueID)), append(rkeys, key), append(rleases, lease)
+				rresults = append(rresults, resultOf(i))
 			}
 		}
 	}
-	job := &deleteJob{ref: queueName, qids: qids, keys: rkeys, leases: rleases}
+	job := &deleteJob{ref: queueName, qids: qids, keys: rkeys, leases: rleases, results: rresults}
 	if err := b.deleteCombiner.do(ctx, queueName, job, b.deleteByRef); err != nil {
 		return nil, dbErr("delete", err)
 	}
@@ -463,22 +481,25 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 	}
 	out := make([]model.LeaseOutcome, len(receipts))
 	var keys, leases []int64
+	var keyResults []*string
 	var at []int // index in receipts of each key
 	for i, r := range receipts {
 		key, lease, o, ok := leaseOf(q.id, r)
 		out[i] = o
 		if ok {
 			keys, leases, at = append(keys, key), append(leases, lease), append(at, i)
+			keyResults = append(keyResults, resultOf(i))
 		}
 	}
 	if len(keys) == 0 {
 		return out, nil
 	}
 	policy := hasRetryOrRedrive(q.cfg)
-	del := func(keys, leases []int64) ([]int64, error) {
+	del := func(keys, leases []int64, results []*string) ([]int64, error) {
 		var gone []int64
 		err := retry(func() error {
-			rows, err := b.pool.Query(ctx, deleteByMidSQL, b.tnow(), q.mid, keys, leases, q.cfg.Fifo, shard(), policy && !q.cfg.Fifo)
+			rows, err := b.pool.Query(ctx, deleteByMidSQL, b.tnow(), q.mid, keys, leases, q.cfg.Fifo, shard(), policy && !q.cfg.Fifo,
+				results, q.id, q.cfg.CompletedRetention.Microseconds())
 			if err != nil {
 				return err
 			}
@@ -500,12 +521,13 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 		b.deadLettered(ctx, q, moved)
 		if !q.cfg.Fifo {
 			var rk, rl []int64
+			var rr []*string
 			for j, key := range keys {
 				if !slices.Contains(gone, key) {
-					rk, rl = append(rk, key), append(rl, leases[j])
+					rk, rl, rr = append(rk, key), append(rl, leases[j]), append(rr, keyResults[j])
 				}
 			}
-			more, err := del(rk, rl)
+			more, err := del(rk, rl, rr)
 			if q.cfg.MaxInFlight > 0 && (len(more) > 0 || err != nil) {
 				// Room under the queue's MaxInFlight: its waiting
 				// receives, on every broker, look again (after an
@@ -517,6 +539,9 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 			}
 			gone = append(gone, more...)
 		}
+	}
+	if q.cfg.CompletedRetention > 0 && len(gone) > 0 {
+		b.noteDeadline(b.clock.Now().Add(q.cfg.CompletedRetention)) // the records' due time
 	}
 	for j, key := range keys {
 		if !slices.Contains(gone, key) {
@@ -558,6 +583,7 @@ func (b *Backend) Delete(ctx context.Context, queueName model.QueueRef, receipts
 type deleteJob struct {
 	ref                model.QueueRef
 	qids, keys, leases []int64
+	results            []*string // the acks' results, one per key
 
 	found bool
 	q     queueRow
@@ -574,15 +600,17 @@ type leaseKey struct{ id, lease int64 }
 // on one queue, in one statement.
 func (b *Backend) deleteByRef(ctx context.Context, jobs []*deleteJob) error {
 	var qids, keys, leases []int64
+	var results []*string
 	for _, j := range jobs {
 		qids, keys, leases = append(qids, j.qids...), append(keys, j.keys...), append(leases, j.leases...)
+		results = append(results, j.results...)
 	}
 	var q queueRow
 	var goneIDs, goneLeases []int64
 	err := retry(func() error {
 		var err error
 		q, err = scanQueueWith(b.pool.QueryRow(ctx, deleteByRefSQL, b.tnow(), jobs[0].ref.Account, keys, leases, qids,
-			shard(), jobs[0].ref.Name), &goneIDs, &goneLeases)
+			shard(), jobs[0].ref.Name, results), &goneIDs, &goneLeases)
 		return err
 	})
 	found := true

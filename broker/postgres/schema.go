@@ -397,6 +397,32 @@ CREATE TABLE schedules (
 );
 CREATE INDEX schedules_due ON schedules (next_run) WHERE NOT paused;
 `,
+	// 16: job status by id (status.go, issue 26). messages_message_id finds
+	// a message of a queue by its id (LookupMessage; DeleteMessages and the
+	// replays of chosen dead letters use it too): one more entry per send,
+	// never changed (message_id is never updated, so a claim stays a HOT
+	// update). message_records holds what a queue with a
+	// CompletedRetention keeps of a message that left it
+	// (model.MessageRecord: state 'c' completed, 'e' expired, 'p'
+	// replayed), until due, when the sweeper deletes it (records_due). IF
+	// NOT EXISTS: an operator may build the index beforehand with CREATE
+	// INDEX CONCURRENTLY (docs/postgres.md).
+	`
+CREATE INDEX IF NOT EXISTS messages_message_id ON messages (queue_id, message_id);
+CREATE TABLE message_records (
+	queue_id    bigint NOT NULL,
+	message_id  uuid NOT NULL,
+	state       "char" NOT NULL,
+	at          timestamptz NOT NULL,
+	due         timestamptz NOT NULL,
+	attempts    integer NOT NULL DEFAULT 0,
+	result      text,
+	replayed_as text,
+	reason      text,
+	PRIMARY KEY (queue_id, message_id)
+);
+CREATE INDEX records_due ON message_records (due);
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

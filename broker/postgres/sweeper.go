@@ -135,6 +135,15 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 		SELECT 1`, b.tnow(), sweepBudget); err != nil {
 		return -1, false, dbErr("expire dedup window", err)
 	}
+	// The message records past their due time (status.go).
+	var records int64
+	if err := b.pool.QueryRow(ctx, `
+		WITH d AS (DELETE FROM message_records WHERE (queue_id, message_id) IN (
+			SELECT queue_id, message_id FROM message_records WHERE due <= `+nowSQL+` ORDER BY due LIMIT $2)
+			AND due <= `+nowSQL+` RETURNING 1)
+		SELECT count(*) FROM d`, b.tnow(), sweepBudget).Scan(&records); err != nil {
+		return -1, false, dbErr("expire message records", err)
+	}
 	leasesMore, err := b.sweepLeases(ctx)
 	if err != nil {
 		return -1, false, err
@@ -175,15 +184,21 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	if err := b.pool.QueryRow(ctx, nextExpirySQL, b.tnow()).Scan(&ttlIn); err != nil {
 		return -1, false, dbErr("next time to live", err)
 	}
+	// The next message record's due time.
+	var recordIn *int64
+	if err := b.pool.QueryRow(ctx, `SELECT (extract(epoch FROM min(due) - `+nowSQL+`) * 1000000)::bigint FROM message_records`,
+		b.tnow()).Scan(&recordIn); err != nil {
+		return -1, false, dbErr("next message record", err)
+	}
 	next = -1
-	for _, in := range []*int64{dueIn, leaseIn, ttlIn} {
+	for _, in := range []*int64{dueIn, leaseIn, ttlIn, recordIn} {
 		if in != nil {
 			if d := max(time.Duration(*in)*time.Microsecond, 0); next < 0 || d < next {
 				next = d
 			}
 		}
 	}
-	return next, expired > 0 || reclaimed || pruned >= sweepBudget || leasesMore || ttlMore, nil
+	return next, expired > 0 || reclaimed || pruned >= sweepBudget || leasesMore || ttlMore || records >= sweepBudget, nil
 }
 
 // policySQL selects the queues (alias q) whose ended leases are planned in
@@ -304,6 +319,7 @@ func (b *Backend) reclaim(ctx context.Context) (bool, error) {
 		x AS (DELETE FROM dedup WHERE queue_id IN (SELECT id FROM empty)),
 		a AS (DELETE FROM attempts WHERE queue_id IN (SELECT id FROM empty)),
 		l AS (DELETE FROM queue_limits WHERE queue_id IN (SELECT qid FROM empty)),
+		rc AS (DELETE FROM message_records WHERE queue_id IN (SELECT qid FROM empty)),
 		mt AS (DELETE FROM move_tasks WHERE source_id IN (SELECT qid FROM empty) AND NOT `+activeSQL+`),
 		p AS (DELETE FROM purged WHERE mid IN (SELECT id FROM empty WHERE qid IS NULL) RETURNING mid),
 		r AS (UPDATE queues SET reclaimed = true WHERE id IN (SELECT qid FROM empty) RETURNING id)

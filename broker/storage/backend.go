@@ -106,8 +106,12 @@ type Backend interface {
 	// delete of a lease that ended is LeaseEnded (its group lock is gone);
 	// on a standard queue the latest lease deletes even after it ended,
 	// unless the message is backing off or snoozed (delayed after a
-	// failure): that receipt is LeaseStale.
-	Delete(ctx context.Context, q model.QueueRef, receipts []model.Receipt) ([]model.LeaseOutcome, error)
+	// failure): that receipt is LeaseStale. On a queue with a
+	// CompletedRetention, each deleted message leaves a completed record
+	// (model.MessageRecord) in the same atomic step, with results[i] (an
+	// ack's result, at most model.MaxResultBytes, checked by the front;
+	// results is nil or has one entry per receipt, nil for none).
+	Delete(ctx context.Context, q model.QueueRef, receipts []model.Receipt, results []*string) ([]model.LeaseOutcome, error)
 	// ChangeVisibility changes leases as plan.LeaseChange plans each one
 	// (extend, nack with backoff, snooze, dead-letter now), counted from
 	// now. A lease that ended is LeaseEnded; a receipt of a message that is
@@ -127,6 +131,13 @@ type Backend interface {
 	// on one ends; a FIFO group it held is free), one bool per id: whether
 	// it was there.
 	DeleteMessages(ctx context.Context, q model.QueueRef, ids []string) ([]bool, error)
+	// LookupMessage finds message id in q without changing anything: the
+	// live message with its state as Browse shows it (an expired one is not
+	// live), else the record q keeps of it (a completed, expired or
+	// replayed message, for its queue's CompletedRetention), else neither.
+	// Ids compare in any case. The front turns what it finds into a status
+	// (broker.Broker.MessageStatus).
+	LookupMessage(ctx context.Context, q model.QueueRef, id string) (model.MessageLookup, error)
 
 	// Message move tasks (SQS's StartMessageMoveTask, ListMessageMoveTasks,
 	// CancelMessageMoveTask; the native API's replays). What an

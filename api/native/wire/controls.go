@@ -5,7 +5,8 @@ package wire
 // nack, extend, snooze, release, dead-letter), and of each ControlEntry of
 // a batch one. Every control takes Receipt; each takes only the other
 // fields it names (nack: reason and delaySeconds; extend:
-// visibilitySeconds; snooze: delaySeconds; dead-letter: reason). Those are
+// visibilitySeconds; snooze: delaySeconds; dead-letter: reason; ack:
+// result). Those are
 // absent (nil, and left out) when not given.
 type ControlFields struct {
 	// Receipt is the receipt of the delivery (Message.Receipt), required.
@@ -18,6 +19,10 @@ type ControlFields struct {
 	// VisibilitySeconds is an extend's: the lease's new remaining time,
 	// 1..43200 seconds.
 	VisibilitySeconds *int64 `json:"visibilitySeconds,omitempty"`
+	// Result is an ack's: the job's result (up to 65,536 bytes), kept with
+	// the message's completed record when its queue keeps them
+	// (CompletedRetentionSeconds) and shown by its status by id.
+	Result *string `json:"result,omitempty"`
 }
 
 // ControlEntry is one entry of a batch control: its entry id and its

@@ -1,0 +1,227 @@
+package brokertest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/broker/model"
+)
+
+// A message's status by id (Broker.MessageStatus): its live states, the
+// completed records a queue with CompletedRetentionSeconds keeps, a dead
+// letter asked on its source queue and on its dead-letter queue, unknown ids.
+var jobStatusTests = []testCase{
+	{"Transitions", testJobStatusTransitions},
+	{"CompletedRecords", testJobStatusCompleted},
+	{"NoRecordsByDefault", testJobStatusNoRecords},
+	{"DeadLettered", testJobStatusDeadLettered},
+	{"Unknown", testJobStatusUnknown},
+	{"ResultTooLarge", testJobStatusResultTooLarge},
+	{"RecordsSurviveRestart", testJobStatusRecordsRestart},
+}
+
+// status reads a message's status, failing when it is not found.
+func (e *env) status(queue, id string) model.MessageStatus {
+	e.t.Helper()
+	st, found, err := e.b.MessageStatus(e.ctx, queue, id)
+	if err != nil || !found {
+		e.t.Fatalf("MessageStatus(%s, %s) = found %v, err %v; want found", queue, id, found, err)
+	}
+	if !strings.EqualFold(st.ID, id) || st.Queue != queue {
+		e.t.Fatalf("MessageStatus(%s, %s) names message %s of queue %s", queue, id, st.ID, st.Queue)
+	}
+	return st
+}
+
+// noStatus checks that queue knows no message id.
+func (e *env) noStatus(queue, id string) {
+	e.t.Helper()
+	st, found, err := e.b.MessageStatus(e.ctx, queue, id)
+	if err != nil || found {
+		e.t.Fatalf("MessageStatus(%s, %s) = %+v, found %v, err %v; want not found", queue, id, st, found, err)
+	}
+}
+
+func wantState(t testing.TB, what string, st model.MessageStatus, state model.JobState, attempts int) {
+	t.Helper()
+	if st.State != state || st.Attempts != attempts {
+		t.Fatalf("%s: state %s, attempts %d; want %s, %d (%+v)", what, st.State, st.Attempts, state, attempts, st)
+	}
+}
+
+// deleteWith deletes a lease with an ack's result.
+func (e *env) deleteWith(queue, receipt string, result *string) error {
+	e.t.Helper()
+	errs, err := e.b.Delete(e.ctx, queue, []model.DeleteEntry{{ID: "d", Receipt: receipt, Result: result}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+func testJobStatusTransitions(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	id := e.send("q", model.SendEntry{Body: "job", Delay: dur(60 * time.Second)})[0].MessageID
+	t0 := e.clock.Now()
+
+	st := e.status("q", id)
+	wantState(t, "a delayed send", st, model.JobDelayed, 0)
+	if !sameInstant(st.VisibleAt, t0.Add(60*time.Second)) {
+		t.Fatalf("delayed: visibleAt %v, want %v", st.VisibleAt, t0.Add(60*time.Second))
+	}
+	e.advance(60 * time.Second)
+	wantState(t, "its delay over", e.status("q", id), model.JobReady, 0)
+
+	d := e.receiveOneFor("q", 30*time.Second)
+	st = e.status("q", id)
+	wantState(t, "received", st, model.JobInFlight, 1)
+	if !sameInstant(st.LeaseEndsAt, e.clock.Now().Add(30*time.Second)) {
+		t.Fatalf("in flight: leaseEndsAt %v, want %v", st.LeaseEndsAt, e.clock.Now().Add(30*time.Second))
+	}
+	e.nack("q", d.Receipt, "db down", dur(10*time.Second))
+	st = e.status("q", id)
+	wantState(t, "nacked with a delay", st, model.JobBackingOff, 1)
+	if st.Reason != "db down" || !sameInstant(st.VisibleAt, e.clock.Now().Add(10*time.Second)) {
+		t.Fatalf("backing off: reason %q, visibleAt %v; want %q, %v", st.Reason, st.VisibleAt, "db down", e.clock.Now().Add(10*time.Second))
+	}
+	e.advance(10 * time.Second)
+	st = e.status("q", id)
+	wantState(t, "its backoff over", st, model.JobReady, 1)
+	if st.Reason != "db down" {
+		t.Fatalf("ready again: reason %q, want the last failure's", st.Reason)
+	}
+	d = e.receiveOne("q")
+	wantState(t, "received again", e.status("q", id), model.JobInFlight, 2)
+	// Ids compare in any case.
+	wantState(t, "asked in upper case", e.status("q", strings.ToUpper(id)), model.JobInFlight, 2)
+	e.mustDelete("q", d.Receipt)
+	e.noStatus("q", id) // no CompletedRetentionSeconds: nothing kept
+}
+
+func testJobStatusCompleted(t *testing.T, s suite) {
+	e := s.setup(t)
+	q := e.createQueue("q", map[string]string{model.AttrCompletedRetentionSeconds: "60"})
+	if q.Config.CompletedRetention != time.Minute {
+		t.Fatalf("CompletedRetention = %v, want 1m", q.Config.CompletedRetention)
+	}
+	a := e.sendBody("q", "with a result").MessageID
+	b := e.sendBody("q", "deleted as SQS does").MessageID
+	ds := e.receiveN(model.ReceiveRequest{Queue: "q", MaxMessages: 2}, 2)
+	e.advance(5 * time.Second)
+	done := e.clock.Now()
+	result := `{"invoice":"F-17"}`
+	for _, d := range ds {
+		var r *string
+		if d.ID == a {
+			r = &result
+		}
+		if err := e.deleteWith("q", d.Receipt, r); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+	}
+	st := e.status("q", a)
+	wantState(t, "acked with a result", st, model.JobCompleted, 1)
+	if st.Result == nil || *st.Result != result || !sameInstant(st.CompletedAt, done) {
+		t.Fatalf("completed: result %v, completedAt %v; want %q, %v", st.Result, st.CompletedAt, result, done)
+	}
+	st = e.status("q", b)
+	wantState(t, "deleted without a result", st, model.JobCompleted, 1)
+	if st.Result != nil {
+		t.Fatalf("completed by a plain delete: result %q, want none", *st.Result)
+	}
+	e.wantStats("q", 0, 0, 0) // a record is no message
+	e.advance(59 * time.Second)
+	e.status("q", a)
+	e.advance(time.Second)
+	e.noStatus("q", a)
+	e.noStatus("q", b)
+	// Lowering the retention to 0 keeps no new record.
+	if err := e.b.SetQueueAttributes(e.ctx, "q", map[string]string{model.AttrCompletedRetentionSeconds: "0"}); err != nil {
+		t.Fatalf("SetQueueAttributes: %v", err)
+	}
+	c := e.sendBody("q", "c").MessageID
+	e.mustDelete("q", e.receiveOne("q").Receipt)
+	e.noStatus("q", c)
+}
+
+func testJobStatusNoRecords(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	id := e.sendBody("q", "x").MessageID
+	r := "done"
+	if err := e.deleteWith("q", e.receiveOne("q").Receipt, &r); err != nil {
+		t.Fatalf("Delete with a result: %v", err)
+	}
+	e.noStatus("q", id)
+}
+
+func testJobStatusDeadLettered(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("q", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	id := e.sendBody("q", "poison").MessageID
+	d := e.receiveOne("q")
+	e.nack("q", d.Receipt, "bad input", nil)
+	e.moveToDLQ("q", "dlq", 1)
+
+	st := e.status("q", id) // asked on the queue it came from
+	wantState(t, "asked on its source", st, model.JobDeadLettered, 1)
+	if st.DeadLetterQueue != "dlq" || st.DeadLetterSource != "q" || st.Reason != "bad input" {
+		t.Fatalf("dead-lettered on its source: dlq %q, source %q, reason %q; want dlq, q, bad input", st.DeadLetterQueue, st.DeadLetterSource, st.Reason)
+	}
+	st = e.status("dlq", id)
+	wantState(t, "asked on the dead-letter queue", st, model.JobDeadLettered, 1)
+	if st.DeadLetterQueue != "dlq" || st.DeadLetterSource != "q" {
+		t.Fatalf("dead-lettered on its dead-letter queue: dlq %q, source %q", st.DeadLetterQueue, st.DeadLetterSource)
+	}
+	// Another queue with the same dead-letter queue does not see it.
+	e.createQueue("other", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
+	e.noStatus("other", id)
+}
+
+func testJobStatusUnknown(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	e.sendBody("q", "x")
+	e.noStatus("q", model.NewMessageID())
+	e.noStatus("q", "not-an-id")
+	e.noStatus("q", "")
+	_, _, err := e.b.MessageStatus(e.ctx, "missing", model.NewMessageID())
+	wantErr(t, "the status on a missing queue", err, model.ErrQueueDoesNotExist)
+}
+
+func testJobStatusResultTooLarge(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{model.AttrCompletedRetentionSeconds: "60"})
+	id := e.sendBody("q", "x").MessageID
+	d := e.receiveOne("q")
+	big := strings.Repeat("r", model.MaxResultBytes+1)
+	wantErr(t, "an ack with a result past 64 KiB", e.deleteWith("q", d.Receipt, &big), model.ErrInvalidParameterValue)
+	wantState(t, "after the refused ack", e.status("q", id), model.JobInFlight, 1)
+	most := big[:model.MaxResultBytes]
+	if err := e.deleteWith("q", d.Receipt, &most); err != nil {
+		t.Fatalf("an ack with a 64 KiB result: %v", err)
+	}
+	if st := e.status("q", id); st.Result == nil || *st.Result != most {
+		t.Fatalf("the 64 KiB result was not kept whole")
+	}
+}
+
+func testJobStatusRecordsRestart(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.requireReopen()
+	e.createQueue("q", map[string]string{model.AttrCompletedRetentionSeconds: "30"})
+	id := e.sendBody("q", "x").MessageID
+	r := "ok"
+	if err := e.deleteWith("q", e.receiveOne("q").Receipt, &r); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	e.reopen()
+	if st := e.status("q", id); st.State != model.JobCompleted || st.Result == nil || *st.Result != r {
+		t.Fatalf("after a restart: %+v, want completed with its result", st)
+	}
+	e.advance(30 * time.Second)
+	e.noStatus("q", id)
+}

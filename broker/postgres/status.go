@@ -1,0 +1,74 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker/model"
+)
+
+// recordStates maps message_records.state to the record's state.
+var recordStates = map[string]model.JobState{"c": model.JobCompleted, "e": model.JobExpired, "p": model.JobReplayed}
+
+// LookupMessage implements storage.Backend: the live row of the message
+// (messages_message_id), read as Browse reads rows, else its record in
+// message_records (before its due time), in one statement.
+func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id string) (_ model.MessageLookup, err error) {
+	defer unavailable(ctx, &err)
+	if err := b.enter(ctx); err != nil {
+		return model.MessageLookup{}, err
+	}
+	defer b.life.Done()
+	q, err := b.getQueue(ctx, b.pool, name)
+	if err != nil {
+		return model.MessageLookup{}, err
+	}
+	if !messageIDRe.MatchString(id) {
+		return model.MessageLookup{}, nil // no message has such an id
+	}
+	id = strings.ToLower(id)
+	row := b.pool.QueryRow(ctx, `SELECT state::text, visible_at, `+nowSQL+`, `+msgCols("m")+` FROM messages m
+		WHERE queue_id = $2 AND message_id = $3::uuid AND sent_at > `+nowSQL+` - $4 * interval '1 microsecond'
+			AND NOT (coalesce(expires_at <= `+nowSQL+`, false) AND NOT (state = 'i' AND visible_at > `+nowSQL+`))
+		LIMIT 1`, b.tnow(), q.mid, id, micros(q.cfg.Retention))
+	var state rowState
+	var visibleAt, now time.Time
+	_, _, d, err := b.scanDelivery(row.Scan, []any{&state, &visibleAt, &now}, q)
+	switch {
+	case err == nil:
+		bm := model.BrowsedMessage{Message: d.Message, State: model.StateVisible}
+		if state != rowReady && visibleAt.After(now) {
+			bm.State, bm.VisibleAt = model.StateDelayed, visibleAt
+			if state == rowInFlight {
+				bm.State = model.StateInFlight
+			}
+		}
+		return model.MessageLookup{Live: &bm}, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return model.MessageLookup{}, dbErr("lookup message", err)
+	}
+	var rec model.MessageRecord
+	var st string
+	var replayedAs, reason *string
+	err = b.pool.QueryRow(ctx, `SELECT state::text, at, attempts, result, replayed_as, reason FROM message_records
+		WHERE queue_id = $2 AND message_id = $3::uuid AND due > `+nowSQL, b.tnow(), q.id, id).
+		Scan(&st, &rec.At, &rec.Attempts, &rec.Result, &replayedAs, &reason)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return model.MessageLookup{}, nil
+	}
+	if err != nil {
+		return model.MessageLookup{}, dbErr("lookup message record", err)
+	}
+	rec.ID, rec.State = id, recordStates[st]
+	if replayedAs != nil {
+		rec.ReplayedAs = *replayedAs
+	}
+	if reason != nil {
+		rec.Reason = *reason
+	}
+	return model.MessageLookup{Record: &rec}, nil
+}

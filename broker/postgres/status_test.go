@@ -1,0 +1,82 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker/clocktest"
+	"github.com/sluicemq/sluice/broker/model"
+	"github.com/sluicemq/sluice/broker/postgres"
+)
+
+// TestMigration16OldRows: a message stored before migration 16 is found by
+// its id after it (the index covers the old rows), and its queue, whose
+// stored config has no CompletedRetention, keeps no record until set.
+func TestMigration16OldRows(t *testing.T) {
+	t.Parallel()
+	url, schema, conn := schemaAtVersion(t, 15)
+	ctx := context.Background()
+	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+	cj := []byte(`{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
+		`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
+		`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`)
+	var mid int64
+	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
+		VALUES ('q', $1, $2, $2) RETURNING mid`, cj, at).Scan(&mid); err != nil {
+		t.Fatal(err)
+	}
+	const old = "00000000-0000-4000-8000-000000000001"
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("messages")+` (queue_id, state, visible_at, sent_at, message_id, body)
+		VALUES ($1, 'r', $2, $2, $3, 'old')`, mid, at, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("counts")+` (queue_id, shard, ready) VALUES ($1, 0, 1)`, mid); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(url, schema)
+	cfg.Clock = clocktest.NewFakeClock(at.Add(time.Minute))
+	be, err := postgres.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	f := front(t, be, cfg.Options)
+	st, found, err := f.MessageStatus(ctx, "q", old)
+	if err != nil || !found || st.State != model.JobReady {
+		t.Fatalf("the old message's status: %+v, %v, %v; want ready", st, found, err)
+	}
+	q, err := f.GetQueue(ctx, "q")
+	if err != nil || q.Config.CompletedRetention != 0 {
+		t.Fatalf("an old queue's CompletedRetention: %v, %v; want 0", q.Config.CompletedRetention, err)
+	}
+	ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q"})
+	if err != nil || len(ds) != 1 {
+		t.Fatal(err, ds)
+	}
+	if errs, err := f.Delete(ctx, "q", []model.DeleteEntry{{Receipt: ds[0].Receipt}}); err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	if _, found, err := f.MessageStatus(ctx, "q", old); err != nil || found {
+		t.Fatalf("a deleted message of a queue without CompletedRetention: found %v, %v", found, err)
+	}
+}
+
+// TestMigration16IndexBuiltBeforehand: an operator may build
+// messages_message_id beforehand with CREATE INDEX CONCURRENTLY; migration
+// 16 then skips it.
+func TestMigration16IndexBuiltBeforehand(t *testing.T) {
+	t.Parallel()
+	url, schema, conn := schemaAtVersion(t, 15)
+	ctx := context.Background()
+	messages := pgx.Identifier{schema, "messages"}.Sanitize()
+	if _, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY messages_message_id ON `+messages+` (queue_id, message_id)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := postgres.MigrateTo(ctx, url, schema, 16); err != nil {
+		t.Fatalf("migration 16 after its index was built beforehand: %v", err)
+	}
+}
