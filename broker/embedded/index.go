@@ -87,10 +87,10 @@ type queue struct {
 	// the records written, so that the sweeper knows it read them all.
 	recordDue    int64
 	recordWrites uint64
-	msgs  map[uint64]*msg
-	ready readyHeap // (priority desc, turn, key)
-	timed timedHeap // visibleAt
-	age   ageHeap   // sentAt: the retention sweeper's order
+	msgs         map[uint64]*msg
+	ready        readyHeap // (priority desc, turn, key)
+	timed        timedHeap // visibleAt
+	age          ageHeap   // sentAt: the retention sweeper's order
 	// readyAge counts the ready messages by when they became visible
 	// (readyage.go): every push to ready adds, unplace drops.
 	readyAge readyAges
