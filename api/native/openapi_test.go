@@ -408,8 +408,15 @@ func exercise(e *env) {
 	e.ok(204, "POST", "/v1/queues/q/nack", map[string]any{"receipt": ms[2]["receipt"], "reason": "oops"})
 	e.fails(400, "invalid_parameter", "POST", "/v1/queues/q/extend", map[string]any{"receipt": ms[2]["receipt"], "visibilitySeconds": 5})
 	ms = objects(t, e.ok(200, "POST", "/v1/queues/q/receive", nil)["messages"])
-	e.ok(204, "POST", "/v1/queues/q/ack", map[string]any{"receipt": ms[0]["receipt"]})
-	e.ok(200, "POST", "/v1/queues/q/ack", map[string]any{"entries": []any{map[string]any{"receipt": ms[0]["receipt"]}}})
+	if st := e.ok(200, "GET", "/v1/queues/q/messages/"+ms[0]["id"].(string), nil); st["state"] != "inFlight" {
+		t.Fatalf("status of a received message: %v", st)
+	}
+	e.ok(204, "POST", "/v1/queues/q/ack", map[string]any{"receipt": ms[0]["receipt"], "result": "done"})
+	e.ok(200, "POST", "/v1/queues/q/ack", map[string]any{"entries": []any{map[string]any{"receipt": ms[0]["receipt"], "result": "again"}}})
+	e.fails(404, "message_not_found", "GET", "/v1/queues/q/messages/"+ms[0]["id"].(string), nil)
+	e.fails(400, "invalid_parameter", "POST", "/v1/queues/q/ack", map[string]any{"receipt": ms[0]["receipt"], "result": strings.Repeat("r", 64*1024+1)})
+	e.fails(404, "message_not_found", "GET", "/v1/queues/q/messages/not-an-id", nil)
+	e.fails(404, "queue_not_found", "GET", "/v1/queues/nope/messages/"+ms[0]["id"].(string), nil)
 
 	e.ok(200, "GET", "/v1/queues/q/messages?order=newest", nil)
 	page := e.ok(200, "GET", "/v1/queues/q/messages?limit=1", nil)
