@@ -47,8 +47,8 @@ var (
 	// ErrQueueNotFound: the queue does not exist (queue_not_found). Create
 	// it, or check its name.
 	ErrQueueNotFound = errors.New("sluice: queue not found")
-	// ErrMessageNotFound: a delete by id of a message the queue does not
-	// hold (message_not_found).
+	// ErrMessageNotFound: a status or a delete by id of a message the
+	// queue does not hold (message_not_found).
 	ErrMessageNotFound = errors.New("sluice: message not found")
 	// ErrNotFound: another thing that does not exist (not_found: a move
 	// task, a schedule).
