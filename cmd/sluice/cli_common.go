@@ -180,6 +180,9 @@ func (c *cli) hint(err error) string {
 	if h := scheduleHint(c.name, err); h != "" {
 		return h
 	}
+	if h := jobHint(c.name, err); h != "" {
+		return h
+	}
 	var ue *url.Error
 	var ne net.Error
 	switch {

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -90,7 +91,9 @@ type settingFlags struct {
 	visibility       time.Duration
 	retention        time.Duration
 	ttl              time.Duration
-	maxDepth         int64
+	// completed is --completed-retention as given (nil: not given).
+	completed *time.Duration
+	maxDepth  int64
 	// maxInFlight and rate are --max-in-flight and
 	// --max-receives-per-second as given (nil: not given); the broker
 	// checks them.
@@ -103,6 +106,14 @@ func (f *settingFlags) add(c *cli) {
 	c.fs.DurationVar(&f.visibility, "visibility", 0, "VisibilityTimeout, in whole seconds (30s, 5m)")
 	c.fs.DurationVar(&f.retention, "retention", 0, "MessageRetentionPeriod, in whole seconds (96h)")
 	c.fs.DurationVar(&f.ttl, "ttl", 0, "MessageTimeToLive: the time to live of the messages sent without their own, in whole seconds (1h)")
+	c.fs.Func("completed-retention", "CompletedRetentionSeconds: keep a record of each deleted message (its status `D`, with its ack's result) this long, in whole seconds (1h; 0: none)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d%time.Second != 0 {
+			return errors.New("give a duration in whole seconds, such as 1h or 90s")
+		}
+		f.completed = &d
+		return nil
+	})
 	c.fs.Int64Var(&f.maxDepth, "max-depth", -1, "MaxDepth: sends past this depth are refused (0: no limit)")
 	c.fs.Func("max-in-flight", "MaxInFlight: at most `N` messages in flight; receives past it wait (0: no limit)", func(v string) error {
 		f.maxInFlight = &v
@@ -166,6 +177,9 @@ func (f *settingFlags) apply(c *cli, queue string, attrs map[string]string) erro
 	}
 	if f.ttl > 0 {
 		attrs["MessageTimeToLive"] = strconv.Itoa(int(f.ttl / time.Second))
+	}
+	if f.completed != nil {
+		attrs["CompletedRetentionSeconds"] = strconv.Itoa(int(*f.completed / time.Second))
 	}
 	if f.maxDepth >= 0 {
 		attrs["MaxDepth"] = strconv.FormatInt(f.maxDepth, 10)
