@@ -160,3 +160,53 @@ func ExampleClient_CreateSchedule() {
 	// nightly-report: 0 4 * * * in Europe/Berlin, missed runs: once
 	// next run at 04:00 Berlin time
 }
+
+// A job's status polled until it is done: the producer keeps the message
+// id its send answered, a worker acks the job with its result, and the
+// producer reads the result from the status (the queue keeps completed
+// records for an hour: CompletedRetentionSeconds).
+func ExampleClient_MessageStatus() {
+	base, stop, err := startBroker()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+	ctx := context.Background()
+	c, err := client.New(base)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	if _, err := c.CreateQueue(ctx, "invoices", map[string]string{"CompletedRetentionSeconds": "3600"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	job, err := c.Send(ctx, "invoices", client.Message{Body: `{"order": 17}`})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// A worker, elsewhere: it renders the invoice and acks with where it is.
+	go func() {
+		ds, err := c.Receive(ctx, "invoices", client.WaitTime(20*time.Second))
+		if err == nil && len(ds) == 1 {
+			_ = c.AckWithResult(ctx, "invoices", ds[0].Receipt, `{"pdf": "invoices/17.pdf"}`)
+		}
+	}()
+	for {
+		st, err := c.MessageStatus(ctx, "invoices", job.ID)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if st.Done() {
+			fmt.Println(st.State, *st.Result)
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // a real poll waits longer
+	}
+	// Output:
+	// completed {"pdf": "invoices/17.pdf"}
+}

@@ -21,6 +21,8 @@ import (
 //	0x03 <qid:8> 0x02 <key:8>       message body (bodyRecord: id, body, attributes, sender)
 //	0x03 <qid:8> 0x03 <dedup key>   dedup window entry (dedup.go)
 //	0x03 <qid:8> 0x04 <attempt id>  FIFO receive-attempt cache entry (fifo.go)
+//	0x03 <qid:8> 0x06 <message id>  a message's record after it left (records.go)
+//	0x03 <qid:8> 0x07 <due:8> <id>  that record's due time, for the sweeper (records.go)
 //	0x04 <seq:8>                    move task record (movetask.go)
 //	0x05 <name>                     schedule record (or <account>:<name>; schedule.go)
 //
