@@ -241,6 +241,8 @@ func (c *Consumer) free() int {
 type Settlement struct {
 	Receipt string
 	Ack     bool
+	// Result is an ack's result (nil: none; model.DeleteEntry.Result).
+	Result *string
 	model.LeaseEntry
 }
 
@@ -275,7 +277,7 @@ func (c *Consumer) Settle(ctx context.Context, ss []Settlement) ([]error, error)
 			continue
 		}
 		if s.Ack {
-			acks = append(acks, model.DeleteEntry{ID: entryID(len(acks)), Receipt: s.Receipt})
+			acks = append(acks, model.DeleteEntry{ID: entryID(len(acks)), Receipt: s.Receipt, Result: s.Result})
 			ackAt = append(ackAt, i)
 		} else {
 			le := s.LeaseEntry

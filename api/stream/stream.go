@@ -625,6 +625,10 @@ func toSettlement(st *streampb.Settlement) (broker.Settlement, error) {
 	switch a := st.GetAction().(type) {
 	case *streampb.Settlement_Ack:
 		out.Ack = true
+		if a.Ack != nil && a.Ack.Result != nil {
+			r := a.Ack.GetResult()
+			out.Result = &r
+		}
 	case *streampb.Settlement_Nack:
 		out.Kind, out.Reason = model.Nack, a.Nack.GetReason()
 		if a.Nack.DelaySeconds != nil {

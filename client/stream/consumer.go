@@ -181,6 +181,14 @@ func (s *Consumer) Ack(ctx context.Context, receipt string) error {
 	return s.settleOne(ctx, &streampb.Settlement{Receipt: receipt, Action: &streampb.Settlement_Ack{Ack: &streampb.Ack{}}})
 }
 
+// AckWithResult deletes a delivered message (done) with its job's result
+// (at most 65,536 bytes), once durable: on a queue with
+// CompletedRetentionSeconds, its status by id shows the result for that
+// long.
+func (s *Consumer) AckWithResult(ctx context.Context, receipt, result string) error {
+	return s.settleOne(ctx, &streampb.Settlement{Receipt: receipt, Action: &streampb.Settlement_Ack{Ack: &streampb.Ack{Result: &result}}})
+}
+
 // Nack hands a message back as a failure with reason: it counts as an
 // attempt, and the queue's retry policy and maxReceiveCount apply. delay,
 // when not negative, is the wait before it is visible again instead of the

@@ -871,9 +871,15 @@ func (*Settlement_Release) isSettlement_Action() {}
 
 func (*Settlement_DeadLetter) isSettlement_Action() {}
 
-// Ack deletes the message. It has no fields.
+// Ack deletes the message.
 type Ack struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// result is the job's result (at most 65536 bytes; a longer one fails
+	// the settlement with invalid_parameter, and the message stays held),
+	// kept with the message's completed record when its queue has
+	// CompletedRetentionSeconds, and shown by its status by id (the native
+	// API's GET /v1/queues/{queue}/messages/{id}). Not set: none.
+	Result        *string `protobuf:"bytes,1,opt,name=result,proto3,oneof" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -906,6 +912,13 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
 	return file_stream_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Ack) GetResult() string {
+	if x != nil && x.Result != nil {
+		return *x.Result
+	}
+	return ""
 }
 
 // Nack hands the message back as a failed attempt.
@@ -1914,8 +1927,10 @@ const file_stream_proto_rawDesc = "" +
 	"\arelease\x18\x06 \x01(\v2\x19.sluice.stream.v1.ReleaseH\x00R\arelease\x12?\n" +
 	"\vdead_letter\x18\a \x01(\v2\x1c.sluice.stream.v1.DeadLetterH\x00R\n" +
 	"deadLetterB\b\n" +
-	"\x06action\"\x05\n" +
-	"\x03Ack\"Z\n" +
+	"\x06action\"-\n" +
+	"\x03Ack\x12\x1b\n" +
+	"\x06result\x18\x01 \x01(\tH\x00R\x06result\x88\x01\x01B\t\n" +
+	"\a_result\"Z\n" +
 	"\x04Nack\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12(\n" +
 	"\rdelay_seconds\x18\x02 \x01(\rH\x00R\fdelaySeconds\x88\x01\x01B\x10\n" +
@@ -2074,6 +2089,7 @@ func file_stream_proto_init() {
 		(*Settlement_Release)(nil),
 		(*Settlement_DeadLetter)(nil),
 	}
+	file_stream_proto_msgTypes[9].OneofWrappers = []any{}
 	file_stream_proto_msgTypes[10].OneofWrappers = []any{}
 	file_stream_proto_msgTypes[16].OneofWrappers = []any{
 		(*ConsumeRequest_Open)(nil),
