@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/model"
 )
 
@@ -19,6 +20,7 @@ var jobStatusTests = []testCase{
 	{"Unknown", testJobStatusUnknown},
 	{"ResultTooLarge", testJobStatusResultTooLarge},
 	{"RecordsSurviveRestart", testJobStatusRecordsRestart},
+	{"Replayed", testJobStatusReplayed},
 }
 
 // status reads a message's status, failing when it is not found.
@@ -224,4 +226,26 @@ func testJobStatusRecordsRestart(t *testing.T, s suite) {
 	}
 	e.advance(30 * time.Second)
 	e.noStatus("q", id)
+}
+
+// testJobStatusReplayed: a replayed dead letter gets a new id in its
+// destination; on a dead-letter queue that keeps records its old id answers
+// replayed, naming the new one, whose own status is ready.
+func testJobStatusReplayed(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", map[string]string{model.AttrCompletedRetentionSeconds: "600"})
+	old := e.deadLetterEntries("src", "dlq", model.SendEntry{Body: "poison"})
+	e.replay("dlq", broker.ReplayRequest{})
+	e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
+	st := e.status("dlq", old[0].ID)
+	wantState(t, "a replayed dead letter", st, model.JobReplayed, 1) // its attempts when it left
+	if st.Reason != model.ReasonLeaseExpired {
+		t.Fatalf("replayed: reason %q, want its last failure's %q", st.Reason, model.ReasonLeaseExpired)
+	}
+	if st.ReplayedAs == "" || strings.EqualFold(st.ReplayedAs, old[0].ID) {
+		t.Fatalf("replayed: replayedAs %q, want the new id", st.ReplayedAs)
+	}
+	wantState(t, "the replayed message by its new id", e.status("src", st.ReplayedAs), model.JobReady, 0)
+	e.advance(600 * time.Second)
+	e.noStatus("dlq", old[0].ID)
 }

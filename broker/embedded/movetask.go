@@ -595,6 +595,7 @@ func (b *Backend) moveOutLocked(src, dst *queue, m *msg, edit *model.MessageEdit
 	_ = batch.Set(msgKey(dst.ID, kindBody, nm.key), body, nil)
 	_ = batch.Set(msgKey(dst.ID, kindMeta, nm.key), encodeMeta(nm), nil)
 	deleteMessageRecords(batch, src.ID, m.key)
+	b.putRecordLocked(src, m, batch, now, model.JobReplayed, nil, id) // records.go
 	src.remove(m)
 	dst.add(nm, now)
 	b.noteExpiryLocked(dst, nm)

@@ -157,6 +157,9 @@ func (b *Backend) moveStepTx(ctx context.Context, tx pgx.Tx, o *stepOutcome) (bo
 		return true, err
 	}
 	p := planStep(src, dst, t.destID != nil, byName, depths, t.edit, items, msgs)
+	if err := b.recordReplayed(ctx, tx, src, p); err != nil { // before applyStep deletes the rows
+		return true, err
+	}
 	if err := b.applyStep(ctx, tx, o, p); err != nil {
 		return true, err
 	}
@@ -303,6 +306,9 @@ type stepPlan struct {
 	handled int
 	waiting bool
 	skipped []skippedMsg // edited messages that do not fit their target
+	// replayedAs are the moved messages' new ids, in move order (one per
+	// movedIDs: the source's replayed records, when it keeps records).
+	replayedAs []string
 }
 
 // skippedMsg is an edited message a step left in the source (plan.ApplyEdit).
@@ -376,7 +382,9 @@ func planStep(src, dst queueRow, fixed bool, byName map[string]queueRow, depths 
 			p.plans[to.id] = mp
 		}
 		mp.ids = append(mp.ids, id)
-		mp.mids = append(mp.mids, model.NewMessageID())
+		newID := model.NewMessageID()
+		mp.mids = append(mp.mids, newID)
+		p.replayedAs = append(p.replayedAs, newID)
 		if m.group != nil {
 			mp.groups = append(mp.groups, *m.group)
 		}
@@ -452,6 +460,27 @@ func (b *Backend) applyStep(ctx context.Context, tx pgx.Tx, o *stepOutcome, p st
 	}
 	o.moved, o.skipped = int64(len(p.movedIDs)), int64(len(p.skipped))
 	return nil
+}
+
+// recordReplayed writes, on a source that keeps records (its
+// CompletedRetention), a replayed record of each message the step moved,
+// naming its new id (model.MessageRecord).
+func (b *Backend) recordReplayed(ctx context.Context, tx pgx.Tx, src queueRow, p stepPlan) error {
+	keep := src.cfg.CompletedRetention.Microseconds()
+	if keep <= 0 || len(p.movedIDs) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO message_records AS x (queue_id, message_id, state, at, due, attempts, replayed_as, reason)
+		SELECT $2, m.message_id, 'p', `+nowSQL+`, `+nowSQL+` + $3 * interval '1 microsecond',
+			coalesce(m.attempts, m.receive_count), u.n, m.reason
+		FROM unnest($4::bigint[], $5::text[]) u (id, n) JOIN messages m ON m.id = u.id
+		ON CONFLICT (queue_id, message_id) DO UPDATE SET state = excluded.state, at = excluded.at, due = excluded.due,
+			attempts = excluded.attempts, result = NULL, replayed_as = excluded.replayed_as, reason = excluded.reason`,
+		b.tnow(), src.id, keep, p.movedIDs, p.replayedAs)
+	if err == nil {
+		b.noteDeadline(b.clock.Now().Add(src.cfg.CompletedRetention))
+	}
+	return err
 }
 
 // advanceTask records the task's progress after a step that did not fail:
