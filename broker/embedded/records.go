@@ -123,6 +123,12 @@ func (b *Backend) sweepRecords() (next int64, more bool) {
 		writes uint64 // q.recordWrites when read
 	}
 	b.mu.Lock()
+	if b.refusal() != nil {
+		// The store refuses writes (a full disk): as sweepOnce, write
+		// nothing; the records stay hidden past their due time (readRecord).
+		b.mu.Unlock()
+		return 0, false
+	}
 	now := b.now()
 	var qs []due
 	for _, q := range b.queues {
