@@ -81,7 +81,7 @@ func statusOf(queue string, l model.MessageLookup) model.MessageStatus {
 	case m.State == model.StateDelayed:
 		st.State, st.VisibleAt = model.JobDelayed, m.VisibleAt
 	default:
-		st.State = model.JobReady
+		st.State, st.VisibleAt = model.JobReady, m.VisibleAt
 	}
 	return st
 }

@@ -31,7 +31,8 @@ type MessageStatus struct {
 	// Attempts counts its attempts (a receive adds one, a snooze takes it
 	// back); ReceiveCount its deliveries (live messages only).
 	Attempts, ReceiveCount int
-	// VisibleAt: when a delayed or backing-off message becomes visible.
+	// VisibleAt: when a delayed or backing-off message becomes visible, or
+	// when a ready one became visible.
 	VisibleAt time.Time
 	// LeaseEndsAt: when an in-flight message's lease ends.
 	LeaseEndsAt time.Time

@@ -74,7 +74,11 @@ func testJobStatusTransitions(t *testing.T, s suite) {
 		t.Fatalf("delayed: visibleAt %v, want %v", st.VisibleAt, t0.Add(60*time.Second))
 	}
 	e.advance(60 * time.Second)
-	wantState(t, "its delay over", e.status("q", id), model.JobReady, 0)
+	st = e.status("q", id)
+	wantState(t, "its delay over", st, model.JobReady, 0)
+	if !sameInstant(st.VisibleAt, t0.Add(60*time.Second)) {
+		t.Fatalf("ready: visibleAt %v, want when its delay ended, %v", st.VisibleAt, t0.Add(60*time.Second))
+	}
 
 	d := e.receiveOneFor("q", 30*time.Second)
 	st = e.status("q", id)

@@ -45,7 +45,7 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 		bm.ID = found.id()
 		switch found.state {
 		case stateReady:
-			bm.State = model.StateVisible
+			bm.State, bm.VisibleAt = model.StateVisible, fromNanos(found.visibleAt) // when it became visible
 		case stateInflight, stateDoomed:
 			bm.State, bm.VisibleAt = model.StateInFlight, fromNanos(found.visibleAt)
 		default:

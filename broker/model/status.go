@@ -69,7 +69,8 @@ type MessageRecord struct {
 
 // MessageLookup is what a backend finds of a message id in a queue
 // (Backend.LookupMessage): the live message, or the record the queue keeps
-// of it, or neither (both nil).
+// of it, or neither (both nil). Unlike Browse's, a visible Live message has
+// its VisibleAt: when it became visible.
 type MessageLookup struct {
 	Live   *BrowsedMessage
 	Record *MessageRecord
@@ -84,7 +85,8 @@ type MessageStatus struct {
 	Attempts int
 	// ReceiveCount is how many times it was received.
 	ReceiveCount int
-	// VisibleAt is when a delayed or backing-off message becomes visible.
+	// VisibleAt is when a delayed or backing-off message becomes visible,
+	// or when a ready one became visible.
 	VisibleAt time.Time
 	// LeaseEndsAt is when an in-flight message's lease ends.
 	LeaseEndsAt time.Time

@@ -40,7 +40,9 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 	_, _, d, err := b.scanDelivery(row.Scan, []any{&state, &visibleAt, &now}, q)
 	switch {
 	case err == nil:
-		bm := model.BrowsedMessage{Message: d.Message, State: model.StateVisible}
+		// A ready row's visible_at is when it became visible (a lookup
+		// answers it; Browse does not).
+		bm := model.BrowsedMessage{Message: d.Message, State: model.StateVisible, VisibleAt: visibleAt}
 		if state != rowReady && visibleAt.After(now) {
 			bm.State, bm.VisibleAt = model.StateDelayed, visibleAt
 			if state == rowInFlight {

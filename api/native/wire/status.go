@@ -16,7 +16,8 @@ type MessageStatus struct {
 	Attempts int `json:"attempts"`
 	// ReceiveCount is how many times it was received (live messages).
 	ReceiveCount int `json:"receiveCount,omitempty"`
-	// VisibleAt is when a delayed or backing-off message becomes visible.
+	// VisibleAt is when a delayed or backing-off message becomes visible,
+	// or when a ready one became visible.
 	VisibleAt *time.Time `json:"visibleAt,omitempty"`
 	// LeaseEndsAt is when an in-flight message's lease ends.
 	LeaseEndsAt *time.Time `json:"leaseEndsAt,omitempty"`
