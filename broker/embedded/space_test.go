@@ -2,9 +2,9 @@ package embedded
 
 import (
 	"context"
-	"math/rand/v2"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"syscall"
 	"testing"
