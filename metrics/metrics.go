@@ -294,6 +294,10 @@ var (
 			"Messages set aside because their stored body could not be read (on-disk corruption; the log names the file and message id).", []string{"queue"}, nil),
 		model.CountExpired: prometheus.NewDesc("sluice_messages_expired_total",
 			"Messages of the queue whose time to live passed, dropped or moved to its dead-letter queue by this broker.", []string{"queue"}, nil),
+		model.CountArchived: prometheus.NewDesc("sluice_messages_archived_total",
+			"Messages of an ArchiveExpired queue whose retention ended, written to this broker's archive before their removal.", []string{"queue"}, nil),
+		model.CountArchiveFailed: prometheus.NewDesc("sluice_messages_archive_failed_total",
+			"Messages of an ArchiveExpired queue whose retention ended and that this broker removed without archiving them (the archive could not be written).", []string{"queue"}, nil),
 	}
 )
 

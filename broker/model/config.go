@@ -93,6 +93,9 @@ type QueueConfig struct {
 	// one expired or replayed), which its status by id reads; 0 (the
 	// default) keeps none; at most MaxCompletedRetention.
 	CompletedRetention time.Duration `json:",omitempty"`
+	// ArchiveExpired writes the messages its retention ends to the broker's
+	// archive before they are removed (archive.go); default false.
+	ArchiveExpired bool `json:",omitempty"`
 }
 
 // RedrivePolicy is the parsed RedrivePolicy attribute.

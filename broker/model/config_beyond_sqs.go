@@ -48,6 +48,7 @@ var sluiceAttrs = map[string]bool{
 	AttrMaxInFlight: true, AttrMaxReceivesPerSecond: true,
 	AttrMessageTimeToLive: true, AttrExpiredMessageAction: true,
 	AttrCompletedRetentionSeconds: true,
+	AttrArchiveExpired: true,
 }
 
 // IsSluiceAttribute reports whether name is one of the Sluice queue attributes.
@@ -59,7 +60,7 @@ func SluiceAttributeDefault(name string) string {
 	switch name {
 	case AttrMaxDepth, AttrLowPriorityMaxDepth:
 		return "0"
-	case AttrPaused:
+	case AttrPaused, AttrArchiveExpired:
 		return "false"
 	case AttrDeliveryMode:
 		return DeliveryAtLeastOnce
@@ -86,6 +87,8 @@ func (c *QueueConfig) applySluice(name, v string) error {
 		c.LowPriorityMaxDepth, err = parseInt(name, v, 0, MaxQueueDepth)
 	case AttrPaused:
 		c.Paused, err = parseBool(name, v)
+	case AttrArchiveExpired:
+		c.ArchiveExpired, err = parseBool(name, v)
 	case AttrDeliveryMode:
 		switch v {
 		case DeliveryAtLeastOnce, "":
@@ -146,6 +149,9 @@ func (c QueueConfig) sluiceAttributes(m map[string]string) {
 	}
 	if c.Paused {
 		m[AttrPaused] = "true"
+	}
+	if c.ArchiveExpired {
+		m[AttrArchiveExpired] = "true"
 	}
 	if c.DeliveryMode != "" {
 		m[AttrDeliveryMode] = c.DeliveryMode

@@ -46,6 +46,14 @@ const (
 	// the queue's dead-letter queue (a move counts as CountDeadLettered
 	// too).
 	CountExpired
+	// CountArchived: messages of an ArchiveExpired queue whose retention
+	// ended, written to the broker's archive before their removal.
+	CountArchived
+	// CountArchiveFailed: messages of an ArchiveExpired queue whose
+	// retention ended and that were removed without being archived (the
+	// archive could not be written: a full disk, an error; see
+	// docs/archive.md).
+	CountArchiveFailed
 	// NumCounters is the number of counters.
 	NumCounters
 )
@@ -67,6 +75,10 @@ func (c Counter) String() string {
 		return "damaged"
 	case CountExpired:
 		return "expired"
+	case CountArchived:
+		return "archived"
+	case CountArchiveFailed:
+		return "archive_failed"
 	}
 	return "unknown"
 }

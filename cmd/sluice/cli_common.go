@@ -20,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicemq/sluice/broker/model"
 	sclient "github.com/sluicemq/sluice/client"
 )
 
@@ -279,31 +280,12 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // attrJSON is a message attribute in JSON: Binary values in base64, as the
 // native API has them.
-type attrJSON struct {
-	Type  string `json:"type"`
-	Value string `json:"value"`
-}
+type attrJSON = model.ExportAttribute
 
 // messageJSON is a message as recv, peek and dlq print it with --json, and
-// the line format of dlq export (which send --from-export reads back).
-type messageJSON struct {
-	ID               string              `json:"id"`
-	Body             string              `json:"body"`
-	Attributes       map[string]attrJSON `json:"attributes,omitempty"`
-	Priority         int                 `json:"priority,omitempty"`
-	ReceiveCount     int                 `json:"receiveCount"`
-	Attempts         int                 `json:"attempts"`
-	CreatedAt        time.Time           `json:"createdAt"`
-	CorrelationID    string              `json:"correlationId,omitempty"`
-	TraceContext     string              `json:"traceContext,omitempty"`
-	GroupID          string              `json:"groupId,omitempty"`
-	DedupID          string              `json:"dedupId,omitempty"`
-	SequenceNumber   string              `json:"sequenceNumber,omitempty"`
-	Receipt          string              `json:"receipt,omitempty"`
-	State            string              `json:"state,omitempty"`
-	DeadLetterSource string              `json:"deadLetterSource,omitempty"`
-	Reason           string              `json:"reason,omitempty"`
-}
+// the line format of dlq export (which send --from-export reads back): the
+// broker's archive writes the same lines (model.ExportLine).
+type messageJSON = model.ExportLine
 
 func toMessageJSON(d sclient.Delivery) messageJSON {
 	m := messageJSON{
