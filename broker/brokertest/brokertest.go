@@ -62,6 +62,11 @@ type Harness struct {
 	// -rapid.checks or RAPID_CHECKS override it; SLUICE_SCALE=full makes it
 	// 200.
 	ModelChecks int
+	// ArchiveDir returns the archive directory of a backend the harness
+	// opened (the retention sweeper writes the expired messages of
+	// ArchiveExpired queues there; it stays across Reopen). Nil: the
+	// archive cases skip with a printed reason.
+	ArchiveDir func(b storage.Backend) string
 }
 
 // testCase is one conformance test. It calls s.setup to get its backend.
@@ -118,6 +123,7 @@ func groups() []group {
 		{"TTL", ttlTests},
 		{"Schedules", scheduleTests},
 		{"JobStatus", jobStatusTests},
+		{"Archive", archiveTests},
 	}
 }
 

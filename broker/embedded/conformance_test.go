@@ -1,11 +1,13 @@
 package embedded_test
 
 import (
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/sluicemq/sluice/broker/brokertest"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/broker/internal/archive"
 	"github.com/sluicemq/sluice/broker/storage"
 )
 
@@ -18,7 +20,7 @@ func TestConformance(t *testing.T) {
 	)
 	open := func(t *testing.T, dir string, opts storage.Options) storage.Backend {
 		t.Helper()
-		b, err := embedded.Open(embedded.Config{Dir: dir, Options: opts})
+		b, err := embedded.Open(embedded.Config{Dir: dir, Options: opts, Archive: archive.Config{Dir: filepath.Join(dir, "archive"), ID: "conformance"}})
 		if err != nil {
 			t.Fatalf("embedded.Open(%s): %v", dir, err)
 		}
@@ -51,6 +53,11 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("Close before reopening: %v", err)
 			}
 			return open(t, dir, opts)
+		},
+		ArchiveDir: func(b storage.Backend) string {
+			mu.Lock()
+			defer mu.Unlock()
+			return filepath.Join(dirs[b], "archive")
 		},
 	})
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/sluicemq/sluice/broker/internal/archive"
 	"github.com/sluicemq/sluice/broker/internal/deadletter"
 	"github.com/sluicemq/sluice/broker/internal/lifecycle"
 	"github.com/sluicemq/sluice/broker/model"
@@ -60,6 +61,10 @@ type Config struct {
 	// default) is max(64 MiB, 2 % of the file system) capped at a quarter
 	// of it; DiskReserveOff (-1) never refuses. See ParseDiskReserve.
 	DiskReserve int64
+	// Archive is where the retention sweeper writes the messages of
+	// ArchiveExpired queues before it removes them (archive.go); a zero
+	// Dir: no archive (they are removed, counted as archive failures).
+	Archive archive.Config
 	// Options are the settings every backend shares (clock, logger,
 	// observer).
 	storage.Options
@@ -88,6 +93,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("embedded: Config.CacheBytes %d: must be 1 MiB..64 GiB", c.CacheBytes)
 	case c.DiskReserve < DiskReserveOff:
 		return fmt.Errorf("embedded: Config.DiskReserve %d: must be -1 (off), 0 (auto) or a number of bytes", c.DiskReserve)
+	case c.Archive.Enabled():
+		if err := c.Archive.Validate(); err != nil {
+			return fmt.Errorf("embedded: Config.%w", err)
+		}
 	}
 	return nil
 }
@@ -132,6 +141,13 @@ type Backend struct {
 	// reclaimer; Open starts them, Close stops them.
 	life                      *lifecycle.Lifecycle
 	sweeper, mover, scheduler lifecycle.Duty
+	// archive is the archive of ArchiveExpired queues (nil: none) and
+	// archiveCur its cursor as the store holds it; the sweeper's (archive.go).
+	archive    *archive.Writer
+	archiveCur archive.Cursor
+	// archiveFault, a test seam, fails a sweep between the archive's sync
+	// and its batch (the store fails, as a crash would stop it).
+	archiveFault func() error
 	reclaim                   chan [2][]byte // ranges whose data was deleted, to compact
 	closeOnce                 sync.Once
 	closeErr                  error
@@ -212,6 +228,12 @@ func Open(cfg Config) (*Backend, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if cfg.Archive.Enabled() {
+		if err := b.openArchive(cfg.Archive); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
 	b.sweeper = lifecycle.Duty{Name: "retention sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
 	b.mover = lifecycle.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle, Step: b.moveTick}
 	b.life.Start(&b.sweeper)
@@ -287,6 +309,9 @@ func (b *Backend) Close() error {
 		}
 		b.closeErr = b.db.Close()
 	})
+	if b.archive != nil {
+		_ = b.archive.Close()
+	}
 	return b.closeErr
 }
 

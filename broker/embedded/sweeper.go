@@ -62,6 +62,9 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 	now := b.now()
 	batch := b.db.NewBatch()
 	n := 0
+	// The archive's part (archive.go): the lines of the messages of
+	// ArchiveExpired queues that this sweep removes by retention.
+	as := archiveSweep{on: b.archive != nil && b.archive.Available(fromNanos(now))}
 	for _, q := range b.queues {
 		// Leases that ended on their last attempt, or past their
 		// message's time to live: their messages move to the dead-letter
@@ -89,6 +92,10 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 				break
 			}
 			m := q.age[0]
+			if q.Config.ArchiveExpired && b.takeArchiveLocked(&as, q, m, now) {
+				more = true
+				break
+			}
 			q.remove(m)
 			deleteMessageRecords(batch, q.ID, m.key)
 			n++
@@ -103,9 +110,20 @@ func (b *Backend) sweepOnce() (next int64, more bool) {
 		}
 	}
 	b.sweepAt = next
+	// The archive is synced before the batch that removes its messages
+	// and moves its cursor.
+	cur, fault := b.writeArchiveLocked(&as, batch)
+	if fault != nil {
+		b.fail(fault)
+		_ = batch.Close()
+		b.mu.Unlock()
+		return 0, false
+	}
 	err := b.applyLocked(batch)
 	b.mu.Unlock()
-	if err := b.wait(batch, err); err != nil {
+	err = b.wait(batch, err)
+	b.archiveDone(&as, cur, err)
+	if err != nil {
 		b.log.Error("retention sweep failed", "err", err)
 	} else if n > 0 {
 		b.log.Debug("retention sweep", "handled", n)
