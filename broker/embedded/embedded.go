@@ -148,9 +148,9 @@ type Backend struct {
 	// archiveFault, a test seam, fails a sweep between the archive's sync
 	// and its batch (the store fails, as a crash would stop it).
 	archiveFault func() error
-	reclaim                   chan [2][]byte // ranges whose data was deleted, to compact
-	closeOnce                 sync.Once
-	closeErr                  error
+	reclaim      chan [2][]byte // ranges whose data was deleted, to compact
+	closeOnce    sync.Once
+	closeErr     error
 	// failed holds the first store write or sync error. Once set, the
 	// backend is fail-stop: every call is refused until a restart recovers
 	// from the log. (After a failed fsync the kernel may have dropped the
