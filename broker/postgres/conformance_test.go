@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicemq/sluice/broker/brokertest"
+	"github.com/sluicemq/sluice/broker/internal/archive"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/broker/storage"
 )
@@ -18,11 +19,25 @@ func TestConformance(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		schemas = map[storage.Backend]string{}
+		dirs    = map[string]string{} // each schema's archive directory, in its test
 	)
 	open := func(t *testing.T, schema string, opts storage.Options) storage.Backend {
 		t.Helper()
 		cfg := testConfig(url, schema)
 		cfg.Options = opts
+		mu.Lock()
+		dir, ok := dirs[schema]
+		if !ok {
+			dir = t.TempDir()
+			dirs[schema] = dir
+			t.Cleanup(func() {
+				mu.Lock()
+				delete(dirs, schema)
+				mu.Unlock()
+			})
+		}
+		mu.Unlock()
+		cfg.Archive = archive.Config{Dir: dir, ID: "conformance"}
 		b, err := postgres.Open(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("postgres.Open(schema %s): %v", schema, err)
@@ -58,6 +73,11 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("Close before reopening: %v", err)
 			}
 			return open(t, schema, opts)
+		},
+		ArchiveDir: func(b storage.Backend) string {
+			mu.Lock()
+			defer mu.Unlock()
+			return dirs[schemas[b]]
 		},
 	})
 }

@@ -73,6 +73,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sluicemq/sluice/broker/internal/archive"
 	"github.com/sluicemq/sluice/broker/internal/deadletter"
 	"github.com/sluicemq/sluice/broker/internal/lifecycle"
 	"github.com/sluicemq/sluice/broker/model"
@@ -124,6 +125,11 @@ type Config struct {
 	// told batches), not the listening and notifying connections'. Tests
 	// count a receive's round trips with it. Default nil.
 	QueryTracer pgx.QueryTracer
+	// Archive is where this broker's sweeper writes the messages of
+	// ArchiveExpired queues whose retention it ends (archive.go); a zero
+	// Dir: no archive (they are removed, counted as archive failures).
+	// Brokers sharing a directory need distinct Archive.IDs.
+	Archive archive.Config
 }
 
 // DefaultConfig returns a Config with every default set and URL empty.
@@ -188,6 +194,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("postgres: Config.PollInterval %v: must be 10ms..20s", c.PollInterval)
 	case c.NotifyInterval < 0 || c.NotifyInterval > time.Second:
 		return fmt.Errorf("postgres: Config.NotifyInterval %v: must be 0..1s", c.NotifyInterval)
+	case c.Archive.Enabled():
+		if err := c.Archive.Validate(); err != nil {
+			return fmt.Errorf("postgres: Config.%w", err)
+		}
 	}
 	return nil
 }
@@ -207,6 +217,15 @@ func setsPoolMaxConns(conn string) bool {
 // Backend is the PostgreSQL storage.Backend. Create it with Open.
 type Backend struct {
 	cfg   Config
+	// archive is this broker's archive (nil: none), archiveID its id, and
+	// archiveUnsure set when an archive step's commit failed after its
+	// append (the next step reads the cursor first); the sweeper's
+	// (archive.go). archiveFault, a test seam, fails a step between the
+	// archive's sync and its commit.
+	archive       *archive.Writer
+	archiveID     string
+	archiveUnsure bool
+	archiveFault  func() error
 	clock model.Clock
 	log   *slog.Logger
 	pool  *pgxpool.Pool
@@ -321,6 +340,12 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b.dlLog = &deadletter.Log{Log: b.log, Clock: b.clock, Observer: cfg.Observer}
 	b.waiters.init()
 	b.notifier = newNotifier(b, dedicated)
+	if cfg.Archive.Enabled() {
+		if err := openArchive(ctx, b, pool, cfg.Archive); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
 	b.sweeper = lifecycle.Duty{Name: "sweeper", Clock: b.clock, Logger: b.log, Idle: sweepIdle, Step: b.sweepStep}
 	b.mover = lifecycle.Duty{Name: "move tasks", Clock: b.clock, Logger: b.log, Idle: moveIdle,
 		Retry: cfg.PollInterval, Step: b.moveTick}
@@ -342,6 +367,9 @@ func (b *Backend) Close() error {
 		b.life.Close()
 		b.deleteCombiner.drain()
 		b.pool.Close()
+		if b.archive != nil {
+			_ = b.archive.Close()
+		}
 	})
 	return nil
 }

@@ -423,6 +423,16 @@ CREATE TABLE message_records (
 );
 CREATE INDEX records_due ON message_records (due);
 `,
+	// 17: the archive (archive.go, issue 26): one row per broker archive
+	// id, its cursor (archive.Cursor.String: the open file and its size),
+	// set in the transaction that deletes the archived rows. The queue
+	// setting ArchiveExpired is in queues.config (JSON).
+	`
+CREATE TABLE archive_cursors (
+	archive_id text COLLATE "C" PRIMARY KEY,
+	cursor     text NOT NULL
+);
+`,
 }
 
 // migrate creates the schema and applies the pending migrations. It holds a

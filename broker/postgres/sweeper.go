@@ -92,7 +92,7 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 		return b.pool.QueryRow(ctx, `
 		WITH q AS (SELECT mid AS id, id AS qid, (config->>'Retention')::bigint / 1000 AS ret,
 			coalesce(config->>'Fifo', '') = 'true' OR coalesce((config->>'MaxInFlight')::bigint, 0) > 0 AS wake
-			FROM queues WHERE NOT deleted),
+			FROM queues q WHERE NOT deleted AND NOT `+archiveQueueSQL+`),
 		exp AS (
 			SELECT m.id, m.queue_id, m.state, q.qid, q.wake FROM q CROSS JOIN LATERAL (
 				SELECT id, queue_id, state FROM messages
@@ -143,6 +143,12 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 			AND due <= `+nowSQL+` RETURNING 1)
 		SELECT count(*) FROM d`, b.tnow(), sweepBudget).Scan(&records); err != nil {
 		return -1, false, dbErr("expire message records", err)
+	}
+	// The retention of ArchiveExpired queues, which the retention statement
+	// above leaves alone (archive.go).
+	archiveMore, err := b.sweepArchive(ctx)
+	if err != nil {
+		return -1, false, err
 	}
 	leasesMore, err := b.sweepLeases(ctx)
 	if err != nil {
@@ -198,7 +204,7 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 			}
 		}
 	}
-	return next, expired > 0 || reclaimed || pruned >= sweepBudget || leasesMore || ttlMore || records >= sweepBudget, nil
+	return next, expired > 0 || archiveMore || reclaimed || pruned >= sweepBudget || leasesMore || ttlMore || records >= sweepBudget, nil
 }
 
 // policySQL selects the queues (alias q) whose ended leases are planned in

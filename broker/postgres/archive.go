@@ -1,0 +1,244 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluicemq/sluice/broker/internal/archive"
+	"github.com/sluicemq/sluice/broker/model"
+)
+
+// The archive (package archive has the files and the exactly-once rule):
+// each broker archives what its own sweeper removes, in its own files (its
+// archive id, Config.Archive.ID, in their names) and with its own cursor,
+// a row of archive_cursors (migration 17). The sweeper's archive step
+// (sweepArchive) locks a batch of the expired rows of ArchiveExpired
+// queues (FOR UPDATE SKIP LOCKED: two brokers' sweepers never take the same
+// row, so each message is archived by exactly one), writes their lines and
+// syncs the archive, then deletes the rows and sets its cursor row in the
+// same transaction. A crash (or a lost connection) before the commit
+// leaves the rows, unlocked, and the old cursor: this broker cuts its
+// archive back to the cursor it reads from the database (at its next start,
+// or before its next archive step), and whichever sweeper takes the rows
+// then archives them, once. The retention sweep proper (sweepOnce) leaves
+// the rows of ArchiveExpired queues to this step.
+//
+// While the archive cannot be written (a full disk: archive.Writer.Available
+// is false for a minute after a failed write) or when the broker has no
+// archive, the step deletes the rows all the same and counts them
+// (model.CountArchiveFailed): the archive never holds a queue back.
+
+// archiveBatchBytes bounds the bytes of bodies one archive step holds in
+// memory (the lines until the archive's sync), as sweepBudget bounds its
+// rows.
+const archiveBatchBytes = 16 << 20
+
+// openArchive opens the archive of cfg at the cursor the database holds for
+// its id, and stores the cursor it starts at.
+func openArchive(ctx context.Context, b *Backend, pool *pgxpool.Pool, cfg archive.Config) error {
+	cfg = cfg.WithDefaults()
+	cur, err := readArchiveCursor(ctx, pool, cfg.ID)
+	if err != nil {
+		return err
+	}
+	w, start, err := archive.Open(cfg, b.clock, b.log, cur)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if start != cur {
+		if _, err := pool.Exec(ctx, upsertCursorSQL, cfg.ID, start.String()); err != nil {
+			w.Close()
+			return dbErr("store the archive cursor", err)
+		}
+	}
+	b.archive, b.archiveID = w, cfg.ID
+	return nil
+}
+
+const upsertCursorSQL = `INSERT INTO archive_cursors (archive_id, cursor) VALUES ($1, $2)
+	ON CONFLICT (archive_id) DO UPDATE SET cursor = excluded.cursor`
+
+func readArchiveCursor(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, id string) (archive.Cursor, error) {
+	var s string
+	err := q.QueryRow(ctx, `SELECT cursor FROM archive_cursors WHERE archive_id = $1`, id).Scan(&s)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return archive.Cursor{}, nil
+	}
+	if err != nil {
+		return archive.Cursor{}, dbErr("read the archive cursor", err)
+	}
+	return archive.ParseCursor(s)
+}
+
+// archiveQueueSQL selects the queues (alias q) whose retention archives.
+const archiveQueueSQL = `coalesce(q.config->>'ArchiveExpired', '') = 'true'`
+
+// sweepArchive is the sweeper's archive step: up to sweepBudget rows (and
+// archiveBatchBytes of bodies) of ArchiveExpired queues past their
+// retention, archived and deleted in one transaction. It reports whether
+// more are due.
+func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
+	if b.archive != nil && b.archiveUnsure {
+		// The last step's commit failed or is unknown: the database's
+		// cursor says which it was.
+		cur, err := readArchiveCursor(ctx, b.pool, b.archiveID)
+		if err != nil {
+			return false, err
+		}
+		if err := b.archive.Reconcile(cur); err != nil {
+			return false, fmt.Errorf("postgres: %w", err)
+		}
+		b.archiveUnsure = false
+	}
+	rows, err := b.pool.Query(ctx, `SELECT `+queueCols+` FROM queues q WHERE NOT q.deleted AND `+archiveQueueSQL+` ORDER BY q.id`)
+	if err != nil {
+		return false, dbErr("archive: queues", err)
+	}
+	var queues []queueRow
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			rows.Close()
+			return false, dbErr("archive: queues", err)
+		}
+		queues = append(queues, q)
+	}
+	if err := rows.Err(); err != nil {
+		return false, dbErr("archive: queues", err)
+	}
+	if len(queues) == 0 {
+		return false, nil
+	}
+	now := b.clock.Now()
+	on := b.archive != nil && b.archive.Available(now)
+	var (
+		lines  []model.ExportLine
+		counts = map[int]*[2]int{} // queues index: archived, failed
+		wake   []int64
+		cur    archive.Cursor
+	)
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		return false, dbErr("archive: begin", err)
+	}
+	defer func() {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		if cur.File != "" && err != nil {
+			// Appended, not known committed: reconciled before the next step.
+			b.archiveUnsure = true
+		}
+	}()
+	var ids []int64
+	size := 0
+	for i, q := range queues {
+		if len(ids) >= sweepBudget || size >= archiveBatchBytes {
+			more = true
+			break
+		}
+		rows, err := tx.Query(ctx, `SELECT state::text, `+msgCols("m")+` FROM messages m
+			WHERE queue_id = $2 AND sent_at <= `+nowSQL+` - $3 * interval '1 microsecond'
+				AND NOT (coalesce(expires_at <= `+nowSQL+`, false) AND (state <> 'i' OR visible_at <= `+nowSQL+`))
+			ORDER BY sent_at LIMIT $4 FOR UPDATE SKIP LOCKED`,
+			b.tnow(), q.mid, micros(q.cfg.Retention), sweepBudget-len(ids))
+		if err != nil {
+			return false, dbErr("archive: read", err)
+		}
+		c := &[2]int{}
+		counts[i] = c
+		inflight := false
+		for rows.Next() {
+			var state rowState
+			id, _, d, err := b.scanDelivery(rows.Scan, []any{&state}, q)
+			if err != nil {
+				rows.Close()
+				return false, dbErr("archive: read", err)
+			}
+			ids = append(ids, id)
+			inflight = inflight || state == rowInFlight
+			if !on {
+				c[1]++
+				continue
+			}
+			lines = append(lines, model.ArchiveLine(&d.Message, model.QueueRef{Account: q.account, Name: q.name}.String(), now))
+			size += len(d.Body)
+			c[0]++
+			if size >= archiveBatchBytes {
+				more = true
+				break
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return false, dbErr("archive: read", err)
+		}
+		if len(ids) >= sweepBudget {
+			more = true
+		}
+		if inflight && (q.cfg.Fifo || q.cfg.MaxInFlight > 0) {
+			wake = append(wake, q.id)
+		}
+	}
+	if len(ids) == 0 {
+		return false, nil
+	}
+	if len(lines) > 0 {
+		c, werr := b.archive.Append(lines)
+		if werr != nil {
+			// Removed without archive (the writer logged why).
+			for _, n := range counts {
+				n[0], n[1] = 0, n[0]+n[1]
+			}
+		} else {
+			cur = c
+			if b.archiveFault != nil {
+				if err := b.archiveFault(); err != nil {
+					return false, err
+				}
+			}
+		}
+	}
+	if _, err := tx.Exec(ctx, `
+		WITH del AS (DELETE FROM messages WHERE id = ANY($1) RETURNING queue_id, state)
+		INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
+		SELECT queue_id, $2, -count(*) FILTER (WHERE state = 'r'),
+			-count(*) FILTER (WHERE state = 'i'), -count(*) FILTER (WHERE state = 'd')
+		FROM del GROUP BY queue_id ORDER BY queue_id
+		ON CONFLICT (queue_id, shard) DO UPDATE SET ready = c.ready + excluded.ready,
+			inflight = c.inflight + excluded.inflight, delayed = c.delayed + excluded.delayed`, ids, shard()); err != nil {
+		return false, dbErr("archive: delete", err)
+	}
+	if cur.File != "" {
+		if _, err := tx.Exec(ctx, upsertCursorSQL, b.archiveID, cur.String()); err != nil {
+			return false, dbErr("archive: cursor", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, dbErr("archive: commit", err)
+	}
+	if cur.File != "" {
+		b.archive.Committed(cur)
+		cur = archive.Cursor{} // known committed
+	}
+	for _, id := range wake {
+		b.changed(id, time.Time{}, false)
+	}
+	if o := b.cfg.Observer; o != nil {
+		for i, c := range counts {
+			name := model.QueueRef{Account: queues[i].account, Name: queues[i].name}.String()
+			if c[0] > 0 {
+				o.Count(name, model.CountArchived, c[0])
+			}
+			if c[1] > 0 {
+				o.Count(name, model.CountArchiveFailed, c[1])
+			}
+		}
+	}
+	return more, nil
+}
