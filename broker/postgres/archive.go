@@ -131,8 +131,13 @@ func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
 	defer func() {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		if cur.File != "" && err != nil {
-			// Appended, not known committed: reconciled before the next step.
+			// Appended, not known committed: the cursor in the database
+			// says whether it was; until it is read, before the next
+			// step.
 			b.archiveUnsure = true
+			if db, rerr := readArchiveCursor(context.WithoutCancel(ctx), b.pool, b.archiveID); rerr == nil && b.archive.Reconcile(db) == nil {
+				b.archiveUnsure = false
+			}
 		}
 	}()
 	var ids []int64
@@ -197,8 +202,11 @@ func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
 			}
 		} else {
 			cur = c
-			if b.archiveFault != nil {
-				if err := b.archiveFault(); err != nil {
+			b.mu.Lock()
+			fault := b.archiveFault
+			b.mu.Unlock()
+			if fault != nil {
+				if err := fault(); err != nil {
 					return false, err
 				}
 			}

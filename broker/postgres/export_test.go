@@ -45,3 +45,11 @@ func (b *Backend) DeletesWaiting() int {
 
 // SetsPoolMaxConns exposes setsPoolMaxConns.
 var SetsPoolMaxConns = setsPoolMaxConns
+
+// SetArchiveFault makes f run in b's archive steps between the archive's
+// sync and the commit; an error from it fails the step there.
+func (b *Backend) SetArchiveFault(f func() error) {
+	b.mu.Lock()
+	b.archiveFault = f
+	b.mu.Unlock()
+}

@@ -220,8 +220,8 @@ type Backend struct {
 	// archive is this broker's archive (nil: none), archiveID its id, and
 	// archiveUnsure set when an archive step's commit failed after its
 	// append (the next step reads the cursor first); the sweeper's
-	// (archive.go). archiveFault, a test seam, fails a step between the
-	// archive's sync and its commit.
+	// (archive.go). archiveFault, a test seam under mu, fails a step
+	// between the archive's sync and its commit.
 	archive       *archive.Writer
 	archiveID     string
 	archiveUnsure bool
