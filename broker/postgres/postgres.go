@@ -216,7 +216,10 @@ func setsPoolMaxConns(conn string) bool {
 
 // Backend is the PostgreSQL storage.Backend. Create it with Open.
 type Backend struct {
-	cfg Config
+	cfg   Config
+	clock model.Clock
+	log   *slog.Logger
+	pool  *pgxpool.Pool
 	// archive is this broker's archive (nil: none), archiveID its id, and
 	// archiveUnsure set when an archive step's commit failed after its
 	// append (the next step reads the cursor first); the sweeper's
@@ -226,9 +229,6 @@ type Backend struct {
 	archiveID     string
 	archiveUnsure bool
 	archiveFault  func() error
-	clock         model.Clock
-	log           *slog.Logger
-	pool          *pgxpool.Pool
 	// testClock is set when the clock has an Offset method: statements then
 	// take the clock's reading as their "now" (see the package comment).
 	testClock bool
