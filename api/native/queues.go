@@ -22,6 +22,7 @@ var sluiceAttributes = []string{
 	model.AttrHealthDepth, model.AttrHealthAge,
 	model.AttrMaxInFlight, model.AttrMaxReceivesPerSecond,
 	model.AttrMessageTimeToLive, model.AttrExpiredMessageAction,
+	model.AttrArchiveExpired,
 }
 
 // arn is the ARN of queue name of account.

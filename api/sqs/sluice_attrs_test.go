@@ -20,7 +20,7 @@ import (
 // DeduplicationUntil, HealthDepth, HealthAge, MaxInFlight,
 // MaxReceivesPerSecond) through CreateQueue,
 // DeduplicationUntil, HealthDepth, HealthAge, MessageTimeToLive,
-// ExpiredMessageAction) through CreateQueue,
+// ExpiredMessageAction, ArchiveExpired) through CreateQueue,
 // SetQueueAttributes and GetQueueAttributes, in both protocols: JSON with
 // aws-sdk-go-v2, query with raw form requests.
 
@@ -41,6 +41,7 @@ var sluiceDefaults = map[string]string{
 	"MaxReceivesPerSecond":       "",
 	"MessageTimeToLive":          "0",
 	"ExpiredMessageAction":       "drop",
+	"ArchiveExpired":             "false",
 }
 
 // sluiceSet are Sluice attributes as a client might write them (keys of the
@@ -60,6 +61,7 @@ var (
 		"MaxReceivesPerSecond":       "0.50",
 		"MessageTimeToLive":          " 3600",
 		"ExpiredMessageAction":       "drop",
+		"ArchiveExpired":             "TRUE",
 	}
 	sluiceWant = map[string]string{
 		"RetryPolicy":                `{"baseSeconds":2,"maxSeconds":300,"jitter":"none"}`,
@@ -75,6 +77,7 @@ var (
 		"MaxReceivesPerSecond":       "0.5",
 		"MessageTimeToLive":          "3600",
 		"ExpiredMessageAction":       "drop",
+		"ArchiveExpired":             "true",
 	}
 )
 

@@ -98,6 +98,8 @@ type settingFlags struct {
 	// --max-receives-per-second as given (nil: not given); the broker
 	// checks them.
 	maxInFlight, rate *string
+	// archive is --archive-expired, applied when given (=false turns it off).
+	archive bool
 }
 
 func (f *settingFlags) add(c *cli) {
@@ -115,6 +117,7 @@ func (f *settingFlags) add(c *cli) {
 		return nil
 	})
 	c.fs.Int64Var(&f.maxDepth, "max-depth", -1, "MaxDepth: sends past this depth are refused (0: no limit)")
+	c.fs.BoolVar(&f.archive, "archive-expired", false, "ArchiveExpired: write the messages whose retention ends to the broker's archive before removing them (--archive-expired=false turns it off)")
 	c.fs.Func("max-in-flight", "MaxInFlight: at most `N` messages in flight; receives past it wait (0: no limit)", func(v string) error {
 		f.maxInFlight = &v
 		return nil
@@ -130,7 +133,12 @@ func (f *settingFlags) add(c *cli) {
 // is being created): --max-receives alone changes its RedrivePolicy's
 // maxReceiveCount.
 func (f *settingFlags) apply(c *cli, queue string, attrs map[string]string) error {
-	c.fs.Visit(func(fl *flag.Flag) { f.maxReceivesGiven = f.maxReceivesGiven || fl.Name == "max-receives" })
+	c.fs.Visit(func(fl *flag.Flag) {
+		f.maxReceivesGiven = f.maxReceivesGiven || fl.Name == "max-receives"
+		if fl.Name == "archive-expired" {
+			attrs["ArchiveExpired"] = strconv.FormatBool(f.archive)
+		}
+	})
 	if f.maxReceivesGiven && f.dlq == "" {
 		if queue == "" {
 			return errUsage("--max-receives needs --dlq: it is how many receives a message gets before it moves to that dead-letter queue (e.g. --dlq NAME-dlq --max-receives %d)", f.maxReceives)

@@ -191,6 +191,14 @@ func TestCLIQueue(t *testing.T) {
 		t.Errorf("after set: %v", q.Attributes)
 	}
 	e.fails(2, []string{"queue", "set", "orders"}, "ATTRIBUTE=VALUE")
+	e.ok("queue", "set", "orders", "--archive-expired")
+	if got := e.queue("orders").Attributes["ArchiveExpired"]; got != "true" {
+		t.Errorf("ArchiveExpired after set --archive-expired: %q", got)
+	}
+	e.ok("queue", "set", "orders", "--archive-expired=false")
+	if got := e.queue("orders").Attributes["ArchiveExpired"]; got != "false" {
+		t.Errorf("ArchiveExpired after set --archive-expired=false: %q", got)
+	}
 	e.ok("queue", "set", "orders", "--max-receives", "7")
 	if got := e.queue("orders").Attributes["RedrivePolicy"]; !strings.Contains(got, `"maxReceiveCount":7`) || !strings.Contains(got, "orders-dlq") {
 		t.Errorf("RedrivePolicy after set --max-receives 7: %s", got)

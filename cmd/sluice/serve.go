@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,11 @@ type serveFlags struct {
 	diskReserve int64
 	// backupDir is broker.Config.BackupDir (--backup-dir).
 	backupDir string
+	// archiveDir ("" for none: --archive-dir off), archiveID and
+	// archiveFileBytes are the backend's Archive settings (--archive-dir,
+	// --archive-id, --archive-file-size).
+	archiveDir, archiveID string
+	archiveFileBytes      int64
 }
 
 // hostsFlag is --webhook-allow-host and --allowed-host: repeatable, each
@@ -167,6 +173,10 @@ flags:
 	str(&diskReserve, "disk-reserve", "SLUICE_DISK_RESERVE", "auto",
 		"free space on the data directory's disk below which sends are refused (503, retried by clients): auto = max(64MiB, 2% of the disk), a size such as 256MiB, or off")
 	str(&f.backupDir, "backup-dir", "SLUICE_BACKUP_DIR", "", "directory under which POST /v1/backups (sluice backup) writes online copies of the embedded store; empty: backups are refused")
+	str(&f.archiveDir, "archive-dir", "SLUICE_ARCHIVE_DIR", "", "directory this broker owns for the archive of ArchiveExpired queues (gzip JSON lines of the messages whose retention ends); default <--data>/archive; off: no archive")
+	str(&f.archiveID, "archive-id", "SLUICE_ARCHIVE_ID", "", "this broker's name in its archive files and its archive cursor: brokers sharing an --archive-dir need distinct ids, and a broker keeps its id across restarts (default: the host name)")
+	var archiveSize string
+	str(&archiveSize, "archive-file-size", "SLUICE_ARCHIVE_FILE_SIZE", "64MiB", "an archive file is closed (and a new one begun) past this many compressed bytes, or when the UTC day changes")
 	var healthDepth, healthAge, healthDLQDepth, healthDead string
 	str(&healthDepth, "health-depth", "SLUICE_HEALTH_DEPTH", "1000,10000", "queue depth (visible + in flight + delayed) at which a queue's health is warning, then critical; 0 turns one off; a queue's HealthDepth attribute overrides it")
 	str(&healthAge, "health-age", "SLUICE_HEALTH_AGE", "1m,5m", "how long a queue's longest-visible message has waited (delayed and backing-off messages do not count) at which its health is warning, then critical; 0 turns one off; a queue's HealthAge attribute overrides it")
@@ -191,6 +201,17 @@ flags:
 	var err error
 	if f.diskReserve, err = embedded.ParseDiskReserve(diskReserve); err != nil {
 		return f, fmt.Errorf("--disk-reserve: %v", err)
+	}
+	switch f.archiveDir {
+	case "":
+		f.archiveDir = filepath.Join(f.data, "archive")
+	case "off":
+		f.archiveDir = ""
+	}
+	if n, err := embedded.ParseDiskReserve(archiveSize); err != nil || n <= 0 {
+		return f, fmt.Errorf("--archive-file-size %q: give a size such as 64MiB or 1GiB", archiveSize)
+	} else {
+		f.archiveFileBytes = n
 	}
 	f.thresholds = health.DefaultThresholds()
 	if err := f.thresholds.ParseDepthThresholds(healthDepth); err != nil {
@@ -350,13 +371,16 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	if f.store != "" {
 		pcfg := postgres.DefaultConfig()
 		pcfg.URL, pcfg.Options, pcfg.AnswerTimeout = f.store, opts, f.answerTimeout
+		pcfg.Archive.Dir, pcfg.Archive.ID, pcfg.Archive.MaxFileBytes = f.archiveDir, f.archiveID, f.archiveFileBytes
 		backend, err = postgres.Open(ctx, pcfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice serve: open PostgreSQL store: %v\n", err)
 			return 1
 		}
 	} else {
-		backend, err = embedded.Open(embedded.Config{Dir: f.data, DiskReserve: f.diskReserve, Options: opts})
+		ecfg := embedded.Config{Dir: f.data, DiskReserve: f.diskReserve, Options: opts}
+		ecfg.Archive.Dir, ecfg.Archive.ID, ecfg.Archive.MaxFileBytes = f.archiveDir, f.archiveID, f.archiveFileBytes
+		backend, err = embedded.Open(ecfg)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: open data directory %s: %v\n", f.data, err)

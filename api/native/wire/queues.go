@@ -22,7 +22,7 @@ type Queue struct {
 	// LowPriorityMaxDepth, Paused, DeliveryMode, DeadLetterWebhook,
 	// DeduplicationWindowSeconds, DeduplicationUntil, HealthDepth, HealthAge,
 	// MaxInFlight, MaxReceivesPerSecond, MessageTimeToLive,
-	// ExpiredMessageAction) with their defaults when unset.
+	// ExpiredMessageAction, ArchiveExpired) with their defaults when unset.
 	Attributes map[string]string `json:"attributes"`
 	// Tags are its tags ({} when none).
 	Tags map[string]string `json:"tags"`
