@@ -398,7 +398,7 @@ func writeJSONLine(w io.Writer, v any) error {
 
 // exportIDs reads the ids of an export file's lines.
 func exportIDs(path string) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := openExport(path)
 	if err != nil {
 		return nil, err
 	}

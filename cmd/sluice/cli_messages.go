@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -96,7 +97,7 @@ func sendCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 		return one(string(b))
 	case *export != "":
-		f, err := os.Open(*export)
+		f, err := openExport(*export)
 		if err != nil {
 			return c.usageErr("--from-export: %v", err)
 		}
@@ -207,7 +208,7 @@ func (c *cli) sendAll(queue string, r io.Reader, total int64, msg func(line stri
 // countLines counts the non-empty lines of a file, for the progress's ETA;
 // 0 (no ETA) when it cannot be read.
 func countLines(path string) int64 {
-	f, err := os.Open(path)
+	f, err := openExport(path)
 	if err != nil {
 		return 0
 	}
@@ -221,6 +222,32 @@ func countLines(path string) int64 {
 		}
 	}
 	return n
+}
+
+// openExport opens an export file: plain JSON lines, or gzip-compressed
+// ones (a file of the broker's archive, or an export piped to gzip), told
+// apart by gzip's magic bytes.
+func openExport(path string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReader(f)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{zr, f}, nil
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{br, f}, nil
 }
 
 // fromExport is the message to send back for one line of an export: its
