@@ -42,6 +42,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -71,7 +72,8 @@ type Config struct {
 	// ID names this broker's files: 1..64 of A-Z a-z 0-9 . _ -. Brokers
 	// sharing one Dir must have different ids; a broker keeps its id across
 	// restarts (its cursor in the store names its file). Default: the host
-	// name (its other characters as '_').
+	// name (its other characters as '_'), '-' and 8 hex digits of a hash of
+	// Dir's absolute path.
 	ID string
 	// MaxFileBytes closes a file once it holds this many compressed bytes
 	// (the batch that crosses it ends the file). Default
@@ -85,8 +87,19 @@ func (c Config) Enabled() bool { return c.Dir != "" }
 // WithDefaults returns c with its zero fields set.
 func (c Config) WithDefaults() Config {
 	if c.ID == "" {
+		// The host name and a hash of the directory's absolute path: two
+		// brokers of one host with their own directories differ (on
+		// PostgreSQL they share the cursors' table), and a broker restarted
+		// on its directory keeps its id.
 		h, _ := os.Hostname()
-		c.ID = sanitizeID(h)
+		abs, err := filepath.Abs(c.Dir)
+		if err != nil {
+			abs = c.Dir
+		}
+		f := fnv.New32a()
+		f.Write([]byte(abs))
+		id := sanitizeID(h)
+		c.ID = id[:min(len(id), 55)] + fmt.Sprintf("-%08x", f.Sum32())
 	}
 	if c.MaxFileBytes == 0 {
 		c.MaxFileBytes = DefaultMaxFileBytes
