@@ -210,6 +210,14 @@ func Open(cfg Config, clock model.Clock, log *slog.Logger, cur Cursor) (w *Write
 		return nil, Cursor{}, fmt.Errorf("archive directory: %w", err)
 	}
 	w = &Writer{cfg: cfg, clock: clock, log: log}
+	if fi, ok := parseName(cur.File + openSuffix); cur.File != "" && (!ok || fi.id != cfg.ID) {
+		// The store's cursor is another id's: the archive id changed, or
+		// the store was restored or moved (its default id hashes the
+		// directory). That archive is left as it is; this one starts anew.
+		log.Warn("archive: the store's archive cursor names another archive id; starting this one anew (the other's open file is left as it was)",
+			"cursor", cur.String(), "id", cfg.ID)
+		cur = Cursor{}
+	}
 	if cur.File == "" {
 		// The store never archived: its first file is named now, and any
 		// open file of this id in the directory is older (another store's:

@@ -165,6 +165,23 @@ func TestRotation(t *testing.T) {
 	}
 }
 
+// A store whose cursor is another id's (a restored backup, a changed
+// --archive-id) starts a new archive instead of refusing to open.
+func TestCursorOfAnotherID(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clock := clocktest.NewFakeClock(epoch)
+	store := Cursor{File: "20260301T230000Z-old-000007", Size: 99}
+	w := open(t, Config{Dir: dir, ID: "new"}, clock, &store)
+	if fi, ok := parseName(store.File + openSuffix); !ok || fi.id != "new" {
+		t.Fatalf("start cursor %v", store)
+	}
+	commit(t, w, &store, lines("a"))
+	if got := ids(t, dir); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("the archive holds %v", got)
+	}
+}
+
 // Brokers sharing a directory keep to their own files.
 func TestSharedDirectory(t *testing.T) {
 	t.Parallel()
