@@ -48,7 +48,7 @@ var sluiceAttrs = map[string]bool{
 	AttrMaxInFlight: true, AttrMaxReceivesPerSecond: true,
 	AttrMessageTimeToLive: true, AttrExpiredMessageAction: true,
 	AttrCompletedRetentionSeconds: true,
-	AttrArchiveExpired: true,
+	AttrArchiveExpired:            true,
 }
 
 // IsSluiceAttribute reports whether name is one of the Sluice queue attributes.
