@@ -78,6 +78,9 @@ func (b *Backend) Browse(ctx context.Context, name model.QueueRef, req model.Bro
 		if err := ctx.Err(); err != nil {
 			return model.BrowsePage{}, err
 		}
+		if err := b.space.stalledRefusal(); err != nil { // the lock may be held by a stalled write
+			return model.BrowsePage{}, err
+		}
 		var chunk []rec
 		for ; valid && len(chunk) < browseChunk && examined+len(chunk) < model.BrowseScanLimit; valid = step() {
 			k := it.Key()

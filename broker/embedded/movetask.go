@@ -284,6 +284,9 @@ func (b *Backend) ListMoveTasks(ctx context.Context, source model.QueueRef, limi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := b.space.stalledRefusal(); err != nil { // the lock may be held by a stalled write
+		return nil, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.refusal(); err != nil {

@@ -148,6 +148,17 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) ([]mode
 		case <-b.life.Closing():
 		}
 		t.Stop()
+		if err := b.space.stalledRefusal(); err != nil {
+			// A write stalled on a full disk may hold the lock until the
+			// disk has room: answer now, and count this waiter out once
+			// the lock is free.
+			go func() {
+				b.mu.Lock()
+				q.waiters--
+				b.mu.Unlock()
+			}()
+			return nil, err
+		}
 		b.mu.Lock()
 		q.waiters--
 	}

@@ -164,6 +164,9 @@ func (b *Backend) GetSchedule(ctx context.Context, ref model.ScheduleRef) (model
 	if err := ctx.Err(); err != nil {
 		return model.Schedule{}, err
 	}
+	if err := b.space.stalledRefusal(); err != nil { // the lock may be held by a stalled write
+		return model.Schedule{}, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.refusal(); err != nil {
@@ -179,6 +182,9 @@ func (b *Backend) GetSchedule(ctx context.Context, ref model.ScheduleRef) (model
 // ListSchedules implements storage.Backend.
 func (b *Backend) ListSchedules(ctx context.Context, account, prefix, after string, limit int) ([]model.Schedule, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := b.space.stalledRefusal(); err != nil { // the lock may be held by a stalled write
 		return nil, err
 	}
 	b.mu.Lock()

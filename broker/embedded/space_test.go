@@ -16,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // freeSpaceFS is an in-memory file system whose free space the test sets.
@@ -298,4 +299,70 @@ func TestStoreSizeCountsTheLog(t *testing.T) {
 		t.Fatalf("store size %d bytes for 200 messages of 1,000 bytes, want at least 200,000", sz.SizeBytes)
 	}
 	t.Logf("store size %d bytes (Pebble's DiskSpaceUsage: %d)", sz.SizeBytes, e.be.db.Metrics().DiskSpaceUsage())
+}
+
+// TestStalledOnFullDiskLeavesNoCallBehindTheLock: while a write is stalled
+// inside Pebble on a full disk it holds the backend's lock (the test holds
+// it in its place). The reads that take the lock without entering
+// (schedules, move tasks) are refused at once too, and a receive that was
+// already waiting when the stall began answers when its wait ends, refused,
+// rather than queueing behind the stalled write until the disk has room.
+func TestStalledOnFullDiskLeavesNoCallBehindTheLock(t *testing.T) {
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: "/data", fs: vfs.NewMem()}
+	e.open()
+	t.Cleanup(func() { _ = e.be.Close() })
+	ctx := context.Background()
+	e.createQueue("q", nil)
+	wait := 10 * time.Second
+	received := make(chan error, 1)
+	go func() {
+		_, err := e.b.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 1, WaitTime: &wait})
+		received <- err
+	}()
+	testutil.Eventually(t, 10*time.Second, "the receive waiting", func() bool {
+		e.be.mu.Lock()
+		defer e.be.mu.Unlock()
+		return e.be.queues[model.QueueRef{Name: "q"}].waiters > 0
+	})
+	el := pebbleEvents(newPebbleLogger(testLogger(t)), e.be.space.noSpace, e.be.space.stalled)
+	e.be.mu.Lock() // the stalled write's
+	el.BackgroundError(fmt.Errorf("flush: write 000012.sst: %w", syscall.ENOSPC))
+	el.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "memtable count limit reached"})
+	refused := func(name string, errc <-chan error) {
+		t.Helper()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, model.ErrStoreFull) {
+				t.Errorf("%s while writes are stalled on a full disk: %v, want ErrStoreFull", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s waited behind the stalled write", name)
+		}
+	}
+	calls := map[string]func() error{
+		"get schedule": func() error {
+			_, err := e.be.GetSchedule(ctx, model.ScheduleRef{Name: "s"})
+			return err
+		},
+		"list schedules": func() error {
+			_, err := e.be.ListSchedules(ctx, "", "", "", 10)
+			return err
+		},
+		"list move tasks": func() error {
+			_, err := e.be.ListMoveTasks(ctx, model.QueueRef{Name: "q"}, 10)
+			return err
+		},
+	}
+	for name, call := range calls {
+		errc := make(chan error, 1)
+		go func() { errc <- call() }()
+		refused(name, errc)
+	}
+	e.clock.Advance(wait) // the waiting receive's wait ends
+	refused("a receive waiting since before the stall", received)
+	el.WriteStallEnd()
+	el.FlushEnd(pebble.FlushInfo{})
+	e.be.mu.Unlock()
+	e.send("q", "a")
+	e.wantStats("q", model.QueueStats{Visible: 1})
 }
