@@ -337,7 +337,12 @@ func (b *Backend) listenOnce(ctx context.Context, cc *pgx.ConnConfig, first *boo
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{b.channel}.Sanitize()); err != nil {
+	// Bounded like the ping below: a partition right after the connect
+	// would otherwise hold the listener here, deaf, for good.
+	lctx, cancel := context.WithTimeout(ctx, b.answerTimeout())
+	_, err = conn.Exec(lctx, "LISTEN "+pgx.Identifier{b.channel}.Sanitize())
+	cancel()
+	if err != nil {
 		return err
 	}
 	if !*first {
