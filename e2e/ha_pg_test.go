@@ -8,6 +8,7 @@ package e2e
 // are killed with kill -9 under load; the standby takes over.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -72,8 +73,12 @@ func startHACluster(t *testing.T) *haCluster {
 	}
 	uid, _ := strconv.Atoi(pu.Uid)
 	gid, _ := strconv.Atoi(pu.Gid)
+	reapHAClusters()
 	dir, err := os.MkdirTemp("", "sluice-ha-")
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c := &haCluster{t: t, dir: dir, bin: filepath.Dir(bins[len(bins)-1]),
@@ -100,6 +105,7 @@ func startHACluster(t *testing.T) *haCluster {
 		"--listen-peer-urls", pu2, "--initial-advertise-peer-urls", pu2,
 		"--initial-cluster", "ha="+pu2)
 	c.etcd.Stdout, c.etcd.Stderr = etcdLog, etcdLog
+	c.etcd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // also when go test's -timeout ends the test
 	if err := c.etcd.Start(); err != nil {
 		testutil.Missing(t, "patroni", "etcd did not start: "+err.Error())
 	}
@@ -199,7 +205,7 @@ func (c *haCluster) startNode(n *haNode) {
 	cmd.Dir = n.dir
 	cmd.Env = append(os.Environ(), "HOME="+n.dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		testutil.Missing(c.t, "patroni", "patroni did not start: "+err.Error())
 	}
@@ -285,28 +291,77 @@ func (c *haCluster) logTail() {
 	}
 }
 
+// stop kills the Patronis, then every process that names the cluster's
+// directory (killDir): the postmasters, which Patroni starts in a session
+// of their own, so that they outlive it, and a pg_basebackup or pg_rewind
+// under way. A postmaster.pid read before Patroni's death would miss the
+// postmaster Patroni was starting (after a demotion, a rejoin), and a
+// stale one (a node killed and not started again) names a process that
+// may be another's now.
 func (c *haCluster) stop() {
 	if c.t.Failed() {
 		c.logTail()
 	}
 	for _, n := range c.nodes {
-		pm := n.postmaster()
 		if n.patroni != nil {
 			_ = n.patroni.Process.Signal(syscall.SIGKILL)
 			<-n.finished
-		}
-		if pm > 0 {
-			_ = syscall.Kill(pm, syscall.SIGKILL)
 		}
 	}
 	if c.etcd != nil && c.etcd.Process != nil {
 		_ = c.etcd.Process.Signal(syscall.SIGKILL)
 		_ = c.etcd.Wait()
 	}
+	killDir(c.dir)
 	// The killed postmasters' backends exit when they notice their
 	// parent's death; until then they hold files open, which RemoveAll
 	// tolerates on Linux.
 	_ = os.RemoveAll(c.dir)
+}
+
+// killDir SIGKILLs every process whose command line names a path under
+// dir, until a look finds none (a process Patroni's start helper was
+// spawning shows up on a later look).
+func killDir(dir string) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		found := false
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && bytes.Contains(b, []byte(dir+"/")) {
+				found = true
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if !found {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // the killed processes' exit
+	}
+}
+
+// reapHAClusters kills the processes of the clusters whose test ended
+// without its cleanup (go test's -timeout exits at once: etcd and Patroni
+// die with it, the postmasters do not) and removes their directories: a
+// directory whose owner file names a process that no longer exists.
+func reapHAClusters() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "sluice-ha-*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // its test still runs
+		}
+		killDir(dir)
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // httpStatus is the status of a GET of u, or 0 without an answer.
