@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -283,7 +284,10 @@ func TestConfig(t *testing.T) {
 // transaction ended).
 func TestNewBesideAnOpenTransaction(t *testing.T) {
 	pool := setup(t)
-	for _, cfg := range []pgstore.Config{{}, {Schema: "public", Table: "keys_in_schema"}} {
+	// Names with capitals, and one whose index name PostgreSQL's 63 bytes
+	// cut: New must find the index CREATE INDEX made under that name.
+	for _, cfg := range []pgstore.Config{{}, {Schema: "public", Table: "keys_in_schema"},
+		{Table: "Keys_With_Capitals"}, {Schema: "public", Table: strings.Repeat("K", 63)}} {
 		s := newStore(t, pool, cfg)
 		ctx := context.Background()
 		tx, err := pool.Begin(ctx)
