@@ -32,11 +32,9 @@ func dialer(answer time.Duration) pgconn.DialFunc {
 			if network != "tcp" && network != "tcp4" && network != "tcp6" {
 				return nil // a Unix socket: no TCP options
 			}
-			var serr error
-			if err := c.Control(func(fd uintptr) { serr = setUserTimeout(fd, userTimeout) }); err != nil {
-				return err
-			}
-			return serr
+			// Best effort: a kernel that refuses the option still gets a
+			// connection, with the keepalives and the answer deadline.
+			return c.Control(func(fd uintptr) { _ = setUserTimeout(fd, userTimeout) })
 		},
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
