@@ -19,7 +19,14 @@ func DefaultMaxConnections() int {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == 0 {
 		return 10000
 	}
-	cur := int64(min(lim.Cur, 1<<30))
+	return MaxConnectionsFor(lim.Cur)
+}
+
+// MaxConnectionsFor is DefaultMaxConnections under an open-file limit of
+// nofile (systemd's LimitNOFILE=, ulimit -n): nofile less a fifth of it,
+// at least 256, and 64 to 1,000,000.
+func MaxConnectionsFor(nofile uint64) int {
+	cur := int64(min(nofile, 1<<30))
 	return int(max(64, min(1000000, cur-max(256, cur/5))))
 }
 

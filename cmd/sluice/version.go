@@ -18,6 +18,9 @@ func version() string { return buildinfo.Version() }
 // versionOf is buildinfo.VersionOf.
 func versionOf(info *debug.BuildInfo) string { return buildinfo.VersionOf(info) }
 
+// stampedVersion is buildinfo.StampedVersion.
+func stampedVersion(v, commit string) string { return buildinfo.StampedVersion(v, commit) }
+
 // printVersion is `sluice version` and `sluice --version`.
 func printVersion(_ context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && asksHelp(args) {

@@ -15,11 +15,41 @@ var started = time.Now()
 // Started is when the process started.
 func Started() time.Time { return started }
 
-// Version is this build's version: the main module's version (a release
+// buildVersion and buildCommit are stamped at link time by a release build
+// (scripts/release.sh, the Dockerfile):
+//
+//	-ldflags "-X github.com/sluicemq/sluice/internal/buildinfo.buildVersion=v1.2.3
+//	          -X github.com/sluicemq/sluice/internal/buildinfo.buildCommit=<full commit hash>"
+//
+// A release build turns the go command's VCS stamping off (-buildvcs=false),
+// so that the binary's bytes depend on the source and the flags only; these
+// two say what it was built from instead.
+var (
+	buildVersion string
+	buildCommit  string
+)
+
+// StampedVersion is the version of a release build: its version and the
+// first 12 digits of its commit, in VersionOf's shape.
+func StampedVersion(v, commit string) string {
+	if commit == "" {
+		return v
+	}
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	return v + " (revision " + commit + ")"
+}
+
+// Version is this build's version: a release build's stamped version and
+// commit (StampedVersion); otherwise the main module's version (a release
 // tag, or the pseudo-version the go command stamps from the VCS, with
 // "+dirty" for a modified tree) and the VCS revision with whether the tree
 // was modified; "devel" when the build recorded neither.
 func Version() string {
+	if buildVersion != "" {
+		return StampedVersion(buildVersion, buildCommit)
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "devel"
