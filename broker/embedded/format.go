@@ -43,7 +43,7 @@ func (b *Backend) checkFormat() error {
 	}
 	switch {
 	case v > formatCurrent:
-		return fmt.Errorf("embedded: %s: %w (format %d; this one reads formats up to %d): run the newer version, or restore a backup", b.dir, ErrNewerFormat, v, formatCurrent)
+		return fmt.Errorf("embedded: %s: %w (format %d; this one reads formats up to %d): run that version or a newer one; to go back to this one, restore a backup taken before the upgrade", b.dir, ErrNewerFormat, v, formatCurrent)
 	case v < formatCurrent:
 		// A directory with no record at all is new, not of format 1.
 		fresh, err := b.storeEmpty()

@@ -3,6 +3,7 @@ package embedded
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -86,7 +87,28 @@ func TestOpenRefusesNewerFormat(t *testing.T) {
 	if !errors.Is(err, ErrNewerFormat) {
 		t.Fatalf("open a newer format: %v, want ErrNewerFormat", err)
 	}
-	t.Logf("refusal: %v", err)
+	// The message says which formats, and what to do (serve prints it).
+	refusal := err.Error()
+	for _, want := range []string{dir, "newer version of Sluice", fmt.Sprintf("format %d;", formatCurrent+1),
+		fmt.Sprintf("formats up to %d", formatCurrent), "run that version or a newer one", "restore a backup taken before the upgrade"} {
+		if !strings.Contains(refusal, want) {
+			t.Errorf("the refusal %q does not say %q", refusal, want)
+		}
+	}
+	// Left as it was: still the newer format, and refused again.
+	db, err = pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, closer, err := db.Get(keyFormat)
+	if err != nil || binary.BigEndian.Uint64(v) != formatCurrent+1 {
+		t.Errorf("the format record after the refusal: %x, %v; want %d", v, err, formatCurrent+1)
+	}
+	if err == nil {
+		_ = closer.Close()
+	}
+	_ = db.Close()
+	t.Logf("refusal: %s", refusal)
 }
 
 // TestOpenLogsCreatedOrUpgraded: opening a new data directory logs that it

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -435,6 +436,10 @@ CREATE TABLE archive_cursors (
 `,
 }
 
+// ErrNewerSchema: the schema was migrated by a newer Sluice, whose tables
+// and rows this one may misread; Open refuses it and changes nothing.
+var ErrNewerSchema = errors.New("it was migrated by a newer version of Sluice")
+
 // migrate creates the schema and applies the pending migrations. It holds a
 // session-level advisory lock (keyed by the schema name) on a dedicated
 // connection for the whole run, so brokers starting at once migrate one after
@@ -469,7 +474,7 @@ func migrateTo(ctx context.Context, cc *pgx.ConnConfig, schema string, log *slog
 		return fmt.Errorf("postgres: read schema version: %w", err)
 	}
 	if have > version {
-		return fmt.Errorf("postgres: schema %s is at version %d, newer than this broker's %d: upgrade the broker", schema, have, version)
+		return fmt.Errorf("postgres: schema %s is at version %d: %w (this one knows versions up to %d): run that version or a newer one; to go back to this one, restore a backup of the database taken before the upgrade", schema, have, ErrNewerSchema, version)
 	}
 	if have == 0 && version > 1 {
 		// A new schema: every migration in one transaction, one round trip
