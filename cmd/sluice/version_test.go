@@ -39,6 +39,21 @@ func TestVersionOf(t *testing.T) {
 	}
 }
 
+// TestStampedVersion: a release build's version (scripts/release.sh stamps
+// buildVersion and buildCommit) reads as versionOf's do.
+func TestStampedVersion(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ v, commit, want string }{
+		{"v1.2.3", "0123456789abcdef0123456789abcdef01234567", "v1.2.3 (revision 0123456789ab)"},
+		{"v1.2.3-4-g0123456789ab", "0123456789ab", "v1.2.3-4-g0123456789ab (revision 0123456789ab)"},
+		{"v1.2.3", "", "v1.2.3"},
+	} {
+		if got := stampedVersion(c.v, c.commit); got != c.want {
+			t.Errorf("stampedVersion(%q, %q) = %q, want %q", c.v, c.commit, got, c.want)
+		}
+	}
+}
+
 // TestVersionOnBinary: `sluice --version`, `sluice -version` and `sluice
 // version` print the version the binary's build info holds (what `go
 // version -m` reads from it).
