@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
@@ -139,5 +140,67 @@ func TestOpenLogsCreatedOrUpgraded(t *testing.T) {
 	writeFormat1(t, old)
 	if got := open(old); !strings.Contains(got, "data directory upgraded") || !strings.Contains(got, "from_format=1") {
 		t.Errorf("a format-1 directory's open logged:\n%s\nwant the upgrade from format 1", got)
+	}
+}
+
+// TestOpenFormat2: a directory of format 2 (the record says 2; metadata
+// records of version 2, without an expiry) opens, serves its message, logs
+// the upgrade from format 2, and is marked with the current format.
+func TestOpenFormat2(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := queueRecord{ID: 7, Name: "two", Config: model.DefaultQueueConfig(false), CreatedAt: t0, ModifiedAt: t0}
+	const id = "00000000-0000-4000-8000-000000000002"
+	meta := []byte{metaV2, byte(stateReady)}
+	meta = binary.AppendVarint(meta, t0.UnixNano()) // visibleAt
+	meta = binary.AppendUvarint(meta, 0)            // lease
+	meta = binary.AppendUvarint(meta, 0)            // receiveCount
+	meta = binary.AppendVarint(meta, 0)             // firstReceiveAt
+	meta = binary.AppendVarint(meta, t0.UnixNano()) // sentAt
+	meta = binary.AppendVarint(meta, 0)             // priority
+	meta = binary.AppendUvarint(meta, 0)            // seq
+	meta = binary.AppendUvarint(meta, 5)            // size
+	meta = appendStr(appendStr(appendStr(meta, ""), ""), "")
+	meta = binary.AppendUvarint(meta, 0) // attempts
+	meta = binary.AppendUvarint(meta, 0) // maxAttempts
+	meta = binary.AppendVarint(meta, 0)  // lastReceiveAt
+	meta = appendStr(meta, "")           // failureReason
+	meta = appendStr(meta, id)
+	b := db.NewBatch()
+	_ = b.Set(keyFormat, u64Bytes(2), nil)
+	_ = b.Set(keyNextQueueID, u64Bytes(8), nil)
+	_ = b.Set(keyKeyCeiling, u64Bytes(1<<16), nil)
+	_ = b.Set(queueKey(rec.ref()), rec.encode(), nil)
+	_ = b.Set(msgKey(7, kindMeta, 3), meta, nil)
+	_ = b.Set(msgKey(7, kindBody, 3), encodeBody(id, &model.SendEntry{Body: "hello"}), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var logs testutil.Buffer
+	e := &env{t: t, clock: clocktest.NewFakeClock(t0), dir: dir}
+	opts := storage.Options{Clock: e.clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	be, err := Open(Config{Dir: dir, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.be, e.b = be, front(t, be, broker.Config{Logger: opts.Logger})
+	t.Cleanup(func() { _ = e.be.Close() })
+	if got := logs.String(); !strings.Contains(got, "data directory upgraded") || !strings.Contains(got, "from_format=2") {
+		t.Errorf("a format-2 directory's open logged:\n%s\nwant the upgrade from format 2", got)
+	}
+	ds := e.receive("two", 10, time.Minute)
+	if len(ds) != 1 || ds[0].Body != "hello" || ds[0].ID != id {
+		t.Fatalf("received %+v, want the format-2 message", ds)
+	}
+	if v, err := e.be.getU64(keyFormat); err != nil || v != formatCurrent {
+		t.Fatalf("format record %d, %v; want %d", v, err, formatCurrent)
 	}
 }
