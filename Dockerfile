@@ -15,11 +15,13 @@ RUN go mod download
 COPY . .
 ARG VERSION=v0.0.0-unknown
 ARG COMMIT=unknown
-# Set by BuildKit from --platform: the image's OS and architecture.
-ARG TARGETOS=linux
-ARG TARGETARCH=amd64
-RUN PLATFORMS="$TARGETOS/$TARGETARCH" DIST=/out COMMIT="$COMMIT" scripts/release.sh "$VERSION" && \
-    mv "/out/sluice-$VERSION-$TARGETOS-$TARGETARCH" /out/sluice && \
+# Set by BuildKit from --platform (the image's OS and architecture);
+# linux/amd64 for a builder that sets neither.
+ARG TARGETOS
+ARG TARGETARCH
+RUN os=${TARGETOS:-linux} arch=${TARGETARCH:-amd64} && \
+    PLATFORMS="$os/$arch" DIST=/out COMMIT="$COMMIT" scripts/release.sh "$VERSION" && \
+    mv "/out/sluice-$VERSION-$os-$arch" /out/sluice && \
     mkdir -p /out/data
 
 # distroless static: no shell, no libc, CA certificates and tzdata (the
