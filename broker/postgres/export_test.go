@@ -53,5 +53,6 @@ func (b *Backend) SetArchiveFault(f func() error) {
 	b.archiveFault = f
 	b.mu.Unlock()
 }
+
 // SchemaVersion is the schema version this broker migrates to.
 var SchemaVersion = len(migrations)
