@@ -29,7 +29,7 @@ export interface PgClient {
 /** The part of a `pg.Pool` the store uses. */
 export interface PgPool {
   connect(): Promise<PgClient>;
-  query(text: string, values?: unknown[]): Promise<{ rowCount: number | null }>;
+  query(text: string, values?: unknown[]): Promise<{ rowCount: number | null; rows: Record<string, unknown>[] }>;
 }
 
 /** Options of {@link PgStore.create}. */
@@ -69,7 +69,16 @@ export class PgStore implements KeyStore {
       throw new RangeError(`sluice: PgStoreOptions.schema ${JSON.stringify(options.schema)}: use 1..63 letters, digits or underscores, not starting with a digit`);
     }
     const qualified = options.schema ? `${quote(options.schema)}.${quote(table)}` : quote(table);
-    const index = quote(table.slice(0, 63 - "_recorded_at".length) + "_recorded_at");
+    const indexName = table.slice(0, 63 - "_recorded_at".length) + "_recorded_at";
+    const index = quote(indexName);
+    // The DDL runs only when the table or its index is missing, as the Go pgstore's New: even
+    // with IF NOT EXISTS, CREATE INDEX takes its SHARE lock on the table before it looks, so a
+    // create beside a handler's open transaction that recorded a key waited for that
+    // transaction, and every key recorded after it waited behind the create.
+    const indexQualified = options.schema ? `${quote(options.schema)}.${index}` : index;
+    const present = await pool.query(
+      "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS present", [qualified, indexQualified]);
+    if (present.rows[0]?.present === true) return new PgStore(pool, qualified);
     const ddl = `CREATE TABLE IF NOT EXISTS ${qualified} (
         key text COLLATE "C" PRIMARY KEY,
         recorded_at timestamptz NOT NULL DEFAULT now());

@@ -224,6 +224,32 @@ describe("PgStore", () => {
       await db.end();
     }
   });
+  // A worker starting beside another's handler whose transaction recorded a key neither
+  // waits for that transaction nor holds the keys recorded after it: create runs no DDL when
+  // the table and its index exist (CREATE INDEX IF NOT EXISTS takes a SHARE lock on the
+  // table before it looks). The pool's lock_timeout turns such a wait into an error.
+  it("is created beside an open transaction that recorded a key", async (t) => {
+    const dbURL = await database(t);
+    if (!dbURL) return;
+    const db = new pg.Pool({ connectionString: dbURL, max: 4, options: "-c lock_timeout=5000" });
+    try {
+      for (const o of [{}, { schema: "public", table: "keys_in_schema" }]) {
+        const store = await PgStore.create(db, o);
+        const tx = await db.connect();
+        try {
+          await tx.query("BEGIN");
+          assert.equal(await store.claimTx(tx, "held"), true);
+          await PgStore.create(db, o);
+          assert.equal(await store.claim("after"), true, "a key recorded after the create");
+        } finally {
+          await tx.query("ROLLBACK");
+          tx.release();
+        }
+      }
+    } finally {
+      await db.end();
+    }
+  });
 });
 
 async function killNine(db: pg.Pool, dbURL: string): Promise<void> {
