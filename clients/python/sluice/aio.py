@@ -354,6 +354,13 @@ class AsyncWorker:
                     self.log.warning("sluice worker: releasing message %s: %s", m.id, e)
         self.released += len(msgs)
 
+    def _undelivered(self, s: _AioStream) -> list[Message]:
+        """The messages s delivered that no handler took."""
+        out = []
+        while not s.deliveries.empty():
+            out.append(message_from_pb(self.queue, s.deliveries.get_nowait()))
+        return out
+
     async def stop(self, grace: float = 30.0) -> bool:
         """Stops gracefully, as :meth:`sluice.Worker.stop`, but cancels the
         handlers still running when the grace ends (their messages are
@@ -368,10 +375,15 @@ class AsyncWorker:
         s = self._stream
         if s is not None and s.live():
             await s.credit(0)
-            left = []
-            while not s.deliveries.empty():
-                left.append(message_from_pb(self.queue, s.deliveries.get_nowait()))
-            await self._release(left, s)
+            # A settle's answer comes after the broker has read the credit
+            # frame before it: what it pushed before that has arrived by then,
+            # mostly (a release before the close catches the rest), as
+            # sluice.Worker's stop.
+            try:
+                await s.settle([], timeout=10)
+            except SluiceError:
+                pass
+            await self._release(self._undelivered(s), s)
         finished = True
         if self._running:
             try:
@@ -393,6 +405,10 @@ class AsyncWorker:
         supervisor, loops = self._tasks[0], self._tasks[1:]
         await asyncio.gather(*loops, return_exceptions=True)
         if self._stream is not None:
+            # A delivery that came after the first release would go back as a
+            # failed attempt ("consumer disconnected") with the close.
+            if self._stream.live():
+                await self._release(self._undelivered(self._stream), self._stream)
             await self._stream.close()
             self._stream = None
         try:
