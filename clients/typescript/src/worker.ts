@@ -311,8 +311,20 @@ export class Pool {
       backoff = 100;
       await Promise.race([endedP, this.stopped()]);
       if (this.stopping) {
-        if (!stream.isEnded) stream.setCredit(0);
+        // The broker pushes until it reads the credit of 0, and those deliveries may come
+        // after the drain: a close would hand them back as failed attempts ("consumer
+        // disconnected"). A settle's answer comes after the broker read the frames before it,
+        // so the deliveries pushed before that have arrived by then, mostly, and accept
+        // released them; a last round trip before the close catches the rest.
+        if (!stream.isEnded) {
+          stream.setCredit(0);
+          await this.roundTrip(stream);
+        }
         await this.drain();
+        if (!stream.isEnded) {
+          await this.roundTrip(stream);
+          await this.drain();
+        }
         await stream.close();
         return;
       }
@@ -550,6 +562,17 @@ export class Pool {
       }, (err: Error) => {
         for (const e of list) e.reject(err);
       }).finally(() => clearTimeout(timer));
+    }
+  }
+
+  /** An empty settle's answer, or its time limit, or the stream's end. */
+  private async roundTrip(stream: ConsumerStream): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((r) => (timer = setTimeout(r, OUTCOME_TIMEOUT_MS)));
+    try {
+      await Promise.race([stream.settle([]).then(() => {}, () => {}), limit]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
