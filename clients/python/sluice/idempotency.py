@@ -170,20 +170,23 @@ class PgStore:
         self.conninfo = conninfo
         self.table = f'"{schema}"."{table}"' if schema else f'"{table}"'
         index = f'"{table[:63 - len("_recorded_at")]}_recorded_at"'
+        index_q = f'"{schema}".{index}' if schema else index
         self._local = threading.local()
         ddl = (f'CREATE TABLE IF NOT EXISTS {self.table} (key text COLLATE "C" PRIMARY KEY, '
                f'recorded_at timestamptz NOT NULL DEFAULT now())', f'CREATE INDEX IF NOT EXISTS {index} ON '
                f'{self.table} (recorded_at)')
-        # The DDL runs only when the table is missing: CREATE INDEX IF NOT
-        # EXISTS locks the table against writes before it finds the index,
-        # so it would wait for every open transaction of the workers that
-        # already use it. Concurrent creators may race on CREATE TABLE IF NOT
-        # EXISTS (its check and create are not atomic): the loser tries once
-        # more.
+        # The DDL runs only when the table or its index is missing (a store
+        # stopped between the two statements made the table alone), as the
+        # Go pgstore's New: CREATE INDEX IF NOT EXISTS locks the table
+        # against writes before it finds the index, so it would wait for
+        # every open transaction of the workers that already use it.
+        # Concurrent creators may race on CREATE TABLE IF NOT EXISTS (its
+        # check and create are not atomic): the loser tries once more.
         for attempt in range(2):
             try:
                 with psycopg.connect(conninfo, autocommit=True) as conn:
-                    if conn.execute("SELECT to_regclass(%s)", (self.table,)).fetchone()[0] is not None:
+                    if conn.execute("SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
+                                    (self.table, index_q)).fetchone()[0]:
                         break
                     for stmt in ddl:
                         conn.execute(stmt)

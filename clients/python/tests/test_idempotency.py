@@ -89,3 +89,16 @@ def test_pg_store_in_tx(pg):
     assert store.prune(3600) == 0
     store.close()
     other.close()
+
+
+def test_pg_store_creates_a_missing_index(pg):
+    # A store made after one that stopped between its two statements (the
+    # table made, its index not) makes the index, as the Go pgstore's New.
+    import psycopg
+
+    with psycopg.connect(pg, autocommit=True) as conn:
+        conn.execute('CREATE TABLE keys_no_index (key text COLLATE "C" PRIMARY KEY, '
+                     'recorded_at timestamptz NOT NULL DEFAULT now())')
+    PgStore(pg, table="keys_no_index")
+    with psycopg.connect(pg, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('keys_no_index_recorded_at')").fetchone()[0] is not None
