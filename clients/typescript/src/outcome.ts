@@ -73,10 +73,10 @@ export function outcomeOf(thrown: unknown, failed: boolean, interrupted = false)
   if (!failed) return { kind: "ack" };
   if (thrown instanceof DeadLetterError) return { kind: "deadLetter", reason: cutReason(thrown.reason) };
   if (thrown instanceof SnoozeError) return { kind: "snooze", delaySeconds: seconds(thrown.delaySeconds, 0) };
-  if (interrupted) return { kind: "release" };
   if (thrown instanceof RetryAfterError) {
     return { kind: "nack", reason: cutReason(thrown.message), delaySeconds: seconds(thrown.delaySeconds, 1) };
   }
+  if (interrupted) return { kind: "release" };
   return { kind: "nack", reason: cutReason(errorText(thrown)) };
 }
 

@@ -16,6 +16,8 @@ it("maps a handler's result to its outcome", () => {
   assert.deepEqual(outcomeOf(deadLetterNow("never"), true), { kind: "deadLetter", reason: "never" });
   assert.deepEqual(outcomeOf(new Error("cut short"), true, true), { kind: "release" });
   assert.deepEqual(outcomeOf(deadLetterNow("never"), true, true), { kind: "deadLetter", reason: "never" });
+  // A retry-after is the handler's own choice, not the interruption's: a nack, as the Go pool's.
+  assert.deepEqual(outcomeOf(retryAfter(5, new Error("busy")), true, true), { kind: "nack", reason: "busy", delaySeconds: 5 });
 });
 
 it("cuts reasons to 1 KiB at a character boundary", () => {
