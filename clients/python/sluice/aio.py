@@ -12,8 +12,9 @@ messages released, as the Go pool cancels its handlers' contexts.
 
     asyncio.run(AsyncWorker(Client(url), "emails", send_email, concurrency=50).run())
 
-The native API calls it makes (the settlements of a stream that ended) run
-the synchronous :class:`sluice.Client` in a thread (``asyncio.to_thread``).
+The native API calls it makes (the settlements of a stream that ended, and
+the heartbeat extending their leases meanwhile) run the synchronous
+:class:`sluice.Client` in a thread (``asyncio.to_thread``).
 """
 
 from __future__ import annotations
@@ -163,6 +164,7 @@ class AsyncWorker:
         self._tasks: list[asyncio.Task] = []
         self._running: dict[asyncio.Task, tuple[Message, _AioStream]] = {}
         self._idle = asyncio.Event()
+        self._beat: asyncio.Task | None = None
         self.handled = self.failed = self.lost = self.released = 0
 
     def stats(self) -> dict:
@@ -180,6 +182,7 @@ class AsyncWorker:
                 loop.add_signal_handler(sig, self._stop_requested.set)
         self._tasks = [asyncio.create_task(self._supervise())]
         self._tasks += [asyncio.create_task(self._handle_loop()) for _ in range(self.concurrency)]
+        self._beat = asyncio.create_task(self._heartbeat())
         try:
             await self._stop_requested.wait()
             await self.stop(self.grace_seconds)
@@ -187,6 +190,20 @@ class AsyncWorker:
             if install_signal_handlers:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
+
+    async def _heartbeat(self) -> None:
+        """Extends, through the native API, the leases of the running
+        messages whose stream has ended (a live stream's broker keeps them;
+        a broker that restarted left them to run), as sluice.Worker's."""
+        lease = self.lease_seconds or 30
+        every = max(lease / 3, 1)
+        while not self._stopping:
+            await asyncio.sleep(every)
+            for m, s in [v for v in self._running.values() if not v[1].live()]:
+                try:
+                    await asyncio.to_thread(self.client.extend, self.queue, m.receipt, lease)
+                except SluiceError as e:
+                    self.log.warning("sluice worker: extending the lease of message %s: %s", m.id, e)
 
     async def _open(self) -> _AioStream:
         target, tls = _target(self.client.base_url)
@@ -404,6 +421,9 @@ class AsyncWorker:
         # then the stream closes, holding nothing, which ends the supervisor.
         supervisor, loops = self._tasks[0], self._tasks[1:]
         await asyncio.gather(*loops, return_exceptions=True)
+        if self._beat is not None:
+            self._beat.cancel()
+            await asyncio.gather(self._beat, return_exceptions=True)
         if self._stream is not None:
             # A delivery that came after the first release would go back as a
             # failed attempt ("consumer disconnected") with the close.

@@ -125,3 +125,57 @@ def test_async_stop_releases_what_came_after_the_credit(client, queue_name):
             back += ms
         failed = [(m.body, m.attempts, m.failure_reason) for m in back if m.attempts > 1 or m.failure_reason]
         assert not failed, f"run {run_no}: back as failed attempts: {failed}"
+
+
+def test_async_worker_keeps_leases_across_broker_restart(sluice_bin, tmp_path, queue_name):
+    # As sluice.Worker: the handler running when the broker restarts keeps
+    # its lease (a heartbeat extends it through the native API: the broker
+    # left it to run), and settles through the native API once done. Its
+    # lease is 3 s and it runs past three of them, so without the heartbeat
+    # the message comes back and is handled twice.
+    import signal as signals
+
+    from conftest import Broker
+    from sluice import Client
+
+    data = str(tmp_path / "data")
+    b = Broker(sluice_bin, data)
+    try:
+        client = Client(b.url, retries=10)
+        client.create_queue(queue_name)
+        handled, starts = [], []
+
+        async def main():
+            nonlocal b
+            started, finish = asyncio.Event(), asyncio.Event()
+
+            async def handler(m):
+                starts.append((m.body, m.receive_count))
+                if m.body == "first":
+                    started.set()
+                    await finish.wait()
+                handled.append((m.body, m.receive_count))
+
+            w = AsyncWorker(client, queue_name, handler, concurrency=2, lease_seconds=3)
+            run = asyncio.create_task(w.run(install_signal_handlers=False))
+            try:
+                await asyncio.to_thread(client.send, queue_name, "first")
+                await asyncio.wait_for(started.wait(), 30)
+                await asyncio.to_thread(b.stop, signals.SIGTERM)
+                b = await asyncio.to_thread(Broker, sluice_bin, data, b.addr)
+                # Three leases' time: the lease would have run out twice over.
+                await asyncio.sleep(9)
+                assert starts == [("first", 1)], "the message came back while its handler ran"
+                finish.set()
+                await until(lambda: handled == [("first", 1)], timeout=30)
+                await until(lambda: client.stats(queue_name)["depth"] == 0, timeout=30)
+                assert w.stats()["lost"] == 0
+            finally:
+                finish.set()
+                await w.stop(10)
+                await run
+
+        asyncio.run(main())
+        assert handled == [("first", 1)]
+    finally:
+        b.stop()
