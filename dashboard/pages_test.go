@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -69,6 +70,8 @@ func TestMessagePageAndFind(t *testing.T) {
 			t.Errorf("the page %q lacks %q", fields, want)
 		}
 	}
+	// The Status section, from the job status route.
+	e.page.Eventually(wait, "the status", `(document.querySelector("#status-fields") || {}).textContent?.includes("Statusready")`)
 	e.notReloaded()
 
 	// A dead letter, from the Dead letters tab's link.
@@ -77,8 +80,34 @@ func TestMessagePageAndFind(t *testing.T) {
 	e.page.Do(chromedp.Click(chromedp.CSS("#dead-letter-rows a.msg-link")))
 	e.page.Eventually(wait, "the dead letter's page", `(document.querySelector("#message-fields") || {}).textContent?.includes("Failure reasoncard declined")`)
 
+	// An id the queue never held: the page says so, and asks nothing the
+	// broker answers with an error (a 404 or 409 is a console error): not
+	// the status of an id browsing did not find in a queue that keeps no
+	// records, nor the dead letters of a queue without a dead-letter queue.
 	e.open("#/queues/orders/messages/no-such-id")
 	e.page.Eventually(wait, "not found", `document.querySelector("#message-missing") !== null`)
+	e.createQueue("plain", nil)
+	e.open("#/queues/plain/messages/no-such-id")
+	e.page.Eventually(wait, "not found in a queue without a dead-letter queue", `document.querySelector("#message-missing") !== null`)
+
+	// A queue that keeps records: an acked message's page has its status,
+	// completed with the ack's result.
+	e.createQueue("jobs", map[string]string{"CompletedRetentionSeconds": "600"})
+	id := e.send("jobs", "work")
+	var got struct {
+		Messages []struct{ Receipt string }
+	}
+	e.call("POST", "/v1/queues/jobs/receive", map[string]any{"max": 1, "waitSeconds": 5}, &got)
+	if len(got.Messages) != 1 {
+		t.Fatalf("receive from jobs: %d messages", len(got.Messages))
+	}
+	e.call("POST", "/v1/queues/jobs/ack", map[string]any{"receipt": got.Messages[0].Receipt, "result": "done 7"}, nil)
+	e.open("#/queues/jobs/messages/" + id)
+	e.page.Eventually(wait, "the completed status", `(document.querySelector("#status-fields") || {}).textContent?.includes("Statuscompleted")`)
+	if got := browsertest.Eval[string](e.page, `document.querySelector("#status-fields").textContent`); !strings.Contains(got, "done 7") {
+		t.Errorf("status %q: want the ack's result", got)
+	}
+	time.Sleep(500 * time.Millisecond) // any late answer is logged by now
 	e.page.Clean()
 }
 

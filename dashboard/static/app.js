@@ -1523,6 +1523,8 @@ class MessagePage {
       h("h1", { class: "mono" }, id), this.status, this.body);
     this.load();
   }
+  // find browses path for the message; this.more is set when the browse
+  // stopped before the end.
   async find(path) {
     let cursor = "";
     for (let i = 0; i < 20 && !this.closed; i++) { // 2,000 messages at most
@@ -1532,14 +1534,21 @@ class MessagePage {
       if (!doc.next) return null;
       cursor = doc.next;
     }
+    this.more = true;
     return null;
   }
+  // load browses the queue, then its dead letters (only when it has a
+  // dead-letter queue: else the route answers 409), and asks the status
+  // route only where it can know the id: a message browsing found, one
+  // past the 2,000 browsed, or a queue that keeps records of the messages
+  // that left it (CompletedRetentionSeconds). Elsewhere it would answer
+  // 404, which the browser logs as an error.
   async load() {
-    this.loadStatus();
-    let m = null, where = "messages";
+    let m = null, where = "messages", info;
     try {
+      info = await api("GET", qpath(this.queue));
       m = await this.find(qpath(this.queue) + "/messages");
-      if (!m) {
+      if (!m && info.deadLetterQueue) {
         try { m = await this.find(qpath(this.queue) + "/dead-letters"); where = "dead-letters"; } catch (e) { if (e.status !== 409) throw e; }
       }
     } catch (e) {
@@ -1547,6 +1556,7 @@ class MessagePage {
       return;
     }
     if (this.closed) return;
+    if (m || this.more || Number((info.attributes || {}).CompletedRetentionSeconds) > 0) this.loadStatus();
     if (!m) {
       this.body.replaceChildren(h("p", { class: "empty", id: "message-missing" }, "No message " + this.id + " in " + this.queue + " or its dead letters (among the first 2,000): it may have been deleted, or delivered and acked."));
       return;
