@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,24 @@ const ReceiverWindow = 5 * time.Minute
 // maxReceivers bounds the receivers kept per queue: past it the one heard
 // from least recently goes.
 const maxReceivers = 100
+
+// maxReceiverField bounds the User-Agent and access key kept of a
+// receiver, in bytes: the client sets both, a header may hold 64 KiB and
+// more, and a queue keeps 100 receivers.
+const maxReceiverField = 256
+
+// receiverSweep is how often seen drops, in every queue, the receivers
+// whose window has passed: without it a queue's stayed until its
+// receivers were read or it was deleted.
+const receiverSweep = time.Minute
+
+// clip cuts s to maxReceiverField bytes, on a character's boundary.
+func clip(s string) string {
+	if len(s) <= maxReceiverField {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxReceiverField], "")
+}
 
 // Receiver is one client that received from a queue through this broker
 // within ReceiverWindow, told apart by its access key, host and
@@ -42,6 +61,7 @@ type receiverKey struct{ accessKey, host, userAgent string }
 type receivers struct {
 	mu      sync.Mutex
 	byQueue map[string]map[receiverKey]*Receiver
+	swept   time.Time // the latest sweep of every queue
 }
 
 // seen records a receive by the request's caller that got n messages at
@@ -55,11 +75,24 @@ func (r *receivers) seen(ctx context.Context, queue string, n int, now time.Time
 	if err != nil {
 		host = c.Addr
 	}
-	k := receiverKey{c.AccessKey, host, c.UserAgent}
+	k := receiverKey{clip(c.AccessKey), clip(host), clip(c.UserAgent)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byQueue == nil {
 		r.byQueue = make(map[string]map[receiverKey]*Receiver)
+	}
+	if now.Sub(r.swept) >= receiverSweep {
+		r.swept = now
+		for q, m := range r.byQueue {
+			for key, x := range m {
+				if now.Sub(x.LastAt) > ReceiverWindow {
+					delete(m, key)
+				}
+			}
+			if len(m) == 0 {
+				delete(r.byQueue, q)
+			}
+		}
 	}
 	m := r.byQueue[queue]
 	if m == nil {
@@ -78,10 +111,10 @@ func (r *receivers) seen(ctx context.Context, queue string, n int, now time.Time
 			}
 			delete(m, oldest)
 		}
-		rc = &Receiver{AccessKey: c.AccessKey, UserAgent: c.UserAgent, FirstAt: now}
+		rc = &Receiver{AccessKey: k.accessKey, UserAgent: k.userAgent, FirstAt: now}
 		m[k] = rc
 	}
-	rc.Addr = c.Addr
+	rc.Addr = clip(c.Addr)
 	rc.Receives++
 	rc.Received += int64(n)
 	rc.LastAt = now

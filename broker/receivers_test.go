@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestReceiversWindow: a receiver is kept per access key, host and
@@ -33,5 +36,33 @@ func TestReceiversWindow(t *testing.T) {
 	r.forget("q")
 	if got := r.of("q", t0); len(got) != 0 {
 		t.Fatalf("after forget: %+v", got)
+	}
+}
+
+// TestReceiversBounded: a receiver's User-Agent and access key are kept
+// cut to maxReceiverField bytes (a header may hold 64 KiB and more, 100
+// times per queue), and the receivers of a queue nobody asks about go once
+// their window has passed (they stayed until the queue's receivers were
+// read or the queue deleted).
+func TestReceiversBounded(t *testing.T) {
+	t.Parallel()
+	var r receivers
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	long := strings.Repeat("é", 40000)
+	r.seen(WithCaller(context.Background(), Caller{Addr: "10.0.0.1:5000", AccessKey: long, UserAgent: long}), "q", 1, t0)
+	got := r.of("q", t0)
+	if len(got) != 1 || len(got[0].UserAgent) > maxReceiverField || len(got[0].AccessKey) > maxReceiverField ||
+		!utf8.ValidString(got[0].UserAgent) || !strings.HasPrefix(long, got[0].UserAgent) {
+		t.Fatalf("a long User-Agent and access key kept as %d and %d bytes", len(got[0].UserAgent), len(got[0].AccessKey))
+	}
+	for i := range 1000 {
+		r.seen(WithCaller(context.Background(), Caller{Addr: "10.0.0.1:5000", UserAgent: "w"}), fmt.Sprint("q", i), 1, t0)
+	}
+	r.seen(WithCaller(context.Background(), Caller{Addr: "10.0.0.1:5000", UserAgent: "w"}), "other", 1, t0.Add(ReceiverWindow+2*time.Minute))
+	r.mu.Lock()
+	n := len(r.byQueue)
+	r.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d queues' receivers kept after their window, want 1", n)
 	}
 }
