@@ -1,10 +1,13 @@
 package dashboard_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdpage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicemq/sluice/internal/browsertest"
@@ -130,5 +133,28 @@ func TestSchedulesPage(t *testing.T) {
 		return s.Paused
 	})
 	e.page.Eventually(wait, "Resume shown", `document.querySelector('#schedule-rows tr[data-schedule="nightly"] button[data-action="resume"]') !== null`)
+	e.page.Clean()
+}
+
+// TestRelativeTimesUseTheBrokersClock: with the browser's clock 10 minutes
+// slow, a schedule's next run (within the minute) still reads "in … s",
+// on the schedules page, which has no live statistics to learn the
+// broker's clock from: only a queue's page set it, so the schedules page
+// of a fresh tab said "in 10 min …".
+func TestRelativeTimesUseTheBrokersClock(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.createQueue("reports", nil)
+	e.call("POST", "/v1/schedules", map[string]any{"name": "often", "queue": "reports", "schedule": "* * * * *", "message": map[string]any{"body": "run"}}, nil)
+	slow := chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, cdpage.AddScriptToEvaluateOnNewDocument, cdpage.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `{ const now = Date.now.bind(Date); Date.now = () => now() - 600000; }`,
+		})
+		return chromedp.Void{}, err
+	})
+	e.page.Do(slow)
+	e.open("#/schedules")
+	e.page.Eventually(wait, "the schedule", `document.querySelector('#schedule-rows tr[data-schedule="often"] td.next time') !== null`)
+	e.page.Eventually(wait, "the next run by the broker's clock", `/^(in \d+ s|now)$/.test(document.querySelector('#schedule-rows tr[data-schedule="often"] td.next').textContent)`)
 	e.page.Clean()
 }

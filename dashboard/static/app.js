@@ -89,7 +89,19 @@ function relTime(t, prefix) {
   setText(el, (prefix || "") + fmtRel(t, nowMs()));
   return el;
 }
-let brokerSkew = 0; // broker time minus this browser's, from the live data
+// brokerSkew is the broker's time minus this browser's: from the live
+// statistics' time on every page that follows them, else (the schedules
+// page, a message's) from the Date header of the API's answers, to the
+// second (a skew under 1.5 s is taken as none, so that times do not
+// flicker).
+let brokerSkew = 0, skewFromStats = false;
+function noteBrokerTime(ms, precise) {
+  if (isNaN(ms)) return;
+  if (precise) { brokerSkew = ms - Date.now(); skewFromStats = true; return; }
+  if (skewFromStats) return;
+  const d = ms + 500 - Date.now();
+  brokerSkew = Math.abs(d) < 1500 ? 0 : d;
+}
 function nowMs() { return Date.now() + brokerSkew; }
 function tickRel() {
   const now = nowMs();
@@ -130,6 +142,7 @@ async function api(method, path, body) {
     init.body = JSON.stringify(body);
   }
   const res = await authFetch(path, init);
+  noteBrokerTime(Date.parse(res.headers.get("Date") || ""), false);
   if (res.status === 204) return null;
   const text = await res.text();
   let data = null;
@@ -257,7 +270,7 @@ class Live {
     let opened = false;
     es.addEventListener("open", () => { opened = true; this.failures = 0; setConn("live", "live"); });
     es.addEventListener("stats", (ev) => {
-      try { this.onData(JSON.parse(ev.data)); } catch (e) { console.warn("bad stats event", e); }
+      try { this.data(JSON.parse(ev.data)); } catch (e) { console.warn("bad stats event", e); }
     });
     es.addEventListener("error", () => {
       if (this.closed) return;
@@ -274,13 +287,19 @@ class Live {
   async poll() {
     if (this.closed) return;
     try {
-      this.onData(await fetchStats(this.queue));
+      this.data(await fetchStats(this.queue));
       setConn("poll", "polling every 2 s");
     } catch (e) {
       setConn("down", "broker unreachable: " + e.message);
     }
     // Stop once the stream is open again (start sets this.es).
     if (!this.closed && !this.es) this.timer = setTimeout(() => this.poll(), 2000);
+  }
+  // data passes a statistics document on, its time (the broker's, unless
+  // built here from GET /v1/queues) setting the broker's clock.
+  data(doc) {
+    if (!doc.local) noteBrokerTime(Date.parse(doc.time), true);
+    this.onData(doc);
   }
   close() {
     this.closed = true;
@@ -318,7 +337,7 @@ async function fetchStats(queue) {
       after = page.next;
     }
   }
-  return { time: new Date().toISOString(), queues };
+  return { time: new Date(nowMs()).toISOString(), local: true, queues };
 }
 
 function summaryToStats(q, dlq) {
@@ -777,7 +796,6 @@ class QueuePage {
     if (!q) return;
     this.stats = q;
     this.brokerTime = Date.parse(doc.time) || null;
-    if (this.brokerTime) brokerSkew = this.brokerTime - Date.now();
     this.loadConsumers();
     // The Messages and Dead letters tabs are live too: their first page is
     // read again every 2 s (not once more pages were loaded).
