@@ -1612,12 +1612,10 @@ class MessagePage {
     at("expiredAt", "Expired", "");
     if (s.deadLetterQueue) rows.push(["Dead-letter queue", h("a", { class: "qname", href: "#/queues/" + encodeURIComponent(s.deadLetterQueue) }, s.deadLetterQueue)]);
     if (s.reason) rows.push(["Reason", s.reason]);
-    if (s.result) rows.push(["Result", h("code", { class: "body" }, s.result)]);
+    if (s.result !== undefined && s.result !== null) rows.push(["Result", h("code", { class: "body" }, s.result)]);
     if (s.replayedAs) rows.push(["Replayed as", h("a", { class: "mono", href: "#/queues/" + encodeURIComponent(this.queue) + "/messages/" + encodeURIComponent(s.replayedAs) }, s.replayedAs)]);
-    const hist = (s.history || []).map((x, i) => h("li", {}, "attempt " + (i + 1) + ", ", relTime(x.at), ": ", x.reason || "no reason given"));
     this.status.replaceChildren(h("h2", {}, "Status"),
-      h("dl", { class: "settings", id: "status-fields" }, ...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
-      hist.length ? h("div", {}, h("h3", {}, "Failures"), h("ol", { id: "status-history" }, hist)) : null);
+      h("dl", { class: "settings", id: "status-fields" }, ...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
     this.status.hidden = false;
   }
   close() { this.closed = true; }
