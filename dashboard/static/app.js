@@ -356,6 +356,19 @@ function healthBadge(q) {
   return { cls: "badge " + hs, label, reasons: (q.healthReasons || []).join("; ") };
 }
 
+// deletedAt holds the queues this tab deleted, with when: for a moment
+// after a deletion the live statistics may still name the queue (a sample
+// taken before it), and the list would show it again and read its history
+// (a 404, an error in the console). They are left out for 10 s.
+const deletedAt = new Map();
+function justDeleted(name) {
+  const t = deletedAt.get(name);
+  if (t === undefined) return false;
+  if (Date.now() - t < 10000) return true;
+  deletedAt.delete(name);
+  return false;
+}
+
 // ---------- router ----------
 
 let page = null; // the current page: { close() }
@@ -483,6 +496,7 @@ class ListPage {
         const attrs = await formAttributes(form);
         if (fifo.checked) attrs.FifoQueue = "true";
         await api("POST", "/v1/queues", { name: n, attributes: attrs });
+        deletedAt.delete(n);
         toast("Created the queue " + n + ".");
         location.hash = "#/queues/" + encodeURIComponent(n);
       } catch (e) { setText(err, e.message); }
@@ -507,7 +521,7 @@ class ListPage {
     }
   }
   update(doc) {
-    this.queues = doc.queues || [];
+    this.queues = (doc.queues || []).filter((q) => !justDeleted(q.name));
     const names = new Set();
     const now = Date.parse(doc.time) || Date.now();
     this.now = now;
@@ -1016,6 +1030,7 @@ class QueuePage {
     if (this.conLoad) await this.conLoad;
     try {
       await api("DELETE", qpath(this.name));
+      deletedAt.set(this.name, Date.now());
       toast("Deleted the queue " + this.name + ".");
       location.hash = "#/";
     } catch (e) {
