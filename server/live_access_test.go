@@ -12,7 +12,7 @@ import (
 )
 
 // TestAuthLiveRoutesAreTheOwnAccounts: the dashboard's live routes
-// (/v1/stats, /v1/events, /v1/queues/{queue}/history) show the broker's own
+// (/v1/stats, /v1/events, /v1/queues/{queue}/history) and the overview show the broker's own
 // account's queues, so a key of another account is refused them; a key of
 // the broker's own account (--account-id) reads them.
 func TestAuthLiveRoutesAreTheOwnAccounts(t *testing.T) {
@@ -51,7 +51,15 @@ func TestAuthLiveRoutesAreTheOwnAccounts(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling the sampler's next tick
 	}
-	for _, path := range []string{"/v1/stats", "/v1/queues/secret-jobs/history", "/v1/events"} {
+	if status, body := do(bg, http.MethodGet, "/v1/overview", "admin:admin-secret", ""); status != http.StatusOK {
+		t.Errorf("the owner's GET /v1/overview: %d %s", status, body)
+	}
+	// The receivers of a queue are its account's: another account's key
+	// names a queue of its own, which does not exist.
+	if status, body := do(bg, http.MethodGet, "/v1/queues/secret-jobs/receivers", "outsider:outsider-secret", ""); status != http.StatusNotFound {
+		t.Errorf("GET the receivers with a key of another account: %d %s, want 404", status, body)
+	}
+	for _, path := range []string{"/v1/stats", "/v1/queues/secret-jobs/history", "/v1/events", "/v1/overview"} {
 		ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 		status, body := do(ctx, http.MethodGet, path, "outsider:outsider-secret", "")
 		cancel()
