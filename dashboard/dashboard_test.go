@@ -537,7 +537,7 @@ func TestScreenshots(t *testing.T) {
 	var ids struct{ Messages []struct{ ID string } }
 	e.call("GET", "/v1/queues/invoices/messages", nil, &ids)
 	e.open("#/queues/invoices/messages/" + ids.Messages[0].ID)
-	e.page.Eventually(wait, "the message", `document.querySelector("#message-body") !== null`)
+	e.page.Eventually(wait, "the message and its status", `document.querySelector("#message-body") !== null && document.querySelector("#status-fields") !== null`)
 	shoot("dashboard-message.png", 1400)
 	e.page.Clean()
 }
