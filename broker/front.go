@@ -383,6 +383,12 @@ func (b *Broker) Delete(ctx context.Context, queue string, entries []model.Delet
 			errs[i] = model.Errorf(model.ErrInvalidParameterValue, "The result is %d bytes long; an ack's result is at most %d bytes (64 KiB): keep a larger result elsewhere and give its key.", len(*e.Result), model.MaxResultBytes)
 			continue
 		}
+		if e.Result != nil && !model.ValidBodyChars(*e.Result) {
+			// As a body's: PostgreSQL's text holds no NUL, and a refused
+			// statement would fail the deletes combined with this one.
+			errs[i] = model.Errorf(model.ErrInvalidParameterValue, "The result contains invalid characters. %s", model.ValidCharacters)
+			continue
+		}
 		r, err := b.receipts.Decode(e.Receipt)
 		if err != nil {
 			errs[i] = err

@@ -19,6 +19,7 @@ var jobStatusTests = []testCase{
 	{"DeadLettered", testJobStatusDeadLettered},
 	{"Unknown", testJobStatusUnknown},
 	{"ResultTooLarge", testJobStatusResultTooLarge},
+	{"ResultInvalidCharacters", testJobStatusResultInvalidChars},
 	{"RecordsSurviveRestart", testJobStatusRecordsRestart},
 	{"Replayed", testJobStatusReplayed},
 }
@@ -212,6 +213,26 @@ func testJobStatusResultTooLarge(t *testing.T, s suite) {
 	}
 	if st := e.status("q", id); st.Result == nil || *st.Result != most {
 		t.Fatalf("the 64 KiB result was not kept whole")
+	}
+}
+
+// testJobStatusResultInvalidChars: a result holds the characters a body
+// may hold; one with a NUL (which PostgreSQL's text refuses) fails its
+// entry alone, and the message stays leased.
+func testJobStatusResultInvalidChars(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{model.AttrCompletedRetentionSeconds: "60"})
+	id := e.sendBody("q", "x").MessageID
+	d := e.receiveOne("q")
+	bad := "done\x00"
+	wantErr(t, "an ack with a NUL in its result", e.deleteWith("q", d.Receipt, &bad), model.ErrInvalidParameterValue)
+	wantState(t, "after the refused ack", e.status("q", id), model.JobInFlight, 1)
+	good := "ok \u00e9\t\U0001F600"
+	if err := e.deleteWith("q", d.Receipt, &good); err != nil {
+		t.Fatalf("an ack with a valid result: %v", err)
+	}
+	if st := e.status("q", id); st.Result == nil || *st.Result != good {
+		t.Fatalf("the result was not kept as given: %+v", st)
 	}
 }
 
