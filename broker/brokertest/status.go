@@ -20,6 +20,7 @@ var jobStatusTests = []testCase{
 	{"Unknown", testJobStatusUnknown},
 	{"ResultTooLarge", testJobStatusResultTooLarge},
 	{"ResultInvalidCharacters", testJobStatusResultInvalidChars},
+	{"LeaseEndedIntoBackoff", testJobStatusLeaseEndedBackoff},
 	{"RecordsSurviveRestart", testJobStatusRecordsRestart},
 	{"Replayed", testJobStatusReplayed},
 }
@@ -233,6 +234,23 @@ func testJobStatusResultInvalidChars(t *testing.T, s suite) {
 	}
 	if st := e.status("q", id); st.Result == nil || *st.Result != good {
 		t.Fatalf("the result was not kept as given: %+v", st)
+	}
+}
+
+// testJobStatusLeaseEndedBackoff: a lease that ended, on a queue with a
+// RetryPolicy, is backing off until its backoff ends, before any sweep or
+// call planned it, as it is once one did.
+func testJobStatusLeaseEndedBackoff(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", map[string]string{model.AttrRetryPolicy: retryPolicy(30, 300, model.JitterNone)})
+	id := e.sendBody("q", "x").MessageID
+	e.receiveOneFor("q", 10*time.Second)
+	leaseEnd := e.clock.Now().Add(10 * time.Second)
+	e.advance(11 * time.Second)
+	st := e.status("q", id)
+	wantState(t, "its lease ended", st, model.JobBackingOff, 1)
+	if !sameInstant(st.VisibleAt, leaseEnd.Add(30*time.Second)) {
+		t.Fatalf("backing off: visibleAt %v, want the lease's end and the backoff, %v", st.VisibleAt, leaseEnd.Add(30*time.Second))
 	}
 }
 

@@ -16,7 +16,7 @@ var recordStates = map[string]model.JobState{"c": model.JobCompleted, "e": model
 
 // LookupMessage implements storage.Backend: the live row of the message
 // (messages_message_id), read as Browse reads rows, else its record in
-// message_records (before its due time), in one statement.
+// message_records (before its due time).
 func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id string) (_ model.MessageLookup, err error) {
 	defer unavailable(ctx, &err)
 	if err := b.enter(ctx); err != nil {
@@ -31,27 +31,20 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 		return model.MessageLookup{}, nil // no message has such an id
 	}
 	id = strings.ToLower(id)
-	row := b.pool.QueryRow(ctx, `SELECT state::text, visible_at, `+nowSQL+`, `+msgCols("m")+` FROM messages m
-		WHERE queue_id = $2 AND message_id = $3::uuid AND sent_at > `+nowSQL+` - $4 * interval '1 microsecond'
-			AND NOT (coalesce(expires_at <= `+nowSQL+`, false) AND NOT (state = 'i' AND visible_at > `+nowSQL+`))
-		LIMIT 1`, b.tnow(), q.mid, id, micros(q.cfg.Retention))
-	var state rowState
-	var visibleAt, now time.Time
-	_, _, d, err := b.scanDelivery(row.Scan, []any{&state, &visibleAt, &now}, q)
-	switch {
-	case err == nil:
-		// A ready row's visible_at is when it became visible (a lookup
-		// answers it; Browse does not).
-		bm := model.BrowsedMessage{Message: d.Message, State: model.StateVisible, VisibleAt: visibleAt}
-		if state != rowReady && visibleAt.After(now) {
-			bm.State, bm.VisibleAt = model.StateDelayed, visibleAt
-			if state == rowInFlight {
-				bm.State = model.StateInFlight
-			}
+	l, ended, err := b.lookupLive(ctx, q, id)
+	if err == nil && ended && hasRetryOrRedrive(q.cfg) {
+		// A lease that ended on a queue with a policy is planned first (as
+		// Delete does): its message may be backing off or dead-lettered by
+		// now, which the row shows once planned.
+		moved, _, perr := b.promote(ctx, q)
+		if perr != nil {
+			return model.MessageLookup{}, perr
 		}
-		return model.MessageLookup{Live: &bm}, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return model.MessageLookup{}, dbErr("lookup message", err)
+		b.deadLettered(ctx, q, moved)
+		l, _, err = b.lookupLive(ctx, q, id)
+	}
+	if err != nil || l.Live != nil {
+		return l, err
 	}
 	var rec model.MessageRecord
 	var st string
@@ -73,4 +66,32 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 		rec.Reason = *reason
 	}
 	return model.MessageLookup{Record: &rec}, nil
+}
+
+// lookupLive reads the live row of message id of queue q (LookupMessage):
+// ended tells that it is in flight with its lease over (not planned yet).
+func (b *Backend) lookupLive(ctx context.Context, q queueRow, id string) (_ model.MessageLookup, ended bool, err error) {
+	row := b.pool.QueryRow(ctx, `SELECT state::text, visible_at, `+nowSQL+`, `+msgCols("m")+` FROM messages m
+		WHERE queue_id = $2 AND message_id = $3::uuid AND sent_at > `+nowSQL+` - $4 * interval '1 microsecond'
+			AND NOT (coalesce(expires_at <= `+nowSQL+`, false) AND NOT (state = 'i' AND visible_at > `+nowSQL+`))
+		LIMIT 1`, b.tnow(), q.mid, id, micros(q.cfg.Retention))
+	var state rowState
+	var visibleAt, now time.Time
+	_, _, d, err := b.scanDelivery(row.Scan, []any{&state, &visibleAt, &now}, q)
+	switch {
+	case err == nil:
+		// A ready row's visible_at is when it became visible (a lookup
+		// answers it; Browse does not).
+		bm := model.BrowsedMessage{Message: d.Message, State: model.StateVisible, VisibleAt: visibleAt}
+		if state != rowReady && visibleAt.After(now) {
+			bm.State, bm.VisibleAt = model.StateDelayed, visibleAt
+			if state == rowInFlight {
+				bm.State = model.StateInFlight
+			}
+		}
+		return model.MessageLookup{Live: &bm}, state == rowInFlight && !visibleAt.After(now), nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return model.MessageLookup{}, false, dbErr("lookup message", err)
+	}
+	return model.MessageLookup{}, false, nil
 }
