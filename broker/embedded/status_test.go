@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/storage"
@@ -88,4 +90,52 @@ func TestLookupLetsGoOfTheLock(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// TestSalvageKeepsMessageRecords: a salvage copies a queue's message
+// records, so that a completed message's status survives it.
+func TestSalvageKeepsMessageRecords(t *testing.T) {
+	ctx := context.Background()
+	dir, to := t.TempDir(), filepath.Join(t.TempDir(), "salvaged")
+	b, err := Open(Config{Dir: dir, Options: storage.Options{Logger: testLogger(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := model.QueueRef{Name: "q"}
+	cfg := model.DefaultQueueConfig(false)
+	cfg.CompletedRetention = time.Hour
+	if _, _, err := b.CreateQueue(ctx, storage.QueueSpec{QueueRef: ref, Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := b.Send(ctx, ref, []model.SendEntry{{ID: "a", Body: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := b.Receive(ctx, model.ReceiveRequest{Queue: "q", MaxMessages: 1})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Receive = %d, %v", len(ds), err)
+	}
+	r, err := b.Receipts().Decode(ds[0].Receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := "done"
+	if _, err := b.Delete(ctx, ref, []model.Receipt{r}, []*string{&result}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Salvage(ctx, dir, to, nil, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	b, err = Open(Config{Dir: to, Options: storage.Options{Logger: testLogger(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	l, err := b.LookupMessage(ctx, ref, rs[0].MessageID)
+	if err != nil || l.Record == nil || l.Record.Result == nil || *l.Record.Result != result {
+		t.Fatalf("LookupMessage after a salvage = %+v, %v; want the completed record", l, err)
+	}
 }

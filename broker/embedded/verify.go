@@ -588,6 +588,17 @@ func walkQueue(db *pebble.DB, q *queueRecord, w walker) error {
 			return err
 		}
 	}
+	// Message records (records.go) and their due keys: a status by id.
+	for _, kind := range []byte{kindRecord, kindRecordDue} {
+		lo, hi = kindRange(q.ID, kind)
+		err = scanRange(db, lo, hi, func(k, v []byte) error { return w.other(q, k, v) },
+			func(after []byte, err error) {
+				w.problem(fmt.Sprintf("message records of queue %s (a status by id may miss some completed or replayed messages): %s", name, problemText(err)))
+			})
+		if err != nil {
+			return err
+		}
+	}
 	// Bodies without metadata are not read: nothing would deliver them.
 	return nil
 }
