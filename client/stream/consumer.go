@@ -3,11 +3,13 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/api/stream/streampb"
 )
@@ -186,6 +188,11 @@ func (s *Consumer) Ack(ctx context.Context, receipt string) error {
 // CompletedRetentionSeconds, its status by id shows the result for that
 // long.
 func (s *Consumer) AckWithResult(ctx context.Context, receipt, result string) error {
+	if len(result) > maxResultBytes {
+		// Refused here as the broker would: a result of megabytes would not
+		// fit in a frame, and a frame past the broker's ends the stream.
+		return &Error{Code: "invalid_parameter", Message: fmt.Sprintf("The result is %d bytes long; an ack's result is at most %d bytes (64 KiB): keep a larger result elsewhere and give its key.", len(result), maxResultBytes)}
+	}
 	return s.settleOne(ctx, &streampb.Settlement{Receipt: receipt, Action: &streampb.Settlement_Ack{Ack: &streampb.Ack{Result: &result}}})
 }
 
@@ -275,6 +282,14 @@ type settleEnded struct{ err error }
 
 func (e *settleEnded) Error() string { return e.err.Error() }
 
+// maxResultBytes is the longest result an ack may carry (the broker's
+// limit); maxSettleFrameBytes bounds a Settle frame, below the 4 MiB the
+// broker takes.
+const (
+	maxResultBytes      = 64 << 10
+	maxSettleFrameBytes = 3 << 20
+)
+
 // flush sends what is queued, one frame at a time, until nothing is: the
 // settlements queued while a frame is sent go out together in the next.
 func (s *Consumer) flush() {
@@ -290,9 +305,19 @@ func (s *Consumer) flush() {
 			}
 			return
 		}
-		if len(batch) > 10000 {
-			s.queued = batch[10000:]
-			batch = batch[:10000]
+		// At most 10,000 settlements, and maxSettleFrameBytes (acks'
+		// results make settlements of up to 64 KiB).
+		n, size := 0, 0
+		for n < len(batch) && n < 10000 {
+			size += proto.Size(batch[n].s) + 8
+			if n > 0 && size > maxSettleFrameBytes {
+				break
+			}
+			n++
+		}
+		if n < len(batch) {
+			s.queued = batch[n:]
+			batch = batch[:n]
 		}
 		s.seq++
 		seq := s.seq
