@@ -135,21 +135,19 @@ func (b *Backend) writeArchiveLocked(s *archiveSweep, batch *pebble.Batch) (cur 
 }
 
 // archiveDone reports the sweep's outcome once its batch is durable (err
-// nil) or failed: the cursor is the store's then, or the archive goes back
-// to the old one.
+// nil) or failed. A failed batch leaves the archive as it is: the write or
+// sync error made the store fail-stop (no sweep runs again), and the batch
+// may be in the log all the same (a sync that reported an error after the
+// write), so whether its lines were committed is known only at the next
+// Open, which reconciles the archive with the cursor the store then holds.
+// Cutting them now lost them when the restart replayed the batch.
 func (b *Backend) archiveDone(s *archiveSweep, cur archive.Cursor, err error) {
-	if cur.File != "" {
-		if err != nil {
-			if rerr := b.archive.Reconcile(b.archiveCur); rerr != nil {
-				b.log.Error("archive: cannot cut a batch that was not committed", "err", rerr)
-			}
-			return
-		}
-		b.archiveCur = cur
-		b.archive.Committed(cur)
-	}
 	if err != nil {
 		return
+	}
+	if cur.File != "" {
+		b.archiveCur = cur
+		b.archive.Committed(cur)
 	}
 	if o := b.opts.Observer; o != nil {
 		for q, c := range s.counts {

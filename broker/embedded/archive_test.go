@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/internal/archive"
@@ -96,4 +98,62 @@ func TestArchiveCrashBetweenWriteAndRemoval(t *testing.T) {
 	if got := bodies(); !slices.Equal(got, want) {
 		t.Fatalf("the archive holds %v, want %v once each", got, want)
 	}
+}
+
+// TestArchiveSyncFailureKeepsLines fails the sync of the batch that removes
+// the archived messages: the batch reached the log all the same (the disk
+// reported an error on fsync, the bytes were written), so the restart
+// replays it, messages gone and the cursor moved. The archive must still
+// hold their lines: a failed store sync is an unknown outcome, not a
+// rollback, and the archive is cut only by the next Open, to the cursor
+// the store then holds.
+func TestArchiveSyncFailureKeepsLines(t *testing.T) {
+	t.Parallel()
+	clock := clocktest.NewFakeClock(t0)
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "archive")
+	fs := &syncErrFS{FS: vfs.Default}
+	open := func(fs vfs.FS) (*Backend, *broker.Broker) {
+		t.Helper()
+		opts := storage.Options{Clock: clock, Logger: testLogger(t)}
+		b, err := Open(Config{Dir: dir, FS: fs, Options: opts, Archive: archive.Config{Dir: arch, ID: "syncfail"}})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b, front(t, b, broker.Config{Logger: opts.Logger})
+	}
+	ctx := t.Context()
+	b, f := open(fs)
+	if _, err := f.CreateQueue(ctx, "q", map[string]string{model.AttrMessageRetentionPeriod: "60", model.AttrArchiveExpired: "true"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Send(ctx, "q", []model.SendEntry{{ID: "a", Body: "a"}, {ID: "b", Body: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	fs.broken.Store(true)
+	clock.Advance(61 * time.Second)
+	select {
+	case <-b.Failed():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sweep's sync did not fail")
+	}
+	_ = b.Close()
+	_, f = open(vfs.Default)
+	eventually(t, "the messages are archived once, by the replayed batch or the next sweep", func() bool {
+		s, err := f.GetQueue(ctx, "q")
+		if err != nil || s.Stats.Visible != 0 {
+			return false
+		}
+		ls, err := archive.ReadDir(arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range ls {
+			got = append(got, l.Body)
+		}
+		slices.Sort(got)
+		return slices.Equal(got, []string{"a", "b"})
+	})
 }
