@@ -63,11 +63,19 @@ func openArchive(ctx context.Context, b *Backend, pool *pgxpool.Pool, cfg archiv
 const upsertCursorSQL = `INSERT INTO archive_cursors (archive_id, cursor) VALUES ($1, $2)
 	ON CONFLICT (archive_id) DO UPDATE SET cursor = excluded.cursor`
 
+// readArchiveCursor reads the cursor of archive id. FOR SHARE waits for a
+// transaction that set it and has not ended: an archive step whose commit
+// failed or timed out on the client may still be committing on the server
+// (waiting for a synchronous standby, or its COMMIT on its way when the
+// connection broke), and a plain read would see the old cursor, cut the
+// batch, and then the commit delete its messages. (The step's transaction
+// holds the row's lock from its upsert until it ends; statement_timeout
+// bounds the wait, and the next step reads again.)
 func readArchiveCursor(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, id string) (archive.Cursor, error) {
 	var s string
-	err := q.QueryRow(ctx, `SELECT cursor FROM archive_cursors WHERE archive_id = $1`, id).Scan(&s)
+	err := q.QueryRow(ctx, `SELECT cursor FROM archive_cursors WHERE archive_id = $1 FOR SHARE`, id).Scan(&s)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return archive.Cursor{}, nil
 	}

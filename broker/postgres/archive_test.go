@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/internal/archive"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
@@ -76,4 +82,107 @@ func TestArchiveTwoBrokersRace(t *testing.T) {
 		t.Fatalf("%d lines of %d ids in the archive, want %d", len(lines), len(ids), total)
 	}
 	t.Logf("%d lines; the injected failure ran %d archive steps of broker a", len(lines), faults.Load())
+}
+
+// TestArchiveLateCommitReadBack: an archive step's commit whose outcome the
+// broker does not know may still land after its error, on the server (a
+// commit waiting for a synchronous standby, a connection cut while COMMIT
+// was on its way). Another session stands for that commit here: it sets
+// the cursor to the step's append, deletes the rows and commits a moment
+// after the step failed. The read-back that reconciles the archive must
+// wait for it (the cursor row is locked by it) instead of reading the old
+// cursor and cutting lines whose messages are then deleted.
+func TestArchiveLateCommitReadBack(t *testing.T) {
+	schema := pooledSchema(t)
+	url := requirePostgres(t)
+	dir := t.TempDir()
+	clock := clocktest.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	cfg := testConfig(url, schema)
+	cfg.Clock, cfg.Logger = clock, testutil.Logger(t)
+	cfg.Archive = archive.Config{Dir: dir, ID: "late"}
+	be, err := postgres.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	f := front(t, be, cfg.Options)
+	ctx := context.Background()
+	if _, err := f.CreateQueue(ctx, "q", map[string]string{model.AttrMessageRetentionPeriod: "60", model.AttrArchiveExpired: "true"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Send(ctx, "q", []model.SendEntry{{ID: "a", Body: "a"}, {ID: "b", Body: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan error, 1)
+	var faults atomic.Int32
+	be.SetArchiveFault(func() error {
+		if faults.Add(1) != 1 {
+			return nil
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil || len(ents) != 1 || !strings.HasSuffix(ents[0].Name(), ".open") {
+			t.Errorf("archive directory at the step: %v %v", ents, err)
+			return errors.New("no open file")
+		}
+		info, err := ents[0].Info()
+		if err != nil {
+			return err
+		}
+		cur := archive.Cursor{File: strings.TrimSuffix(ents[0].Name(), ".jsonl.gz.open"), Size: info.Size()}
+		locked := make(chan error, 1)
+		go func() {
+			other, err := pgx.Connect(ctx, url)
+			if err != nil {
+				locked <- err
+				return
+			}
+			defer other.Close(ctx)
+			tx, err := other.Begin(ctx)
+			if err == nil {
+				_, err = tx.Exec(ctx, `UPDATE `+pgx.Identifier{schema, "archive_cursors"}.Sanitize()+` SET cursor = $1 WHERE archive_id = 'late'`, cur.String())
+			}
+			locked <- err
+			if err != nil {
+				return
+			}
+			// Waits for the failed step's rollback (its row locks).
+			if _, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{schema, "messages"}.Sanitize()); err != nil {
+				committed <- err
+				return
+			}
+			time.Sleep(300 * time.Millisecond)
+			committed <- tx.Commit(ctx)
+		}()
+		if err := <-locked; err != nil {
+			t.Errorf("the late commit's session: %v", err)
+		}
+		return errors.New("injected: the commit's outcome is unknown")
+	})
+	clock.Advance(61 * time.Second)
+	select {
+	case err := <-committed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the archive step did not run")
+	}
+	for range 3 {
+		clock.Advance(time.Second)
+		if err := be.SweepOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines, err := archive.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines {
+		got = append(got, l.Body)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("the archive holds %v, want a and b once: the late commit deleted them", got)
+	}
 }
