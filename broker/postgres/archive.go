@@ -56,7 +56,7 @@ func openArchive(ctx context.Context, b *Backend, pool *pgxpool.Pool, cfg archiv
 			return dbErr("store the archive cursor", err)
 		}
 	}
-	b.archive, b.archiveID = w, cfg.ID
+	b.archive, b.archiveID, b.archiveCur = w, cfg.ID, start
 	return nil
 }
 
@@ -103,7 +103,7 @@ func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
 		if err := b.archive.Reconcile(cur); err != nil {
 			return false, fmt.Errorf("postgres: %w", err)
 		}
-		b.archiveUnsure = false
+		b.archiveCur, b.archiveUnsure = cur, false
 	}
 	rows, err := b.pool.Query(ctx, `SELECT `+queueCols+` FROM queues q WHERE NOT q.deleted AND `+archiveQueueSQL+` ORDER BY q.id`)
 	if err != nil {
@@ -136,15 +136,24 @@ func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
 	if err != nil {
 		return false, dbErr("archive: begin", err)
 	}
+	foreign := false // the cursor row is not as this broker left it
 	defer func() {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
-		if cur.File != "" && err != nil {
+		switch {
+		case cur.File != "" && err != nil && foreign:
+			// Certainly not committed: cut the batch back to this
+			// broker's own cursor (the database's names another
+			// broker's file).
+			if rerr := b.archive.Reconcile(b.archiveCur); rerr != nil {
+				b.log.Error("archive: cannot cut a batch that was not committed", "err", rerr)
+			}
+		case cur.File != "" && err != nil:
 			// Appended, not known committed: the cursor in the database
 			// says whether it was; until it is read, before the next
 			// step.
 			b.archiveUnsure = true
 			if db, rerr := readArchiveCursor(context.WithoutCancel(ctx), b.pool, b.archiveID); rerr == nil && b.archive.Reconcile(db) == nil {
-				b.archiveUnsure = false
+				b.archiveCur, b.archiveUnsure = db, false
 			}
 		}
 	}()
@@ -231,8 +240,19 @@ func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
 		return false, dbErr("archive: delete", err)
 	}
 	if cur.File != "" {
-		if _, err := tx.Exec(ctx, upsertCursorSQL, b.archiveID, cur.String()); err != nil {
+		// Only from the cursor this broker stored: another broker under
+		// the same archive id (its own directory) moves it too, and a
+		// read-back or a restart that reconciled this broker's files with
+		// the other's cursor would cut or remove committed lines.
+		tag, err := tx.Exec(ctx, `UPDATE archive_cursors SET cursor = $2 WHERE archive_id = $1 AND cursor = $3`,
+			b.archiveID, cur.String(), b.archiveCur.String())
+		if err != nil {
 			return false, dbErr("archive: cursor", err)
+		}
+		if tag.RowsAffected() != 1 {
+			foreign = true
+			return false, fmt.Errorf("postgres: archive id %q: its cursor in the database is not the one this broker stored (%s): another broker archives under the same id; give each broker its own --archive-id and restart this one (until then it leaves the expired messages of ArchiveExpired queues to the others)",
+				b.archiveID, b.archiveCur.String())
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -240,6 +260,7 @@ func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
 	}
 	if cur.File != "" {
 		b.archive.Committed(cur)
+		b.archiveCur = cur
 		cur = archive.Cursor{} // known committed
 	}
 	for _, id := range wake {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/internal/archive"
 	"github.com/sluicemq/sluice/broker/model"
@@ -185,4 +186,108 @@ func TestArchiveLateCommitReadBack(t *testing.T) {
 	if !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("the archive holds %v, want a and b once: the late commit deleted them", got)
 	}
+}
+
+// TestArchiveSameIDTwoBrokers: two brokers given one --archive-id (each
+// its own directory) share one cursor row. Broker a archives a large batch
+// (its file ...-000002, the cursor at its size); broker b, opened before,
+// names its next file with the same sequence, in its own directory. Had b
+// stored its cursor over a's, a's restart would cut a's file to b's size:
+// a's committed lines lost, the gzip stream cut inside a member. Each step
+// sets the cursor only from the value this broker last stored: b's step
+// fails (loudly) and leaves the messages, which a archives after its
+// restart. Every message is archived once.
+func TestArchiveSameIDTwoBrokers(t *testing.T) {
+	schema := pooledSchema(t)
+	url := requirePostgres(t)
+	clock := clocktest.NewFakeClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	dirA, dirB := t.TempDir(), t.TempDir()
+	open := func(dir string) (*postgres.Backend, *broker.Broker) {
+		cfg := testConfig(url, schema)
+		cfg.Clock, cfg.Logger = clock, testutil.Logger(t)
+		cfg.Archive = archive.Config{Dir: dir, ID: "same", MaxFileBytes: 1}
+		be, err := postgres.Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = be.Close() })
+		return be, front(t, be, cfg.Options)
+	}
+	ctx := context.Background()
+	next := 0
+	round := func(f *broker.Broker, n int) {
+		t.Helper()
+		for range n {
+			if _, err := f.Send(ctx, "q", []model.SendEntry{{ID: "x", Body: fmt.Sprintf("m%04d-%s", next, strings.Repeat("x", 100))}}); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		clock.Advance(61 * time.Second)
+		testutil.Eventually(t, time.Minute, "the sweeper takes the round", func() bool {
+			clock.Advance(time.Second)
+			var left int
+			_ = pgxQueryRow(t, url, `SELECT count(*) FROM `+pgx.Identifier{schema, "messages"}.Sanitize(), &left)
+			return left == 0
+		})
+	}
+	beA, a := open(dirA)
+	if _, err := a.CreateQueue(ctx, "q", map[string]string{model.AttrMessageRetentionPeriod: "60", model.AttrArchiveExpired: "true"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	round(a, 3) // a's file 000000
+	round(a, 3) // a's file 000001
+	beB, b := open(dirB)
+	round(a, 3)   // a's file 000002 (b is idle until a closes)
+	round(a, 200) // a's file 000003
+	_ = beA.Close()
+	for range 20 { // b's file 000002 (its own sequence)
+		if _, err := b.Send(ctx, "q", []model.SendEntry{{ID: "x", Body: fmt.Sprintf("m%04d", next)}}); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	clock.Advance(61 * time.Second)
+	for range 3 {
+		clock.Advance(time.Second)
+		if err := beB.SweepOnce(ctx); err != nil {
+			t.Log(err)
+		}
+	}
+	_ = beB.Close()
+	_, a = open(dirA)
+	testutil.Eventually(t, time.Minute, "a archives what is left", func() bool {
+		clock.Advance(time.Second)
+		q, err := a.GetQueue(ctx, "q")
+		return err == nil && q.Stats.Visible == 0
+	})
+	seen := map[string]int{}
+	for _, d := range []string{dirA, dirB} {
+		lines, err := archive.ReadDir(d)
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		for _, l := range lines {
+			seen[l.Body[:5]]++
+		}
+	}
+	bad := 0
+	for i := range next {
+		if seen[fmt.Sprintf("m%04d", i)] != 1 {
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d messages not archived exactly once", bad, next)
+	}
+}
+
+func pgxQueryRow(t *testing.T, url, sql string, dst any) error {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.QueryRow(context.Background(), sql).Scan(dst)
 }

@@ -220,13 +220,15 @@ type Backend struct {
 	clock model.Clock
 	log   *slog.Logger
 	pool  *pgxpool.Pool
-	// archive is this broker's archive (nil: none), archiveID its id, and
-	// archiveUnsure set when an archive step's commit failed after its
-	// append (the next step reads the cursor first); the sweeper's
-	// (archive.go). archiveFault, a test seam under mu, fails a step
-	// between the archive's sync and its commit.
+	// archive is this broker's archive (nil: none), archiveID its id,
+	// archiveCur the cursor it last stored or read, and archiveUnsure set
+	// when an archive step's commit failed after its append (the next step
+	// reads the cursor first); the sweeper's (archive.go). archiveFault, a
+	// test seam under mu, fails a step between the archive's sync and its
+	// commit.
 	archive       *archive.Writer
 	archiveID     string
+	archiveCur    archive.Cursor
 	archiveUnsure bool
 	archiveFault  func() error
 	// testClock is set when the clock has an Offset method: statements then
