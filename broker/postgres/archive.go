@@ -33,9 +33,10 @@ import (
 // archive, the step deletes the rows all the same and counts them
 // (model.CountArchiveFailed): the archive never holds a queue back.
 
-// archiveBatchBytes bounds the bytes of bodies one archive step holds in
-// memory (the lines until the archive's sync), as sweepBudget bounds its
-// rows.
+// archiveBatchBytes bounds the bytes of messages (bodies and attributes,
+// model.MessageSize, as the embedded store counts them) one archive step
+// holds in memory (the lines until the archive's sync), as sweepBudget
+// bounds its rows.
 const archiveBatchBytes = 16 << 20
 
 // openArchive opens the archive of cfg at the cursor the database holds for
@@ -189,7 +190,7 @@ func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
 				continue
 			}
 			lines = append(lines, model.ArchiveLine(&d.Message, model.QueueRef{Account: q.account, Name: q.name}.String(), now))
-			size += len(d.Body)
+			size += model.MessageSize(d.Body, d.Message.Attributes)
 			c[0]++
 			if size >= archiveBatchBytes {
 				more = true
