@@ -174,7 +174,7 @@ flags:
 		"free space on the data directory's disk below which sends are refused (503, retried by clients): auto = max(64MiB, 2% of the disk), a size such as 256MiB, or off")
 	str(&f.backupDir, "backup-dir", "SLUICE_BACKUP_DIR", "", "directory under which POST /v1/backups (sluice backup) writes online copies of the embedded store; empty: backups are refused")
 	str(&f.archiveDir, "archive-dir", "SLUICE_ARCHIVE_DIR", "", "directory this broker owns for the archive of ArchiveExpired queues (gzip JSON lines of the messages whose retention ends); default <--data>/archive; off: no archive")
-	str(&f.archiveID, "archive-id", "SLUICE_ARCHIVE_ID", "", "this broker's name in its archive files and its archive cursor: brokers sharing an --archive-dir need distinct ids, and a broker keeps its id across restarts (default: the host name and a hash of the archive directory's path)")
+	str(&f.archiveID, "archive-id", "SLUICE_ARCHIVE_ID", "", "this broker's name in its archive files and its archive cursor: every broker needs its own id (on PostgreSQL even with its own --archive-dir: the cursor is a row per id), and a broker keeps its id across restarts (default: the host name and a hash of the archive directory's path)")
 	var archiveSize string
 	str(&archiveSize, "archive-file-size", "SLUICE_ARCHIVE_FILE_SIZE", "64MiB", "an archive file is closed (and a new one begun) past this many compressed bytes, or when the UTC day changes")
 	var healthDepth, healthAge, healthDLQDepth, healthDead string
