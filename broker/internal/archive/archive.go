@@ -372,6 +372,11 @@ func (w *Writer) Reconcile(cur Cursor) error {
 				return fmt.Errorf("archive: %w", err)
 			}
 		}
+		if st.Size() < cur.Size {
+			// Cut or replaced behind the broker's back: the lines of the
+			// committed batches past its end are not in the archive.
+			w.log.Error("archive: the open file is shorter than the store's cursor: committed lines are missing from it", "file", path, "size", st.Size(), "cursor", cur.Size)
+		}
 		w.f, w.name, w.day = f, cur.File, curInfo.day
 		w.size, w.committed = min(st.Size(), cur.Size), min(st.Size(), cur.Size)
 	}
