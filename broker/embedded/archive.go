@@ -30,8 +30,12 @@ var keyArchiveCursor = []byte{pfxCounter, 'a', 'r', 'c', 'h'}
 
 // archiveBatchBytes bounds the bytes of bodies and attributes one sweep
 // archives, as sweepBudget bounds its messages: the lines are held in
-// memory until the archive's sync.
-const archiveBatchBytes = 16 << 20
+// memory until the archive's sync, and the sweep encodes, compresses and
+// syncs them holding Backend.mu, which every call waits for. 1 MiB is some
+// 20 ms of gzip on a core for bodies that compress badly, plus the sync;
+// 16 MiB held every call for a third of a second or more, at once again
+// while a backlog expired. (PostgreSQL's step holds no such lock.)
+const archiveBatchBytes = 1 << 20
 
 // openArchive opens the archive of cfg at the cursor the store holds, and
 // stores the cursor it starts at. It runs in Open before any other
