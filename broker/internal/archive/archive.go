@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -50,6 +51,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluicemq/sluice/broker/model"
 )
@@ -194,7 +197,15 @@ type Writer struct {
 	failed    time.Time // archiving stopped until then (a failed write)
 	logged    time.Time // the last failure's log line (at most one a minute)
 	closed    bool
+	lock      io.Closer // the id's lock file in the directory (lockName)
 }
+
+// lockName is the file a Writer holds locked in its directory while open:
+// two writers of one id there would reconcile each other's files with
+// their own cursors (removing or cutting committed lines), so the second
+// is refused. Two embedded brokers of one host given the same directory
+// have the same default id.
+func lockName(id string) string { return "." + id + ".lock" }
 
 // Open opens the archive of cfg (cfg.Enabled) at the cursor the store
 // holds (the zero Cursor when it never archived) and reconciles the
@@ -209,7 +220,16 @@ func Open(cfg Config, clock model.Clock, log *slog.Logger, cur Cursor) (w *Write
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, Cursor{}, fmt.Errorf("archive directory: %w", err)
 	}
-	w = &Writer{cfg: cfg, clock: clock, log: log}
+	lock, err := vfs.Default.Lock(filepath.Join(cfg.Dir, lockName(cfg.ID)))
+	if err != nil {
+		return nil, Cursor{}, fmt.Errorf("archive id %q in %s is in use by another broker (give each its own --archive-id): %w", cfg.ID, cfg.Dir, err)
+	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
+	w = &Writer{cfg: cfg, clock: clock, log: log, lock: lock}
 	if fi, ok := parseName(cur.File + openSuffix); cur.File != "" && (!ok || fi.id != cfg.ID) {
 		// The store's cursor is another id's: the archive id changed, or
 		// the store was restored or moved (its default id hashes the
@@ -517,11 +537,15 @@ func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
-	if w.f == nil {
-		return nil
+	var err error
+	if w.f != nil {
+		err = w.f.Close()
+		w.f = nil
 	}
-	err := w.f.Close()
-	w.f = nil
+	if w.lock != nil {
+		err = errors.Join(err, w.lock.Close())
+		w.lock = nil
+	}
 	return err
 }
 

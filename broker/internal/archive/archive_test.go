@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,7 +45,9 @@ func names(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		out = append(out, e.Name())
+		if !strings.HasPrefix(e.Name(), ".") { // the writers' lock files
+			out = append(out, e.Name())
+		}
 	}
 	return out
 }
@@ -203,6 +206,27 @@ func TestSharedDirectory(t *testing.T) {
 	if !slices.Equal(got, []string{"a", "b", "c", "x"}) {
 		t.Fatalf("the shared directory holds %v", got)
 	}
+}
+
+// Two brokers with one id in one directory (two embedded brokers of one
+// host given the same --archive-dir, whose default ids are equal) would
+// reconcile each other's files with their own cursors: the second Open is
+// refused while the first writer is open.
+func TestSameIDInUse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clock := clocktest.NewFakeClock(epoch)
+	var s1 Cursor
+	w1 := open(t, Config{Dir: dir}, clock, &s1)
+	if _, _, err := Open(Config{Dir: dir}, clock, slog.New(slog.DiscardHandler), Cursor{}); err == nil {
+		t.Fatal("a second writer of the same id opened the same directory")
+	}
+	w1.Close()
+	w2, _, err := Open(Config{Dir: dir}, clock, slog.New(slog.DiscardHandler), s1)
+	if err != nil {
+		t.Fatalf("open after the first writer closed: %v", err)
+	}
+	w2.Close()
 }
 
 // A failed write (here: the file made read-only under the writer, as a
