@@ -141,7 +141,7 @@ func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
 	defer func() {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		switch {
-		case cur.File != "" && err != nil && foreign:
+		case cur.File != "" && foreign:
 			// Certainly not committed: cut the batch back to this
 			// broker's own cursor (the database's names another
 			// broker's file).
@@ -251,9 +251,17 @@ func (b *Backend) sweepArchive(ctx context.Context) (more bool, err error) {
 			return false, dbErr("archive: cursor", err)
 		}
 		if tag.RowsAffected() != 1 {
+			// Not an error of the sweep: its other duties go on. The
+			// step is rolled back (the deferred Rollback) and its batch
+			// cut; the rows stay for another broker, or for this one
+			// after a restart, which reads the cursor anew.
 			foreign = true
-			return false, fmt.Errorf("postgres: archive id %q: its cursor in the database is not the one this broker stored (%s): another broker archives under the same id; give each broker its own --archive-id and restart this one (until then it leaves the expired messages of ArchiveExpired queues to the others)",
-				b.archiveID, b.archiveCur.String())
+			if now := b.clock.Now(); b.archiveForeignLogged.IsZero() || now.Sub(b.archiveForeignLogged) >= time.Minute {
+				b.archiveForeignLogged = now
+				b.log.Error("archive: this archive id's cursor in the database is not the one this broker stored: another broker archives under the same id (give each broker its own --archive-id), or the database lost this broker's last commits (a failover); this broker archives nothing, and leaves the expired messages of ArchiveExpired queues, until it is restarted",
+					"archive_id", b.archiveID, "cursor", b.archiveCur.String())
+			}
+			return false, nil
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

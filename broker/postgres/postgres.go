@@ -230,7 +230,10 @@ type Backend struct {
 	archiveID     string
 	archiveCur    archive.Cursor
 	archiveUnsure bool
-	archiveFault  func() error
+	// archiveForeignLogged: the last log line of a cursor moved by another
+	// broker (archive.go; at most one a minute).
+	archiveForeignLogged time.Time
+	archiveFault         func() error
 	// testClock is set when the clock has an Offset method: statements then
 	// take the clock's reading as their "now" (see the package comment).
 	testClock bool
