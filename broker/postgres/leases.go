@@ -168,12 +168,19 @@ func (a *leaseApply) expire(r leaseRow, attempts int, toDLQ bool) {
 	a.drop = append(a.drop, r.id)
 }
 
+// deleteRows deletes the message rows ids in tx (a lease plan's drops, a
+// move step's moved rows).
+func deleteRows(ctx context.Context, tx pgx.Tx, ids []int64) error {
+	_, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = ANY($1::bigint[])", ids)
+	return err
+}
+
 // apply writes the collected changes of queue q's messages in tx; to is
 // where dead letters go (its dlq is set whenever a.dead is not empty), and
 // their webhook events (to.hook). now is the transaction's instant.
 func (b *Backend) apply(ctx context.Context, tx pgx.Tx, q queueRow, to claimTo, a *leaseApply, now time.Time) error {
 	if len(a.drop) > 0 {
-		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = ANY($1::bigint[])", a.drop); err != nil {
+		if err := deleteRows(ctx, tx, a.drop); err != nil {
 			return err
 		}
 	}

@@ -454,7 +454,7 @@ func (b *Backend) applyStep(ctx context.Context, tx pgx.Tx, o *stepOutcome, p st
 		o.targets = append(o.targets, p.plans[qid].target)
 	}
 	if len(p.movedIDs) > 0 {
-		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE id = ANY($1::bigint[])", p.movedIDs); err != nil {
+		if err := deleteRows(ctx, tx, p.movedIDs); err != nil {
 			return err
 		}
 	}
