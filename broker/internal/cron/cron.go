@@ -193,7 +193,8 @@ func (s Schedule) Next(t time.Time) time.Time {
 		return time.Time{}
 	}
 	t = t.In(s.loc)
-	start, end := t.ZoneBounds()
+	start, _ := t.ZoneBounds()
+	end := periodEnd(t)
 	_, off := t.Zone()
 	c := civil(t, off)
 	if s.wallHours && !start.IsZero() {
@@ -233,9 +234,42 @@ func (s Schedule) Next(t time.Time) time.Time {
 		}
 		off = off2
 		t = end.In(s.loc)
-		_, end = t.ZoneBounds()
+		end = periodEnd(t)
 	}
 	return time.Time{}
+}
+
+// periodEnd returns the end of t's offset period in t's location: the
+// first instant after t at which the offset may change, or the zero time
+// when it never changes again.
+//
+// It is time.Time.ZoneBounds's end, except where that is not after t: past
+// the last transition of a zone's table, where the zone's TZ rule gives the
+// offsets year by year, Go (1.26 at least) answers, for instants in the last
+// hours of a year, the year's end at or before them (Pacific/Chatham on
+// 2040-12-31 from 13:45 local on, America/New_York from 2040-12-30 19:00),
+// and Next looped for ever there. No zone changes its offset twice within
+// an hour, so then the period ends an hour after t, or at a change within
+// that hour found by bisection.
+func periodEnd(t time.Time) time.Time {
+	_, end := t.ZoneBounds()
+	if end.IsZero() || end.After(t) {
+		return end
+	}
+	_, off := t.Zone()
+	lo, hi := t, t.Add(time.Hour)
+	if _, o := hi.Zone(); o == off {
+		return hi
+	}
+	for hi.Sub(lo) > 1 {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if _, o := mid.Zone(); o == off {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
 }
 
 // FirstAfter returns the first run strictly after t of a schedule one of

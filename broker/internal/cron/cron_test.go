@@ -126,6 +126,39 @@ func TestNextKnownRuns(t *testing.T) {
 	}
 }
 
+// TestNextAcrossYearEndsPastTheTable: past a zone's table of transitions
+// (2037 in Go's), time.Time.ZoneBounds answers, in a year's last hours, an
+// end at or before the instant asked about, and Next looped for ever there
+// (found by TestNextMatchesCroniter with -cron.seed=7410991069773719614
+// -cron.cases=20000: a yearly run in Pacific/Chatham from 2040-11-23).
+// From every half hour of the last two days of several such years, in
+// every zone under test, the next run of a yearly noon is the next year's.
+func TestNextAcrossYearEndsPastTheTable(t *testing.T) {
+	t.Parallel()
+	for _, zone := range zonesUnderTest {
+		s, err := Parse("0 12 1 1 *", zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for year := 2038; year <= 2046; year++ {
+			want := time.Date(year+1, 1, 1, 12, 0, 0, 0, s.loc)
+			for at := time.Date(year, 12, 30, 0, 0, 0, 0, s.loc); at.Year() == year; at = at.Add(30 * time.Minute) {
+				if got := s.Next(at); !got.Equal(want) {
+					t.Fatalf("%s: Next(%s) = %s, want %s", zone, at.Format(time.RFC3339), got.Format(time.RFC3339), want.Format(time.RFC3339))
+				}
+			}
+		}
+	}
+	s, err := Parse("51-54/9 19-22/7 23-23/9 11-12/3 *", "Pacific/Chatham")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2040, 11, 23, 19, 51, 0, 0, s.loc)
+	if got, want := s.Next(at), at.AddDate(1, 0, 0); !got.Equal(want) {
+		t.Fatalf("Next(%s) = %s, want %s", at.Format(time.RFC3339), got.Format(time.RFC3339), want.Format(time.RFC3339))
+	}
+}
+
 func TestEvery(t *testing.T) {
 	s, err := Parse("@every 1h30m", "Europe/Berlin")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,10 @@ var (
 	croniterCases = flag.Int("cron.cases", 2000, "random cases of TestNextMatchesCroniter")
 	croniterSeed  = flag.Uint64("cron.seed", 0, "the seed of TestNextMatchesCroniter's cases (0: a new one, printed)")
 )
+
+// referenceQuiet is how long TestNextMatchesCroniter waits for the
+// reference's next answer before it calls the reference hung.
+const referenceQuiet = time.Minute
 
 // zonesUnderTest are the time zones of the random cases: UTC and zones
 // with clock changes of every kind: an hour forward and back (New York,
@@ -99,10 +104,27 @@ func TestNextMatchesCroniter(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The reference gives up on a case after 5 seconds; a case that still
+	// gets no answer a minute later means the reference hangs: kill it
+	// and name the case, rather than wait for the test binary's timeout.
+	// A t.Fatal below also kills it, so it never outlives the test.
+	var answered atomic.Int64
+	hung := make(chan int64, 1)
+	watchdog := time.AfterFunc(referenceQuiet, func() {
+		hung <- answered.Load()
+		_ = cmd.Process.Kill()
+	})
+	t.Cleanup(func() {
+		watchdog.Stop()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 1<<20)
 	failures, unanswered := 0, 0
 	for i := 0; sc.Scan(); i++ {
+		answered.Store(int64(i + 1))
+		watchdog.Reset(referenceQuiet)
 		var got struct {
 			Runs  []int64 `json:"runs"`
 			Error string  `json:"error"`
@@ -142,6 +164,13 @@ func TestNextMatchesCroniter(t *testing.T) {
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
+	}
+	watchdog.Stop()
+	select {
+	case i := <-hung:
+		c := refs[i]
+		t.Fatalf("case %d (%q in %s from %d): the reference answered nothing for %s and was killed", i, c.Spec, c.Zone, c.Start, referenceQuiet)
+	default:
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("reference.py: %v", err)
