@@ -154,9 +154,22 @@ func (t *fakeTimer) Stop() bool {
 func (t *fakeTimer) Reset(d time.Duration) {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
+	t.resetLocked(t.c.now.Add(d))
+}
+
+// ResetAt re-arms the timer to fire at the instant at: in one step under
+// the clock's lock, so an Advance cannot come between reading the clock and
+// arming the timer (model.ResetAt).
+func (t *fakeTimer) ResetAt(at time.Time) {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.resetLocked(at)
+}
+
+func (t *fakeTimer) resetLocked(deadline time.Time) {
 	t.drainLocked()
 	delete(t.c.fired, t)
-	t.deadline = t.c.now.Add(d)
+	t.deadline = deadline
 	t.c.timers[t] = struct{}{}
 	t.c.fireLocked()
 }

@@ -550,11 +550,3 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error(msg, "component", "pebble", "fatal", true)
 	panic(msg)
 }
-
-// sinceDur converts a Unix-ns deadline into a duration from now (>= 0).
-func sinceDur(deadline, now int64) time.Duration {
-	if deadline <= now {
-		return 0
-	}
-	return time.Duration(deadline - now)
-}

@@ -140,7 +140,7 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) ([]mode
 		ch := q.wake
 		q.waiters++
 		b.mu.Unlock()
-		t := b.clock.NewTimer(sinceDur(wakeAt, b.now())) // from the clock as it reads now
+		t := model.NewTimerAt(b.clock, fromNanos(wakeAt)) // for the instant: the clock may have moved since now
 		select {
 		case <-ch:
 		case <-t.C():

@@ -25,6 +25,36 @@ type Timer interface {
 	Reset(d time.Duration)
 }
 
+// NewTimerAt returns a timer of c that fires at c's instant at (at once if
+// that has passed). See ResetAt.
+func NewTimerAt(c Clock, at time.Time) Timer {
+	t := c.NewTimer(at.Sub(c.Now()))
+	if r, ok := t.(resetterAt); ok {
+		r.ResetAt(at)
+	}
+	return t
+}
+
+// ResetAt re-arms t, a timer of c, to fire at c's instant at (at once if
+// that has passed), discarding a fire not yet received.
+//
+// t.Reset(at.Sub(c.Now())) leaves a window between the clock's reading and
+// the arming: a clock that moves in it makes the timer late by the move. On
+// the wall clock that is microseconds; on a fake clock that a test advances
+// by seconds it made a sweeper sleep through the expiry it was armed for.
+// A timer that can be armed for an instant in one step (clocktest's) is
+// armed so.
+func ResetAt(c Clock, t Timer, at time.Time) {
+	if r, ok := t.(resetterAt); ok {
+		r.ResetAt(at)
+		return
+	}
+	t.Reset(at.Sub(c.Now()))
+}
+
+// resetterAt is a Timer that can be armed for an instant of its clock.
+type resetterAt interface{ ResetAt(at time.Time) }
+
 // RealClock is the wall clock.
 type RealClock struct{}
 

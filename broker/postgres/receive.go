@@ -183,14 +183,14 @@ func (b *Backend) Receive(ctx context.Context, req model.ReceiveRequest) (_ []mo
 			fire = rt.C
 		} else {
 			wakeAt = b.waiters.arm(w, wakeAt)
-			// The timer counts from the clock's reading now, not from now
-			// above: the queries since may have taken long enough for a
-			// fake clock to move (a timer set for wakeAt-now from a later
+			// The timer is armed for the instant wakeAt, not for wakeAt-now:
+			// the queries since now may have taken long enough for a fake
+			// clock to move (a timer set for wakeAt-now from a later
 			// instant would fire after wakeAt).
-			if in := wakeAt.Sub(b.clock.Now()); timer == nil {
-				timer = b.clock.NewTimer(in)
+			if timer == nil {
+				timer = model.NewTimerAt(b.clock, wakeAt)
 			} else {
-				timer.Reset(in)
+				model.ResetAt(b.clock, timer, wakeAt)
 			}
 			fire = timer.C()
 		}

@@ -127,26 +127,28 @@ func (d *Duty) loop(ctx context.Context, kick <-chan struct{}, done chan<- struc
 			return
 		}
 		now := d.Clock.Now()
-		var sleep time.Duration
+		wakeAt := now.Add(d.Idle)
 		wake := kick
 		switch {
 		case err != nil:
 			fails++
-			sleep = failureBackoff(retry, d.Idle, d.MaxRetry, fails)
+			sleep := failureBackoff(retry, d.Idle, d.MaxRetry, fails)
+			wakeAt = now.Add(sleep)
 			wake = nil // a kick does not cut a failure's backoff short
 			log.Warn(d.Name+" step failed; retrying", "err", err, "retry_in", sleep, "failures_in_a_row", fails)
-		case next.IsZero():
-			sleep = d.Idle
-		default:
-			sleep = min(next.Sub(now), d.Idle)
+		case !next.IsZero() && next.Before(wakeAt):
+			wakeAt = next
 		}
 		if err == nil {
 			fails = 0
 		}
-		if sleep <= 0 {
+		if !wakeAt.After(now) {
 			continue // more is due at once
 		}
-		t.Reset(sleep)
+		// Armed for the instant, not for wakeAt-now from the clock's
+		// reading at the arming: a clock moved since now (a test's fake
+		// clock advanced past next) would make the step late by the move.
+		model.ResetAt(d.Clock, t, wakeAt)
 		select {
 		case <-t.C():
 		case <-wake:

@@ -115,6 +115,33 @@ func scriptOf(nexts ...time.Time) func(context.Context, int, time.Time) (time.Ti
 
 func at(d time.Duration) time.Time { return dutyT0.Add(d) }
 
+// movingClock is a FakeClock that, once asked to, advances itself right
+// after a Now has read it: as if a test's Advance came just after the
+// reading.
+type movingClock struct {
+	*clocktest.FakeClock
+	mu   sync.Mutex
+	move time.Duration
+}
+
+func (c *movingClock) moveAfterNextRead(d time.Duration) {
+	c.mu.Lock()
+	c.move = d
+	c.mu.Unlock()
+}
+
+func (c *movingClock) Now() time.Time {
+	now := c.FakeClock.Now()
+	c.mu.Lock()
+	d := c.move
+	c.move = 0
+	c.mu.Unlock()
+	if d > 0 {
+		c.Advance(d)
+	}
+	return now
+}
+
 func TestDuty(t *testing.T) {
 	t.Parallel()
 	errStep := errors.New("step failed")
@@ -133,6 +160,21 @@ func TestDuty(t *testing.T) {
 			h.d.Start(context.Background()) // a second Start does nothing
 			h.waitSleep(t, at(dutyIdle))
 			h.quiet(t, 1, "after a second Start")
+		}},
+		{"a clock moved between the reading and the arming does not delay the step", func(t *testing.T) {
+			// The stop-34 CI flake: a test advanced its fake clock right
+			// after the loop read it and before it armed its timer, which
+			// then counted the sleep from the moved clock and fired late
+			// by the move. movingClock makes that interleaving certain.
+			h := newDutyHarness(t, 0, scriptOf(at(10*time.Second)))
+			mc := &movingClock{FakeClock: h.clk}
+			h.d.Clock = mc
+			mc.moveAfterNextRead(5 * time.Second)
+			h.d.Start(context.Background())
+			h.waitSteps(t, 1)
+			h.waitSleep(t, at(10*time.Second))
+			h.clk.Advance(5 * time.Second) // T0+10 s: the instant step 1 asked for
+			h.waitSteps(t, 2)
 		}},
 		{"future instant runs only once the clock reaches it", func(t *testing.T) {
 			h := newDutyHarness(t, 0, scriptOf(at(10*time.Second), at(25*time.Second)))
