@@ -23,6 +23,7 @@ var jobStatusTests = []testCase{
 	{"LeaseEndedIntoBackoff", testJobStatusLeaseEndedBackoff},
 	{"RecordsSurviveRestart", testJobStatusRecordsRestart},
 	{"Replayed", testJobStatusReplayed},
+	{"ExpiredRecords", testJobStatusExpired},
 }
 
 // status reads a message's status, failing when it is not found.
@@ -291,4 +292,58 @@ func testJobStatusReplayed(t *testing.T, s suite) {
 	wantState(t, "the replayed message by its new id", e.status("src", st.ReplayedAs), model.JobReady, 0)
 	e.advance(600 * time.Second)
 	e.noStatus("dlq", old[0].ID)
+}
+
+// testJobStatusExpired: a message dropped for its time to live, whether the
+// sweeper, a receive or its lease's end finds it, leaves an expired record
+// (at the drop, with its attempts and last failure reason) on a queue that
+// keeps records, for CompletedRetentionSeconds; a queue that keeps none
+// forgets it, and one that dead-letters expired messages shows the dead
+// letter instead.
+func testJobStatusExpired(t *testing.T, s suite) {
+	e := s.setup(t)
+	keep := map[string]string{model.AttrCompletedRetentionSeconds: "60"}
+	e.createQueue("dlq", nil)
+	e.createQueue("q", keep)
+	e.createQueue("held", keep)
+	e.createQueue("none", nil)
+	e.createQueue("dl", map[string]string{model.AttrCompletedRetentionSeconds: "60",
+		model.AttrRedrivePolicy: redrivePolicy("dlq", 5), model.AttrExpiredMessageAction: string(model.ExpiredDeadLetter)})
+	t0 := e.clock.Now()
+	nacked := e.send("q", withTTL("nacked", 10))[0].MessageID
+	e.nack("q", e.receiveOne("q").Receipt, "smtp 451", nil)
+	e.nack("q", e.receiveOne("q").Receipt, "smtp 452", nil)
+	swept := e.send("q", withTTL("swept", 10))[0].MessageID
+	leased := e.send("held", withTTL("leased", 10))[0].MessageID
+	e.receiveOneFor("held", 30*time.Second)
+	forgotten := e.send("none", withTTL("forgotten", 10))[0].MessageID
+	dead := e.send("dl", withTTL("dead", 10))[0].MessageID
+
+	e.advance(10 * time.Second)
+	e.eventuallyStats("q", 0, 0, 0)
+	e.eventuallyStats("none", 0, 0, 0)
+	e.eventuallyStats("dlq", 1, 0, 0)
+	st := e.status("q", nacked)
+	wantState(t, "nacked twice, then expired", st, model.JobExpired, 2)
+	if st.Reason != "smtp 452" || !sameInstant(st.ExpiredAt, t0.Add(10*time.Second)) {
+		t.Fatalf("expired: reason %q, expiredAt %v; want %q, %v", st.Reason, st.ExpiredAt, "smtp 452", t0.Add(10*time.Second))
+	}
+	wantState(t, "expired before any receive", e.status("q", swept), model.JobExpired, 0)
+	wantState(t, "past its time to live under a live lease", e.status("held", leased), model.JobInFlight, 1)
+	e.noStatus("none", forgotten)
+	wantState(t, "expired into the dead-letter queue", e.status("dl", dead), model.JobDeadLettered, 0)
+
+	e.advance(20 * time.Second) // the lease ends: the message expires
+	e.eventuallyStats("held", 0, 0, 0)
+	st = e.status("held", leased)
+	wantState(t, "expired at its lease's end", st, model.JobExpired, 1)
+	if !sameInstant(st.ExpiredAt, t0.Add(30*time.Second)) {
+		t.Fatalf("expired at its lease's end: expiredAt %v, want %v", st.ExpiredAt, t0.Add(30*time.Second))
+	}
+	e.advance(40 * time.Second) // 60 s after the first drops
+	e.noStatus("q", nacked)
+	e.noStatus("q", swept)
+	e.status("held", leased)
+	e.advance(20 * time.Second)
+	e.noStatus("held", leased)
 }

@@ -124,7 +124,8 @@ func (b *Backend) expireDueLocked(q *queue, batch *pebble.Batch, now int64, limi
 // expireLocked removes m (unplaced) from q in batch, its time to live
 // passed: to q's dead-letter queue with model.ReasonExpired when q's
 // ExpiredMessageAction is dead-letter and that queue exists (and m's body
-// reads), else dropped. b.mu must be held.
+// reads), else dropped, leaving an expired record when q keeps records
+// (its CompletedRetention). b.mu must be held.
 func (b *Backend) expireLocked(q *queue, m *msg, batch *pebble.Batch, now int64) {
 	if o := b.opts.Observer; o != nil {
 		o.Count(q.ref().String(), model.CountExpired, 1)
@@ -134,6 +135,7 @@ func (b *Backend) expireLocked(q *queue, m *msg, batch *pebble.Batch, now int64)
 			return
 		}
 	}
+	b.putRecordLocked(q, m, batch, now, model.JobExpired, nil, "") // records.go
 	q.forget(m)
 	deleteMessageRecords(batch, q.ID, m.key)
 }

@@ -175,12 +175,38 @@ func deleteRows(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	return err
 }
 
+// recordConflictSQL ends an INSERT INTO message_records AS x: a record of an
+// id of which the queue keeps one already replaces it, every field: the
+// newer tells what happened last.
+const recordConflictSQL = `ON CONFLICT (queue_id, message_id) DO UPDATE SET state = excluded.state, at = excluded.at,
+		due = excluded.due, attempts = excluded.attempts, result = excluded.result, replayed_as = excluded.replayed_as,
+		reason = excluded.reason`
+
+// dropExpired deletes queue q's rows ids, past their time to live, in tx;
+// on a queue that keeps records (its CompletedRetention) each leaves an
+// expired one (model.JobExpired) at now, the transaction's instant.
+func (b *Backend) dropExpired(ctx context.Context, tx pgx.Tx, q queueRow, ids []int64, now time.Time) error {
+	keep := q.cfg.CompletedRetention
+	if keep <= 0 {
+		return deleteRows(ctx, tx, ids)
+	}
+	_, err := tx.Exec(ctx, `WITH d AS (DELETE FROM messages WHERE id = ANY($1::bigint[])
+			RETURNING message_id, coalesce(attempts, receive_count) AS attempts, reason)
+		INSERT INTO message_records AS x (queue_id, message_id, state, at, due, attempts, reason)
+		SELECT $2, message_id, 'e', $3, $3::timestamptz + $4 * interval '1 microsecond', attempts, reason FROM d
+		`+recordConflictSQL, ids, q.id, now, keep.Microseconds())
+	if err == nil {
+		b.noteDeadline(now.Add(keep)) // the sweeper deletes the records then
+	}
+	return err
+}
+
 // apply writes the collected changes of queue q's messages in tx; to is
 // where dead letters go (its dlq is set whenever a.dead is not empty), and
 // their webhook events (to.hook). now is the transaction's instant.
 func (b *Backend) apply(ctx context.Context, tx pgx.Tx, q queueRow, to claimTo, a *leaseApply, now time.Time) error {
 	if len(a.drop) > 0 {
-		if err := deleteRows(ctx, tx, a.drop); err != nil {
+		if err := b.dropExpired(ctx, tx, q, a.drop, now); err != nil {
 			return err
 		}
 	}

@@ -404,8 +404,7 @@ func deleteSQL(mid, fifo, policy, shard, qid, keep string) string {
 			SELECT DISTINCT ON (d.id) ` + qid + `, d.message_id, 'c', ` + nowSQL + `, ` + nowSQL + ` + ` + keep + ` * interval '1 microsecond',
 				d.attempts, r.result, d.reason
 			FROM d JOIN r ON r.id = d.id AND r.lease = d.lease WHERE ` + keep + ` > 0 ORDER BY d.id, r.result IS NULL
-			ON CONFLICT (queue_id, message_id) DO UPDATE SET state = excluded.state, at = excluded.at, due = excluded.due,
-				attempts = excluded.attempts, result = excluded.result, replayed_as = NULL, reason = excluded.reason),
+			` + recordConflictSQL + `),
 		cnt AS (` + countsFromStates("d", mid, shard) + `)`
 }
 

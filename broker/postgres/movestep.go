@@ -474,8 +474,7 @@ func (b *Backend) recordReplayed(ctx context.Context, tx pgx.Tx, src queueRow, p
 		SELECT $2, m.message_id, 'p', `+nowSQL+`, `+nowSQL+` + $3 * interval '1 microsecond',
 			coalesce(m.attempts, m.receive_count), u.n, m.reason
 		FROM unnest($4::bigint[], $5::text[]) u (id, n) JOIN messages m ON m.id = u.id
-		ON CONFLICT (queue_id, message_id) DO UPDATE SET state = excluded.state, at = excluded.at, due = excluded.due,
-			attempts = excluded.attempts, result = NULL, replayed_as = excluded.replayed_as, reason = excluded.reason`,
+		`+recordConflictSQL,
 		b.tnow(), src.id, keep, p.movedIDs, p.replayedAs)
 	if err == nil {
 		b.noteDeadline(b.clock.Now().Add(src.cfg.CompletedRetention))

@@ -350,6 +350,9 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     (expDL), and the others past retention (@retention µs after sent_at):
 //     when both have passed, the time to live decides, as in the sweeper
 //     (a MessageTimeToLive equal to the retention dead-letters);
+//   - rec writes an expired record of each row exp deleted past its time
+//     to live, when the queue keeps records (@keep µs > 0, its
+//     CompletedRetention; @qid its id);
 //   - dl picks, and red moves to the dead-letter queue @dlq (NULL: none),
 //     those past their time to live when the queue dead-letters its expired
 //     messages (expDL: @ttl_dl, model.QueueConfig.ExpiredToDeadLetter), with
@@ -434,7 +437,12 @@ WITH c AS (` + c + `),
 exp AS (
 	DELETE FROM messages m USING c
 	WHERE m.id = c.id AND CASE WHEN ` + expired + ` THEN NOT (` + expDL + `) ELSE NOT (` + live + `) END
-	RETURNING m.id, ` + expired + ` AS ttl),
+	RETURNING m.id, ` + expired + ` AS ttl, m.message_id, coalesce(m.attempts, m.receive_count) AS attempts, m.reason),
+rec AS (
+	INSERT INTO message_records AS x (queue_id, message_id, state, at, due, attempts, reason)
+	SELECT @qid::bigint, message_id, 'e', ` + now + `, ` + now + ` + @keep * interval '1 microsecond', attempts, reason
+	FROM exp WHERE ttl AND @keep::bigint > 0
+	` + recordConflictSQL + `),
 dl AS (
 	SELECT c.id, t.turn, ` + expired + ` AS expired FROM c LEFT JOIN (` + turnsSQL("@dlq::bigint",
 		"(SELECT c.id AS k, c.group_id, c.priority, c.id AS ord FROM c WHERE NOT @dlq_fifo AND "+moves+")") + `) t ON t.k = c.id
@@ -491,7 +499,7 @@ var (
 
 // claimArgs are the names of claimSQL's arguments.
 var claimArgs = []string{"now", "queue", "limit", "retention", "dlq", "source", "max_receives", "visibility",
-	"shard", "ids", "dlq_fifo", "attempt", "reason_max", "hook", "dlq_name", "ttl_dl", "reason_expired"}
+	"shard", "ids", "dlq_fifo", "attempt", "reason_max", "hook", "dlq_name", "ttl_dl", "reason_expired", "qid", "keep"}
 
 // namedQuery is a statement written with pgx's named arguments (@name),
 // rewritten once to positional ones ($n): pgx.NamedArgs parses the
@@ -703,6 +711,7 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 			"shard": shard(), "ids": idArg, "dlq_fifo": to.dlq != nil && to.dlq.cfg.Fifo, "attempt": attempt,
 			"reason_max": model.ReasonMaxAttempts, "hook": to.hookMid(), "dlq_name": to.dlqName(),
 			"ttl_dl": to.expiredDL, "reason_expired": model.ReasonExpired,
+			"qid": q.id, "keep": q.cfg.CompletedRetention.Microseconds(),
 		})...)
 		if err != nil {
 			return err
@@ -744,6 +753,9 @@ func (b *Backend) claim(ctx context.Context, db querier, q queueRow, to claimTo,
 	}
 	if err != nil {
 		return nil, nil, 0, dbErr("receive", err)
+	}
+	if keep := q.cfg.CompletedRetention; dropped > 0 && keep > 0 {
+		b.noteDeadline(b.clock.Now().Add(keep)) // their expired records go then (rec)
 	}
 	return out, moved, dropped, nil
 }
