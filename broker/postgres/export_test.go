@@ -21,6 +21,16 @@ func (b *Backend) SetAfterFifoCandidates(f func(groups []string)) {
 	b.afterFifoCandidates = f
 }
 
+// SetAfterSweepTTL makes f run in every sweep of b after its expiries
+// (sweepTTL), before the sweep computes its next wake-up; nil removes it.
+func (b *Backend) SetAfterSweepTTL(f func()) {
+	if f == nil {
+		b.afterSweepTTL.Store(nil)
+		return
+	}
+	b.afterSweepTTL.Store(&f)
+}
+
 // MigrateTo creates schema at url and migrates it up to version only (a
 // schema as an older broker left it).
 func MigrateTo(ctx context.Context, url, schema string, version int) error {

@@ -269,6 +269,9 @@ type Backend struct {
 	// claimFifo after the candidate groups are locked, before their messages
 	// are read.
 	afterFifoCandidates func(groups []string)
+	// afterSweepTTL, when set (tests only; at any time), runs in every sweep
+	// after sweepTTL, before the next wake-up is computed.
+	afterSweepTTL atomic.Pointer[func()]
 }
 
 var _ storage.Backend = (*Backend)(nil)

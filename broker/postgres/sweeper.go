@@ -154,9 +154,20 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	if err != nil {
 		return -1, false, err
 	}
+	// The instant sweepTTL starts from: an expiry after it counts for the
+	// next wake-up (nextExpirySQL's $2) even when it has passed by the time
+	// that is read, so one that passes while the sweep runs is not left to
+	// sweepIdle.
+	var ttlFrom time.Time
+	if err := b.pool.QueryRow(ctx, `SELECT `+nowSQL, b.tnow()).Scan(&ttlFrom); err != nil {
+		return -1, false, dbErr("sweep expiries", err)
+	}
 	ttlMore, err := b.sweepTTL(ctx) // after the leases: see ttl.go
 	if err != nil {
 		return -1, false, err
+	}
+	if f := b.afterSweepTTL.Load(); f != nil {
+		(*f)()
 	}
 	pruned, err := b.pruneGroups(ctx)
 	if err != nil {
@@ -187,7 +198,7 @@ func (b *Backend) sweepOnce(ctx context.Context) (next time.Duration, more bool,
 	}
 	// The next expiry of a message's time to live (ttl.go).
 	var ttlIn *int64
-	if err := b.pool.QueryRow(ctx, nextExpirySQL, b.tnow()).Scan(&ttlIn); err != nil {
+	if err := b.pool.QueryRow(ctx, nextExpirySQL, b.tnow(), ttlFrom).Scan(&ttlIn); err != nil {
 		return -1, false, dbErr("next time to live", err)
 	}
 	// The next message record's due time.

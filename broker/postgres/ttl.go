@@ -216,24 +216,30 @@ func (b *Backend) sweepTTL(ctx context.Context) (bool, error) {
 }
 
 // nextExpirySQL is the time, in µs from the statement's instant, until the
-// sweeper runs next for expiries (NULL: no message has one): the earliest,
-// over the queues, of
+// sweeper runs next for expiries (NULL: no message has one; 0 or less: at
+// once): the earliest, over the queues, of
 //
-//   - the next expiry still to come (expires_at after the instant), held or
-//     not: a message not held then expires; one held then keeps its lease,
-//     and is counted by the second term from then on;
+//   - the next expiry after $2, the instant the sweep's sweepTTL started
+//     from, held or not: a message not held then expires; one held then
+//     keeps its lease, and is counted by the second term from then on. An
+//     expiry between $2 and the instant passed while the sweep ran, maybe
+//     after sweepTTL read its queue: it counts, and the sweeper runs again
+//     at once (counting only those after the instant, such an expiry waited
+//     for sweepIdle; a test that moved its clock during a sweep saw it);
 //   - the earliest end of a live or ended lease whose message's expiry has
 //     passed: that end expires it.
 //
 // Both read messages_expiry: the first is its first entry after the
 // instant, the second walks the entries up to the instant, which past a
 // sweep are the messages held by leases (at most the queue's messages in
-// flight whose time to live passed). The messages whose expiry passed and
-// that no lease holds are not counted: the sweep that computes this has
-// just expired them (sweepTTL: it reports when more are due).
+// flight whose time to live passed). The messages whose expiry passed
+// before $2 and that no lease holds are not counted: the sweep that
+// computes this has just expired them (sweepTTL: it reports when more are
+// due), or another transaction held them, and counting them would run the
+// sweeper again and again while it does.
 const nextExpirySQL = `SELECT (extract(epoch FROM min(least(
 		(SELECT expires_at FROM messages WHERE queue_id = q.mid AND expires_at IS NOT NULL
-			AND expires_at > ` + nowSQL + ` ORDER BY expires_at LIMIT 1),
+			AND expires_at > $2 ORDER BY expires_at LIMIT 1),
 		(SELECT min(visible_at) FROM messages WHERE queue_id = q.mid AND expires_at IS NOT NULL
 			AND expires_at <= ` + nowSQL + ` AND state = 'i'))) - ` + nowSQL + `) * 1000000)::bigint
 	FROM queues q WHERE NOT q.deleted`

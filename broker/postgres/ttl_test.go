@@ -10,6 +10,7 @@ import (
 	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // TestMigration14OldQueues: a queue and a message stored before migration
@@ -86,4 +87,65 @@ func TestMigration14IndexBuiltBeforehand(t *testing.T) {
 	if err := postgres.MigrateTo(ctx, url, schema, 14); err != nil {
 		t.Fatalf("migration 14 after its column and index were made beforehand: %v", err)
 	}
+}
+
+// TestSweeperCountsExpiriesPassedDuringItsSweep: an expiry that passes
+// while a sweep runs, after the sweep expired what was due, still wakes the
+// sweeper at once. The sweep used to compute its next wake-up from the
+// expiries still to come at that instant, and slept for sweepIdle (a
+// minute) past one that had just passed: a test whose clock moved during a
+// sweep saw the message stay. The hook moves the fake clock at that point
+// of one sweep; the message must then go with no further move, and the
+// test reads the table, not through the broker, whose reads expire too.
+func TestSweeperCountsExpiriesPassedDuringItsSweep(t *testing.T) {
+	t.Parallel()
+	url := requirePostgres(t)
+	schema := schemaFor(t)
+	ctx := context.Background()
+	cfg := testConfig(url, schema)
+	clock := clocktest.NewFakeClock(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))
+	cfg.Clock = clock
+	be, err := postgres.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	f := front(t, be, cfg.Options)
+	if _, err := f.CreateQueue(ctx, "q", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn := func() *pgx.Conn {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		return c
+	}
+	table := pgx.Identifier{schema, "messages"}.Sanitize()
+	count := func(c *pgx.Conn) int {
+		var n int
+		if err := c.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+			t.Error(err)
+			return -1
+		}
+		return n
+	}
+	// The first sweep that finds the message, not yet expired, moves the
+	// clock to its expiry after expiring what was due: no further send,
+	// kick or clock move comes to wake the sweeper for it.
+	hookConn, moved := conn(), false
+	be.SetAfterSweepTTL(func() {
+		if !moved && count(hookConn) == 1 {
+			moved = true
+			clock.Advance(10 * time.Second)
+		}
+	})
+	res, err := f.Send(ctx, "q", []model.SendEntry{{Body: "a",
+		Attributes: map[string]model.MessageAttribute{model.MsgAttrTimeToLive: {DataType: "Number", StringValue: "10"}}}})
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	c := conn()
+	testutil.Eventually(t, 20*time.Second, "the expired message deleted by the sweeper", func() bool { return count(c) == 0 })
 }
