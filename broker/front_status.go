@@ -70,7 +70,8 @@ func statusOf(queue string, l model.MessageLookup) model.MessageStatus {
 		return st
 	}
 	m := l.Live
-	st := model.MessageStatus{ID: m.ID, Queue: queue, Attempts: m.Attempts, ReceiveCount: m.ReceiveCount, Reason: m.FailureReason}
+	st := model.MessageStatus{ID: m.ID, Queue: queue, Attempts: m.Attempts, ReceiveCount: m.ReceiveCount, Reason: m.FailureReason,
+		Failures: l.Failures, FailureCount: l.FailureCount}
 	switch {
 	case m.DeadLetterSource != "":
 		st.State, st.DeadLetterQueue, st.DeadLetterSource = model.JobDeadLettered, queue, m.DeadLetterSource

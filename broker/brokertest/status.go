@@ -1,6 +1,7 @@
 package brokertest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ var jobStatusTests = []testCase{
 	{"RecordsSurviveRestart", testJobStatusRecordsRestart},
 	{"Replayed", testJobStatusReplayed},
 	{"ExpiredRecords", testJobStatusExpired},
+	{"FailureHistory", testJobStatusFailures},
+	{"FailureHistoryBounded", testJobStatusFailuresBounded},
+	{"FailureHistorySurvivesRestart", testJobStatusFailuresRestart},
 }
 
 // status reads a message's status, failing when it is not found.
@@ -346,4 +350,85 @@ func testJobStatusExpired(t *testing.T, s suite) {
 	e.status("held", leased)
 	e.advance(20 * time.Second)
 	e.noStatus("held", leased)
+}
+
+// wantFailures checks a status's failure history and count.
+func wantFailures(t testing.TB, what string, st model.MessageStatus, count int, want ...model.Failure) {
+	t.Helper()
+	ok := st.FailureCount == count && len(st.Failures) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = st.Failures[i].Reason == want[i].Reason && sameInstant(st.Failures[i].At, want[i].At)
+	}
+	if !ok {
+		t.Fatalf("%s: failures %+v (count %d), want %+v (count %d)", what, st.Failures, st.FailureCount, want, count)
+	}
+}
+
+// failThree fails message id of queue q three times at distinct instants:
+// a nack "a", a lease that ends, a nack "c". It returns the failures.
+func (e *env) failThree(q, id string) []model.Failure {
+	e.t.Helper()
+	d := e.receiveOne(q)
+	e.advance(time.Second)
+	e.nack(q, d.Receipt, "a", nil)
+	h := []model.Failure{{Reason: "a", At: e.clock.Now()}}
+	e.receiveOneFor(q, 5*time.Second)
+	h = append(h, model.Failure{Reason: model.ReasonLeaseExpired, At: e.clock.Now().Add(5 * time.Second)})
+	e.advance(7 * time.Second) // the failure is the lease's end, not when it is noticed
+	d = e.receiveOne(q)
+	e.advance(time.Second)
+	e.nack(q, d.Receipt, "c", nil)
+	return append(h, model.Failure{Reason: "c", At: e.clock.Now()})
+}
+
+// testJobStatusFailures: a message's status lists its failures, oldest
+// first, each with the broker clock's instant of it (a lease's end for an
+// expired lease); a message that never failed lists none.
+func testJobStatusFailures(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	id := e.sendBody("q", "flaky").MessageID
+	wantFailures(t, "never failed", e.status("q", id), 0)
+	h := e.failThree("q", id)
+	st := e.status("q", id)
+	wantState(t, "failed three times", st, model.JobReady, 3)
+	if st.Reason != "c" {
+		t.Fatalf("reason %q, want the last failure's, c", st.Reason)
+	}
+	wantFailures(t, "failed three times", st, 3, h...)
+}
+
+// testJobStatusFailuresBounded: past model.MaxFailures failures a message
+// keeps the last ones (and counts them all), and its dead letter keeps them,
+// asked on the dead-letter queue or on the queue it came from.
+func testJobStatusFailuresBounded(t *testing.T, s suite) {
+	e := s.setup(t)
+	const fails = model.MaxFailures + 3
+	e.createQueue("dlq", nil)
+	e.createQueue("q", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", fails)})
+	id := e.sendBody("q", "poison").MessageID
+	h := e.failThree("q", id)
+	for i := len(h); i < fails; i++ {
+		d := e.receiveOne("q")
+		e.advance(time.Second)
+		e.nack("q", d.Receipt, fmt.Sprintf("fail %d", i+1), nil) // the last one dead-letters it
+		h = append(h, model.Failure{Reason: fmt.Sprintf("fail %d", i+1), At: e.clock.Now()})
+	}
+	e.moveToDLQ("q", "dlq", 1)
+	for _, q := range []string{"dlq", "q"} {
+		st := e.status(q, id)
+		wantState(t, "dead-lettered, asked on "+q, st, model.JobDeadLettered, fails)
+		wantFailures(t, "dead-lettered, asked on "+q, st, fails, h[fails-model.MaxFailures:]...)
+	}
+}
+
+// testJobStatusFailuresRestart: the failure history survives a restart.
+func testJobStatusFailuresRestart(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.requireReopen()
+	e.createQueue("q", nil)
+	id := e.sendBody("q", "flaky").MessageID
+	h := e.failThree("q", id)
+	e.reopen()
+	wantFailures(t, "after a restart", e.status("q", id), 3, h...)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -120,6 +121,14 @@ var errCorrupt = errors.New("embedded: corrupt record")
 //	size(uvarint) groupID(str) dedupID(str) deadLetterSource(str)
 //	attempts(uvarint) maxAttempts(uvarint) lastReceiveAt(varint ns)
 //	failureReason(str) messageID(str) expiresAt(varint ns; 0 = none)
+//	[failureCount(uvarint) n(uvarint) n × (at(varint ns) reason(str))]
+//
+// The bracketed failure history (issue 26) is written only for a message
+// that failed, and is not a version of its own: a record without it (all
+// those written before it existed) decodes with no history, and a Sluice
+// of before it, whose decoder stops after expiresAt, reads a record with
+// it as the same message without its history. So it needs neither a new
+// record version nor a new data directory format.
 //
 // where str is uvarint length + bytes. Times are wall-clock instants from the
 // injected clock (Unix nanoseconds), so a lease keeps its deadline across a
@@ -163,6 +172,14 @@ func encodeMeta(m *msg) []byte {
 	b = appendStr(b, x.failureReason)
 	b = appendStr(b, id)
 	b = binary.AppendVarint(b, x.expiresAt)
+	if h := x.failures; h != nil {
+		b = binary.AppendUvarint(b, uint64(h.count))
+		b = binary.AppendUvarint(b, uint64(len(h.list)))
+		for _, f := range h.list {
+			b = binary.AppendVarint(b, f.at)
+			b = appendStr(b, f.reason)
+		}
+	}
 	return b
 }
 
@@ -202,6 +219,9 @@ func decodeMeta(key uint64, b []byte) (*msg, error) {
 		m.setIDBytes(d.bytes())
 		if b[0] == metaV3 {
 			m.setExpiresAt(d.varint())
+			if d.err == nil && len(d.b) > 0 {
+				d.failures(m)
+			}
 		}
 	}
 	m.setReceiveTimes(first, last)
@@ -265,6 +285,23 @@ func appendAttrs(b []byte, attrs map[string]model.MessageAttribute) []byte {
 		b = append(b, a.BinaryValue...)
 	}
 	return b
+}
+
+// failures reads a metadata record's failure history into m.
+func (d *decoder) failures(m *msg) {
+	count, n := d.uvarint(), d.uvarint()
+	if d.err == nil && (count == 0 || n > model.MaxFailures || n > count || count > math.MaxInt32) {
+		d.err = errCorrupt
+	}
+	if d.err != nil {
+		return
+	}
+	h := &failures{count: int32(count), list: make([]failure, n)}
+	for i := range h.list {
+		h.list[i].at = d.varint()
+		h.list[i].reason = d.str()
+	}
+	m.ext().failures = h
 }
 
 // decoder reads the fields above, remembering the first error.

@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"bytes"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -108,5 +110,40 @@ func TestMetaRoundTrip(t *testing.T) {
 	}
 	if metaFields(got) != metaFields(m) {
 		t.Fatalf("round trip:\n%+v\n%+v", metaFields(m), metaFields(got))
+	}
+}
+
+// TestMetaFailures: a failure history survives encoding, bounded to the last
+// model.MaxFailures with its count; a record written before histories
+// existed (ending at expiresAt) decodes with none; a truncated or
+// inconsistent history is corrupt.
+func TestMetaFailures(t *testing.T) {
+	t.Parallel()
+	m := testMsg(stateBackoff, 1, 0, 12, 1, 2, 0, 0, 4, "", "", "", 12, 0, 8, "", "i")
+	for i := range 12 {
+		m.addFailure(string(rune('a'+i)), int64(100+i))
+	}
+	enc := encodeMeta(m)
+	before, x := *m, *m.x // m as written before histories existed
+	x.failures, before.x = nil, &x
+	old := encodeMeta(&before)
+	got, err := decodeMeta(9, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, n := got.failureHistory()
+	if n != 12 || len(h) != model.MaxFailures || h[0].Reason != "c" || h[0].At.UnixNano() != 102 || got.failureReason() != "l" || h[9].Reason != "l" {
+		t.Fatalf("decoded history %+v (count %d, reason %q), want c…l of 12, reason l", h, n, got.failureReason())
+	}
+	if !bytes.Equal(enc[:len(old)], old) {
+		t.Fatalf("the history is not a suffix of the record: %x, %x", enc, old)
+	}
+	if d, err := decodeMeta(9, old); err != nil || d.x.failures != nil {
+		t.Fatalf("a record without a history decodes to %+v, %v", d.x, err)
+	}
+	for _, bad := range [][]byte{enc[:len(enc)-1], append(append([]byte{}, old...), 0, 0), append(append([]byte{}, old...), 1, 2)} {
+		if _, err := decodeMeta(9, bad); !errors.Is(err, errCorrupt) {
+			t.Errorf("decodeMeta(%x) = %v, want errCorrupt", bad, err)
+		}
 	}
 }

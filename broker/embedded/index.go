@@ -361,7 +361,7 @@ func (q *queue) promote(now int64) bool {
 		// The lease ended unsettled at m.visibleAt.
 		lp := plan.LeaseExpiry(q.Config, m.facts(), fromNanos(m.visibleAt))
 		if lp.SetReason {
-			m.setFailureReason(lp.Reason) // written with the next change of the record
+			m.addFailure(lp.Reason, m.visibleAt) // written with the next change of the record
 		}
 		m.attempts = int32(lp.Attempts)
 		switch {

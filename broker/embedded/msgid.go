@@ -63,6 +63,9 @@ type msgExtra struct {
 	// deadLetterSource is the name of the queue the message was dead-lettered from.
 	deadLetterSource string
 	failureReason    string
+	// failures is the message's failure history (nil: it never failed),
+	// behind a pointer so that it costs the others one word.
+	failures *failures
 	// id is the message id when it is not a canonical UUID (msgID).
 	id string
 	// expiresAt is when the message's time to live passes (Unix ns; 0 =
@@ -126,6 +129,48 @@ func (m *msg) setFailureReason(s string) {
 	if s != "" || m.x != nil {
 		m.ext().failureReason = s
 	}
+}
+
+// failures is a message's failure history: its last model.MaxFailures
+// failures, oldest first, and the count of all of them.
+type failures struct {
+	count int32
+	list  []failure
+}
+
+// failure is one entry of a message's failure history: its instant (Unix
+// ns, from the injected clock) and reason.
+type failure struct {
+	at     int64
+	reason string
+}
+
+// addFailure sets m's failure reason and records the failure at at in its
+// history. The history is copied, not changed in place: a dead letter's
+// copy of a message (moveLocked) shares it.
+func (m *msg) addFailure(reason string, at int64) {
+	m.setFailureReason(reason)
+	x := m.ext()
+	h := failures{count: 1}
+	if x.failures != nil {
+		h.count, h.list = x.failures.count+1, x.failures.list
+	}
+	h.list = model.AddFailure(h.list, failure{at: at, reason: reason})
+	x.failures = &h
+}
+
+// failureHistory is m's failure history as model values, and the count of
+// its failures.
+func (m *msg) failureHistory() ([]model.Failure, int) {
+	h := m.extra().failures
+	if h == nil {
+		return nil, 0
+	}
+	l := make([]model.Failure, len(h.list))
+	for i, f := range h.list {
+		l[i] = model.Failure{Reason: f.reason, At: fromNanos(f.at)}
+	}
+	return l, int(h.count)
 }
 
 func (m *msg) setExpiresAt(v int64) {

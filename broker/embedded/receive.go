@@ -278,7 +278,13 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	nm.state = stateReady
 	nm.visibleAt = now
 	nm.setDeadLetterSource(q.Name)
-	nm.setFailureReason(reason)
+	if reason != m.failureReason() {
+		// A move for a reason of its own (its attempts used at a receive,
+		// its time to live passed) is one more failure; a move for the
+		// failure just planned (a nack's, a lease's end) keeps the history
+		// that failure wrote.
+		nm.addFailure(reason, now)
+	}
 	nm.setExpiresAt(0) // a dead letter leaves its time to live behind (ttl.go)
 	if nm.x != nil {
 		nm.x.ttlPos = 0

@@ -103,7 +103,7 @@ func (b *Backend) changeLeaseLocked(q *queue, m *msg, c model.VisibilityChange, 
 	lp := plan.LeaseChange(q.Config, m.facts(), c, fromNanos(now))
 	m.attempts = int32(lp.Attempts)
 	if lp.SetReason {
-		m.setFailureReason(lp.Reason)
+		m.addFailure(lp.Reason, now)
 	}
 	q.unplace(m)
 	switch lp.Fate {

@@ -59,6 +59,8 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 	b.promoteLocked(q, nil, now)
 	var bm model.BrowsedMessage
 	var key uint64
+	var failures []model.Failure
+	var failureCount int
 	qid := q.ID
 	if found != nil && (q.expired(found, now) || (found.ttlPassed(now) && found.state != stateInflight)) {
 		found = nil // going (an expired message in flight is still its holder's)
@@ -67,6 +69,7 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 		key = found.key
 		bm = model.BrowsedMessage{Message: messageOf(found)}
 		bm.ID = found.id()
+		failures, failureCount = found.failureHistory()
 		switch found.state {
 		case stateReady:
 			bm.State, bm.VisibleAt = model.StateVisible, fromNanos(found.visibleAt) // when it became visible
@@ -95,5 +98,5 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 		b.log.Error("lookup: corrupt body", "queue", name.String(), "key", key, "err", err)
 		return model.MessageLookup{}, nil
 	}
-	return model.MessageLookup{Live: &bm}, nil
+	return model.MessageLookup{Live: &bm, Failures: failures, FailureCount: failureCount}, nil
 }

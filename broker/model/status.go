@@ -74,6 +74,32 @@ type MessageRecord struct {
 type MessageLookup struct {
 	Live   *BrowsedMessage
 	Record *MessageRecord
+	// Failures is a Live message's failure history (its last MaxFailures
+	// failures, oldest first); FailureCount counts all its failures.
+	Failures     []Failure
+	FailureCount int
+}
+
+// MaxFailures is how many failures a message's history keeps: the last
+// ones, the oldest dropped first, so that a message failing for ever costs
+// a bounded size.
+const MaxFailures = 10
+
+// Failure is one failure of a message: its reason (a nack's, "lease
+// expired", …) and the broker clock's instant of it.
+type Failure struct {
+	Reason string
+	At     time.Time
+}
+
+// AddFailure appends a failure to history h of at most MaxFailures
+// entries, dropping the oldest when full. It never changes h's elements,
+// which a copy of the history may share.
+func AddFailure[F any](h []F, f F) []F {
+	if len(h) >= MaxFailures {
+		h = h[len(h)-MaxFailures+1:]
+	}
+	return append(h, f)
 }
 
 // MessageStatus is a message's status by id. Zero fields do not apply to
@@ -95,6 +121,10 @@ type MessageStatus struct {
 	DeadLetterQueue, DeadLetterSource string
 	// Reason is the message's last failure reason, when it failed.
 	Reason string
+	// Failures is a live message's failure history, oldest first: its
+	// last MaxFailures failures of FailureCount in all.
+	Failures     []Failure
+	FailureCount int
 	// CompletedAt and Result: a completed message's deletion time and its
 	// ack's result (nil: none).
 	CompletedAt time.Time
