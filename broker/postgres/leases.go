@@ -83,7 +83,8 @@ type leaseApply struct {
 	states   []string
 	at       []time.Time
 	attempts []int32
-	reasons  []*string // nil: keep the reason
+	reasons  []*string   // nil: keep the reason
+	failAt   []time.Time // when a set reason's failure happened
 	dead     []deadLetter
 	attempt  []string // FIFO receive attempts to invalidate
 	// drop are the rows deleted past their time to live; expired counts
@@ -106,10 +107,13 @@ type deadLetter struct {
 	seq       *int64
 	attempts  int
 	reason    string
+	failAt    time.Time // when the failure that moves it happened
 }
 
-// add records plan p for row r, which is in flight (state 'i').
-func (a *leaseApply) add(r leaseRow, p plan.LeasePlan) {
+// add records plan p for row r, which is in flight (state 'i'); failAt is
+// the instant of the failure the plan's reason records (the lease's end,
+// or a nack's instant).
+func (a *leaseApply) add(r leaseRow, p plan.LeasePlan, failAt time.Time) {
 	var reason *string
 	if p.SetReason {
 		reason = &p.Reason
@@ -118,7 +122,7 @@ func (a *leaseApply) add(r leaseRow, p plan.LeasePlan) {
 		a.attempt = append(a.attempt, *r.attempt)
 	}
 	if p.Fate == plan.FateDeadLetter {
-		a.dead = append(a.dead, deadLetter{r.id, r.facts.MessageID, r.sentAt, r.seq, p.Attempts, p.Reason})
+		a.dead = append(a.dead, deadLetter{r.id, r.facts.MessageID, r.sentAt, r.seq, p.Attempts, p.Reason, failAt})
 		a.inflight--
 		return
 	}
@@ -134,7 +138,7 @@ func (a *leaseApply) add(r leaseRow, p plan.LeasePlan) {
 		a.delayed++
 	}
 	a.ids, a.states, a.at = append(a.ids, r.id), append(a.states, string(state)), append(a.at, p.At)
-	a.attempts, a.reasons = append(a.attempts, int32(p.Attempts)), append(a.reasons, reason)
+	a.attempts, a.reasons, a.failAt = append(a.attempts, int32(p.Attempts)), append(a.reasons, reason), append(a.failAt, failAt)
 	if a.earliest.IsZero() || p.At.Before(a.earliest) {
 		a.earliest = p.At
 	}
@@ -147,8 +151,8 @@ func (a *leaseApply) add(r leaseRow, p plan.LeasePlan) {
 // or its time to live passed while it was ready or delayed: ttl.go) with
 // attempts attempts: moved to the dead-letter queue with the reason
 // "expired" when toDLQ (the queue dead-letters its expired messages and that
-// queue exists), else deleted.
-func (a *leaseApply) expire(r leaseRow, attempts int, toDLQ bool) {
+// queue exists), else deleted; at is the instant it expired.
+func (a *leaseApply) expire(r leaseRow, attempts int, toDLQ bool, at time.Time) {
 	switch r.state {
 	case rowReady:
 		a.ready--
@@ -162,7 +166,7 @@ func (a *leaseApply) expire(r leaseRow, attempts int, toDLQ bool) {
 	}
 	a.expired++
 	if toDLQ {
-		a.dead = append(a.dead, deadLetter{r.id, r.facts.MessageID, r.sentAt, r.seq, attempts, model.ReasonExpired})
+		a.dead = append(a.dead, deadLetter{r.id, r.facts.MessageID, r.sentAt, r.seq, attempts, model.ReasonExpired, at})
 		return
 	}
 	a.drop = append(a.drop, r.id)
@@ -212,9 +216,10 @@ func (b *Backend) apply(ctx context.Context, tx pgx.Tx, q queueRow, to claimTo, 
 	}
 	if len(a.ids) > 0 {
 		if _, err := tx.Exec(ctx, `UPDATE messages m SET state = u.state::"char", visible_at = u.at,
-				attempts = u.attempts, reason = coalesce(u.reason, m.reason)
-			FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::integer[], $5::text[]) u (id, state, at, attempts, reason)
-			WHERE m.id = u.id`, a.ids, a.states, a.at, a.attempts, a.reasons); err != nil {
+				attempts = u.attempts, reason = coalesce(u.reason, m.reason),
+				failures = CASE WHEN u.reason IS NULL THEN m.failures ELSE `+pushFailureSQL("m.failures", "u.reason", "u.fail_at")+` END
+			FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::integer[], $5::text[], $6::timestamptz[]) u (id, state, at, attempts, reason, fail_at)
+			WHERE m.id = u.id`, a.ids, a.states, a.at, a.attempts, a.reasons, a.failAt); err != nil {
 			return err
 		}
 	}
@@ -273,7 +278,8 @@ func compareInt64(x, y int64) int {
 // dead-letter queue a new sequence number (taken under the group rows'
 // locks, in the source's order), its message id as dedup id and SentAt now.
 // Each keeps its body, attributes, counts, receive times and max attempts,
-// and leaves its time to live behind; attempts and reason are the plan's;
+// and leaves its time to live behind; attempts and reason are the plan's,
+// the reason one more failure in its history (at the deadLetter's failAt);
 // into a standard dead-letter queue it takes a fair-queue turn there, as a
 // send does.
 func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, dead []deadLetter, now time.Time) error {
@@ -286,14 +292,14 @@ func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, d
 	n := len(dead)
 	ids, newSeq := make([]int64, n), make([]bool, n)
 	dedup, sent := make([]*string, n), make([]time.Time, n)
-	attempts, reasons := make([]int32, n), make([]string, n)
+	attempts, reasons, failAt := make([]int32, n), make([]string, n), make([]time.Time, n)
 	for i, d := range dead {
 		p := plan.DeadLetter(d.messageID, d.sentAt, dlq.cfg.Fifo, now)
 		ids[i], newSeq[i], sent[i] = d.id, p.NewSequence, p.SentAt
 		if p.DedupID != "" {
 			dedup[i] = &p.DedupID
 		}
-		attempts[i], reasons[i] = int32(d.attempts), d.reason
+		attempts[i], reasons[i], failAt[i] = int32(d.attempts), d.reason, d.failAt
 	}
 	if dlq.cfg.Fifo {
 		rows, err := tx.Query(ctx, `SELECT DISTINCT group_id FROM messages WHERE id = ANY($1::bigint[]) AND group_id IS NOT NULL ORDER BY 1`, ids)
@@ -319,12 +325,12 @@ func (b *Backend) moveToDLQ(ctx context.Context, tx pgx.Tx, src, dlq queueRow, d
 		UPDATE messages m SET queue_id = $1, state = 'r', visible_at = $2, dl_source = $3,
 			attempt = NULL, seq = coalesce(u.seq, m.seq), dedup_id = coalesce(u.dedup, m.dedup_id),
 			sent_at = u.sent_at, attempts = u.attempts, reason = u.reason, turn = coalesce(t.turn, m.turn),
-			expires_at = NULL
-		FROM (SELECT id, dedup, sent_at, attempts, reason, CASE WHEN newseq THEN nextval('fifo_seq') END AS seq
-			FROM unnest($4::bigint[], $5::boolean[], $6::text[], $7::timestamptz[], $8::integer[], $9::text[])
-				WITH ORDINALITY AS x (id, newseq, dedup, sent_at, attempts, reason, ord)
+			expires_at = NULL, failures = `+pushFailureSQL("m.failures", "u.reason", "u.fail_at")+`
+		FROM (SELECT id, dedup, sent_at, attempts, reason, fail_at, CASE WHEN newseq THEN nextval('fifo_seq') END AS seq
+			FROM unnest($4::bigint[], $5::boolean[], $6::text[], $7::timestamptz[], $8::integer[], $9::text[], $11::timestamptz[])
+				WITH ORDINALITY AS x (id, newseq, dedup, sent_at, attempts, reason, fail_at, ord)
 			ORDER BY ord) u LEFT JOIN t ON t.k = u.id
-		WHERE m.id = u.id`, dlq.mid, now, src.name, ids, newSeq, dedup, sent, attempts, reasons, dlq.cfg.Fifo)
+		WHERE m.id = u.id`, dlq.mid, now, src.name, ids, newSeq, dedup, sent, attempts, reasons, dlq.cfg.Fifo, failAt)
 	return err
 }
 
@@ -435,11 +441,12 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 				}
 				return nil
 			}
-			// record records p for r: an expiry moves the message to the
+			// record records p for r, whose failure (if p sets a reason)
+			// happened at failAt: an expiry moves the message to the
 			// dead-letter queue or deletes it (leaseApply.expire).
-			record := func(r leaseRow, p plan.LeasePlan) error {
+			record := func(r leaseRow, p plan.LeasePlan, failAt time.Time) error {
 				if p.Fate != plan.FateExpired {
-					a.add(r, p)
+					a.add(r, p, failAt)
 					return nil
 				}
 				toDLQ := false
@@ -449,7 +456,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 					}
 					toDLQ = to.dlq != nil
 				}
-				a.expire(r, p.Attempts, toDLQ)
+				a.expire(r, p.Attempts, toDLQ, p.At)
 				return nil
 			}
 			// flush applies the plans collected so far. A receipt named
@@ -524,7 +531,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 						out[c.i] = model.LeaseEnded
 					}
 					r.attempt = nil
-					if err := record(r, p); err != nil {
+					if err := record(r, p, r.visibleAt); err != nil { // failed at the lease's end
 						return err
 					}
 					res.groups = res.groups || q.cfg.Fifo // its group may be free
@@ -542,7 +549,7 @@ func (b *Backend) ChangeVisibility(ctx context.Context, queueName model.QueueRef
 				if p.Fate != plan.FateInFlight && q.cfg.Fifo {
 					res.groups = true
 				}
-				if err := record(r, p); err != nil {
+				if err := record(r, p, now); err != nil {
 					return err
 				}
 			}
@@ -646,10 +653,10 @@ func (b *Backend) expireEnded(ctx context.Context, q queueRow) ([]movedLetter, b
 					}
 				}
 				if p.Fate == plan.FateExpired {
-					a.expire(r, p.Attempts, q.cfg.ExpiredToDeadLetter() && to.dlq != nil)
+					a.expire(r, p.Attempts, q.cfg.ExpiredToDeadLetter() && to.dlq != nil, p.At)
 					continue
 				}
-				a.add(r, p)
+				a.add(r, p, r.visibleAt) // failed at the lease's end
 			}
 			if len(ended) == 0 {
 				return nil

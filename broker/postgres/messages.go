@@ -665,8 +665,8 @@ const promoteLimit = 10000
 // ins) of a statement whose $1 is the instant (nowSQL), $3 the counter
 // shard, $4 promoteLimit and $5 model.ReasonLeaseExpired: its delayed and
 // in-flight messages whose visible_at has passed become ready (an in-flight
-// one so promoted failed by its lease's end: plan.LeaseExpiry's
-// FateVisible), and the counters move with them. mid is the SQL of the
+// one so promoted failed by its lease's end, at its visible_at:
+// plan.LeaseExpiry's FateVisible), and the counters move with them. mid is the SQL of the
 // queue's mid; policy the SQL of whether it has a RetryPolicy or
 // RedrivePolicy, whose ended leases are not promoted here but planned one by
 // one (expireLeases). Rows past their time to live are not promoted either
@@ -679,7 +679,8 @@ func promoteSQL(mid, policy string) string {
 			WHERE queue_id = ` + mid + ` AND state <> 'r' AND visible_at <= ` + nowSQL + ` AND (NOT ` + policy + ` OR state = 'd')
 				AND NOT coalesce(expires_at <= ` + nowSQL + `, false)
 			ORDER BY visible_at LIMIT $4 FOR UPDATE SKIP LOCKED),
-		up AS (UPDATE messages m SET state = 'r', reason = CASE WHEN due.state = 'i' THEN $5 ELSE m.reason END
+		up AS (UPDATE messages m SET state = 'r', reason = CASE WHEN due.state = 'i' THEN $5 ELSE m.reason END,
+				failures = CASE WHEN due.state = 'i' THEN ` + pushFailureSQL("m.failures", "$5", "m.visible_at") + ` ELSE m.failures END
 			FROM due WHERE m.id = due.id RETURNING due.state AS old),
 		ins AS (INSERT INTO counts AS c (queue_id, shard, ready, inflight, delayed)
 			SELECT ` + mid + `, $3, count(*), -count(*) FILTER (WHERE old = 'i'), -count(*) FILTER (WHERE old = 'd')

@@ -360,7 +360,8 @@ func (b *Backend) deadLettered(ctx context.Context, q queueRow, moved []movedLet
 //     receive would start an attempt past their limit: toDLQ below is
 //     plan.ShouldDeadLetterOnReceive spelled in SQL (the message's own
 //     max_attempts when > 0, else the queue's maxReceiveCount @max_receives,
-//     against its attempts), with the reason @reason_max; with the fields of
+//     against its attempts), with the reason @reason_max (one more failure
+//     in its history, at the claim's instant); with the fields of
 //     plan.DeadLetter: ready there, without a time to live, named after
 //     @source; into a FIFO
 //     dead-letter queue (@dlq_fifo) with a new sequence number, its message
@@ -450,6 +451,7 @@ dl AS (
 red AS (
 	UPDATE messages m SET queue_id = @dlq, visible_at = ` + now + `, dl_source = @source, attempt = NULL,
 		reason = CASE WHEN dl.expired THEN @reason_expired ELSE @reason_max END, turn = coalesce(dl.turn, m.turn),
+		failures = ` + pushFailureSQL("m.failures", "CASE WHEN dl.expired THEN @reason_expired ELSE @reason_max END", now) + `,
 		seq = CASE WHEN @dlq_fifo THEN nextval('fifo_seq') ELSE m.seq END,
 		dedup_id = CASE WHEN @dlq_fifo THEN m.message_id::text ELSE m.dedup_id END,
 		sent_at = CASE WHEN @dlq_fifo THEN ` + now + ` ELSE m.sent_at END, expires_at = NULL

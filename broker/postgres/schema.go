@@ -434,6 +434,15 @@ CREATE TABLE archive_cursors (
 	cursor     text NOT NULL
 );
 `,
+	// 18: failure histories (status.go, issue 26). failures is a message's
+	// last model.MaxFailures failures and the count of all of them, as
+	// {"count": n, "list": [{"reason": r, "at": t}, …]} (pushFailureSQL),
+	// written in the statement that sets reason; NULL, as on every row
+	// stored before this migration, is no history. ADD COLUMN without a
+	// default changes only the catalog: no table rewrite.
+	`
+ALTER TABLE messages ADD COLUMN failures jsonb;
+`,
 }
 
 // ErrNewerSchema: the schema was migrated by a newer Sluice, whose tables

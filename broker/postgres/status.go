@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,16 +69,37 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 	return model.MessageLookup{Record: &rec}, nil
 }
 
+// pushFailureSQL is the SQL of failure history h (a messages.failures
+// value) with one more failure of reason r at instant at (SQL expressions of
+// text and timestamptz): the count goes up by one and the list keeps its
+// last model.MaxFailures entries (it held at most that many before, so one
+// drop is enough).
+func pushFailureSQL(h, r, at string) string {
+	l := "(coalesce(" + h + "->'list', '[]') || jsonb_build_array(jsonb_build_object('reason', " + r + "::text, 'at', " + at + "::timestamptz)))"
+	return "jsonb_build_object('count', coalesce((" + h + "->>'count')::bigint, 0) + 1, 'list', CASE WHEN jsonb_array_length(" + l + ") > " +
+		strconv.Itoa(model.MaxFailures) + " THEN " + l + " - 0 ELSE " + l + " END)"
+}
+
+// failuresJSON is a messages.failures value (pushFailureSQL).
+type failuresJSON struct {
+	Count int `json:"count"`
+	List  []struct {
+		Reason string    `json:"reason"`
+		At     time.Time `json:"at"`
+	} `json:"list"`
+}
+
 // lookupLive reads the live row of message id of queue q (LookupMessage):
 // ended tells that it is in flight with its lease over (not planned yet).
 func (b *Backend) lookupLive(ctx context.Context, q queueRow, id string) (_ model.MessageLookup, ended bool, err error) {
-	row := b.pool.QueryRow(ctx, `SELECT state::text, visible_at, `+nowSQL+`, `+msgCols("m")+` FROM messages m
+	row := b.pool.QueryRow(ctx, `SELECT state::text, visible_at, `+nowSQL+`, failures, `+msgCols("m")+` FROM messages m
 		WHERE queue_id = $2 AND message_id = $3::uuid AND sent_at > `+nowSQL+` - $4 * interval '1 microsecond'
 			AND NOT (coalesce(expires_at <= `+nowSQL+`, false) AND NOT (state = 'i' AND visible_at > `+nowSQL+`))
 		LIMIT 1`, b.tnow(), q.mid, id, micros(q.cfg.Retention))
 	var state rowState
 	var visibleAt, now time.Time
-	_, _, d, err := b.scanDelivery(row.Scan, []any{&state, &visibleAt, &now}, q)
+	var h *failuresJSON
+	_, _, d, err := b.scanDelivery(row.Scan, []any{&state, &visibleAt, &now, &h}, q)
 	switch {
 	case err == nil:
 		// A ready row's visible_at is when it became visible (a lookup
@@ -89,7 +111,14 @@ func (b *Backend) lookupLive(ctx context.Context, q queueRow, id string) (_ mode
 				bm.State = model.StateInFlight
 			}
 		}
-		return model.MessageLookup{Live: &bm}, state == rowInFlight && !visibleAt.After(now), nil
+		l := model.MessageLookup{Live: &bm}
+		if h != nil {
+			l.FailureCount = h.Count
+			for _, f := range h.List {
+				l.Failures = append(l.Failures, model.Failure{Reason: f.Reason, At: f.At})
+			}
+		}
+		return l, state == rowInFlight && !visibleAt.After(now), nil
 	case !errors.Is(err, pgx.ErrNoRows):
 		return model.MessageLookup{}, false, dbErr("lookup message", err)
 	}

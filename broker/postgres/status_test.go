@@ -80,3 +80,56 @@ func TestMigration16IndexBuiltBeforehand(t *testing.T) {
 		t.Fatalf("migration 16 after its index was built beforehand: %v", err)
 	}
 }
+
+// TestMigration18OldRows: a message stored before migration 18 has no
+// failure history after it (its failures column is NULL), keeps its last
+// reason, and starts a history with its next failure.
+func TestMigration18OldRows(t *testing.T) {
+	t.Parallel()
+	url, schema, conn := schemaAtVersion(t, 17)
+	ctx := context.Background()
+	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+	cj := []byte(`{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
+		`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
+		`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`)
+	var mid int64
+	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
+		VALUES ('q', $1, $2, $2) RETURNING mid`, cj, at).Scan(&mid); err != nil {
+		t.Fatal(err)
+	}
+	const old = "00000000-0000-4000-8000-000000000001"
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("messages")+` (queue_id, state, visible_at, sent_at, message_id, body,
+		receive_count, attempts, reason) VALUES ($1, 'r', $2, $2, $3, 'old', 1, 1, 'old reason')`, mid, at, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("counts")+` (queue_id, shard, ready) VALUES ($1, 0, 1)`, mid); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(url, schema)
+	clock := clocktest.NewFakeClock(at.Add(time.Minute))
+	cfg.Clock = clock
+	be, err := postgres.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	f := front(t, be, cfg.Options)
+	st, found, err := f.MessageStatus(ctx, "q", old)
+	if err != nil || !found || st.Reason != "old reason" || st.Failures != nil || st.FailureCount != 0 {
+		t.Fatalf("the old message's status: %+v, %v, %v; want its reason and no history", st, found, err)
+	}
+	ds, err := f.Receive(ctx, model.ReceiveRequest{Queue: "q"})
+	if err != nil || len(ds) != 1 {
+		t.Fatal(err, ds)
+	}
+	clock.Advance(time.Second)
+	if errs, err := f.ChangeLeases(ctx, "q", []model.LeaseEntry{{Receipt: ds[0].Receipt, Kind: model.Nack, Reason: "new"}}); err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	st, _, err = f.MessageStatus(ctx, "q", old)
+	if err != nil || st.Reason != "new" || st.FailureCount != 1 || len(st.Failures) != 1 || st.Failures[0].Reason != "new" ||
+		!st.Failures[0].At.Equal(at.Add(time.Minute+time.Second)) {
+		t.Fatalf("after a nack: %+v, %v; want a history of that nack", st, err)
+	}
+}

@@ -131,7 +131,7 @@ func (b *Backend) expireDue(ctx context.Context, q queueRow) ([]movedLetter, boo
 			full = len(due) == expireBatch
 			var a leaseApply
 			for _, r := range due {
-				a.expire(r, r.facts.Attempts, to.dlq != nil)
+				a.expire(r, r.facts.Attempts, to.dlq != nil, now)
 			}
 			if err := b.apply(ctx, tx, q, to, &a, now); err != nil {
 				return err
