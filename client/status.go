@@ -41,6 +41,10 @@ type MessageStatus struct {
 	DeadLetterQueue, DeadLetterSource string
 	// Reason is its last failure reason.
 	Reason string
+	// Failures is a live message's failure history, oldest first (its
+	// last 10 failures); FailureCount counts all its failures.
+	Failures     []Failure
+	FailureCount int
 	// CompletedAt and Result: when a completed message was deleted, and its
 	// ack's result (nil: none, as after an SQS delete).
 	CompletedAt time.Time
@@ -49,6 +53,13 @@ type MessageStatus struct {
 	ExpiredAt time.Time
 	// ReplayedAs is a replayed message's new id.
 	ReplayedAs string
+}
+
+// Failure is one failure of a message: its reason and when it happened
+// (for an expired lease, when the lease ended).
+type Failure struct {
+	Reason string
+	At     time.Time
 }
 
 // Done reports whether the message will not run again: completed, expired
@@ -78,10 +89,14 @@ func (c *Client) MessageStatus(ctx context.Context, queue, id string) (MessageSt
 		}
 		return *t
 	}
+	var failures []Failure
+	for _, f := range out.Failures {
+		failures = append(failures, Failure{Reason: f.Reason, At: f.At})
+	}
 	return MessageStatus{ID: out.ID, Queue: out.Queue, State: out.State, Attempts: out.Attempts, ReceiveCount: out.ReceiveCount,
 		VisibleAt: at(out.VisibleAt), LeaseEndsAt: at(out.LeaseEndsAt), DeadLetterQueue: out.DeadLetterQueue,
-		DeadLetterSource: out.DeadLetterSource, Reason: out.Reason, CompletedAt: at(out.CompletedAt), Result: out.Result,
-		ExpiredAt: at(out.ExpiredAt), ReplayedAs: out.ReplayedAs}, nil
+		DeadLetterSource: out.DeadLetterSource, Reason: out.Reason, Failures: failures, FailureCount: out.FailureCount,
+		CompletedAt: at(out.CompletedAt), Result: out.Result, ExpiredAt: at(out.ExpiredAt), ReplayedAs: out.ReplayedAs}, nil
 }
 
 // AckWithResult acknowledges a message with its job's result (at most

@@ -281,9 +281,14 @@ func statusWire(st model.MessageStatus) *wire.MessageStatus {
 		t = t.UTC()
 		return &t
 	}
+	var failures []wire.Failure
+	for _, f := range st.Failures {
+		failures = append(failures, wire.Failure{Reason: f.Reason, At: f.At.UTC()})
+	}
 	return &wire.MessageStatus{ID: st.ID, Queue: st.Queue, State: string(st.State), Attempts: st.Attempts,
 		ReceiveCount: st.ReceiveCount, VisibleAt: at(st.VisibleAt), LeaseEndsAt: at(st.LeaseEndsAt),
 		DeadLetterQueue: st.DeadLetterQueue, DeadLetterSource: st.DeadLetterSource, Reason: st.Reason,
+		Failures: failures, FailureCount: st.FailureCount,
 		CompletedAt: at(st.CompletedAt), Result: st.Result, ExpiredAt: at(st.ExpiredAt), ReplayedAs: st.ReplayedAs}
 }
 

@@ -35,10 +35,18 @@ type jobJSON struct {
 	DeadLetterQueue  string     `json:"deadLetterQueue,omitempty"`
 	DeadLetterSource string     `json:"deadLetterSource,omitempty"`
 	Reason           string     `json:"reason,omitempty"`
+	Failures         []failJSON `json:"failures,omitempty"`
+	FailureCount     int        `json:"failureCount,omitempty"`
 	CompletedAt      *time.Time `json:"completedAt,omitempty"`
 	Result           *string    `json:"result,omitempty"`
 	ExpiredAt        *time.Time `json:"expiredAt,omitempty"`
 	ReplayedAs       string     `json:"replayedAs,omitempty"`
+}
+
+// failJSON is one failure of a status as --json prints it.
+type failJSON struct {
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 func jobShow(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
@@ -65,10 +73,14 @@ func jobShow(ctx context.Context, args []string, env func(string) string, stdout
 		return &u
 	}
 	if c.json {
+		var failures []failJSON
+		for _, f := range st.Failures {
+			failures = append(failures, failJSON{Reason: f.Reason, At: f.At.UTC()})
+		}
 		c.printJSON(jobJSON{ID: st.ID, Queue: st.Queue, State: st.State, Attempts: st.Attempts, ReceiveCount: st.ReceiveCount,
 			VisibleAt: at(st.VisibleAt), LeaseEndsAt: at(st.LeaseEndsAt), DeadLetterQueue: st.DeadLetterQueue,
-			DeadLetterSource: st.DeadLetterSource, Reason: st.Reason, CompletedAt: at(st.CompletedAt), Result: st.Result,
-			ExpiredAt: at(st.ExpiredAt), ReplayedAs: st.ReplayedAs})
+			DeadLetterSource: st.DeadLetterSource, Reason: st.Reason, Failures: failures, FailureCount: st.FailureCount,
+			CompletedAt: at(st.CompletedAt), Result: st.Result, ExpiredAt: at(st.ExpiredAt), ReplayedAs: st.ReplayedAs})
 		return 0
 	}
 	when := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -87,6 +99,23 @@ func jobShow(ctx context.Context, args []string, env func(string) string, stdout
 	} {
 		if f.v != "" {
 			rows = append(rows, []string{f.k, f.v})
+		}
+	}
+	if len(st.Failures) > 0 {
+		// The history, oldest first: one row per failure, after a row
+		// that tells how many failures the message had in all (the
+		// broker keeps the last ones only).
+		n := strconv.Itoa(st.FailureCount)
+		if st.FailureCount > len(st.Failures) {
+			n += " (the last " + strconv.Itoa(len(st.Failures)) + " below)"
+		}
+		rows = append(rows, []string{"failures", n})
+		for _, f := range st.Failures {
+			r := f.Reason
+			if len(r) > 200 || strings.ContainsAny(r, "\n\r") {
+				r = strconv.Quote(truncate(r, 200))
+			}
+			rows = append(rows, []string{"  " + when(f.At), r})
 		}
 	}
 	if st.Result != nil {

@@ -29,6 +29,21 @@ func TestCLIJobShow(t *testing.T) {
 	}
 	r = e.ok("job", "show", "jobs", res.ID)
 	wantContains(t, "show of a leased message", squeeze(r.stdout), "state inFlight", "attempts 1", "lease ends ")
+	// A failure shows in the history, with its time.
+	if err := e.c.Nack(context.Background(), "jobs", ds[0].Receipt, "db down", 0); err != nil {
+		t.Fatal(err)
+	}
+	r = e.ok("job", "show", "jobs", res.ID)
+	wantContains(t, "show of a nacked message", squeeze(r.stdout), "last failure db down", "failures 1", "Z db down")
+	r = e.ok("job", "show", "jobs", res.ID, "--json")
+	var failed jobJSON
+	if err := json.Unmarshal([]byte(r.stdout), &failed); err != nil || failed.FailureCount != 1 || len(failed.Failures) != 1 ||
+		failed.Failures[0].Reason != "db down" || failed.Failures[0].At.IsZero() {
+		t.Fatalf("show --json of a nacked message: %v %+v", err, failed)
+	}
+	if ds, err = e.c.Receive(context.Background(), "jobs", sclient.VisibilityTimeout(time.Minute)); err != nil || len(ds) != 1 {
+		t.Fatal(err, ds)
+	}
 	if err := e.c.AckWithResult(context.Background(), "jobs", ds[0].Receipt, `{"pdf":"s3://invoices/17.pdf"}`); err != nil {
 		t.Fatal(err)
 	}

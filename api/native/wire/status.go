@@ -27,6 +27,12 @@ type MessageStatus struct {
 	DeadLetterSource string `json:"deadLetterSource,omitempty"`
 	// Reason is the message's last failure reason, when it failed.
 	Reason string `json:"reason,omitempty"`
+	// Failures is a live message's failure history, oldest first: its
+	// last 10 failures, each with its reason and the broker's instant of
+	// it; FailureCount counts all its failures (more than the list holds
+	// once the oldest were dropped).
+	Failures     []Failure `json:"failures,omitempty"`
+	FailureCount int       `json:"failureCount,omitempty"`
 	// CompletedAt is when a completed message was deleted; Result its
 	// ack's result (absent when the ack gave none, as an SQS delete).
 	CompletedAt *time.Time `json:"completedAt,omitempty"`
@@ -36,4 +42,12 @@ type MessageStatus struct {
 	// ReplayedAs is a replayed dead letter's new id (in the queue it was
 	// replayed to).
 	ReplayedAs string `json:"replayedAs,omitempty"`
+}
+
+// Failure is one failure of a message (MessageStatus.Failures).
+type Failure struct {
+	// Reason is the failure's reason: a nack's, "lease expired", …
+	Reason string `json:"reason"`
+	// At is when it failed (for an expired lease, when the lease ended).
+	At time.Time `json:"at"`
 }
