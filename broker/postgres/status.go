@@ -33,16 +33,27 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 	}
 	id = strings.ToLower(id)
 	l, ended, err := b.lookupLive(ctx, q, id)
-	if err == nil && ended && hasRetryOrRedrive(q.cfg) {
+	for try := 0; err == nil && ended && hasRetryOrRedrive(q.cfg) && try < 3; try++ {
 		// A lease that ended on a queue with a policy is planned first (as
 		// Delete does): its message may be backing off or dead-lettered by
-		// now, which the row shows once planned.
+		// now, which the row shows once planned. promote skips the rows
+		// other transactions hold: when the row is still unplanned, one
+		// held it (the sweeper planning it, most likely), and the lookup
+		// read the row as it was before. Wait for that transaction (a
+		// shared lock, taken and let go by one autocommit statement), then
+		// plan and read again.
+		if try > 0 {
+			if _, err := b.pool.Exec(ctx, `SELECT 1 FROM messages WHERE queue_id = $1 AND message_id = $2::uuid FOR SHARE`,
+				q.mid, id); err != nil {
+				return model.MessageLookup{}, dbErr("lookup message", err)
+			}
+		}
 		moved, _, perr := b.promote(ctx, q)
 		if perr != nil {
 			return model.MessageLookup{}, perr
 		}
 		b.deadLettered(ctx, q, moved)
-		l, _, err = b.lookupLive(ctx, q, id)
+		l, ended, err = b.lookupLive(ctx, q, id)
 	}
 	if err != nil || l.Live != nil {
 		return l, err
