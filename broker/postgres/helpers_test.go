@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/postgres"
 	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/internal/pgtest"
@@ -228,4 +229,19 @@ func insertOldQueue(t *testing.T, conn *pgx.Conn, schema string, at time.Time, b
 		}
 	}
 	return mid
+}
+
+// openOnClock opens a backend on schema with a fake clock reading start, and
+// its front; both close at the end of the test.
+func openOnClock(t *testing.T, url, schema string, start time.Time) (*postgres.Backend, *broker.Broker, *clocktest.FakeClock) {
+	t.Helper()
+	cfg := testConfig(url, schema)
+	clock := clocktest.NewFakeClock(start)
+	cfg.Clock = clock
+	be, err := postgres.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	return be, front(t, be, cfg.Options), clock
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicemq/sluice/broker/clocktest"
 	"github.com/sluicemq/sluice/broker/model"
 	"github.com/sluicemq/sluice/broker/postgres"
 )
@@ -19,32 +18,10 @@ func TestMigration16OldRows(t *testing.T) {
 	t.Parallel()
 	url, schema, conn := schemaAtVersion(t, 15)
 	ctx := context.Background()
-	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	cj := []byte(`{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
-		`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
-		`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`)
-	var mid int64
-	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
-		VALUES ('q', $1, $2, $2) RETURNING mid`, cj, at).Scan(&mid); err != nil {
-		t.Fatal(err)
-	}
-	const old = "00000000-0000-4000-8000-000000000001"
-	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("messages")+` (queue_id, state, visible_at, sent_at, message_id, body)
-		VALUES ($1, 'r', $2, $2, $3, 'old')`, mid, at, old); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("counts")+` (queue_id, shard, ready) VALUES ($1, 0, 1)`, mid); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(url, schema)
-	cfg.Clock = clocktest.NewFakeClock(at.Add(time.Minute))
-	be, err := postgres.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = be.Close() })
-	f := front(t, be, cfg.Options)
+	insertOldQueue(t, conn, schema, at, "old")
+	const old = "00000000-0000-4000-8000-000000000001" // insertOldQueue's first id
+	_, f, _ := openOnClock(t, url, schema, at.Add(time.Minute))
 	st, found, err := f.MessageStatus(ctx, "q", old)
 	if err != nil || !found || st.State != model.JobReady {
 		t.Fatalf("the old message's status: %+v, %v, %v; want ready", st, found, err)
@@ -88,33 +65,14 @@ func TestMigration18OldRows(t *testing.T) {
 	t.Parallel()
 	url, schema, conn := schemaAtVersion(t, 17)
 	ctx := context.Background()
-	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	at := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	cj := []byte(`{"VisibilityTimeout":30000000000,"Delay":0,"Retention":345600000000000,"MaxMessageSize":1048576,` +
-		`"ReceiveWaitTime":0,"Redrive":null,"RedriveAllow":"","Fifo":false,"ContentBasedDedup":false,"DedupScope":"",` +
-		`"ThroughputLimit":"","Policy":"","Extra":{"SqsManagedSseEnabled":"true"}}`)
-	var mid int64
-	if err := conn.QueryRow(ctx, `INSERT INTO `+tbl("queues")+` (name, config, created_at, modified_at)
-		VALUES ('q', $1, $2, $2) RETURNING mid`, cj, at).Scan(&mid); err != nil {
+	insertOldQueue(t, conn, schema, at, "old")
+	const old = "00000000-0000-4000-8000-000000000001" // insertOldQueue's first id
+	if _, err := conn.Exec(ctx, `UPDATE `+pgx.Identifier{schema, "messages"}.Sanitize()+`
+		SET receive_count = 1, attempts = 1, reason = 'old reason' WHERE message_id = $1`, old); err != nil {
 		t.Fatal(err)
 	}
-	const old = "00000000-0000-4000-8000-000000000001"
-	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("messages")+` (queue_id, state, visible_at, sent_at, message_id, body,
-		receive_count, attempts, reason) VALUES ($1, 'r', $2, $2, $3, 'old', 1, 1, 'old reason')`, mid, at, old); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO `+tbl("counts")+` (queue_id, shard, ready) VALUES ($1, 0, 1)`, mid); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(url, schema)
-	clock := clocktest.NewFakeClock(at.Add(time.Minute))
-	cfg.Clock = clock
-	be, err := postgres.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = be.Close() })
-	f := front(t, be, cfg.Options)
+	_, f, clock := openOnClock(t, url, schema, at.Add(time.Minute))
 	st, found, err := f.MessageStatus(ctx, "q", old)
 	if err != nil || !found || st.Reason != "old reason" || st.Failures != nil || st.FailureCount != 0 {
 		t.Fatalf("the old message's status: %+v, %v, %v; want its reason and no history", st, found, err)

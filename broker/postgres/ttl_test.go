@@ -102,15 +102,7 @@ func TestSweeperCountsExpiriesPassedDuringItsSweep(t *testing.T) {
 	url := requirePostgres(t)
 	schema := schemaFor(t)
 	ctx := context.Background()
-	cfg := testConfig(url, schema)
-	clock := clocktest.NewFakeClock(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))
-	cfg.Clock = clock
-	be, err := postgres.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = be.Close() })
-	f := front(t, be, cfg.Options)
+	be, f, clock := openOnClock(t, url, schema, time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))
 	if _, err := f.CreateQueue(ctx, "q", nil, nil); err != nil {
 		t.Fatal(err)
 	}
