@@ -21,7 +21,9 @@ import (
 //   - A dead-lettered message keeps its id: asked on the queue it came
 //     from, which no longer holds it, it is found in that queue's
 //     dead-letter queue (its RedrivePolicy's, as it is now) and answered
-//     dead-lettered there, with DeadLetterQueue naming it.
+//     dead-lettered there, with DeadLetterQueue naming it; once replayed
+//     from there, it is answered replayed (with its new id) while the
+//     dead-letter queue keeps the record.
 func (b *Broker) MessageStatus(ctx context.Context, queue, id string) (st model.MessageStatus, found bool, err error) {
 	ref, err := b.resolve(ctx, model.ActionBrowse, queue)
 	if err != nil {
@@ -44,7 +46,8 @@ func (b *Broker) MessageStatus(ctx context.Context, queue, id string) (st model.
 				// The policy names a queue that is gone: nothing there.
 			case err != nil:
 				return st, false, err
-			case dl.Live != nil && dl.Live.DeadLetterSource == ref.Name:
+			case dl.Live != nil && dl.Live.DeadLetterSource == ref.Name,
+				dl.Record != nil && dl.Record.State == model.JobReplayed && dl.Record.Source == ref.Name:
 				st = statusOf(r.DeadLetterQueue, dl)
 				st.Queue = ref.Name
 				return st, true, nil

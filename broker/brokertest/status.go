@@ -283,6 +283,7 @@ func testJobStatusReplayed(t *testing.T, s suite) {
 	e := s.setup(t)
 	e.createQueue("dlq", map[string]string{model.AttrCompletedRetentionSeconds: "600"})
 	old := e.deadLetterEntries("src", "dlq", model.SendEntry{Body: "poison"})
+	e.createQueue("other", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 1)})
 	e.replay("dlq", broker.ReplayRequest{})
 	e.advanceUntilTask("dlq", model.MoveTaskCompleted, time.Minute)
 	st := e.status("dlq", old[0].ID)
@@ -294,8 +295,17 @@ func testJobStatusReplayed(t *testing.T, s suite) {
 		t.Fatalf("replayed: replayedAs %q, want the new id", st.ReplayedAs)
 	}
 	wantState(t, "the replayed message by its new id", e.status("src", st.ReplayedAs), model.JobReady, 0)
+	// The old id asked on the queue it came from, where a user looks for
+	// the job he sent: replayed, found in the dead-letter queue's record.
+	fromSrc := e.status("src", old[0].ID)
+	wantState(t, "the old id asked on its source queue", fromSrc, model.JobReplayed, 1)
+	if fromSrc.ReplayedAs != st.ReplayedAs {
+		t.Fatalf("asked on its source: replayedAs %q, want %q", fromSrc.ReplayedAs, st.ReplayedAs)
+	}
+	e.noStatus("other", old[0].ID) // another queue with the same dead-letter queue does not claim it
 	e.advance(600 * time.Second)
 	e.noStatus("dlq", old[0].ID)
+	e.noStatus("src", old[0].ID)
 }
 
 // testJobStatusExpired: a message dropped for its time to live, whether the

@@ -46,6 +46,7 @@ type storedRecord struct {
 	Result     *string        `json:"r,omitempty"`
 	ReplayedAs string         `json:"as,omitempty"`
 	Reason     string         `json:"why,omitempty"`
+	Source     string         `json:"src,omitempty"`
 }
 
 // putRecordLocked writes in batch the record of m, leaving q now, when q
@@ -57,7 +58,7 @@ func (b *Backend) putRecordLocked(q *queue, m *msg, batch *pebble.Batch, now int
 	}
 	id := m.id()
 	rec := storedRecord{State: state, At: now, Due: now + keep, Attempts: int(m.attempts), Result: result,
-		ReplayedAs: replayedAs, Reason: m.failureReason()}
+		ReplayedAs: replayedAs, Reason: m.failureReason(), Source: m.deadLetterSource()}
 	v, err := json.Marshal(rec)
 	if err != nil {
 		panic(err) // plain data: cannot fail
@@ -95,7 +96,7 @@ func (b *Backend) readRecord(qid uint64, id string) (*model.MessageRecord, error
 		return nil, nil // gone, before the sweeper deleted it
 	}
 	return &model.MessageRecord{ID: id, State: rec.State, At: fromNanos(rec.At), Attempts: rec.Attempts,
-		Result: rec.Result, ReplayedAs: rec.ReplayedAs, Reason: rec.Reason}, nil
+		Result: rec.Result, ReplayedAs: rec.ReplayedAs, Reason: rec.Reason, Source: rec.Source}, nil
 }
 
 // firstRecordDue is the earliest due time of queue qid's records (0: none).

@@ -65,6 +65,9 @@ type MessageRecord struct {
 	ReplayedAs string
 	// Reason is the message's last failure reason, when it had one.
 	Reason string
+	// Source is the queue a dead letter came from (its DeadLetterSource),
+	// when the record's queue is a dead-letter queue.
+	Source string
 }
 
 // MessageLookup is what a backend finds of a message id in a queue

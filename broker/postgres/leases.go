@@ -184,7 +184,7 @@ func deleteRows(ctx context.Context, tx pgx.Tx, ids []int64) error {
 // newer tells what happened last.
 const recordConflictSQL = `ON CONFLICT (queue_id, message_id) DO UPDATE SET state = excluded.state, at = excluded.at,
 		due = excluded.due, attempts = excluded.attempts, result = excluded.result, replayed_as = excluded.replayed_as,
-		reason = excluded.reason`
+		reason = excluded.reason, source = excluded.source`
 
 // dropExpired deletes queue q's rows ids, past their time to live, in tx;
 // on a queue that keeps records (its CompletedRetention) each leaves an

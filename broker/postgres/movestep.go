@@ -470,9 +470,9 @@ func (b *Backend) recordReplayed(ctx context.Context, tx pgx.Tx, src queueRow, p
 	if keep <= 0 || len(p.movedIDs) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO message_records AS x (queue_id, message_id, state, at, due, attempts, replayed_as, reason)
+	_, err := tx.Exec(ctx, `INSERT INTO message_records AS x (queue_id, message_id, state, at, due, attempts, replayed_as, reason, source)
 		SELECT $2, m.message_id, 'p', `+nowSQL+`, `+nowSQL+` + $3 * interval '1 microsecond',
-			coalesce(m.attempts, m.receive_count), u.n, m.reason
+			coalesce(m.attempts, m.receive_count), u.n, m.reason, m.dl_source
 		FROM unnest($4::bigint[], $5::text[]) u (id, n) JOIN messages m ON m.id = u.id
 		`+recordConflictSQL,
 		b.tnow(), src.id, keep, p.movedIDs, p.replayedAs)

@@ -439,9 +439,12 @@ CREATE TABLE archive_cursors (
 	// {"count": n, "list": [{"reason": r, "at": t}, …]} (pushFailureSQL),
 	// written in the statement that sets reason; NULL, as on every row
 	// stored before this migration, is no history. ADD COLUMN without a
-	// default changes only the catalog: no table rewrite.
+	// default changes only the catalog: no table rewrite. A record's source
+	// is the queue a replayed dead letter came from (MessageRecord.Source),
+	// so that its old id asked there answers replayed.
 	`
 ALTER TABLE messages ADD COLUMN failures jsonb;
+ALTER TABLE message_records ADD COLUMN source text;
 `,
 }
 

@@ -60,10 +60,10 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 	}
 	var rec model.MessageRecord
 	var st string
-	var replayedAs, reason *string
-	err = b.pool.QueryRow(ctx, `SELECT state::text, at, attempts, result, replayed_as, reason FROM message_records
+	var replayedAs, reason, source *string
+	err = b.pool.QueryRow(ctx, `SELECT state::text, at, attempts, result, replayed_as, reason, source FROM message_records
 		WHERE queue_id = $2 AND message_id = $3::uuid AND due > `+nowSQL, b.tnow(), q.id, id).
-		Scan(&st, &rec.At, &rec.Attempts, &rec.Result, &replayedAs, &reason)
+		Scan(&st, &rec.At, &rec.Attempts, &rec.Result, &replayedAs, &reason, &source)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return model.MessageLookup{}, nil
 	}
@@ -76,6 +76,9 @@ func (b *Backend) LookupMessage(ctx context.Context, name model.QueueRef, id str
 	}
 	if reason != nil {
 		rec.Reason = *reason
+	}
+	if source != nil {
+		rec.Source = *source
 	}
 	return model.MessageLookup{Record: &rec}, nil
 }
