@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"time"
+	"unique"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -177,7 +178,7 @@ func encodeMeta(m *msg) []byte {
 		b = binary.AppendUvarint(b, uint64(len(h.list)))
 		for _, f := range h.list {
 			b = binary.AppendVarint(b, f.at)
-			b = appendStr(b, f.reason)
+			b = appendStr(b, f.reason.Value())
 		}
 	}
 	return b
@@ -299,7 +300,7 @@ func (d *decoder) failures(m *msg) {
 	h := &failures{count: int32(count), list: make([]failure, n)}
 	for i := range h.list {
 		h.list[i].at = d.varint()
-		h.list[i].reason = d.str()
+		h.list[i].reason = unique.Make(d.str())
 	}
 	m.ext().failures = h
 }

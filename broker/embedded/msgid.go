@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"unique"
+
 	"github.com/sluicemq/sluice/broker/model"
 )
 
@@ -139,10 +141,14 @@ type failures struct {
 }
 
 // failure is one entry of a message's failure history: its instant (Unix
-// ns, from the injected clock) and reason.
+// ns, from the injected clock) and reason. The reason is interned: a
+// history keeps up to model.MaxFailures reasons of up to 1 KiB per message,
+// in memory for every queued message, and when many messages fail they
+// mostly fail alike (a downstream down, "lease expired"), so equal reasons
+// share one copy and an entry costs 16 bytes.
 type failure struct {
 	at     int64
-	reason string
+	reason unique.Handle[string]
 }
 
 // addFailure sets m's failure reason and records the failure at at in its
@@ -155,7 +161,7 @@ func (m *msg) addFailure(reason string, at int64) {
 	if x.failures != nil {
 		h.count, h.list = x.failures.count+1, x.failures.list
 	}
-	h.list = model.AddFailure(h.list, failure{at: at, reason: reason})
+	h.list = model.AddFailure(h.list, failure{at: at, reason: unique.Make(reason)})
 	x.failures = &h
 }
 
@@ -168,7 +174,7 @@ func (m *msg) failureHistory() ([]model.Failure, int) {
 	}
 	l := make([]model.Failure, len(h.list))
 	for i, f := range h.list {
-		l[i] = model.Failure{Reason: f.reason, At: fromNanos(f.at)}
+		l[i] = model.Failure{Reason: f.reason.Value(), At: fromNanos(f.at)}
 	}
 	return l, int(h.count)
 }

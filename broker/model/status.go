@@ -95,14 +95,18 @@ type Failure struct {
 	At     time.Time
 }
 
-// AddFailure appends a failure to history h of at most MaxFailures
-// entries, dropping the oldest when full. It never changes h's elements,
-// which a copy of the history may share.
+// AddFailure returns history h of at most MaxFailures entries with f
+// appended, dropping the oldest when full. The result is a new slice: h and
+// its backing array are never written, so copies of a history may share it
+// (an append into spare capacity would write an element another copy of the
+// same length appends to as well).
 func AddFailure[F any](h []F, f F) []F {
 	if len(h) >= MaxFailures {
 		h = h[len(h)-MaxFailures+1:]
 	}
-	return append(h, f)
+	out := make([]F, len(h), len(h)+1)
+	copy(out, h)
+	return append(out, f)
 }
 
 // MessageStatus is a message's status by id. Zero fields do not apply to
