@@ -351,8 +351,10 @@ func testJobStatusExpired(t *testing.T, s suite) {
 	e.eventuallyStats("held", 0, 0, 0)
 	st = e.status("held", leased)
 	wantState(t, "expired at its lease's end", st, model.JobExpired, 1)
-	if !sameInstant(st.ExpiredAt, t0.Add(30*time.Second)) {
-		t.Fatalf("expired at its lease's end: expiredAt %v, want %v", st.ExpiredAt, t0.Add(30*time.Second))
+	if !sameInstant(st.ExpiredAt, t0.Add(30*time.Second)) || st.Reason != "" {
+		// Its last failure reason, as for the others: it never failed (the
+		// expiry is the record's state, not a failure reason).
+		t.Fatalf("expired at its lease's end: expiredAt %v, reason %q; want %v, none", st.ExpiredAt, st.Reason, t0.Add(30*time.Second))
 	}
 	e.advance(40 * time.Second) // 60 s after the first drops
 	e.noStatus("q", nacked)

@@ -360,8 +360,11 @@ func (q *queue) promote(now int64) bool {
 		}
 		// The lease ended unsettled at m.visibleAt.
 		lp := plan.LeaseExpiry(q.Config, m.facts(), fromNanos(m.visibleAt))
-		if lp.SetReason {
-			m.addFailure(lp.Reason, m.visibleAt) // written with the next change of the record
+		if lp.SetReason && lp.Fate != plan.FateExpired {
+			// Written with the next change of the record. An expiry's
+			// reason and failure are the dead letter's alone
+			// (flushDoomedLocked, expireLocked).
+			m.addFailure(lp.Reason, m.visibleAt)
 		}
 		m.attempts = int32(lp.Attempts)
 		switch {

@@ -216,7 +216,7 @@ func (b *Backend) claimLocked(q *queue, batch *pebble.Batch, n int, vis, now int
 // in the index once its claim is complete. It reports whether m was leased.
 func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now int64) bool {
 	if m.ttlPassed(now) {
-		b.expireLocked(q, m, batch, now) // never handed out (ttl.go)
+		b.expireLocked(q, m, batch, now, now) // never handed out (ttl.go)
 		return false
 	}
 	if q.expired(m, now) {
@@ -225,7 +225,7 @@ func (b *Backend) leaseLocked(q *queue, m *msg, batch *pebble.Batch, vis, now in
 		return false
 	}
 	if rp := q.Config.Redrive; plan.ShouldDeadLetterOnReceive(rp, int(m.attempts), int(m.maxAttempts)) {
-		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, model.ReasonMaxAttempts) {
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, model.ReasonMaxAttempts, now) {
 			return false
 		}
 	}
@@ -263,7 +263,11 @@ func (b *Backend) dlqLocked(q *queue) *queue {
 // DeadLetterSource set; the move is logged (b.dlLog), and its webhook event
 // written in batch when q has a DeadLetterWebhook. It never asks dlq's
 // MaxDepth. It reports false (m untouched) if the body cannot be read.
-func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int64, reason string) bool {
+// failAt, when not 0, is the instant of the failure the move is for, one
+// more in the dead letter's history (its attempts used at a receive, its
+// time to live passed); 0 when m's history holds it already (a nack's, a
+// lease end's, which planned the move).
+func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int64, reason string, failAt int64) bool {
 	body, closer, err := b.db.Get(msgKey(q.ID, kindBody, m.key))
 	if err != nil {
 		b.log.Error("dead-letter move: read body", "queue", q.Name, "key", m.key, "err", err)
@@ -278,12 +282,13 @@ func (b *Backend) moveLocked(q, dlq *queue, m *msg, batch *pebble.Batch, now int
 	nm.state = stateReady
 	nm.visibleAt = now
 	nm.setDeadLetterSource(q.Name)
-	if reason != m.failureReason() {
-		// A move for a reason of its own (its attempts used at a receive,
-		// its time to live passed) is one more failure; a move for the
-		// failure just planned (a nack's, a lease's end) keeps the history
-		// that failure wrote.
-		nm.addFailure(reason, now)
+	if failAt != 0 {
+		// Told, not guessed from m's last reason: a nack may have given
+		// "expired" as its reason, and the failure a move is for is one
+		// more all the same (as on PostgreSQL, which always pushes it).
+		nm.addFailure(reason, failAt)
+	} else {
+		nm.setFailureReason(reason)
 	}
 	nm.setExpiresAt(0) // a dead letter leaves its time to live behind (ttl.go)
 	if nm.x != nil {

@@ -62,11 +62,13 @@ func (b *Backend) flushDoomedLocked(q *queue, batch *pebble.Batch, now int64, li
 		m := q.doomed[0]
 		q.unplace(m)
 		n++
-		if m.failureReason() == model.ReasonExpired {
-			b.expireLocked(q, m, batch, now)
+		if model.Expired(fromNanos(m.expiresAt()), fromNanos(m.visibleAt)) {
+			// plan.LeaseExpiry's FateExpired (promote): it expired at its
+			// lease's end, which promote left out of its reason and history.
+			b.expireLocked(q, m, batch, now, m.visibleAt)
 			continue
 		}
-		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, m.failureReason()) {
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, m.failureReason(), 0) {
 			continue
 		}
 		// Visible from its lease's end (m.visibleAt), as plan.LeaseExpiry
@@ -102,7 +104,10 @@ func (b *Backend) changeLeaseLocked(q *queue, m *msg, c model.VisibilityChange, 
 	q.invalidateAttemptLocked(m, batch)
 	lp := plan.LeaseChange(q.Config, m.facts(), c, fromNanos(now))
 	m.attempts = int32(lp.Attempts)
-	if lp.SetReason {
+	if lp.SetReason && lp.Fate != plan.FateExpired {
+		// An expiry's reason and failure are the dead letter's alone
+		// (expireLocked): a dropped message's expired record keeps its
+		// last failure reason, as on PostgreSQL.
 		m.addFailure(lp.Reason, now)
 	}
 	q.unplace(m)
@@ -115,10 +120,10 @@ func (b *Backend) changeLeaseLocked(q *queue, m *msg, c model.VisibilityChange, 
 		m.state, m.visibleAt = stateBackoff, nanos(lp.At)
 		q.place(m, now)
 	case plan.FateExpired:
-		b.expireLocked(q, m, batch, now)
+		b.expireLocked(q, m, batch, now, now)
 		return // expireLocked wrote (or deleted) the records
 	case plan.FateDeadLetter:
-		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, lp.Reason) {
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, lp.Reason, 0) {
 			return // moveLocked wrote the records
 		}
 		// No dead-letter queue to move it to: visible at once.

@@ -115,7 +115,7 @@ func (b *Backend) expireDueLocked(q *queue, batch *pebble.Batch, now int64, limi
 			continue // its lease's end or change expires it
 		}
 		q.unplace(m)
-		b.expireLocked(q, m, batch, now)
+		b.expireLocked(q, m, batch, now, now)
 		n++
 	}
 	return n, false
@@ -125,13 +125,14 @@ func (b *Backend) expireDueLocked(q *queue, batch *pebble.Batch, now int64, limi
 // passed: to q's dead-letter queue with model.ReasonExpired when q's
 // ExpiredMessageAction is dead-letter and that queue exists (and m's body
 // reads), else dropped, leaving an expired record when q keeps records
-// (its CompletedRetention). b.mu must be held.
-func (b *Backend) expireLocked(q *queue, m *msg, batch *pebble.Batch, now int64) {
+// (its CompletedRetention), with m's last failure reason. at is when it
+// expired (the dead letter's failure). b.mu must be held.
+func (b *Backend) expireLocked(q *queue, m *msg, batch *pebble.Batch, now, at int64) {
 	if o := b.opts.Observer; o != nil {
 		o.Count(q.ref().String(), model.CountExpired, 1)
 	}
 	if q.Config.ExpiredToDeadLetter() {
-		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, model.ReasonExpired) {
+		if dlq := b.dlqLocked(q); dlq != nil && b.moveLocked(q, dlq, m, batch, now, model.ReasonExpired, at) {
 			return
 		}
 	}
