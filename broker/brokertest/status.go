@@ -28,6 +28,7 @@ var jobStatusTests = []testCase{
 	{"FailureHistory", testJobStatusFailures},
 	{"FailureHistoryBounded", testJobStatusFailuresBounded},
 	{"FailureHistorySurvivesRestart", testJobStatusFailuresRestart},
+	{"FailureHistoryExpiredDeadLetter", testJobStatusFailuresExpired},
 }
 
 // status reads a message's status, failing when it is not found.
@@ -432,6 +433,35 @@ func testJobStatusFailuresBounded(t *testing.T, s suite) {
 		wantState(t, "dead-lettered, asked on "+q, st, model.JobDeadLettered, fails)
 		wantFailures(t, "dead-lettered, asked on "+q, st, fails, h[fails-model.MaxFailures:]...)
 	}
+}
+
+// testJobStatusFailuresExpired: an expiry into the dead-letter queue is one
+// more failure at the instant the message expired, also after a nack whose
+// reason is "expired" too, and at its lease's end for a message that
+// expired under a lease.
+func testJobStatusFailuresExpired(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("dlq", nil)
+	e.createQueue("q", map[string]string{model.AttrRedrivePolicy: redrivePolicy("dlq", 5),
+		model.AttrExpiredMessageAction: string(model.ExpiredDeadLetter)})
+	t0 := e.clock.Now()
+	nacked := e.send("q", withTTL("nacked", 10))[0].MessageID
+	e.nack("q", e.receiveOne("q").Receipt, model.ReasonExpired, nil)
+	h := []model.Failure{{Reason: model.ReasonExpired, At: e.clock.Now()}}
+	e.advance(10 * time.Second)
+	e.eventuallyStats("dlq", 1, 0, 0)
+	st := e.status("dlq", nacked)
+	wantState(t, "nacked, then expired", st, model.JobDeadLettered, 1)
+	wantFailures(t, "nacked, then expired", st, 2, append(h, model.Failure{Reason: model.ReasonExpired, At: t0.Add(10 * time.Second)})...)
+
+	t1 := e.clock.Now()
+	leased := e.send("q", withTTL("leased", 5))[0].MessageID
+	e.receiveOneFor("q", 20*time.Second)
+	e.advance(30 * time.Second) // the lease ends at t1+20s, past the time to live
+	e.eventuallyStats("dlq", 2, 0, 0)
+	st = e.status("dlq", leased)
+	wantState(t, "expired under a lease", st, model.JobDeadLettered, 1)
+	wantFailures(t, "expired under a lease", st, 1, model.Failure{Reason: model.ReasonExpired, At: t1.Add(20 * time.Second)})
 }
 
 // testJobStatusFailuresRestart: the failure history survives a restart.
