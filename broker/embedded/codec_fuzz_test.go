@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -18,13 +19,25 @@ type metaRecord struct {
 	receiveCount, priority, size, attempts, maxAttempts int32
 	state                                               msgState
 	id, groupID, dedupID, deadLetterSource, failure     string
+	expiresAt                                           int64
+	history                                             string // the failure history, printed
 }
 
 func metaFields(m *msg) metaRecord {
 	return metaRecord{key: m.key, lease: m.lease, seq: m.seq(),
 		visibleAt: m.visibleAt, sentAt: m.sentAt, firstReceiveAt: m.firstReceiveAt(), lastReceiveAt: m.lastReceiveAt(),
 		receiveCount: m.receiveCount, priority: m.priority, size: m.size, attempts: m.attempts, maxAttempts: m.maxAttempts,
-		state: m.state, id: m.id(), groupID: m.groupID(), dedupID: m.dedupID(), deadLetterSource: m.deadLetterSource(), failure: m.failureReason()}
+		state: m.state, id: m.id(), groupID: m.groupID(), dedupID: m.dedupID(), deadLetterSource: m.deadLetterSource(), failure: m.failureReason(),
+		expiresAt: m.expiresAt(), history: historyOf(m)}
+}
+
+// historyOf prints m's failure history ("" for none).
+func historyOf(m *msg) string {
+	h := m.extra().failures
+	if h == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d %+v", h.count, h.list)
 }
 
 // testMsg builds an index entry with every field of a metadata record set.
@@ -50,6 +63,12 @@ func FuzzDecodeMeta(f *testing.F) {
 	f.Add(encodeMeta(m))
 	f.Add(encodeMeta(&msg{state: stateReady}))
 	f.Add(encodeMeta(testMsg(stateReady, 1, 0, 0, 0, 1, 0, 0, 1, "", "", "", 0, 0, 0, "", "0f8fad5b-d9cb-469f-a165-70867728950e")))
+	withHistory := testMsg(stateBackoff, 5, 1, 3, 1, 1, 0, 0, 4, "", "", "", 3, 0, 2, "", "h")
+	withHistory.setExpiresAt(77)
+	for i := range 12 {
+		withHistory.addFailure(fmt.Sprint("fail ", i), int64(i))
+	}
+	f.Add(encodeMeta(withHistory))
 	v1 := encodeMeta(m)
 	v1[0] = metaV1
 	f.Add(v1)

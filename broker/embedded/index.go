@@ -341,7 +341,7 @@ func (q *queue) forget(m *msg) {
 // lease is planned with plan.LeaseExpiry (from the lease's end, however
 // late this runs): ready, backing off (stateBackoff, holding its FIFO group),
 // or doomed (queue.doomed, for flushDoomedLocked: a dead letter, or an
-// expiry of its time to live, whose reason is model.ReasonExpired). It
+// expiry of its time to live, whose reason stays its last failure's). It
 // reports whether any message became ready. (A message whose time to live
 // passed while it was delayed or backing off becomes ready here all the
 // same: expireDueLocked, which runs after it, removes it.)

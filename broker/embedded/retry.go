@@ -52,8 +52,9 @@ func (b *Backend) promoteLocked(q *queue, batch *pebble.Batch, now int64) {
 
 // flushDoomedLocked moves up to limit (< 0: all) of q's doomed messages to
 // its dead-letter queue in batch, with their reason (ReasonLeaseExpired),
-// or expires them (expireLocked) when their reason is ReasonExpired (their
-// time to live passed). When the dead-letter queue is gone (or the body
+// or expires them (expireLocked) when their time to live had passed at
+// their lease's end (plan.LeaseExpiry's FateExpired, which leaves their
+// reason as it was). When the dead-letter queue is gone (or the body
 // cannot be read), a message that did not expire is left visible instead.
 // It returns how many it handled. b.mu must be held.
 func (b *Backend) flushDoomedLocked(q *queue, batch *pebble.Batch, now int64, limit int) int {
