@@ -82,6 +82,11 @@ func TestMessagePageAndFind(t *testing.T) {
 	e.page.Eventually(wait, "the dead letter", `document.querySelector("#dead-letter-rows a.msg-link") !== null`)
 	e.page.Do(chromedp.Click(chromedp.CSS("#dead-letter-rows a.msg-link")))
 	e.page.Eventually(wait, "the dead letter's page", `(document.querySelector("#message-fields") || {}).textContent?.includes("Failure reasoncard declined")`)
+	// Its status lists its failures, newest first, with when.
+	e.page.Eventually(wait, "the dead letter's failure history", `(document.querySelector("#status-failures tbody tr") || {}).textContent?.includes("card declined")`)
+	if got := browsertest.Eval[string](e.page, `document.querySelector("#status-failures tbody tr time").textContent`); !strings.Contains(got, "ago") && got != "now" {
+		t.Errorf("the failure's time %q: want it relative to now", got)
+	}
 
 	// An id the queue never held: the page says so, and asks nothing the
 	// broker answers with an error (a 404 or 409 is a console error): not

@@ -1629,8 +1629,13 @@ class MessagePage {
     if (s.reason) rows.push(["Reason", s.reason]);
     if (s.result !== undefined && s.result !== null) rows.push(["Result", h("code", { class: "body" }, s.result)]);
     if (s.replayedAs) rows.push(["Replayed as", h("a", { class: "mono", href: "#/queues/" + encodeURIComponent(this.queue) + "/messages/" + encodeURIComponent(s.replayedAs) }, s.replayedAs)]);
+    const failures = s.failures || [];
+    const history = failures.length ? [
+      h("h3", {}, failures.length < (s.failureCount || 0) ? "Failures (the last " + failures.length + " of " + fmtInt(s.failureCount) + ")" : "Failures"),
+      h("table", { id: "status-failures" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "When"), h("th", { scope: "col" }, "Reason"))),
+        h("tbody", {}, failures.slice().reverse().map((f) => h("tr", {}, h("td", {}, relTime(f.at, "")), h("td", { class: "body" }, f.reason)))))] : [];
     this.status.replaceChildren(h("h2", {}, "Status"),
-      h("dl", { class: "settings", id: "status-fields" }, ...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
+      h("dl", { class: "settings", id: "status-fields" }, ...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])), ...history);
     this.status.hidden = false;
   }
   close() { this.closed = true; }
