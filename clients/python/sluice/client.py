@@ -450,6 +450,23 @@ class Client:
             "limit": limit, "cursor": cursor, "reason": reason})
         return [_message_from_wire(queue, m) for m in doc.get("messages") or []], doc.get("next", "") or ""
 
+    def message_status(self, queue: str, message_id: str) -> dict | None:
+        """What became of a message, by its id (``docs/api.md``, Job status):
+        a dict with ``state`` (``delayed``, ``ready``, ``inFlight``,
+        ``backingOff``, ``deadLettered``, ``completed``, ``expired``,
+        ``replayed``), ``attempts``, and as they apply ``visibleAt``,
+        ``leaseEndsAt``, ``deadLetterQueue``, ``reason``, ``failures`` (the
+        last 10, oldest first, each ``{"reason", "at"}``), ``failureCount``,
+        ``completedAt``, ``result``, ``expiredAt``, ``replayedAs``. None when
+        the queue knows no such message (a message that left it is kept only
+        while its ``CompletedRetentionSeconds`` lasts)."""
+        try:
+            return self._request("GET", f"/v1/queues/{self._q(queue)}/messages/{urllib.parse.quote(message_id, safe='')}")
+        except SluiceError as e:
+            if e.code == "message_not_found":
+                return None
+            raise
+
     # -- consumer controls -------------------------------------------------
 
     def _control(self, queue: str, action: str, receipt: str, safe: bool, **fields: Any) -> None:
@@ -457,10 +474,12 @@ class Client:
         req.update({k: v for k, v in fields.items() if v is not None})
         self._request("POST", f"/v1/queues/{self._q(queue)}/{action}", req, safe=safe)
 
-    def ack(self, queue: str, receipt: str) -> None:
+    def ack(self, queue: str, receipt: str, result: str | None = None) -> None:
         """Deletes the message: the work is done (an ack of a stale receipt
-        succeeds without effect)."""
-        self._control(queue, "ack", receipt, True)
+        succeeds without effect). ``result`` (at most 64 KiB) is kept with
+        the message's ``completed`` status while its queue keeps records
+        (``CompletedRetentionSeconds``)."""
+        self._control(queue, "ack", receipt, True, result=result)
 
     def nack(self, queue: str, receipt: str, reason: str = "", delay_seconds: int | None = None) -> None:
         """Hands the message back as a failed attempt with ``reason``; after

@@ -28,6 +28,26 @@ def test_send_receive_nack_reason(client, queue_name):
     assert e.value.code == "invalid_receipt" and e.value.status == 400
 
 
+def test_message_status(client, queue_name):
+    client.create_queue(queue_name, {"CompletedRetentionSeconds": "600"})
+    mid = client.send(queue_name, "job")
+    assert client.message_status(queue_name, mid)["state"] == "ready"
+    [m] = client.receive(queue_name, wait_seconds=5)
+    assert client.message_status(queue_name, mid)["state"] == "inFlight"
+    client.nack(queue_name, m.receipt, "smtp timeout", 0)
+    st = client.message_status(queue_name, mid)
+    assert (st["attempts"], st["reason"], st["failureCount"]) == (1, "smtp timeout", 1)
+    assert [f["reason"] for f in st["failures"]] == ["smtp timeout"] and st["failures"][0]["at"]
+    [m] = client.receive(queue_name, wait_seconds=5)
+    client.ack(queue_name, m.receipt, result='{"sent": true}')
+    st = client.message_status(queue_name, mid)
+    assert (st["state"], st["result"], st["attempts"]) == ("completed", '{"sent": true}', 2)
+    assert client.message_status(queue_name, "00000000-0000-4000-8000-000000000000") is None
+    with pytest.raises(SluiceError) as e:
+        client.message_status("no-such-queue", mid)
+    assert e.value.code == "queue_not_found"
+
+
 def test_errors_are_codes(client):
     with pytest.raises(SluiceError) as e:
         client.stats("no-such-queue")

@@ -108,6 +108,40 @@ export interface Stats {
   deadLetters: number | null;
 }
 
+/** One failure of a message: why, and when (RFC 3339). */
+export interface Failure {
+  reason: string;
+  at: string;
+}
+
+/**
+ * What became of a message, by its id (docs/api.md, Job status). Fields that do not apply to
+ * its state are absent; times are RFC 3339.
+ */
+export interface MessageStatus {
+  id: string;
+  queue: string;
+  state: "delayed" | "ready" | "inFlight" | "backingOff" | "deadLettered" | "completed" | "expired" | "replayed";
+  attempts: number;
+  receiveCount?: number;
+  visibleAt?: string;
+  leaseEndsAt?: string;
+  deadLetterQueue?: string;
+  deadLetterSource?: string;
+  /** The last failure's reason. */
+  reason?: string;
+  /** The last 10 failures, oldest first. */
+  failures?: Failure[];
+  /** How many failures it had in all. */
+  failureCount?: number;
+  completedAt?: string;
+  /** The result its ack carried (completed only). */
+  result?: string;
+  expiredAt?: string;
+  /** A replayed dead letter's new id. */
+  replayedAs?: string;
+}
+
 /** The answer to a send: the message's id (the first one's for a duplicate). */
 export interface SendResult {
   id: string;
@@ -269,11 +303,28 @@ export class Client {
     return { messages: out.messages.map(fromWire), next: out.next || undefined };
   }
 
+  /**
+   * What became of a message, by its id; null when the queue knows no such message (one that
+   * left it is kept only while its CompletedRetentionSeconds lasts).
+   */
+  async messageStatus(queue: string, id: string, o: CallOptions = {}): Promise<MessageStatus | null> {
+    try {
+      return (await this.do({ method: "GET", path: queuePath(queue, "messages", encodeURIComponent(id)), idempotent: true, signal: o.signal })) as MessageStatus;
+    } catch (err) {
+      if (err instanceof SluiceError && err.code === "message_not_found") return null;
+      throw err;
+    }
+  }
+
   // ---- consumer controls
 
-  /** The work is done: the message is deleted (an ack of a stale receipt does nothing). */
-  async ack(queue: string, receipt: string, o: CallOptions = {}): Promise<void> {
-    await this.control(queue, "ack", { receipt }, true, o);
+  /**
+   * The work is done: the message is deleted (an ack of a stale receipt does nothing). A
+   * `result` (at most 64 KiB) is kept with its completed status while its queue keeps records
+   * (CompletedRetentionSeconds).
+   */
+  async ack(queue: string, receipt: string, o: CallOptions & { result?: string } = {}): Promise<void> {
+    await this.control(queue, "ack", { receipt, result: o.result }, true, o);
   }
 
   /** Hands the message back as a failed attempt, with a reason and an optional delay (0..43200 s). */

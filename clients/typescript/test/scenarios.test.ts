@@ -380,3 +380,26 @@ describe("a broker restart", () => {
     }
   });
 });
+
+describe("message status", () => {
+  it("tells what became of a job: its failures, then its completion with the ack's result", async () => {
+    const q = queueName("status");
+    await client.createQueue(q, { CompletedRetentionSeconds: "600" });
+    const { id } = await client.send(q, { body: "job" });
+    assert.equal((await client.messageStatus(q, id))?.state, "ready");
+    let [m] = await client.receive(q, { waitSeconds: 5 });
+    await client.nack(q, m.receipt, { reason: "smtp timeout", delaySeconds: 0 });
+    const failed = await client.messageStatus(q, id);
+    assert.equal(failed?.reason, "smtp timeout");
+    assert.equal(failed?.failureCount, 1);
+    assert.deepEqual(failed?.failures?.map((f) => f.reason), ["smtp timeout"]);
+    [m] = await client.receive(q, { waitSeconds: 5 });
+    await client.ack(q, m.receipt, { result: '{"sent":true}' });
+    const done = await client.messageStatus(q, id);
+    assert.equal(done?.state, "completed");
+    assert.equal(done?.result, '{"sent":true}');
+    assert.equal(done?.attempts, 2);
+    assert.equal(await client.messageStatus(q, "00000000-0000-4000-8000-000000000000"), null);
+    await assert.rejects(client.messageStatus("no-such-queue", id), (e: unknown) => e instanceof SluiceError && e.code === "queue_not_found");
+  });
+});
