@@ -12,8 +12,16 @@
 # Set SLUICE_REQUIRE (e.g. postgres) as CI does to make missing parts fail
 # instead of skip. Two runs share the machine's PostgreSQL: they use
 # databases and schemas of their own (internal/pgtest), so they do not
-# interfere.
+# interfere, but together they need more than PostgreSQL's default 100
+# connections: .ci/run raises max_connections to 300, and this script says
+# so when it is lower.
 set -uo pipefail
+if command -v psql >/dev/null 2>&1; then
+  maxconn=$(psql -h 127.0.0.1 -U postgres -tAc 'show max_connections' 2>/dev/null || true)
+  if [ -n "$maxconn" ] && [ "$maxconn" -lt 300 ]; then
+    echo "PostgreSQL allows $maxconn connections; two runs at once need about 300: run .ci/run once (it raises max_connections), or: psql -h 127.0.0.1 -U postgres -c 'alter system set max_connections = 300' and restart PostgreSQL" >&2
+  fi
+fi
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-5}
 out=${OUT:-$(mktemp -d /tmp/sluice-under-load.XXXXXX)}
