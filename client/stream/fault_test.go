@@ -100,10 +100,7 @@ func TestNetworkCut(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testbroker.Config{}, stream.Options{})
 	e.queue("jobs", map[string]string{"VisibilityTimeout": "3600"})
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	for range 3 {
 		if _, err := pub.Publish(e.ctx, "jobs", &streampb.Envelope{Body: "m"}); err != nil {
 			t.Fatal(err)
@@ -143,10 +140,7 @@ func TestStalledConsumerIsBounded(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testbroker.Config{}, stream.Options{})
 	e.queue("jobs", nil)
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	var fs []*stream.Confirm
 	for range 100 {
 		msgs := make([]*streampb.Envelope, 10)
@@ -289,10 +283,7 @@ func TestThousandIdleStreams(t *testing.T) {
 	if err != nil || len(infos) != n {
 		t.Fatalf("%v: %d consumers listed", err, len(infos))
 	}
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	if _, err := pub.Publish(e.ctx, "jobs", &streampb.Envelope{Body: "one"}); err != nil {
 		t.Fatal(err)
 	}

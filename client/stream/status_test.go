@@ -18,10 +18,7 @@ func TestAckWithResult(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testbroker.Config{}, stream.Options{})
 	e.queue("jobs", map[string]string{model.AttrCompletedRetentionSeconds: "3600"})
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	defer pub.Close(e.ctx)
 	res, err := pub.PublishAsync("jobs", &streampb.Envelope{Body: "render invoice 17"}).Wait(e.ctx)
 	if err != nil || len(res) != 1 || res[0].Err != nil {
@@ -58,10 +55,7 @@ func TestAckWithLargeResultsAtOnce(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testbroker.Config{}, stream.Options{})
 	e.queue("jobs", map[string]string{model.AttrCompletedRetentionSeconds: "3600"})
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	defer pub.Close(e.ctx)
 	const n = 100
 	for i := 0; i < n; i++ {
@@ -88,7 +82,7 @@ func TestAckWithLargeResultsAtOnce(t *testing.T) {
 			t.Fatalf("an ack with a 64 KiB result among many: %v", err)
 		}
 	}
-	err = con.AckWithResult(e.ctx, receipts[0], strings.Repeat("r", 5<<20))
+	err := con.AckWithResult(e.ctx, receipts[0], strings.Repeat("r", 5<<20))
 	var se *stream.Error
 	if !errors.As(err, &se) || se.Code != "invalid_parameter" {
 		t.Fatalf("an ack with a 5 MiB result: %v, want invalid_parameter", err)

@@ -54,6 +54,16 @@ func (e *env) queue(name string, attrs map[string]string) {
 	}
 }
 
+// publisher opens a publisher stream; the caller closes it.
+func (e *env) publisher() *stream.Publisher {
+	e.t.Helper()
+	pub, err := e.c.Publisher(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return pub
+}
+
 func (e *env) consume(o stream.ConsumeOptions) *stream.Consumer {
 	e.t.Helper()
 	con, err := e.c.Consume(e.ctx, o)
@@ -83,10 +93,7 @@ func TestPublishConsumeAck(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testbroker.Config{}, stream.Options{})
 	e.queue("jobs", nil)
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	defer pub.Close(e.ctx)
 	const n = 500
 	confirms := make([]*stream.Confirm, n)
@@ -165,10 +172,7 @@ func TestCloseReleases(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testbroker.Config{}, stream.Options{})
 	e.queue("jobs", map[string]string{"VisibilityTimeout": "3600"})
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	if _, err := pub.Publish(e.ctx, "jobs", &streampb.Envelope{Body: "a"}); err != nil {
 		t.Fatal(err)
 	}
@@ -249,10 +253,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("oversized frame: %v", err)
 	}
 
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	if _, err := pub.Publish(e.ctx, "nope", &streampb.Envelope{Body: "a"}); !hasCode(err, "queue_not_found") {
 		t.Errorf("send to an unknown queue: %v", err)
 	}
@@ -340,10 +341,7 @@ func TestAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	con := e.consume(stream.ConsumeOptions{Queue: "jobs", Credit: 1})
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	if _, err := pub.Publish(e.ctx, "jobs", &streampb.Envelope{Body: "a"}); err != nil {
 		t.Fatal(err)
 	}
@@ -438,10 +436,7 @@ func TestShutdownDetaches(t *testing.T) {
 
 func testShutdownDetaches(t *testing.T, e *env) {
 	e.queue("jobs", map[string]string{"VisibilityTimeout": "3600"})
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	if _, err := pub.Publish(e.ctx, "jobs", &streampb.Envelope{Body: "a"}); err != nil {
 		t.Fatal(err)
 	}

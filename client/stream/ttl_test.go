@@ -16,10 +16,7 @@ func TestTimeToLive(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testbroker.Config{}, stream.Options{})
 	e.queue("jobs", map[string]string{"MessageRetentionPeriod": "3600"})
-	pub, err := e.c.Publisher(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := e.publisher()
 	defer pub.Close(e.ctx)
 	ttl, long := int32(600), int32(3601)
 	res, err := pub.Publish(e.ctx, "jobs", &streampb.Envelope{Body: "a", TtlSeconds: &ttl}, &streampb.Envelope{Body: "b", TtlSeconds: &long})
