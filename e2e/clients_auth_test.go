@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // The key of TestClientsAuth: the credentials clientEnv gives every client.
@@ -65,7 +66,7 @@ func TestClientsAuth(t *testing.T) {
 			}
 			creds := credentials.NewStaticCredentialsProvider(id, secret, "")
 			client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(b.URL), Credentials: creds,
-				HTTPClient: &http.Client{Timeout: 30 * time.Second}, RetryMaxAttempts: 1})
+				HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: sqssource.Transport(nil)}, RetryMaxAttempts: 1})
 			ctx := ctxT(t)
 			q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(uniquePrefix("go") + "-auth")})
 			if got := errorCode(err); got != strings.TrimPrefix(c.expect, "ok") {
@@ -153,7 +154,7 @@ func TestClientsAuth(t *testing.T) {
 func authClient(url string) *sqs.Client {
 	return sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(url),
 		Credentials: credentials.NewStaticCredentialsProvider(authKeyID, authSecret, ""),
-		HTTPClient:  &http.Client{Timeout: 30 * time.Second}})
+		HTTPClient:  &http.Client{Timeout: 30 * time.Second, Transport: sqssource.Transport(nil)}})
 }
 
 // errorCode is an SDK error's code, "" for nil.

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // requirePython names the python3 on PATH (a pyenv or pip install) with a
@@ -180,7 +181,7 @@ func goBackpressure(t *testing.T, url, name string) {
 	producer := sqs.New(sqs.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(url),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		HTTPClient:  &http.Client{Timeout: 40 * time.Second, Transport: log},
+		HTTPClient:  &http.Client{Timeout: 40 * time.Second, Transport: sqssource.Transport(log)},
 	})
 	start := time.Now()
 	if _, err := producer.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("second")}); err != nil {

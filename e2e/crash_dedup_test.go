@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	sclient "github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
 
@@ -148,7 +149,7 @@ func TestCrashKill9Dedup(t *testing.T) {
 		led.mu.Unlock()
 	}
 
-	_, c := start()
+	p, c := start()
 	led.mu.Lock()
 	for _, m := range led.mismatches {
 		t.Error(m)
@@ -158,7 +159,7 @@ func TestCrashKill9Dedup(t *testing.T) {
 	}
 	led.mu.Unlock()
 	for name := range dedupQueues {
-		drainDedup(ctx, t, c, urls[name], name, led)
+		drainDedup(ctx, t, c, p.URL, urls[name], name, led)
 	}
 }
 
@@ -235,7 +236,9 @@ func resendAll(ctx context.Context, t *testing.T, c *sqs.Client, url, queue stri
 
 // drainDedup receives every message of queue and checks that it holds
 // exactly one message per answered id, the one each send was answered with.
-func drainDedup(ctx context.Context, t *testing.T, c *sqs.Client, url, queue string, led *dedupLedger) {
+// It logs the status of a missing message (from the broker at base): one
+// leased by the drain yet never seen means an answer lost on the way.
+func drainDedup(ctx context.Context, t *testing.T, c *sqs.Client, base, url, queue string, led *dedupLedger) {
 	t.Helper()
 	seen := map[string]string{}
 	for {
@@ -260,6 +263,21 @@ func drainDedup(ctx context.Context, t *testing.T, c *sqs.Client, url, queue str
 	}
 	led.mu.Lock()
 	defer led.mu.Unlock()
+	var missing []string
+	defer func() {
+		if len(missing) == 0 {
+			return
+		}
+		nc, err := sclient.New(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		for _, id := range missing {
+			st, err := nc.MessageStatus(ctx, queue, id)
+			t.Logf("%s: status of missing message %s: state %q, %d receive(s), lease ends %v (err %v)", queue, id, st.State, st.ReceiveCount, st.LeaseEndsAt, err)
+		}
+	}()
 	want := 0
 	for k, msgID := range led.answered {
 		q, id := splitKey(k)
@@ -269,6 +287,7 @@ func drainDedup(ctx context.Context, t *testing.T, c *sqs.Client, url, queue str
 		want++
 		if got, ok := seen[id]; !ok {
 			t.Errorf("%s: the message of answered id %s (%s) is missing", queue, id, msgID)
+			missing = append(missing, msgID)
 		} else if got != msgID {
 			t.Errorf("%s: id %s was answered %s, but the queue holds %s", queue, id, msgID, got)
 		}

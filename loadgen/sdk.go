@@ -11,12 +11,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // sdkDriver drives SQS through aws-sdk-go-v2's sqs client with its whole
 // middleware stack (retries, MD5 checks, signing), sharing the pooled HTTP
-// client. The client is built from sqs.Options directly: the HTTP client is
-// set there, never through config.WithHTTPClient.
+// client's transport, under sqssource.Transport (without which the SDK
+// loses an answer now and then on a fast endpoint, and a lost receive's
+// messages stay leased until their visibility timeout). The client is built
+// from sqs.Options directly: the HTTP client is set there, never through
+// config.WithHTTPClient.
 type sdkDriver struct {
 	cfg      SQSConfig
 	hc       *http.Client
@@ -29,7 +33,7 @@ func newSDKDriver(cfg SQSConfig, hc *http.Client) *sdkDriver {
 		Region:       cfg.Region,
 		BaseEndpoint: aws.String(cfg.Endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider(orTest(cfg.AccessKey), orTest(cfg.SecretKey), ""),
-		HTTPClient:   hc,
+		HTTPClient:   &http.Client{Transport: sqssource.Transport(hc.Transport), Timeout: hc.Timeout},
 	})
 	return &sdkDriver{cfg: cfg, hc: hc, c: c}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicemq/sluice/auth"
 	"github.com/sluicemq/sluice/server"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // The keys of the authentication tests: an admin, a producer that may only
@@ -45,7 +46,7 @@ func sqsClient(url, id, secret string) *awssqs.Client {
 	return awssqs.New(awssqs.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(url),
 		Credentials: credentials.NewStaticCredentialsProvider(id, secret, ""),
-		HTTPClient:  &http.Client{Timeout: 10 * time.Second}, RetryMaxAttempts: 1,
+		HTTPClient:  &http.Client{Timeout: 10 * time.Second, Transport: sqssource.Transport(nil)}, RetryMaxAttempts: 1,
 	})
 }
 

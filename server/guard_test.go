@@ -15,6 +15,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluicemq/sluice/server"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // guardReq is one request the browser guard sees: a method, a path (with
@@ -184,7 +185,7 @@ func TestGuardLetsProgramsAndTheDashboardIn(t *testing.T) {
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(e.URL),
 		Credentials:      credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-		HTTPClient:       &http.Client{Timeout: 30 * time.Second},
+		HTTPClient:       &http.Client{Timeout: 30 * time.Second, Transport: sqssource.Transport(nil)},
 		RetryMaxAttempts: 1,
 	})
 	ctx := context.Background()

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicemq/sluice/api/sqs"
 	"github.com/sluicemq/sluice/broker"
 	"github.com/sluicemq/sluice/broker/embedded"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // keyAccounts stands in for authentication in these tests: a request whose
@@ -65,7 +66,7 @@ func clientFor(url, key string) *awssqs.Client {
 	return awssqs.New(awssqs.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(url), RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider(key, "SECRET", ""),
-		HTTPClient:  &http.Client{Timeout: 10 * time.Second},
+		HTTPClient:  &http.Client{Timeout: 10 * time.Second, Transport: sqssource.Transport(nil)},
 	})
 }
 

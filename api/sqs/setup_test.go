@@ -18,6 +18,7 @@ import (
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/broker/storage"
 	"github.com/sluicemq/sluice/server"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // env is one broker started for one test: the real server on 127.0.0.1:0 over
@@ -80,7 +81,7 @@ func setup(t *testing.T, mods ...any) *env {
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(url),
 		Credentials:      credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-		HTTPClient:       &http.Client{Timeout: 40 * time.Second},
+		HTTPClient:       &http.Client{Timeout: 40 * time.Second, Transport: sqssource.Transport(nil)},
 		RetryMaxAttempts: 1,
 	})
 	return &env{t: t, srv: srv, URL: url, client: client}
@@ -152,7 +153,7 @@ func wrapped(t *testing.T, wrap func(storage.Backend) storage.Backend, cfg sqs.C
 	return front, awssqs.New(awssqs.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-		HTTPClient:  &http.Client{Timeout: 10 * time.Second},
+		HTTPClient:  &http.Client{Timeout: 10 * time.Second, Transport: sqssource.Transport(nil)},
 	}), srv.URL
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/webhook"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // sluiceBin is this command, built once per test run.
@@ -111,7 +112,7 @@ func client(url string) *awssqs.Client {
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(url),
 		Credentials:      credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-		HTTPClient:       &http.Client{Timeout: 30 * time.Second},
+		HTTPClient:       &http.Client{Timeout: 30 * time.Second, Transport: sqssource.Transport(nil)},
 		RetryMaxAttempts: 1,
 	})
 }

@@ -175,7 +175,7 @@ func TestSQSTraceContinues(t *testing.T) {
 	t.Cleanup(tr.CloseIdleConnections)
 	c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(b.URL),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		HTTPClient:  &http.Client{Transport: tr, Timeout: 30 * time.Second}})
+		HTTPClient:  &http.Client{Transport: sqssource.Transport(tr), Timeout: 30 * time.Second}})
 	ctx := context.Background()
 	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("thumbs")})
 	if err != nil {

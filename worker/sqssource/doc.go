@@ -19,8 +19,13 @@
 //		Region:       "us-east-1",
 //		BaseEndpoint: aws.String("http://127.0.0.1:9324"),
 //		Credentials:  credentials.NewStaticCredentialsProvider("id", "secret", ""),
-//		HTTPClient:   &http.Client{Timeout: 30 * time.Second},
+//		HTTPClient:   &http.Client{Timeout: 30 * time.Second, Transport: sqssource.Transport(nil)},
 //	})
+//
+// Transport keeps the SDK from losing an answer on a fast endpoint (a local
+// broker most of all) and sending the request again: a lost ReceiveMessage
+// answer leaves its messages leased, unseen, until their visibility timeout
+// ends. Use it on Amazon SQS too.
 //
 // Set a custom HTTP client on sqs.Options.HTTPClient (or with
 // sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.HTTPClient = hc })), not

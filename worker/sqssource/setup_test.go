@@ -55,7 +55,7 @@ func setup(t *testing.T, fake bool) *env {
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(url),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
-		HTTPClient:   &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		HTTPClient:   &http.Client{Transport: sqssource.Transport(tr), Timeout: 30 * time.Second},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
