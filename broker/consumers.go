@@ -23,7 +23,9 @@ import (
 // up to its maximum hold per message; when it ends, every message it still
 // holds ends its lease at once as an expired lease does (an attempt counted,
 // the queue's retry policy and maxReceiveCount applied), with the reason
-// ReasonConsumerDisconnected.
+// ReasonConsumerDisconnected, except those its consumer never took (Next),
+// which go back without an attempt counted, as do messages leased for a
+// stream that ended before they were handed to it.
 //
 // Every rule of the queue is the backend's receive's and the planners', as
 // for the other APIs: priorities, fair groups, FIFO group order (a group
@@ -319,7 +321,8 @@ func entryID(i int) string { return "s" + strconv.Itoa(i) }
 
 // Close ends the stream: nothing more is delivered, and every message it
 // holds ends its lease at once as an expired lease does, with the reason
-// ReasonConsumerDisconnected. It returns once that is durable (or the store
+// ReasonConsumerDisconnected (one its consumer never took goes back
+// without an attempt counted). It returns once that is durable (or the store
 // refused it: the leases then end by themselves). Idempotent.
 func (c *Consumer) Close() { c.end(true) }
 
@@ -339,12 +342,27 @@ func (c *Consumer) end(release bool) {
 		return
 	}
 	c.closed = true
-	held := c.held
-	c.held = map[model.Receipt]*heldMessage{}
+	held, pending := c.held, c.pending
+	c.held, c.pending = map[model.Receipt]*heldMessage{}, nil
 	c.mu.Unlock()
 	c.cancel()
 	c.b.streams.remove(c)
 	if release {
+		// What the stream was handed but its consumer never took (Next)
+		// never reached a worker: it goes back without an attempt counted.
+		// The rest failed as held work does.
+		var untaken []model.Receipt
+		for _, ds := range pending {
+			for _, d := range ds {
+				if r, err := c.b.receipts.Decode(d.Receipt); err == nil {
+					if _, ok := held[r]; ok {
+						delete(held, r)
+						untaken = append(untaken, r)
+					}
+				}
+			}
+		}
+		c.d.putBack(untaken, c.id)
 		c.release(held, ReasonConsumerDisconnected)
 	}
 	close(c.done)
@@ -355,6 +373,28 @@ func (c *Consumer) end(release bool) {
 // leases end by themselves anyway.
 func (c *Consumer) release(held map[model.Receipt]*heldMessage, reason string) {
 	c.d.release(held, reason, c.id)
+}
+
+// putBack makes messages leased for the stream named stream, which never
+// reached a consumer, visible again at once without an attempt counted (a
+// release), in chunks of 100. Errors are logged: the leases end by
+// themselves anyway (then as failures).
+func (d *dispatcher) putBack(rs []model.Receipt, stream string) {
+	changes := make([]model.VisibilityChange, 0, len(rs))
+	for _, r := range rs {
+		changes = append(changes, model.VisibilityChange{Receipt: r, Kind: model.Snooze})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(changes) > 0 {
+		n := min(len(changes), 100)
+		if _, err := d.b.backend.ChangeVisibility(ctx, d.ref, changes[:n]); err != nil {
+			d.b.log.Warn("messages leased for a stream that ended could not be put back; their leases end by themselves",
+				"queue", d.ref.String(), "stream", stream, "messages", len(changes), "err", err)
+			return
+		}
+		changes = changes[n:]
+	}
 }
 
 // release ends the leases of held as failures with reason (each counts as
@@ -942,8 +982,8 @@ func (d *dispatcher) watch(cur claim, cancel context.CancelFunc, done <-chan str
 // without an attempt counted (a release), so that no stream holds more
 // than its credit; those that cannot go back (an at-most-once queue's,
 // gone once received) go to the stream with the most credit left. When
-// no stream of the lease is open they return to the queue as a
-// disconnected stream's would.
+// no stream of the lease is open they go back to the queue without an
+// attempt counted too: no consumer saw them.
 func (d *dispatcher) share(cur claim, ds []model.Delivery) {
 	if ds = d.releaseExcess(cur, ds); len(ds) == 0 {
 		return
@@ -985,19 +1025,19 @@ func (d *dispatcher) share(cur claim, ds []model.Delivery) {
 		if len(part) == 0 || (subs[i] != nil && subs[i].deliver(part)) {
 			continue
 		}
-		// The stream ended while its messages were leased: they go back
-		// as if it had held them.
-		held := map[model.Receipt]*heldMessage{}
+		// The stream ended while its messages were leased: no consumer
+		// saw them, and they go back without an attempt counted.
+		var rs []model.Receipt
 		for _, m := range part {
 			if r, err := d.b.receipts.Decode(m.Receipt); err == nil {
-				held[r] = nil
+				rs = append(rs, r)
 			}
 		}
 		stream := ""
 		if subs[i] != nil {
 			stream = subs[i].id
 		}
-		d.release(held, ReasonConsumerDisconnected, stream)
+		d.putBack(rs, stream)
 	}
 }
 

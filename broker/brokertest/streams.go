@@ -18,7 +18,8 @@ import (
 // messages for the stream with the most free credit and pushes them; the
 // stream settles them; its leases are kept while it lives, up to its
 // maximum hold; its end releases what it holds as an expired lease (an
-// attempt counted). Every queue rule applies as for a receive: priorities,
+// attempt counted), except what its consumer never took, which goes back
+// without one. Every queue rule applies as for a receive: priorities,
 // FIFO groups, pause, at-most-once.
 var streamTests = []testCase{
 	{"CreditRespected", testStreamCredit},
@@ -39,6 +40,8 @@ var streamTests = []testCase{
 	{"CreditLoweredWhileAClaimWaits", testStreamCreditLoweredWaiting},
 	{"EndWithTheirQueue", testStreamQueueDeleted},
 	{"CreditLoweredAsAClaimReturns", testStreamCreditLoweredClaimed},
+	{"ClosedBeforeTakingCountsNoAttempt", testStreamClosedUntaken},
+	{"ClosedAsAClaimReturnsCountsNoAttempt", testStreamClosedDuringClaim},
 }
 
 // consume opens a stream on queue and closes it when the test ends.
@@ -669,4 +672,71 @@ func testStreamQueueDeleted(t *testing.T, s suite) {
 	if n := e.b.OpenStreams(); len(n) != 0 {
 		t.Fatalf("open streams after the queue's deletion: %v", n)
 	}
+}
+
+// wantBackUncounted checks that queue's n messages are all visible again
+// with no attempt counted and no failure reason.
+func (e *env) wantBackUncounted(queue string, n int64) {
+	e.t.Helper()
+	e.wantStats(queue, n, 0, 0)
+	for _, m := range e.browseAll(queue, model.BrowseRequest{}) {
+		if m.State != model.StateVisible || m.Attempts != 0 || m.FailureReason != "" {
+			e.t.Fatalf("%s came back as %s with %d attempts and reason %q, want visible, 0 and none", m.Body, m.State, m.Attempts, m.FailureReason)
+		}
+	}
+}
+
+// testStreamClosedUntaken: messages handed to a stream that its consumer
+// never took (Next) never reached a worker; when the stream closes they go
+// back without an attempt counted, unlike held work (testStreamDisconnect).
+func testStreamClosedUntaken(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	for i := range 3 {
+		e.sendBody("q", fmt.Sprint("m", i))
+	}
+	c := e.consume(broker.ConsumerConfig{Queue: "q", Credit: 3, Lease: time.Minute})
+	e.heldBy("q", c, 3)
+	e.wantStats("q", 0, 3, 0)
+	c.Close()
+	e.wantBackUncounted("q", 3)
+}
+
+// testStreamClosedDuringClaim: messages a claim leased for a stream that
+// closed before they were handed to it go back without an attempt counted.
+func testStreamClosedDuringClaim(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	for i := range 4 {
+		e.sendBody("q", fmt.Sprint("m", i))
+	}
+	var c *broker.Consumer
+	be := &hookBackend{Backend: e.be}
+	var once sync.Once
+	be.after = func() {
+		once.Do(func() {
+			// Close waits for the dispatcher (whose receive this is) once
+			// the queue's last stream ends: close from another goroutine,
+			// and go on once the stream has ended.
+			go c.Close()
+			eventually(t, "the stream closed", func() bool {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				_, err := c.Next(ctx)
+				return errors.Is(err, broker.ErrStreamClosed)
+			})
+		})
+	}
+	b := front(t, be, e.cfg)
+	e.setPaused("q", true)
+	var err error
+	c, err = b.Consume(e.ctx, broker.ConsumerConfig{Queue: "q", Credit: 10, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	e.setPaused("q", false)
+	<-c.Done()
+	e.eventuallyStats("q", 4, 0, 0)
+	e.wantBackUncounted("q", 4)
 }
