@@ -460,7 +460,8 @@ func (s *streamSource) SetCredit(n int) {
 	}
 }
 
-// Stop sets the credit to 0 and releases what was delivered and not
+// Stop sets the credit to 0, waits (up to 10 s) for the broker to answer
+// an empty frame sent after it, and releases what was delivered and not
 // received.
 func (s *streamSource) Stop(ctx context.Context) error {
 	s.creditMu.Lock()
@@ -474,6 +475,13 @@ func (s *streamSource) Stop(ctx context.Context) error {
 	}
 	_ = cur.con.SetCredit(0)
 	s.creditMu.Unlock()
+	// The broker answers the empty frame after reading the credit frame:
+	// what it pushed before that has arrived by then, mostly, and is
+	// released below rather than handed back as a disconnected stream's
+	// failure when the stream closes.
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_ = cur.con.Sync(sctx)
+	cancel()
 	return releaseUnreceived(ctx, cur.con)
 }
 

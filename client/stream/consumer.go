@@ -49,7 +49,8 @@ type Consumer struct {
 	flushing bool                // a goroutine is sending queued
 	seq      uint64
 	wait     map[uint64][]pendingSettle
-	err      error // set once the stream has ended
+	syncs    map[uint64]chan error // Sync's empty frames waiting for their answer
+	err      error                 // set once the stream has ended
 	done     chan struct{}
 }
 
@@ -276,6 +277,44 @@ func (s *Consumer) Settle(ctx context.Context, sts ...*streampb.Settlement) ([]e
 	return errs, nil
 }
 
+// Sync sends an empty settlement frame and returns once the broker has
+// answered it. The broker reads a stream's frames in order, so by then it
+// has read every one sent before: after SetCredit(0), Sync returns once the
+// broker stops pushing, and what it pushed before has mostly arrived
+// (Receive takes it). It fails with the stream's error when the stream ends
+// first.
+func (s *Consumer) Sync(ctx context.Context) error {
+	done := make(chan error, 1)
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		return err
+	}
+	s.seq++
+	seq := s.seq
+	if s.syncs == nil {
+		s.syncs = map[uint64]chan error{}
+	}
+	s.syncs[seq] = done
+	s.mu.Unlock()
+	if err := s.send(&streampb.ConsumeRequest{Kind: &streampb.ConsumeRequest_Settle{Settle: &streampb.Settle{Seq: seq}}}); err != nil {
+		s.mu.Lock()
+		delete(s.syncs, seq)
+		s.mu.Unlock()
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		s.mu.Lock()
+		delete(s.syncs, seq)
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
 // settleEnded is a settlement's result when the stream ended before its
 // answer.
 type settleEnded struct{ err error }
@@ -362,7 +401,12 @@ func (s *Consumer) read() {
 			s.mu.Lock()
 			batch := s.wait[k.Settled.GetSeq()]
 			delete(s.wait, k.Settled.GetSeq())
+			sc := s.syncs[k.Settled.GetSeq()]
+			delete(s.syncs, k.Settled.GetSeq())
 			s.mu.Unlock()
+			if sc != nil {
+				sc <- nil
+			}
 			res := k.Settled.GetResults()
 			for i, p := range batch {
 				var err error
@@ -386,9 +430,14 @@ func (s *Consumer) end(err error) {
 	err = s.err
 	waiting := s.wait
 	s.wait = map[uint64][]pendingSettle{}
+	syncs := s.syncs
+	s.syncs = nil
 	queued := s.queued
 	s.queued = nil
 	s.mu.Unlock()
+	for _, c := range syncs {
+		c <- err
+	}
 	for _, batch := range waiting {
 		for _, p := range batch {
 			p.res <- &settleEnded{err}

@@ -461,3 +461,55 @@ func testShutdownDetaches(t *testing.T, e *env) {
 		t.Fatalf("ack through the front after shutdown: %v %v", err, res)
 	}
 }
+
+// Sync's empty frame is answered on a live stream, among settlements sent
+// at the same time (the answers are matched by frame), and fails once the
+// stream has ended.
+func TestSync(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testbroker.Config{}, stream.Options{})
+	e.queue("jobs", nil)
+	pub := e.publisher()
+	defer pub.Close(e.ctx)
+	const n = 20
+	for i := range n {
+		if _, err := pub.Publish(e.ctx, "jobs", &streampb.Envelope{Body: fmt.Sprint("job ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	con := e.consume(stream.ConsumeOptions{Queue: "jobs", Credit: n})
+	var wg sync.WaitGroup
+	for range n {
+		m, err := con.Receive(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			if err := con.Ack(e.ctx, m.GetReceipt()); err != nil {
+				t.Errorf("ack: %v", err)
+			}
+		})
+		wg.Go(func() {
+			if err := con.Sync(e.ctx); err != nil {
+				t.Errorf("sync: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := con.SetCredit(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := con.Sync(e.ctx); err != nil {
+		t.Fatalf("sync after credit 0: %v", err)
+	}
+	_, st, err := e.b.Front.Stats(e.ctx, "jobs")
+	if err != nil || st.Visible != 0 || st.InFlight != 0 {
+		t.Fatalf("after the acks: %+v %v", st, err)
+	}
+	if err := con.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := con.Sync(e.ctx); err == nil {
+		t.Fatal("Sync on an ended stream answered nil")
+	}
+}
