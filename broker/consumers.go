@@ -384,17 +384,7 @@ func (d *dispatcher) putBack(rs []model.Receipt, stream string) {
 	for _, r := range rs {
 		changes = append(changes, model.VisibilityChange{Receipt: r, Kind: model.Snooze})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for len(changes) > 0 {
-		n := min(len(changes), 100)
-		if _, err := d.b.backend.ChangeVisibility(ctx, d.ref, changes[:n]); err != nil {
-			d.b.log.Warn("messages leased for a stream that ended could not be put back; their leases end by themselves",
-				"queue", d.ref.String(), "stream", stream, "messages", len(changes), "err", err)
-			return
-		}
-		changes = changes[n:]
-	}
+	d.change(changes, "messages leased for a stream that ended could not be put back; their leases end by themselves", stream)
 }
 
 // release ends the leases of held as failures with reason (each counts as
@@ -404,13 +394,19 @@ func (d *dispatcher) release(held map[model.Receipt]*heldMessage, reason, stream
 	for r := range held {
 		changes = append(changes, model.VisibilityChange{Receipt: r, Kind: model.Nack, Reason: reason})
 	}
+	d.change(changes, "a closed stream's messages could not be released; their leases end by themselves", stream)
+}
+
+// change applies changes for the stream named stream in chunks of 100 (one
+// store write each), within 30 s; at the first failure it logs failed and
+// stops.
+func (d *dispatcher) change(changes []model.VisibilityChange, failed, stream string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for len(changes) > 0 {
 		n := min(len(changes), 100)
 		if _, err := d.b.backend.ChangeVisibility(ctx, d.ref, changes[:n]); err != nil {
-			d.b.log.Warn("a closed stream's messages could not be released; their leases end by themselves",
-				"queue", d.ref.String(), "stream", stream, "messages", len(changes), "err", err)
+			d.b.log.Warn(failed, "queue", d.ref.String(), "stream", stream, "messages", len(changes), "err", err)
 			return
 		}
 		changes = changes[n:]

@@ -605,6 +605,28 @@ func (h *hookBackend) Receive(ctx context.Context, req model.ReceiveRequest) ([]
 	return ds, err
 }
 
+// hookedStream opens a stream on the paused queue q (credit 10, leases of
+// a minute) through a front of its own whose first receive that leases
+// something runs after(stream) before it returns, then resumes q: the
+// stream's first claim is made while after runs.
+func (e *env) hookedStream(after func(c *broker.Consumer)) *broker.Consumer {
+	e.t.Helper()
+	var c *broker.Consumer
+	be := &hookBackend{Backend: e.be}
+	var once sync.Once
+	be.after = func() { once.Do(func() { after(c) }) }
+	b := front(e.t, be, e.cfg)
+	e.setPaused("q", true)
+	var err error
+	c, err = b.Consume(e.ctx, broker.ConsumerConfig{Queue: "q", Credit: 10, Lease: time.Minute})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(c.Close)
+	e.setPaused("q", false)
+	return c
+}
+
 // testStreamCreditLoweredClaimed: messages a claim leased for credit that
 // was lowered before they were handed out go back to the queue without an
 // attempt counted; the stream gets its new credit's worth.
@@ -614,25 +636,11 @@ func testStreamCreditLoweredClaimed(t *testing.T, s suite) {
 	for i := range 10 {
 		e.sendBody("q", fmt.Sprint("m", i))
 	}
-	var c *broker.Consumer
-	be := &hookBackend{Backend: e.be}
-	var once sync.Once
-	be.after = func() {
-		once.Do(func() {
-			if err := c.SetCredit(3); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	b := front(t, be, e.cfg)
-	e.setPaused("q", true)
-	var err error
-	c, err = b.Consume(e.ctx, broker.ConsumerConfig{Queue: "q", Credit: 10, Lease: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	e.setPaused("q", false)
+	c := e.hookedStream(func(c *broker.Consumer) {
+		if err := c.SetCredit(3); err != nil {
+			t.Error(err)
+		}
+	})
 	e.nextN(c, 3)
 	e.nothingFor(c, "a stream holding its lowered credit")
 	e.wantStats("q", 7, 3, 0)
@@ -710,32 +718,18 @@ func testStreamClosedDuringClaim(t *testing.T, s suite) {
 	for i := range 4 {
 		e.sendBody("q", fmt.Sprint("m", i))
 	}
-	var c *broker.Consumer
-	be := &hookBackend{Backend: e.be}
-	var once sync.Once
-	be.after = func() {
-		once.Do(func() {
-			// Close waits for the dispatcher (whose receive this is) once
-			// the queue's last stream ends: close from another goroutine,
-			// and go on once the stream has ended.
-			go c.Close()
-			eventually(t, "the stream closed", func() bool {
-				ctx, cancel := context.WithCancel(context.Background())
-				cancel()
-				_, err := c.Next(ctx)
-				return errors.Is(err, broker.ErrStreamClosed)
-			})
+	c := e.hookedStream(func(c *broker.Consumer) {
+		// Close waits for the dispatcher (whose receive this is) once the
+		// queue's last stream ends: close from another goroutine, and go
+		// on once the stream has ended.
+		go c.Close()
+		eventually(t, "the stream closed", func() bool {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := c.Next(ctx)
+			return errors.Is(err, broker.ErrStreamClosed)
 		})
-	}
-	b := front(t, be, e.cfg)
-	e.setPaused("q", true)
-	var err error
-	c, err = b.Consume(e.ctx, broker.ConsumerConfig{Queue: "q", Credit: 10, Lease: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	e.setPaused("q", false)
+	})
 	<-c.Done()
 	e.eventuallyStats("q", 4, 0, 0)
 	e.wantBackUncounted("q", 4)
