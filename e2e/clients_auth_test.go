@@ -78,7 +78,8 @@ func TestClientsAuth(t *testing.T) {
 			if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("hi")}); err != nil {
 				t.Fatal(err)
 			}
-			id2, err := sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: aws.String(b.URL), Credentials: creds}).
+			id2, err := sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: aws.String(b.URL), Credentials: creds,
+				HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: sqssource.Transport(nil)}}).
 				GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 			if err != nil || aws.ToString(id2.Account) != authAccount {
 				t.Fatalf("GetCallerIdentity: %v %v", id2, err)

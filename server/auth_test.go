@@ -122,7 +122,8 @@ func TestAuthCallerIdentity(t *testing.T) {
 	e := setup(t, withKeys(t))
 	for _, k := range testKeys[:1] {
 		c := sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: aws.String(e.URL),
-			Credentials: credentials.NewStaticCredentialsProvider(k.AccessKeyID, k.SecretAccessKey, ""), RetryMaxAttempts: 1})
+			Credentials: credentials.NewStaticCredentialsProvider(k.AccessKeyID, k.SecretAccessKey, ""), RetryMaxAttempts: 1,
+			HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: sqssource.Transport(nil)}})
 		out, err := c.GetCallerIdentity(context.Background(), &sts.GetCallerIdentityInput{})
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +136,8 @@ func TestAuthCallerIdentity(t *testing.T) {
 	// each answered with its own account.
 	for _, k := range []struct{ id, secret, account string }{{"reader", "reader-secret", "111111111111"}, {"outsider", "outsider-secret", "222222222222"}} {
 		c := sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: aws.String(e.URL),
-			Credentials: credentials.NewStaticCredentialsProvider(k.id, k.secret, ""), RetryMaxAttempts: 1})
+			Credentials: credentials.NewStaticCredentialsProvider(k.id, k.secret, ""), RetryMaxAttempts: 1,
+			HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: sqssource.Transport(nil)}})
 		out, err := c.GetCallerIdentity(context.Background(), &sts.GetCallerIdentityInput{})
 		if err != nil || aws.ToString(out.Account) != k.account {
 			t.Fatalf("%s: %v %v", k.id, out, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicemq/sluice/broker/embedded"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/server"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // servedName is the common name of the certificate the server presents to
@@ -47,7 +48,7 @@ func TestTLSServesSDKAndReloads(t *testing.T) {
 
 	// Set the HTTP client on the SQS options (config.WithHTTPClient is not
 	// used: it would read AWS_CA_BUNDLE from the environment).
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: sqssource.Transport(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}})}
 	defer hc.CloseIdleConnections()
 	client := awssqs.New(awssqs.Options{
 		Region:           "us-east-1",

@@ -460,9 +460,9 @@ func (s *streamSource) SetCredit(n int) {
 	}
 }
 
-// Stop sets the credit to 0, waits (up to 10 s) for the broker to answer
-// an empty frame sent after it, and releases what was delivered and not
-// received.
+// Stop sets the credit to 0, waits (up to half of ctx's time left, at most
+// 5 s) for the broker to answer an empty frame sent after it, and releases
+// what was delivered and not received.
 func (s *streamSource) Stop(ctx context.Context) error {
 	s.creditMu.Lock()
 	s.mu.Lock()
@@ -479,7 +479,13 @@ func (s *streamSource) Stop(ctx context.Context) error {
 	// what it pushed before that has arrived by then, mostly, and is
 	// released below rather than handed back as a disconnected stream's
 	// failure when the stream closes.
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Half of what is left of ctx (at most 5 s) goes to the wait, so that
+	// the release below still has time.
+	wait := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)/2)
+	}
+	sctx, cancel := context.WithTimeout(ctx, wait)
 	_ = cur.con.Sync(sctx)
 	cancel()
 	return releaseUnreceived(ctx, cur.con)

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/sluicemq/sluice/broker"
+	"github.com/sluicemq/sluice/worker/sqssource"
 )
 
 // STS GetCallerIdentity on the SQS endpoint: the configured account's root.
@@ -24,7 +25,7 @@ func TestSTSGetCallerIdentitySDK(t *testing.T) {
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(e.URL),
 		Credentials:      credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-		HTTPClient:       &http.Client{Timeout: 10 * time.Second},
+		HTTPClient:       &http.Client{Timeout: 10 * time.Second, Transport: sqssource.Transport(nil)},
 		RetryMaxAttempts: 1,
 	})
 	out, err := client.GetCallerIdentity(context.Background(), &sts.GetCallerIdentityInput{})

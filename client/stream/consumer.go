@@ -279,10 +279,11 @@ func (s *Consumer) Settle(ctx context.Context, sts ...*streampb.Settlement) ([]e
 
 // Sync sends an empty settlement frame and returns once the broker has
 // answered it. The broker reads a stream's frames in order, so by then it
-// has read every one sent before: after SetCredit(0), Sync returns once the
-// broker stops pushing, and what it pushed before has mostly arrived
-// (Receive takes it). It fails with the stream's error when the stream ends
-// first.
+// has read every one sent before: after SetCredit(0), it leases nothing more
+// for the stream, and what it pushed before has mostly arrived (Receive
+// takes it). Mostly: a batch it was sending, or had leased as the credit
+// changed, may still follow the answer; release what arrives until Close.
+// It fails with the stream's error when the stream ends first.
 func (s *Consumer) Sync(ctx context.Context) error {
 	done := make(chan error, 1)
 	s.mu.Lock()
@@ -450,8 +451,9 @@ func (s *Consumer) end(err error) {
 
 // Close ends the stream. The broker hands back every message the stream
 // still holds as a failure with the reason "consumer disconnected" (an
-// attempt counted): settle what is done first. Messages received but not
-// settled are lost to this consumer.
+// attempt counted), except those it had not begun to send, which go back
+// uncounted: settle what is done first. Messages received but not settled
+// are lost to this consumer.
 func (s *Consumer) Close() error {
 	s.sendMu.Lock()
 	_ = s.st.CloseSend()

@@ -1,15 +1,26 @@
 package sqssource
 
 import (
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"io"
 	"net/http"
 )
 
-// Transport returns base (http.DefaultTransport when nil) for the
-// http.Client of an aws-sdk-go-v2 client, without the SDK's lost answers:
-// set it as sqs.Options.HTTPClient's Transport.
+// Transport returns base for the http.Client of an aws-sdk-go-v2 client,
+// without the SDK's lost answers: set it as sqs.Options.HTTPClient's
+// Transport. A nil base is the transport the SDK builds by default
+// (awshttp.NewBuildableClient: 10 idle connections a host, TLS 1.2 at
+// least), not http.DefaultTransport.
 //
 //	HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: sqssource.Transport(nil)},
+//
+// With sqs.NewFromConfig, wrap the transport the configuration built, which
+// holds AWS_CA_BUNDLE's certificates when that is set:
+//
+//	bc := cfg.HTTPClient.(*awshttp.BuildableClient)
+//	client := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+//		o.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: sqssource.Transport(bc.GetTransport())}
+//	})
 //
 // Why: aws-sdk-go-v2 (smithy-go up to v1.28.9 at least) closes a request's
 // body as soon as the answer's headers arrive, and its body then answers
@@ -26,7 +37,7 @@ import (
 // it with Read, which answers a closed body with io.EOF and no error.
 func Transport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
-		base = http.DefaultTransport
+		base = awshttp.NewBuildableClient().GetTransport()
 	}
 	return bodyTransport{base: base}
 }

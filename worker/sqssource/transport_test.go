@@ -15,11 +15,11 @@ import (
 
 // sdkBody is a request body as aws-sdk-go-v2 sends it (smithy-go's safe
 // read closer over a bytes.Reader): once closed, Read and WriteTo answer
-// io.EOF. Its WriteTo waits for Close first: the SDK closes the body when
-// the answer's headers arrive, and this is the order in which that close
-// comes before net/http's last look at the body (the race that lost
-// answers). checked is closed when that look (a read after the end, or
-// WriteTo) returns.
+// io.EOF. Its last look (WriteTo, or a Read once all is read) waits for
+// Close first: the SDK closes the body when the answer's headers arrive,
+// and this is the order in which that close comes before net/http's last
+// look at the body (the race that lost answers). checked is closed when
+// that look returns.
 type sdkBody struct {
 	r       *bytes.Reader
 	mu      sync.Mutex
@@ -42,16 +42,19 @@ func (b *sdkBody) isClosed() bool {
 }
 
 func (b *sdkBody) Read(p []byte) (int, error) {
+	if b.r.Len() == 0 {
+		// The last look at the body, with Read: after the close, as in
+		// WriteTo.
+		<-b.closed
+		defer b.once.Do(func() { close(b.checked) })
+		return 0, io.EOF
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.isClosed() {
 		return 0, io.EOF
 	}
-	n, err := b.r.Read(p)
-	if err == io.EOF {
-		b.once.Do(func() { close(b.checked) })
-	}
-	return n, err
+	return b.r.Read(p)
 }
 
 func (b *sdkBody) WriteTo(w io.Writer) (int64, error) {

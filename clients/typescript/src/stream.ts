@@ -132,7 +132,8 @@ interface WirePublishConfirm {
  * A consumer stream on one queue: the broker pushes leased messages while the stream holds
  * fewer than its credit, keeps their leases alive while the stream lives (up to its maximum
  * hold), and takes settlements in batches. When the stream ends, the broker hands back what
- * it still holds at once (as failed attempts, reason `consumer disconnected`).
+ * it still holds at once (as failed attempts, reason `consumer disconnected`; what it had not
+ * begun to send goes back uncounted).
  */
 export class ConsumerStream {
   /** The stream's id in the queue's consumer list. */
