@@ -1,13 +1,18 @@
 // A worker process for the kill -9 scenario: it takes the messages of a queue over a consumer
 // stream and records each one's effect in PostgreSQL in the transaction that records its
 // idempotency key. It prints "ready" once its stream is open and stops gracefully on
-// SIGTERM. Arguments: the broker's URL, the queue, the database's URL.
+// SIGTERM. Arguments: the broker's URL, the queue, the database's URL, and optionally how many
+// effects it may commit: past those, each handler keeps its transaction open (its effect
+// written, not committed) until the process is killed, so that a kill always finds work left
+// and transactions open, however fast the machine.
 
 import pg from "pg";
 
 import { Client, PgStore, Pool, idempotencyKey } from "../src/index.js";
 
-const [brokerURL, queue, dbURL] = process.argv.slice(2);
+const [brokerURL, queue, dbURL, commitsArg] = process.argv.slice(2);
+const commits = commitsArg ? Number(commitsArg) : Infinity;
+let written = 0;
 const db = new pg.Pool({ connectionString: dbURL, max: 8 });
 const store = await PgStore.create(db);
 const client = new Client(brokerURL);
@@ -20,6 +25,9 @@ const pool = new Pool({
   handler: async (m) => {
     await store.inTx(idempotencyKey(m), async (tx) => {
       await tx.query("INSERT INTO effects (key, pid) VALUES ($1, $2)", [idempotencyKey(m), process.pid]);
+      if (++written > commits) {
+        await new Promise(() => {}); // held open until the kill
+      }
       // The work takes a moment, so that a kill finds transactions open.
       await new Promise((r) => setTimeout(r, 2));
     });
