@@ -210,12 +210,14 @@ func (s sendOn) sendTo(ctx context.Context, ref model.QueueRef, q queueRow, cach
 		// The messages whose time to live passed and that no lease holds
 		// are gone, though no one may have removed them yet (ttl.go): they
 		// are not counted. Looked for only when the depth refuses a send.
-		due, derr := readExpiredDue(ctx, s.db, s.now, q.mid)
+		// The depth is read again beside them, from one snapshot (a
+		// sweep may have removed some since the read above).
+		fresh, due, derr := readExpiredDue(ctx, s.db, s.now, q.mid)
 		if derr != nil {
 			return nil, q, -1, derr
 		}
-		if due > 0 {
-			plans, err = plan.Send(q.cfg, ref.Name, depth-due, entries)
+		if fresh-due != depth {
+			plans, err = plan.Send(q.cfg, ref.Name, fresh-due, entries)
 		}
 	}
 	if err != nil {

@@ -63,14 +63,20 @@ func ttlDueSQL(mid string) string {
 // refused for its queue's depth does not count them (the sweeper removes
 // them at the next occasion, but they are gone already). at is the $1 of
 // the statement (Backend.tnow).
-func readExpiredDue(ctx context.Context, db querier, at any, mid int64) (int64, error) {
-	var n int64
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM messages WHERE queue_id = $2
-		AND expires_at <= `+nowSQL+` AND (state <> 'i' OR visible_at <= `+nowSQL+`) LIMIT $3) d`,
-		at, mid, expireBatch).Scan(&n); err != nil {
-		return 0, dbErr("read expired messages", err)
+//
+// It reads queue mid's depth (as readDepth) in the same statement, so from
+// the same snapshot: read apart, a sweep that removed expired messages
+// between the two reads left them counted in the depth and not in the
+// expired, and a send was refused for a depth the queue no longer had.
+func readExpiredDue(ctx context.Context, db querier, at any, mid int64) (depth, due int64, err error) {
+	if err := db.QueryRow(ctx, `SELECT
+		(SELECT coalesce(sum(ready + inflight + delayed), 0) FROM counts WHERE queue_id = $2),
+		(SELECT count(*) FROM (SELECT 1 FROM messages WHERE queue_id = $2
+			AND expires_at <= `+nowSQL+` AND (state <> 'i' OR visible_at <= `+nowSQL+`) LIMIT $3) d)`,
+		at, mid, expireBatch).Scan(&depth, &due); err != nil {
+		return 0, 0, dbErr("read expired messages", err)
 	}
-	return n, nil
+	return depth, due, nil
 }
 
 // expireDue removes up to expireBatch rows of queue q whose time to live
