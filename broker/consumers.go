@@ -201,6 +201,41 @@ func (c *Consumer) Next(ctx context.Context) ([]model.Delivery, error) {
 	}
 }
 
+// Wait returns once the stream has a batch for Next or TryNext (nil), has
+// ended (ErrStreamClosed), or ctx ends (ctx's error). It takes nothing.
+func (c *Consumer) Wait(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		n, closed := len(c.pending), c.closed
+		c.mu.Unlock()
+		switch {
+		case n > 0:
+			return nil
+		case closed:
+			return ErrStreamClosed
+		}
+		select {
+		case <-c.ready:
+		case <-c.ctx.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// TryNext returns the stream's next batch, or nil when none waits.
+func (c *Consumer) TryNext() []model.Delivery {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return nil
+	}
+	ds := c.pending[0]
+	c.pending[0] = nil
+	c.pending = c.pending[1:]
+	return ds
+}
+
 // ErrStreamClosed is Next's error once the stream has ended.
 var ErrStreamClosed = errors.New("broker: the stream has ended")
 
@@ -217,6 +252,12 @@ func (c *Consumer) SetCredit(n int) error {
 	c.mu.Lock()
 	c.credit = n
 	c.mu.Unlock()
+	// A claim being handed out was leased for the old credit: wait for it,
+	// so that what it delivers to this stream is there (Next, TryNext)
+	// before anything the caller does next. Later claims see the new one.
+	c.d.sharing.Lock()
+	//lint:ignore SA2001 an empty critical section: a barrier behind share
+	c.d.sharing.Unlock()
 	c.d.kick()
 	return nil
 }
@@ -838,6 +879,11 @@ type dispatcher struct {
 	mu   sync.Mutex
 	subs []*Consumer // open streams, in the order they opened
 	next int         // the tie-break: the stream after the last one served
+
+	// sharing is held while a claim's messages are handed to the streams
+	// (share): SetCredit waits for a handing under way, so that once it
+	// returns every message leased under the old credit is in its stream.
+	sharing sync.Mutex
 }
 
 func newDispatcher(b *Broker, ref model.QueueRef) *dispatcher {
@@ -1114,7 +1160,9 @@ func (d *dispatcher) run(ctx context.Context) {
 		cancel()
 		d.b.count(d.ref.String(), model.CountReceived, len(ds))
 		if len(ds) > 0 {
+			d.sharing.Lock()
 			d.share(cur, ds)
+			d.sharing.Unlock()
 		}
 		switch {
 		case err == nil, ctx.Err() != nil, errors.Is(err, context.Canceled):

@@ -438,7 +438,8 @@ func (s *Service) Consume(st streampb.Streams_ConsumeServer) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ended := make(chan error, 2)
-	go func() { ended <- s.pushDeliveries(sctx, c, open.GetQueue(), send) }()
+	push := &pusher{s: s, c: c, queue: open.GetQueue(), send: send}
+	go func() { ended <- push.run(sctx) }()
 	settles := make(chan struct{}, settleWindow)
 	// Settlements in flight are answered before the stream ends (the
 	// deferred Close releases what is still held after them).
@@ -482,7 +483,18 @@ func (s *Service) Consume(st streampb.Streams_ConsumeServer) error {
 			pool.run(func() {
 				defer func() { <-settles }()
 				r := s.settle(sctx, c, batch)
-				if err := send(&streampb.ConsumeResponse{Kind: &streampb.ConsumeResponse_Settled{Settled: r}}); err != nil {
+				answer := &streampb.ConsumeResponse{Kind: &streampb.ConsumeResponse_Settled{Settled: r}}
+				var err error
+				if len(batch.GetSettlements()) == 0 {
+					// An empty settle is a client's barrier (Sync): every
+					// frame before it was read, so after a credit of 0
+					// nothing more is leased for the stream, and what was
+					// is sent before the answer.
+					err = push.flushThen(sctx, answer)
+				} else {
+					err = send(answer)
+				}
+				if err != nil {
 					cancel()
 				}
 			})
@@ -537,35 +549,68 @@ func creditOf(n uint32) (int, error) {
 	return int(n), nil
 }
 
-// pushDeliveries sends the batches the dispatcher leases for c until the
-// stream ends.
-func (s *Service) pushDeliveries(ctx context.Context, c *broker.Consumer, queue string, send func(*streampb.ConsumeResponse) error) error {
+// pusher sends the batches the dispatcher leases for a stream, each batch
+// whole under mu (a large one takes several frames), so that an empty
+// settle's answer (flushThen) comes after every batch handed to the stream
+// before it.
+type pusher struct {
+	s     *Service
+	c     *broker.Consumer
+	queue string
+	send  func(*streampb.ConsumeResponse) error
+
+	mu sync.Mutex
 	// The queue's redrive policy (each message's max_attempts) is read at
 	// most once per redriveRead, not for every batch (a round trip on
 	// PostgreSQL).
-	var redrive *model.RedrivePolicy
-	var readAt time.Time
+	redrive *model.RedrivePolicy
+	readAt  time.Time
+}
+
+// run sends the stream's batches until it ends.
+func (p *pusher) run(ctx context.Context) error {
 	for {
-		ds, err := c.Next(ctx)
-		if err != nil {
+		if err := p.c.Wait(ctx); err != nil {
 			if errors.Is(err, broker.ErrStreamClosed) {
 				// The queue was deleted, or the broker closes.
 				return statusOf(model.Errorf(model.ErrClosed, "The stream has ended: its queue was deleted, or the broker is shutting down."))
 			}
 			return err
 		}
-		if now := time.Now(); readAt.IsZero() || now.Sub(readAt) >= redriveRead {
-			if q, err := s.b.GetQueue(ctx, queue); err == nil {
-				redrive, readAt = q.Config.Redrive, now
+		p.mu.Lock()
+		err := p.flushLocked(ctx)
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// flushThen sends the batches waiting for the stream, then answer.
+func (p *pusher) flushThen(ctx context.Context, answer *streampb.ConsumeResponse) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.flushLocked(ctx); err != nil {
+		return err
+	}
+	return p.send(answer)
+}
+
+// flushLocked sends every batch waiting for the stream (p.mu held).
+func (p *pusher) flushLocked(ctx context.Context) error {
+	for ds := p.c.TryNext(); ds != nil; ds = p.c.TryNext() {
+		if now := time.Now(); p.readAt.IsZero() || now.Sub(p.readAt) >= redriveRead {
+			if q, err := p.s.b.GetQueue(ctx, p.queue); err == nil {
+				p.redrive, p.readAt = q.Config.Redrive, now
 			}
 		}
 		frame := &streampb.Deliveries{}
 		size := 0
 		for i := range ds {
-			m := toMessage(&ds[i], redrive)
+			m := toMessage(&ds[i], p.redrive)
 			n := proto.Size(m) + 8
 			if len(frame.Messages) > 0 && size+n > MaxFrameBytes/2 {
-				if err := send(&streampb.ConsumeResponse{Kind: &streampb.ConsumeResponse_Deliveries{Deliveries: frame}}); err != nil {
+				if err := p.send(&streampb.ConsumeResponse{Kind: &streampb.ConsumeResponse_Deliveries{Deliveries: frame}}); err != nil {
 					return err
 				}
 				frame, size = &streampb.Deliveries{}, 0
@@ -573,10 +618,11 @@ func (s *Service) pushDeliveries(ctx context.Context, c *broker.Consumer, queue 
 			frame.Messages = append(frame.Messages, m)
 			size += n
 		}
-		if err := send(&streampb.ConsumeResponse{Kind: &streampb.ConsumeResponse_Deliveries{Deliveries: frame}}); err != nil {
+		if err := p.send(&streampb.ConsumeResponse{Kind: &streampb.ConsumeResponse_Deliveries{Deliveries: frame}}); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 // settle applies one Settle and makes its answer.

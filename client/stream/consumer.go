@@ -278,12 +278,12 @@ func (s *Consumer) Settle(ctx context.Context, sts ...*streampb.Settlement) ([]e
 }
 
 // Sync sends an empty settlement frame and returns once the broker has
-// answered it. The broker reads a stream's frames in order, so by then it
-// has read every one sent before: after SetCredit(0), it leases nothing more
-// for the stream, and what it pushed before has mostly arrived (Receive
-// takes it). Mostly: a batch it was sending, or had leased as the credit
-// changed, may still follow the answer; release what arrives until Close.
-// It fails with the stream's error when the stream ends first.
+// answered it. The broker reads a stream's frames in order, and answers an
+// empty one after sending every message it handed the stream before: after
+// SetCredit(0), once Sync returns the broker leases nothing more for the
+// stream, and every message the stream holds has arrived (Receive takes
+// it without waiting). It fails with the stream's error when the stream
+// ends first.
 func (s *Consumer) Sync(ctx context.Context) error {
 	done := make(chan error, 1)
 	s.mu.Lock()

@@ -513,3 +513,52 @@ func TestSync(t *testing.T) {
 		t.Fatal("Sync on an ended stream answered nil")
 	}
 }
+
+// TestSyncIsABarrier: after SetCredit(0), once Sync returns the consumer
+// has every message the broker handed its stream: those it took and those
+// waiting for Receive are all the stream holds. Large messages make the
+// broker send a batch in several frames, and a claim may be under way as
+// the credit changes: neither may follow Sync's answer.
+func TestSyncIsABarrier(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testbroker.Config{}, stream.Options{})
+	pub := e.publisher()
+	defer pub.Close(e.ctx)
+	body := strings.Repeat("x", 900<<10)
+	for round := range 5 {
+		q := fmt.Sprint("big", round)
+		e.queue(q, map[string]string{"MaximumMessageSize": "1048576"})
+		for range 12 {
+			if _, err := pub.Publish(e.ctx, q, &streampb.Envelope{Body: body}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		con := e.consume(stream.ConsumeOptions{Queue: q, Credit: 12})
+		if _, err := con.Receive(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := con.SetCredit(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := con.Sync(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := 1
+		now, cancel := context.WithCancel(e.ctx)
+		cancel()
+		for {
+			if _, err := con.Receive(now); err != nil {
+				break
+			}
+			got++
+		}
+		infos, err := e.b.Front.Consumers(e.ctx, q)
+		if err != nil || len(infos) != 1 {
+			t.Fatalf("round %d: consumers %+v %v", round, infos, err)
+		}
+		if infos[0].Held != got {
+			t.Fatalf("round %d: the broker's stream holds %d messages, the consumer had %d when Sync returned", round, infos[0].Held, got)
+		}
+		_ = con.Close()
+	}
+}
