@@ -475,10 +475,10 @@ func (s *streamSource) Stop(ctx context.Context) error {
 	}
 	_ = cur.con.SetCredit(0)
 	s.creditMu.Unlock()
-	// The broker answers the empty frame after reading the credit frame:
-	// what it pushed before that has arrived by then, mostly, and is
-	// released below rather than handed back as a disconnected stream's
-	// failure when the stream closes.
+	// The broker answers the empty frame after reading the credit frame
+	// and sending every message it handed the stream: all have arrived by
+	// then, and are released below rather than handed back as a
+	// disconnected stream's failures when the stream closes.
 	// Half of what is left of ctx (at most 5 s) goes to the wait, so that
 	// the release below still has time.
 	wait := 5 * time.Second

@@ -392,10 +392,11 @@ class AsyncWorker:
         s = self._stream
         if s is not None and s.live():
             await s.credit(0)
-            # A settle's answer comes after the broker has read the credit
-            # frame before it: what it pushed before that has arrived by then,
-            # mostly (a release before the close catches the rest), as
-            # sluice.Worker's stop.
+            # An empty settle's answer comes after the broker has read the
+            # credit frame before it and sent every message it handed the
+            # stream: all have arrived by then (a broker older than that
+            # barrier may still push a few; a release before the close
+            # catches them), as sluice.Worker's stop.
             try:
                 await s.settle([], timeout=10)
             except SluiceError:

@@ -300,9 +300,11 @@ class Worker:
             return True
         if con is not None and con.live():
             con.set_credit(0)
-            # A settle's answer comes after the broker has read the credit
-            # frame before it: what it pushed before that has arrived by then,
-            # mostly (a release before the close catches the rest).
+            # An empty settle's answer comes after the broker has read the
+            # credit frame before it and sent every message it handed the
+            # stream: all have arrived by then (a broker older than that
+            # barrier may still push a few; a release before the close
+            # catches them).
             try:
                 con.settle([], timeout=10)
             except SluiceError:

@@ -313,9 +313,10 @@ export class Pool {
       if (this.stopping) {
         // The broker pushes until it reads the credit of 0, and those deliveries may come
         // after the drain: a close would hand them back as failed attempts ("consumer
-        // disconnected"). A settle's answer comes after the broker read the frames before it,
-        // so the deliveries pushed before that have arrived by then, mostly, and accept
-        // released them; a last round trip before the close catches the rest.
+        // disconnected"). An empty settle's answer comes after the broker read the frames
+        // before it and sent every message it handed the stream, so all have arrived by then
+        // and accept released them; a last round trip before the close catches any a broker
+        // older than that barrier still pushed.
         if (!stream.isEnded) {
           stream.setCredit(0);
           await this.roundTrip(stream);
