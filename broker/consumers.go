@@ -23,7 +23,7 @@ import (
 // up to its maximum hold per message; when it ends, every message it still
 // holds ends its lease at once as an expired lease does (an attempt counted,
 // the queue's retry policy and maxReceiveCount applied), with the reason
-// ReasonConsumerDisconnected, except those its consumer never took (Next),
+// ReasonConsumerDisconnected, except those its consumer never took (Next, TryNext),
 // which go back without an attempt counted, as do messages leased for a
 // stream that ended before they were handed to it.
 //
@@ -95,7 +95,7 @@ type Consumer struct {
 	mu         sync.Mutex
 	credit     int
 	held       map[model.Receipt]*heldMessage
-	pending    [][]model.Delivery // leased for the stream, not yet taken by Next
+	pending    [][]model.Delivery // leased for the stream, not yet taken by Next or TryNext
 	acked      int64
 	ackRate    ackRate
 	lastActive time.Time
@@ -252,14 +252,21 @@ func (c *Consumer) SetCredit(n int) error {
 	c.mu.Lock()
 	c.credit = n
 	c.mu.Unlock()
-	// A claim being handed out was leased for the old credit: wait for it,
-	// so that what it delivers to this stream is there (Next, TryNext)
-	// before anything the caller does next. Later claims see the new one.
+	c.d.kick()
+	return nil
+}
+
+// Handed returns once a claim being handed out to the streams of c's
+// queue (when one is) has reached them: what it delivers to c is then in
+// its pending batches (Next, TryNext). A claim whose receive had not
+// returned when c's credit changed hands c nothing past the new credit,
+// except what cannot go back to the queue (an at-most-once queue's
+// messages, or a release the store refused). It may wait for the store
+// (the releases of that hand-out); never call it from a backend's hook.
+func (c *Consumer) Handed() {
 	c.d.sharing.Lock()
 	//lint:ignore SA2001 an empty critical section: a barrier behind share
 	c.d.sharing.Unlock()
-	c.d.kick()
-	return nil
 }
 
 func (c *Consumer) isClosed() bool {
@@ -389,7 +396,7 @@ func (c *Consumer) end(release bool) {
 	c.cancel()
 	c.b.streams.remove(c)
 	if release {
-		// What the stream was handed but its consumer never took (Next)
+		// What the stream was handed but its consumer never took (Next, TryNext)
 		// never reached a worker: it goes back without an attempt counted.
 		// The rest failed as held work does.
 		var untaken []model.Receipt
@@ -881,8 +888,7 @@ type dispatcher struct {
 	next int         // the tie-break: the stream after the last one served
 
 	// sharing is held while a claim's messages are handed to the streams
-	// (share): SetCredit waits for a handing under way, so that once it
-	// returns every message leased under the old credit is in its stream.
+	// (share): Consumer.Handed waits for a handing under way.
 	sharing sync.Mutex
 }
 

@@ -488,8 +488,11 @@ func (s *Service) Consume(st streampb.Streams_ConsumeServer) error {
 				if len(batch.GetSettlements()) == 0 {
 					// An empty settle is a client's barrier (Sync): every
 					// frame before it was read, so after a credit of 0
-					// nothing more is leased for the stream, and what was
-					// is sent before the answer.
+					// nothing more is leased for the stream; a claim being
+					// handed out under the old credit reaches the stream
+					// (Handed), and what the stream was handed is sent
+					// before the answer.
+					c.Handed()
 					err = push.flushThen(sctx, answer)
 				} else {
 					err = send(answer)

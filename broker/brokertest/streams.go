@@ -42,6 +42,7 @@ var streamTests = []testCase{
 	{"CreditLoweredAsAClaimReturns", testStreamCreditLoweredClaimed},
 	{"ClosedBeforeTakingCountsNoAttempt", testStreamClosedUntaken},
 	{"ClosedAsAClaimReturnsCountsNoAttempt", testStreamClosedDuringClaim},
+	{"HandedWaitsForAHandOut", testStreamHandedWaitsForAHandOut},
 }
 
 // consume opens a stream on queue and closes it when the test ends.
@@ -595,6 +596,15 @@ func testStreamCreditLoweredWaiting(t *testing.T, s suite) {
 type hookBackend struct {
 	storage.Backend
 	after func()
+	// change, when set, runs before every ChangeVisibility.
+	change func()
+}
+
+func (h *hookBackend) ChangeVisibility(ctx context.Context, q model.QueueRef, cs []model.VisibilityChange) ([]model.LeaseOutcome, error) {
+	if h.change != nil {
+		h.change()
+	}
+	return h.Backend.ChangeVisibility(ctx, q, cs)
 }
 
 func (h *hookBackend) Receive(ctx context.Context, req model.ReceiveRequest) ([]model.Delivery, error) {
@@ -605,14 +615,67 @@ func (h *hookBackend) Receive(ctx context.Context, req model.ReceiveRequest) ([]
 	return ds, err
 }
 
+// testStreamHandedWaitsForAHandOut: Consumer.Handed (an empty settle's
+// barrier) returns only once a claim being handed out has reached the
+// stream: here the hand-out waits for its release of what the lowered
+// credit leaves over.
+func testStreamHandedWaitsForAHandOut(t *testing.T, s suite) {
+	e := s.setup(t)
+	e.createQueue("q", nil)
+	for i := range 10 {
+		e.sendBody("q", fmt.Sprint("m", i))
+	}
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	var block sync.Once
+	c := e.hookedStreamOn(func(be *hookBackend) {
+		be.change = func() {
+			block.Do(func() {
+				close(entered)
+				<-proceed
+			})
+		}
+	}, func(c *broker.Consumer) {
+		if err := c.SetCredit(3); err != nil {
+			t.Error(err)
+		}
+	})
+	<-entered // the hand-out is releasing the 7 past the credit
+	handed := make(chan struct{})
+	go func() {
+		c.Handed()
+		close(handed)
+	}()
+	select {
+	case <-handed:
+		t.Fatal("Handed returned while a hand-out was under way")
+	default:
+	}
+	close(proceed)
+	<-handed
+	n := 0
+	for ds := c.TryNext(); ds != nil; ds = c.TryNext() {
+		n += len(ds)
+	}
+	if n != 3 {
+		t.Fatalf("after Handed the stream had %d messages waiting, want 3", n)
+	}
+}
+
 // hookedStream opens a stream on the paused queue q (credit 10, leases of
 // a minute) through a front of its own whose first receive that leases
 // something runs after(stream) before it returns, then resumes q: the
 // stream's first claim is made while after runs.
 func (e *env) hookedStream(after func(c *broker.Consumer)) *broker.Consumer {
 	e.t.Helper()
+	return e.hookedStreamOn(func(*hookBackend) {}, after)
+}
+
+// hookedStreamOn is hookedStream with more hooks, set by hooks.
+func (e *env) hookedStreamOn(hooks func(be *hookBackend), after func(c *broker.Consumer)) *broker.Consumer {
+	e.t.Helper()
 	var c *broker.Consumer
 	be := &hookBackend{Backend: e.be}
+	hooks(be)
 	var once sync.Once
 	be.after = func() { once.Do(func() { after(c) }) }
 	b := front(e.t, be, e.cfg)

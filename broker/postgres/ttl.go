@@ -74,7 +74,7 @@ func readExpiredDue(ctx context.Context, db querier, at any, mid int64) (depth, 
 		(SELECT count(*) FROM (SELECT 1 FROM messages WHERE queue_id = $2
 			AND expires_at <= `+nowSQL+` AND (state <> 'i' OR visible_at <= `+nowSQL+`) LIMIT $3) d)`,
 		at, mid, expireBatch).Scan(&depth, &due); err != nil {
-		return 0, 0, dbErr("read expired messages", err)
+		return 0, 0, dbErr("read the depth and the expired messages", err)
 	}
 	return depth, due, nil
 }

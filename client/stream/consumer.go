@@ -282,8 +282,10 @@ func (s *Consumer) Settle(ctx context.Context, sts ...*streampb.Settlement) ([]e
 // empty one after sending every message it handed the stream before: after
 // SetCredit(0), once Sync returns the broker leases nothing more for the
 // stream, and every message the stream holds has arrived (Receive takes
-// it without waiting). It fails with the stream's error when the stream
-// ends first.
+// it without waiting); the exception is a claim under way as the credit
+// changed whose messages cannot go back to the queue (an at-most-once
+// queue's, or a release the store refused), which may still follow. It
+// fails with the stream's error when the stream ends first.
 func (s *Consumer) Sync(ctx context.Context) error {
 	done := make(chan error, 1)
 	s.mu.Lock()

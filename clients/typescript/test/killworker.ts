@@ -2,9 +2,10 @@
 // stream and records each one's effect in PostgreSQL in the transaction that records its
 // idempotency key. It prints "ready" once its stream is open and stops gracefully on
 // SIGTERM. Arguments: the broker's URL, the queue, the database's URL, and optionally how many
-// effects it may commit: past those, each handler keeps its transaction open (its effect
-// written, not committed) until the process is killed, so that a kill always finds work left
-// and transactions open, however fast the machine.
+// effects it may commit before its handlers stop returning: past those, a handler commits its
+// effect and then waits for the kill without acking, so that the kill always finds work left
+// and committed work unacked, however fast the machine. A message whose key was recorded
+// already (work done, its ack lost with a killed worker) adds a row to the table skips.
 
 import pg from "pg";
 
@@ -23,14 +24,18 @@ const pool = new Pool({
   client, queue, concurrency: 4, prefetch: 4, leaseSeconds: 30,
   logger: { info: () => {}, warn: () => {}, error: (m, f) => console.error(m, f) },
   handler: async (m) => {
-    await store.inTx(idempotencyKey(m), async (tx) => {
+    const ran = await store.inTx(idempotencyKey(m), async (tx) => {
       await tx.query("INSERT INTO effects (key, pid) VALUES ($1, $2)", [idempotencyKey(m), process.pid]);
-      if (++written > commits) {
-        await new Promise(() => {}); // held open until the kill
-      }
       // The work takes a moment, so that a kill finds transactions open.
       await new Promise((r) => setTimeout(r, 2));
     });
+    if (!ran) {
+      await db.query("INSERT INTO skips (key) VALUES ($1)", [idempotencyKey(m)]);
+      return;
+    }
+    if (++written > commits) {
+      await new Promise(() => {}); // committed, never acked: the kill hands it back
+    }
   },
 });
 console.log("ready");
